@@ -1,0 +1,47 @@
+// swift-tools-version: 6.0
+// Quire: one person's notes, plans, contacts and journal on all of their own
+// devices, with no server that can read them. See README.md and DESIGN.md.
+import PackageDescription
+
+let package = Package(
+    name: "Quire",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "quire", targets: ["quire"]),
+    ],
+    targets: [
+        // C system libraries: a module map and a shim header each, nothing else.
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(name: "CFuse3", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
+        .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
+
+        // Typed Swift over libsodium: the only place that touches CSodium.
+        .target(name: "QuireCrypto", dependencies: ["CSodium"]),
+        // Pure: CBOR, rows, leaves, fingerprints, digest, version vectors, merges.
+        .target(name: "QuireCore", dependencies: ["QuireCrypto"]),
+        // The SQLite replica: the only place that touches CSQLite.
+        .target(name: "QuireStore", dependencies: ["QuireCore", "QuireCrypto", "CSQLite"]),
+        // Byte transports with no mailbox: local datagram relay, Redis pub/sub.
+        .target(name: "QuireRelay", dependencies: ["CHiredis"]),
+        // Sealed frames, pairing, reconcile, offload/recall.
+        .target(name: "QuireSync", dependencies: ["QuireStore", "QuireRelay", "QuireCore", "QuireCrypto"]),
+        // Typed Swift over libfuse3's low-level API: the only place that touches CFuse3.
+        .target(name: "QuireFuse", dependencies: ["CFuse3"]),
+        // Namespaces as folders, rows as files.
+        .target(name: "QuireFS", dependencies: ["QuireFuse", "QuireStore", "QuireCore"]),
+        // The command-line program and its daemon.
+        .executableTarget(name: "quire", dependencies: ["QuireStore", "QuireCore", "QuireCrypto", "QuireSync", "QuireFS", "QuireRelay"]),
+
+        // Benchmarks (run through the scripts in tools/).
+        .executableTarget(name: "bench-digest", dependencies: ["QuireStore", "QuireCore"], path: "tools/BenchDigest"),
+
+        .testTarget(name: "QuireCoreTests", dependencies: ["QuireCore", "QuireCrypto"]),
+        .testTarget(name: "QuireStoreTests", dependencies: ["QuireStore", "QuireCore"]),
+        .testTarget(name: "QuireRelayTests", dependencies: ["QuireRelay"]),
+        .testTarget(name: "QuireSyncTests", dependencies: ["QuireSync", "QuireStore", "QuireCore", "QuireCrypto", "QuireRelay"]),
+        .testTarget(name: "QuireFuseTests", dependencies: ["QuireFuse"]),
+        .testTarget(name: "QuireFSTests", dependencies: ["QuireFS", "QuireStore", "QuireCore"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["QuireCore"]),
+    ]
+)
