@@ -1,0 +1,1 @@
+// QuireCore: see README.md

@@ -1,0 +1,1 @@
+// QuireFS: see README.md

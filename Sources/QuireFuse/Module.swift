@@ -1,0 +1,1 @@
+// QuireFuse: see README.md

@@ -1,0 +1,1 @@
+// QuireRelay: see README.md

@@ -1,0 +1,1 @@
+// QuireStore: see README.md

@@ -1,0 +1,1 @@
+// QuireSync: see README.md
