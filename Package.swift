@@ -38,7 +38,7 @@ let package = Package(
 
         .testTarget(name: "QuireCoreTests", dependencies: ["QuireCore", "QuireCrypto"]),
         .testTarget(name: "QuireStoreTests", dependencies: ["QuireStore", "QuireCore"]),
-        .testTarget(name: "QuireRelayTests", dependencies: ["QuireRelay"]),
+        .testTarget(name: "QuireRelayTests", dependencies: ["QuireRelay", "QuireCrypto"]),
         .testTarget(name: "QuireSyncTests", dependencies: ["QuireSync", "QuireStore", "QuireCore", "QuireCrypto", "QuireRelay"]),
         .testTarget(name: "QuireFuseTests", dependencies: ["QuireFuse"]),
         .testTarget(name: "QuireFSTests", dependencies: ["QuireFS", "QuireStore", "QuireCore"]),
