@@ -1,0 +1,123 @@
+/// Storage and wire encoding of row content: CBOR maps with small integer
+/// keys. Readers skip keys they do not know and treat missing optional keys
+/// as absent, so an older sibling's rows still parse after fields are added.
+/// (Leaves use a separate, fixed-order encoding: see LeafEncoding.swift.)
+extension RowContent {
+    public func fields(includeBody: Bool = true) -> CBOR {
+        var m: [(CBOR, CBOR)] = []
+        func put(_ k: UInt64, _ v: CBOR) { m.append((.unsigned(k), v)) }
+        func putEditor(_ d: DeviceID?) { if let d { put(15, .bytes(d.bytes)) } }
+        switch self {
+        case .note(let n):
+            put(1, .text(n.title))
+            put(2, .array(n.tags.map { .text($0) }))
+            if includeBody, let body = n.body { put(3, .bytes(body)) }
+            put(4, .bytes(n.contentHash))
+            put(5, .int(n.createdAt.seconds))
+            put(6, .int(n.updatedAt.seconds))
+            put(7, .array(n.deletedParagraphs.map { .bytes($0) }))
+            putEditor(n.editedBy)
+        case .plan(let p):
+            put(1, .text(p.title))
+            put(2, .text(p.notes))
+            if let due = p.due { put(3, .int(due.seconds)) }
+            put(4, .bool(p.isDone))
+            put(5, .int(p.createdAt.seconds))
+            put(6, .int(p.updatedAt.seconds))
+            putEditor(p.editedBy)
+        case .contact(let c):
+            put(1, .text(c.name))
+            put(2, .array(c.emails.map { .text($0) }))
+            put(3, .array(c.phones.map { .text($0) }))
+            if let note = c.note { put(4, .text(note)) }
+            put(6, .int(c.updatedAt.seconds))
+            putEditor(c.editedBy)
+        case .saga(let s):
+            put(1, .text(s.date))
+            put(2, .bytes(s.text))
+            put(6, .int(s.updatedAt.seconds))
+            put(7, .array(s.deletedParagraphs.map { .bytes($0) }))
+            putEditor(s.editedBy)
+        case .setting(let s):
+            put(1, .text(s.name))
+            put(2, .text(s.value))
+            put(6, .int(s.updatedAt.seconds))
+            putEditor(s.editedBy)
+        case .memory(let e):
+            put(1, .int(e.at.seconds))
+            put(2, .text(e.kind))
+            put(3, .text(e.text))
+            put(4, .array(e.buries.map { .bytes($0.bytes) }))
+        case .device(let d):
+            put(1, .text(d.name))
+            put(2, .bytes(d.certificate))
+            if let r = d.revocation { put(3, .bytes(r)) }
+        }
+        return .map(m)
+    }
+
+    /// Decodes content of `namespace`. For notes stored without their body
+    /// (offloaded, or kept in a separate column), pass the body separately.
+    public static func decode(_ namespace: Namespace, fields cbor: CBOR, body externalBody: [UInt8]? = nil) throws(CBORError) -> RowContent {
+        let f = try cbor.asFieldMap()
+        func ts(_ k: UInt64, _ name: String) throws(CBORError) -> Timestamp { Timestamp(seconds: try f.required(k, name).asInt()) }
+        func texts(_ k: UInt64, _ name: String) throws(CBORError) -> [String] {
+            var out: [String] = []
+            for item in try f.required(k, name).asArray() { out.append(try item.asText()) }
+            return out
+        }
+        func hashes(_ k: UInt64) throws(CBORError) -> [[UInt8]] {
+            guard let v = f.optional(k) else { return [] }
+            var out: [[UInt8]] = []
+            for item in try v.asArray() { out.append(try item.asBytes()) }
+            return out
+        }
+        func editor() throws(CBORError) -> DeviceID? {
+            guard let v = f.optional(15) else { return nil }
+            guard let id = ID16(bytes: try v.asBytes()) else { throw .invalidValue("editor device id") }
+            return id
+        }
+        switch namespace {
+        case .notebook:
+            let body = try f.optional(3)?.asBytes() ?? externalBody
+            let hash = try f.required(4, "contentHash").asBytes()
+            guard hash.count == 32 else { throw .invalidValue("contentHash must be 32 bytes") }
+            if let body, Note.bodyDigest(body) != hash { throw .invalidValue("note body does not match its contentHash") }
+            var note = Note(title: try f.required(1, "title").asText(), tags: try texts(2, "tags"), body: body ?? [],
+                            createdAt: try ts(5, "createdAt"), updatedAt: try ts(6, "updatedAt"),
+                            deletedParagraphs: try hashes(7), editedBy: try editor())
+            note.body = body
+            note.contentHash = hash
+            return .note(note)
+        case .plans:
+            return .plan(Plan(title: try f.required(1, "title").asText(), notes: try f.required(2, "notes").asText(),
+                              due: try f.optional(3).map { v throws(CBORError) in Timestamp(seconds: try v.asInt()) },
+                              isDone: try f.required(4, "done").asBool(),
+                              createdAt: try ts(5, "createdAt"), updatedAt: try ts(6, "updatedAt"), editedBy: try editor()))
+        case .contacts:
+            return .contact(Contact(name: try f.required(1, "name").asText(), emails: try texts(2, "emails"),
+                                    phones: try texts(3, "phones"), note: try f.optional(4)?.asText(),
+                                    updatedAt: try ts(6, "updatedAt"), editedBy: try editor()))
+        case .saga:
+            let date = try f.required(1, "date").asText()
+            guard SagaEntry.isValidDate(date) else { throw .invalidValue("journal date '\(date)'") }
+            return .saga(SagaEntry(date: date, text: try f.required(2, "text").asBytes(), updatedAt: try ts(6, "updatedAt"),
+                                   deletedParagraphs: try hashes(7), editedBy: try editor()))
+        case .settings:
+            return .setting(Setting(name: try f.required(1, "name").asText(), value: try f.required(2, "value").asText(),
+                                    updatedAt: try ts(6, "updatedAt"), editedBy: try editor()))
+        case .memory:
+            var buried: [RowKey] = []
+            for item in try f.optional(4)?.asArray() ?? [] {
+                guard let k = ID16(bytes: try item.asBytes()) else { throw .invalidValue("buried event id") }
+                buried.append(k)
+            }
+            return .memory(MemoryEvent(at: try ts(1, "at"), kind: try f.required(2, "kind").asText(),
+                                       text: try f.required(3, "text").asText(), buries: buried))
+        case .devices:
+            return .device(DeviceRecord(name: try f.required(1, "name").asText(),
+                                        certificate: try f.required(2, "certificate").asBytes(),
+                                        revocation: try f.optional(3)?.asBytes()))
+        }
+    }
+}

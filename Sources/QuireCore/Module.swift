@@ -1,1 +1,0 @@
-// QuireCore: see README.md

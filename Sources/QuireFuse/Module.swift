@@ -1,1 +1,0 @@
-// QuireFuse: see README.md
