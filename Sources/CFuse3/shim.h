@@ -1,6 +1,7 @@
 // The API level we build against; systemLibrary targets take no cSettings.
+// (_FILE_OFFSET_BITS is not set: off_t is 64-bit on 64-bit Linux already,
+// and defining it here makes Glibc types clash with the Glibc module.)
 #define FUSE_USE_VERSION 314
-#define _FILE_OFFSET_BITS 64
 #include <fuse3/fuse_lowlevel.h>
 #include <fuse3/fuse_opt.h>
 #include <sys/stat.h>

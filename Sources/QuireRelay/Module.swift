@@ -1,1 +1,0 @@
-// QuireRelay: see README.md
