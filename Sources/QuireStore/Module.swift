@@ -1,1 +1,0 @@
-// QuireStore: see README.md

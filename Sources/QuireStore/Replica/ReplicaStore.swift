@@ -1,0 +1,207 @@
+import Foundation
+import QuireCore
+
+/// The replica: one SQLite database per device, in WAL mode. It is the only
+/// code that talks to SQLite. Every mutation is one transaction that writes
+/// the row, its version, its leaf, the fingerprint buckets and (for local
+/// edits) the outbox record together.
+public final class ReplicaStore: @unchecked Sendable {
+    public let path: String
+    public let deviceID: DeviceID
+    let clock: any Clock
+    let random: any RandomSource
+    // One connection, serialised: FUSE callbacks and the sync loop come in
+    // on many threads. Cross-process safety is SQLite's own locking.
+    let lock = NSRecursiveLock()
+    let db: Connection
+
+    /// Opens (or with `create`, creates) the replica at `path`.
+    public init(path: String, deviceID: DeviceID, create: Bool = false,
+                clock: any Clock = SystemClock(), random: any RandomSource = SystemRandom()) throws(StoreError) {
+        self.path = path
+        self.deviceID = deviceID
+        self.clock = clock
+        self.random = random
+        if !create && !FileManager.default.fileExists(atPath: path) {
+            throw StoreError(.notFound, "no replica at \(path); run 'quire init' first")
+        }
+        db = try Connection(path: path)
+        try prepareSchema(create: create)
+    }
+
+    private func prepareSchema(create: Bool) throws(StoreError) {
+        // The first read is where SQLite notices a file that is not a database.
+        let appID = try db.queryOne("PRAGMA application_id") { $0.int(0) } ?? 0
+        let tableCount = try db.queryOne("SELECT count(*) FROM sqlite_master") { $0.int(0) } ?? 0
+        if appID != Schema.applicationID {
+            if appID != 0 || tableCount > 0 {
+                throw StoreError(.foreign, "\(path) is an SQLite database but not a quire replica; refusing to touch it")
+            }
+            if !create {
+                throw StoreError(.foreign, "\(path) is empty, not a quire replica; run 'quire init'")
+            }
+        }
+        try db.execute("PRAGMA journal_mode=WAL")
+        // NORMAL in WAL mode survives a killed process (every committed
+        // transaction is in the WAL); `sync()` adds a checkpoint for fsync.
+        try db.execute("PRAGMA synchronous=NORMAL")
+        try db.execute("PRAGMA foreign_keys=ON")
+        let version = Int(try db.queryOne("PRAGMA user_version") { $0.int(0) } ?? 0)
+        if version > Schema.migrations.count {
+            throw StoreError(.foreign, "\(path) was written by a newer quire (schema \(version)); upgrade quire")
+        }
+        for (index, sql) in Schema.migrations.enumerated() where index >= version {
+            do {
+                try db.transaction {
+                    try db.execute(sql)
+                    try db.execute("PRAGMA user_version=\(index + 1)")
+                    try db.execute("PRAGMA application_id=\(Schema.applicationID)")
+                }
+            } catch let e as StoreError { throw e } catch { throw StoreError(.sqlite(-1), "\(error)") }
+        }
+    }
+
+    /// Runs `body` under the lock inside one immediate transaction.
+    func write<T>(_ body: (inout WriteContext) throws -> T) throws(StoreError) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        do {
+            return try db.transaction {
+                var ctx = try WriteContext(store: self)
+                let value = try body(&ctx)
+                try ctx.finish()
+                return value
+            }
+        } catch let e as StoreError {
+            throw e
+        } catch let e as CBORError {
+            throw StoreError(.corrupt, "\(path): stored row does not decode: \(e)")
+        } catch {
+            throw StoreError(.invalidInput, "\(error)")
+        }
+    }
+
+    func read<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    // MARK: - Local edits
+
+    /// Writes `content` as a local edit: bumps this device's counter, stamps
+    /// updatedAt and the editor, and records the outbox note, all in one
+    /// transaction. Writing content equal to what is stored is a no-op (no
+    /// new version), so saving an unchanged file does not make a version.
+    @discardableResult
+    public func put(_ content: RowContent, key explicitKey: RowKey? = nil) throws(StoreError) -> Row {
+        try write { ctx in try ctx.putLocal(content, key: explicitKey) }
+    }
+
+    /// Many new rows as local edits in one transaction (bulk import).
+    @discardableResult
+    public func putMany(_ contents: [RowContent]) throws(StoreError) -> [Row] {
+        try write { ctx in
+            var rows: [Row] = []
+            rows.reserveCapacity(contents.count)
+            for c in contents { rows.append(try ctx.putLocal(c, key: nil)) }
+            return rows
+        }
+    }
+
+    /// Deletes a row: writes a tombstone with this device's counter bumped.
+    /// Tombstones are never dropped here; only the barrier may collect them.
+    @discardableResult
+    public func delete(_ namespace: Namespace, _ key: RowKey) throws(StoreError) -> Row {
+        try write { ctx in try ctx.deleteLocal(namespace, key) }
+    }
+
+    // MARK: - Reads
+
+    public func row(_ namespace: Namespace, _ key: RowKey) throws(StoreError) -> Row? {
+        try read { () throws(StoreError) -> Row? in try RowRecord.load(db, namespace, key, withBody: true)?.row(path: path) }
+    }
+
+    /// Live rows (and, if asked, tombstones) of a namespace, in key order,
+    /// without note bodies (listing must not read every body).
+    public func summaries(_ namespace: Namespace, includeTombstones: Bool = false) throws(StoreError) -> [RowSummary] {
+        try read { () throws(StoreError) -> [RowSummary] in
+            try db.query("SELECT key, name, size, updated, tombstone, offloaded, seq FROM rows WHERE ns = ?" +
+                         (includeTombstones ? "" : " AND tombstone = 0") + " ORDER BY key", [.int(Int64(namespace.rawValue))]) { s in
+                RowSummary(namespace: namespace, key: ID16(bytes: s.blob(0) ?? [])!, name: s.text(1) ?? "", size: Int(s.int(2)),
+                           updatedAt: Timestamp(seconds: s.int(3)), isTombstone: s.int(4) != 0, isOffloaded: s.int(5) != 0, seq: s.int(6))
+            }
+        }
+    }
+
+    /// Live rows whose display name equals `name` (titles need not be unique).
+    public func find(_ namespace: Namespace, name: String) throws(StoreError) -> [RowKey] {
+        try read { () throws(StoreError) -> [RowKey] in
+            try db.query("SELECT key FROM rows WHERE ns = ? AND tombstone = 0 AND name = ? ORDER BY key",
+                         [.int(Int64(namespace.rawValue)), .text(name)]) { ID16(bytes: $0.blob(0) ?? [])! }
+        }
+    }
+
+    /// Counts of live rows and tombstones.
+    public func counts(_ namespace: Namespace) throws(StoreError) -> (live: Int, tombstones: Int) {
+        try read { () throws(StoreError) -> (live: Int, tombstones: Int) in
+            try db.queryOne("SELECT coalesce(sum(tombstone = 0), 0), coalesce(sum(tombstone), 0) FROM rows WHERE ns = ?",
+                            [.int(Int64(namespace.rawValue))]) { (Int($0.int(0)), Int($0.int(1))) } ?? (0, 0)
+        }
+    }
+
+    /// Rows changed (by anyone: local edits, sync, another process) after
+    /// change number `seq`, for the mount to invalidate its caches.
+    public func changes(since seq: Int64) throws(StoreError) -> [RowSummary] {
+        try read { () throws(StoreError) -> [RowSummary] in
+            try db.query("SELECT ns, key, name, size, updated, tombstone, offloaded, seq FROM rows WHERE seq > ? ORDER BY seq", [.int(seq)]) { s in
+                RowSummary(namespace: Namespace(rawValue: UInt8(s.int(0)))!, key: ID16(bytes: s.blob(1) ?? [])!, name: s.text(2) ?? "",
+                           size: Int(s.int(3)), updatedAt: Timestamp(seconds: s.int(4)), isTombstone: s.int(5) != 0,
+                           isOffloaded: s.int(6) != 0, seq: s.int(7))
+            }
+        }
+    }
+
+    /// The latest change number (advances with every committed write).
+    public func changeSequence() throws(StoreError) -> Int64 {
+        try read { () throws(StoreError) -> Int64 in try db.queryOne("SELECT value FROM meta WHERE name = 'seq'") { $0.int(0) } ?? 0 }
+    }
+
+    /// Makes everything committed so far durable against power loss.
+    public func sync() throws(StoreError) {
+        try read { () throws(StoreError) in try db.execute("PRAGMA wal_checkpoint(PASSIVE)") }
+    }
+
+    /// A consistent copy of the database (SQLite's online backup API).
+    public func backup(to destination: String) throws(StoreError) {
+        try read { () throws(StoreError) in try db.backup(to: destination) }
+    }
+
+    // MARK: - Outbox
+
+    /// Local edits not yet advertised: (outbox id, namespace, key).
+    public func pendingOutbox(limit: Int = 10_000) throws(StoreError) -> [(id: Int64, namespace: Namespace, key: RowKey)] {
+        try read { () throws(StoreError) -> [(id: Int64, namespace: Namespace, key: RowKey)] in
+            try db.query("SELECT id, ns, key FROM outbox ORDER BY id LIMIT ?", [.int(Int64(limit))]) {
+                (id: $0.int(0), namespace: Namespace(rawValue: UInt8($0.int(1)))!, key: ID16(bytes: $0.blob(2) ?? [])!)
+            }
+        }
+    }
+
+    /// Clears outbox records up to `id` once an advertisement covering them went out.
+    public func clearOutbox(through id: Int64) throws(StoreError) {
+        try write { ctx in try ctx.db.run("DELETE FROM outbox WHERE id <= ?", [.int(id)]) }
+    }
+}
+
+/// What listing needs about a row, without its content.
+public struct RowSummary: Equatable, Sendable {
+    public var namespace: Namespace
+    public var key: RowKey
+    public var name: String
+    public var size: Int
+    public var updatedAt: Timestamp
+    public var isTombstone: Bool
+    public var isOffloaded: Bool
+    public var seq: Int64
+}

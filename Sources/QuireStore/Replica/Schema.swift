@@ -1,0 +1,52 @@
+/// The replica's tables. Applied migrations are recorded in `user_version`
+/// and each runs in one immediate transaction, so a crash mid-migration
+/// leaves the previous schema intact.
+enum Schema {
+    /// 'QUIR': marks a file as a quire replica, so a foreign SQLite file
+    /// is refused instead of being written into.
+    static let applicationID: Int64 = 0x5155_4952
+
+    static let migrations: [String] = [
+        """
+        CREATE TABLE rows(
+            id INTEGER PRIMARY KEY,
+            ns INTEGER NOT NULL,
+            key BLOB NOT NULL,
+            vv BLOB NOT NULL,
+            tombstone INTEGER NOT NULL,
+            name TEXT NOT NULL DEFAULT '',
+            updated INTEGER NOT NULL DEFAULT 0,
+            size INTEGER NOT NULL DEFAULT 0,
+            leaf BLOB,
+            seq INTEGER NOT NULL,
+            offloaded INTEGER NOT NULL DEFAULT 0,
+            holders BLOB,
+            content BLOB,
+            body BLOB
+        );
+        CREATE UNIQUE INDEX rows_key ON rows(ns, key);
+        CREATE INDEX rows_seq ON rows(seq);
+        -- Fingerprints (count, 256-bit sum of leaves) of every key prefix of
+        -- 0..4 nibbles: level 0 is the namespace root. Maintained in the same
+        -- transaction as the row, so a root never needs a scan.
+        CREATE TABLE buckets(
+            ns INTEGER NOT NULL, level INTEGER NOT NULL, prefix INTEGER NOT NULL,
+            count INTEGER NOT NULL, sum BLOB NOT NULL,
+            PRIMARY KEY(ns, level, prefix)
+        ) WITHOUT ROWID;
+        -- The outbox: one record per local edit, written with the edit, so a
+        -- change can never exist without the note that it must be advertised.
+        CREATE TABLE outbox(
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            ns INTEGER NOT NULL, key BLOB NOT NULL, counter INTEGER NOT NULL, at INTEGER NOT NULL
+        );
+        CREATE TABLE meta(name TEXT PRIMARY KEY, value) WITHOUT ROWID;
+        INSERT INTO meta(name, value) VALUES ('seq', 0);
+        -- Device-local text this device last wrote or accepted (never synced).
+        CREATE TABLE shadows(ns INTEGER NOT NULL, key BLOB NOT NULL, text BLOB NOT NULL, PRIMARY KEY(ns, key)) WITHOUT ROWID;
+        -- Audit trail of concurrent merges, so a user can see why a paragraph came back.
+        CREATE TABLE merges(id INTEGER PRIMARY KEY, ns INTEGER NOT NULL, key BLOB NOT NULL, at INTEGER NOT NULL, detail TEXT NOT NULL);
+        CREATE INDEX merges_key ON merges(ns, key);
+        """,
+    ]
+}

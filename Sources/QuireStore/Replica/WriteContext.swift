@@ -1,0 +1,200 @@
+import QuireCore
+
+/// The state of one write transaction: its change number and the pending
+/// fingerprint deltas, flushed once by `finish()` before COMMIT.
+struct WriteContext {
+    let store: ReplicaStore
+    let db: Connection
+    let seq: Int64
+    var deltas = Buckets.Deltas()
+    var now: Timestamp
+
+    init(store: ReplicaStore) throws(StoreError) {
+        self.store = store
+        self.db = store.db
+        self.seq = (try db.queryOne("SELECT value FROM meta WHERE name = 'seq'") { $0.int(0) } ?? 0) + 1
+        self.now = store.clock.now()
+    }
+
+    mutating func finish() throws(StoreError) {
+        for (id, delta) in deltas.pending where delta != .zero {
+            let old = try db.queryOne("SELECT count, sum FROM buckets WHERE ns = ? AND level = ? AND prefix = ?",
+                                      [.int(Int64(id.ns)), .int(Int64(id.level)), .int(id.prefix)]) {
+                Fingerprint(count: UInt64(bitPattern: $0.int(0)), sum: $0.blob(1) ?? [UInt8](repeating: 0, count: 32))
+            } ?? .zero
+            let new = old + delta
+            if new.count == 0 {
+                try db.run("DELETE FROM buckets WHERE ns = ? AND level = ? AND prefix = ?",
+                           [.int(Int64(id.ns)), .int(Int64(id.level)), .int(id.prefix)])
+            } else {
+                try db.run("INSERT OR REPLACE INTO buckets(ns, level, prefix, count, sum) VALUES (?, ?, ?, ?, ?)",
+                           [.int(Int64(id.ns)), .int(Int64(id.level)), .int(id.prefix), .int(Int64(bitPattern: new.count)), .blob(new.sumBytes)])
+            }
+        }
+        try db.run("UPDATE meta SET value = ? WHERE name = 'seq'", [.int(seq)])
+    }
+
+    // MARK: Local edits
+
+    mutating func putLocal(_ content: RowContent, key explicitKey: RowKey?) throws(StoreError) -> Row {
+        let ns = content.namespace
+        let key = explicitKey ?? naturalKey(content)
+        let existing = try RowRecord.load(db, ns, key, withBody: true)
+        let existingRow = try existing?.row(path: store.path)
+        if ns == .memory, existingRow != nil {
+            throw StoreError(.conflict, "memory is append-only: event \(key) already exists; record a new event instead")
+        }
+        if ns == .devices {
+            throw StoreError(.invalidInput, "the devices roster is read-only here; use 'quire devices'")
+        }
+        let stamped = stamp(content, previous: existingRow?.content)
+        if let existingRow, let old = existingRow.content, sameContent(old, stamped) {
+            return existingRow    // nothing changed: no new version
+        }
+        let vector = (existing?.vector ?? VersionVector()).bumped(for: store.deviceID)
+        let row = Row(namespace: ns, key: key, version: RowVersion(vector: vector, isTombstone: false), content: stamped)
+        try writeRow(row, previousLeaf: existing?.leaf, exists: existing != nil)
+        try db.run("INSERT INTO outbox(ns, key, counter, at) VALUES (?, ?, ?, ?)",
+                   [.int(Int64(ns.rawValue)), .blob(key.bytes), .int(Int64(vector[store.deviceID])), .int(now.seconds)])
+        return row
+    }
+
+    mutating func deleteLocal(_ ns: Namespace, _ key: RowKey) throws(StoreError) -> Row {
+        guard ns.hasTombstones, ns != .devices else {
+            throw StoreError(.invalidInput, "\(ns) rows cannot be deleted; \(ns == .memory ? "record an event that buries it" : "use 'quire devices revoke'")")
+        }
+        guard let existing = try RowRecord.load(db, ns, key, withBody: false), !existing.isTombstone else {
+            throw StoreError(.notFound, "no \(ns) row \(key)")
+        }
+        let row = Row.tombstone(ns, key, vector: existing.vector.bumped(for: store.deviceID))
+        try writeRow(row, previousLeaf: existing.leaf, exists: true)
+        try db.run("INSERT INTO outbox(ns, key, counter, at) VALUES (?, ?, ?, ?)",
+                   [.int(Int64(ns.rawValue)), .blob(key.bytes), .int(Int64(row.version.vector[store.deviceID])), .int(now.seconds)])
+        return row
+    }
+
+    /// Rows whose identity is their name get a derived key; others a random one.
+    private func naturalKey(_ content: RowContent) -> RowKey {
+        switch content {
+        case .saga(let s): return SagaEntry.key(for: s.date)
+        case .setting(let s): return Setting.key(for: s.name)
+        default: return RowKey.random(using: store.random)
+        }
+    }
+
+    /// Stamps the editor and times of a local edit.
+    private func stamp(_ content: RowContent, previous: RowContent?) -> RowContent {
+        let me = store.deviceID
+        switch content {
+        case .note(var n):
+            if case .note(let old)? = previous { n.createdAt = old.createdAt } else if n.createdAt.seconds == 0 { n.createdAt = now }
+            n.updatedAt = now
+            n.editedBy = me
+            if let body = n.body { n.contentHash = Note.bodyDigest(body) }
+            return .note(n)
+        case .plan(var p):
+            if case .plan(let old)? = previous { p.createdAt = old.createdAt } else if p.createdAt.seconds == 0 { p.createdAt = now }
+            p.updatedAt = now
+            p.editedBy = me
+            return .plan(p)
+        case .contact(var c):
+            c.updatedAt = now; c.editedBy = me
+            return .contact(c)
+        case .saga(var s):
+            s.updatedAt = now; s.editedBy = me
+            return .saga(s)
+        case .setting(var s):
+            s.updatedAt = now; s.editedBy = me
+            return .setting(s)
+        case .memory(var e):
+            if e.at.seconds == 0 { e.at = now }
+            return .memory(e)
+        case .device:
+            return content
+        }
+    }
+
+    /// Equal apart from the stamp of this write.
+    private func sameContent(_ old: RowContent, _ new: RowContent) -> Bool {
+        func unstamped(_ c: RowContent) -> RowContent {
+            switch c {
+            case .note(var n): n.updatedAt = Timestamp(seconds: 0); n.editedBy = nil; return .note(n)
+            case .plan(var p): p.updatedAt = Timestamp(seconds: 0); p.editedBy = nil; return .plan(p)
+            case .contact(var x): x.updatedAt = Timestamp(seconds: 0); x.editedBy = nil; return .contact(x)
+            case .saga(var s): s.updatedAt = Timestamp(seconds: 0); s.editedBy = nil; return .saga(s)
+            case .setting(var s): s.updatedAt = Timestamp(seconds: 0); s.editedBy = nil; return .setting(s)
+            default: return c
+            }
+        }
+        return unstamped(old) == unstamped(new)
+    }
+
+    // MARK: Remote rows
+
+    /// Merges a row from a sibling. Never bumps this device's counter.
+    mutating func applyRemote(_ incoming: Row) throws(StoreError) -> RowMerge.Outcome {
+        let existing = try RowRecord.load(db, incoming.namespace, incoming.key, withBody: true)
+        let local = try existing?.row(path: store.path)
+        let outcome = RowMerge.merge(local: local, incoming: incoming)
+        if case .store(let row, let merged) = outcome {
+            try writeRow(row, previousLeaf: existing?.leaf, exists: existing != nil)
+            if merged {
+                let detail = "joined \(local?.version.vector.description ?? "-") with \(incoming.version.vector.description) → \(row.version.vector.description)"
+                try db.run("INSERT INTO merges(ns, key, at, detail) VALUES (?, ?, ?, ?)",
+                           [.int(Int64(row.namespace.rawValue)), .blob(row.key.bytes), .int(now.seconds), .text(detail)])
+            }
+        }
+        return outcome
+    }
+
+    // MARK: The one place a row is written
+
+    mutating func writeRow(_ row: Row, previousLeaf: [UInt8]?, exists: Bool) throws(StoreError) {
+        let leaf = LeafEncoding.leaf(of: row)
+        var name = "", size = 0, updated: Int64 = 0
+        var contentBytes: [UInt8]? = nil
+        var body: [UInt8]? = nil
+        var offloaded = false
+        if let content = row.content {
+            name = content.displayName
+            updated = content.updatedAt?.seconds ?? 0
+            switch content {
+            case .note(let n):
+                contentBytes = CBORWriter.encode(content.fields(includeBody: false))
+                body = n.body
+                offloaded = n.body == nil
+                size = n.body?.count ?? 0
+            case .saga(let s):
+                contentBytes = CBORWriter.encode(content.fields())
+                size = s.text.count
+            default:
+                contentBytes = CBORWriter.encode(content.fields())
+            }
+        }
+        if offloaded, exists {
+            // Keep the known length of an offloaded body.
+            size = Int(try db.queryOne("SELECT size FROM rows WHERE ns = ? AND key = ?",
+                                       [.int(Int64(row.namespace.rawValue)), .blob(row.key.bytes)]) { $0.int(0) } ?? 0)
+        }
+        let args: [SQLValue] = [
+            .int(Int64(row.namespace.rawValue)), .blob(row.key.bytes),
+            .blob(CBORWriter.encode(row.version.vector.cbor)), .int(row.isTombstone ? 1 : 0),
+            .text(name), .int(updated), .int(Int64(size)), leaf.map { .blob($0) } ?? .null, .int(seq),
+            .int(offloaded ? 1 : 0), contentBytes.map { .blob($0) } ?? .null, body.map { .blob($0) } ?? .null,
+        ]
+        if exists {
+            try db.run("""
+                UPDATE rows SET vv = ?3, tombstone = ?4, name = ?5, updated = ?6, size = ?7, leaf = ?8, seq = ?9,
+                    offloaded = ?10, content = ?11, body = ?12 WHERE ns = ?1 AND key = ?2
+                """, args)
+        } else {
+            try db.run("""
+                INSERT INTO rows(ns, key, vv, tombstone, name, updated, size, leaf, seq, offloaded, content, body)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+                """, args)
+        }
+        deltas.add(row.namespace, row.key,
+                   plus: leaf.map { Fingerprint(leaf: $0) } ?? .zero,
+                   minus: previousLeaf.map { Fingerprint(leaf: $0) } ?? .zero)
+    }
+}

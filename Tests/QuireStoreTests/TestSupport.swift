@@ -1,0 +1,49 @@
+import Foundation
+import QuireCore
+import QuireStore
+
+/// A seeded, repeatable generator (SplitMix64). Failing tests print the seed.
+struct SeededRandom: RandomSource, @unchecked Sendable {
+    final class State: @unchecked Sendable { var value: UInt64; init(_ v: UInt64) { value = v } }
+    let state: State
+    init(seed: UInt64) { state = State(seed) }
+
+    func next() -> UInt64 {
+        state.value &+= 0x9E37_79B9_7F4A_7C15
+        var z = state.value
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    func int(_ range: Range<Int>) -> Int { range.lowerBound + Int(next() % UInt64(range.count)) }
+    func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8(truncatingIfNeeded: next()) } }
+    func word() -> String { String((0..<int(3..<9)).map { _ in Character(UnicodeScalar(UInt8(97 + int(0..<26)))) }) }
+}
+
+/// A clock a test moves by hand.
+final class ManualClock: Clock, @unchecked Sendable {
+    private let lock = NSLock()
+    private var seconds: Int64
+    init(_ start: Int64 = 1_800_000_000) { seconds = start }
+    func now() -> Timestamp { lock.lock(); defer { lock.unlock() }; return Timestamp(seconds: seconds) }
+    func monotonicMilliseconds() -> UInt64 { lock.lock(); defer { lock.unlock() }; return UInt64(seconds) * 1000 }
+    func advance(_ s: Int64) { lock.lock(); seconds += s; lock.unlock() }
+}
+
+func temporaryDirectory(_ name: String = #function) -> String {
+    let dir = NSTemporaryDirectory() + "quire-test-\(name.filter { $0.isLetter })-\(UUID().uuidString.prefix(8))"
+    try! FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    return dir
+}
+
+let deviceA = DeviceID(bytes: [UInt8](repeating: 0xA1, count: 16))!
+let deviceB = DeviceID(bytes: [UInt8](repeating: 0xB2, count: 16))!
+
+func makeStore(_ dir: String, device: DeviceID = deviceA, clock: ManualClock = ManualClock(), seed: UInt64 = 1) throws -> ReplicaStore {
+    try ReplicaStore(path: dir + "/replica.sqlite", deviceID: device, create: true, clock: clock, random: SeededRandom(seed: seed))
+}
+
+func note(_ title: String, _ body: String, tags: [String] = []) -> RowContent {
+    .note(Note(title: title, tags: tags, body: Array(body.utf8), createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0)))
+}
