@@ -1,0 +1,84 @@
+import CFuse3
+
+/// The state every callback reaches through `fuse_req_userdata`: the
+/// filesystem and the session's reply policy. Held by an `Unmanaged`
+/// reference that the session retains until `fuse_session_destroy` returns.
+final class SessionCore: Sendable {
+    let fileSystem: any FuseFileSystem
+    let reportUnexpectedError: (@Sendable (String, any Error) -> Void)?
+
+    init(fileSystem: any FuseFileSystem, reportUnexpectedError: (@Sendable (String, any Error) -> Void)?) {
+        self.fileSystem = fileSystem
+        self.reportUnexpectedError = reportUnexpectedError
+    }
+
+    static func of(_ request: fuse_req_t?) -> SessionCore {
+        Unmanaged<SessionCore>.fromOpaque(fuse_req_userdata(request)!).takeUnretainedValue()
+    }
+
+    static func of(userdata: UnsafeMutableRawPointer?) -> SessionCore {
+        Unmanaged<SessionCore>.fromOpaque(userdata!).takeUnretainedValue()
+    }
+}
+
+/// Runs one request: calls `body` with the filesystem and the caller, then
+/// sends `reply`'s answer, or the errno of whatever `body` threw.
+/// Exactly one reply leaves for every request that expects one.
+@inline(__always)
+func serve<Result>(
+    _ request: fuse_req_t?, _ operation: StaticString,
+    _ body: (any FuseFileSystem, FuseRequest) throws -> Result,
+    reply: (Result) -> Int32
+) {
+    let core = SessionCore.of(request)
+    let result: Result
+    do {
+        result = try body(core.fileSystem, FuseRequest(request))
+    } catch {
+        replyError(request, error, operation, core)
+        return
+    }
+    _ = reply(result)
+}
+
+func replyError(_ request: fuse_req_t?, _ error: any Error, _ operation: StaticString, _ core: SessionCore) {
+    let errno = FuseError.replying(to: error)
+    if !(error is FuseError) && !(error is any FuseErrorConvertible) {
+        core.reportUnexpectedError?("\(operation)", error)
+    }
+    _ = fuse_reply_err(request, errno.rawValue)
+}
+
+/// A name from the kernel. Linux names are bytes; Quire's are UTF-8, so a name
+/// that is not valid UTF-8 cannot exist here.
+func decodeName(_ name: UnsafePointer<CChar>?) throws(FuseError) -> String {
+    guard let name, let decoded = String(validatingCString: name) else { throw .illegalByteSequence }
+    return decoded
+}
+
+func replyEntry(_ request: fuse_req_t?, _ entry: FuseEntry) -> Int32 {
+    var parameters = entry.parameters
+    return fuse_reply_entry(request, &parameters)
+}
+
+func replyAttributes(_ request: fuse_req_t?, _ reply: FuseAttributeReply) -> Int32 {
+    var attributes = reply.attributes.cValue
+    return fuse_reply_attr(request, &attributes, reply.timeout)
+}
+
+func replyBytes(_ request: fuse_req_t?, _ bytes: some Collection<UInt8>) -> Int32 {
+    let array = Array(bytes)
+    return array.withUnsafeBytes { buffer in
+        fuse_reply_buf(request, buffer.baseAddress?.assumingMemoryBound(to: CChar.self), buffer.count)
+    }
+}
+
+func replyOK(_ request: fuse_req_t?) -> Int32 { fuse_reply_err(request, 0) }
+
+/// The getxattr/listxattr size protocol: size 0 asks only for the length;
+/// a buffer too small for the value gets ERANGE.
+func replyExtendedAttribute(_ request: fuse_req_t?, _ value: [UInt8], capacity: Int) -> Int32 {
+    if capacity == 0 { return fuse_reply_xattr(request, value.count) }
+    if value.count > capacity { return fuse_reply_err(request, ERANGE) }
+    return replyBytes(request, value)
+}
