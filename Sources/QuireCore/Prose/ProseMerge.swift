@@ -1,0 +1,243 @@
+/// The no-word-lost merge for prose: notebook bodies and journal days.
+///
+/// ## What survives
+/// The result holds every paragraph of either side, as many times as the
+/// side that holds it most often (a paragraph twice in one text stays
+/// twice; a paragraph in both texts is not doubled), except paragraphs whose
+/// identity is in the union of both tombstone sets: a deletion wins
+/// everywhere. The result's tombstones are that union. An empty body brings
+/// nothing and removes nothing, so it never erases.
+///
+/// A rewritten paragraph does not come back beside its rewrite because
+/// `deletions(shown:edited:)` tombstones the original of every rewrite, not
+/// only of every deletion. The merge never drops text for *looking like*
+/// other text: similarity cannot tell "a stale copy of the original" from
+/// "a second device rewrote the same paragraph its own way", and in the
+/// second case dropping either rewrite loses words (both survive: an extra
+/// copy to tidy up, never a lost one). Dropping by similarity would also
+/// break associativity (similarity is not transitive) and let a tombstoned
+/// rewrite take its original down with it on some delivery orders only.
+/// Identical paragraphs that differ only in trailing spaces are one
+/// paragraph (one identity); the copy with the greatest bytes is written.
+///
+/// ## Order
+/// Each side's surviving paragraphs keep their order. The side that leads is
+/// the one with more surviving paragraphs, then the one whose surviving
+/// canonical text is greater in UTF-8 bytes; when both keys tie the two
+/// sequences are identical. The other side's extra paragraphs (occurrences
+/// beyond what the leading side holds) go right after the nearest preceding
+/// paragraph of their own side, in their own side's order; with no such
+/// paragraph they go first. Only the texts are compared, never which
+/// argument is `a`, so the merge is commutative to the byte.
+///
+/// ## Why every device ends with the same bytes
+/// - The surviving multiset is "per identity, the maximum count over all
+///   inputs, zero if tombstoned anywhere", with the byte-greatest spelling
+///   and the union of tombstones. Max, union and "zero if in the union" are
+///   associative, commutative and idempotent, and tombstones only grow, so a
+///   paragraph a tombstone removed earlier would be removed again later: the
+///   SET (with multiplicities and spellings) is associative over any
+///   grouping of any number of versions.
+/// - ORDER is commutative and idempotent (`merge(a, a)` and
+///   `merge(merge(a, b), b)` return their input: the merged side holds
+///   everything the other holds, so it leads and there is nothing to insert,
+///   or the multisets are equal and the byte-greater order, already chosen,
+///   leads again). Order is not associative in general: which side leads in
+///   an inner merge decides where the third side's extras land.
+/// - Gossip converges in a bounded number of steps: a device's multiset is
+///   the join of every version in its causal past, so once every device has
+///   (transitively) heard from every other, all hold one multiset. From then
+///   on a merge of two texts with equal multisets returns the byte-greater
+///   text, unchanged; the fleet's byte-greatest text wins every merge it
+///   takes part in and spreads, and every other text only loses. Two passes
+///   of the network's diameter reach one identical text on every device.
+///
+/// All functions are pure and deterministic.
+public enum ProseMerge {
+    /// Merges two concurrent versions (the caller has found that neither
+    /// version vector dominates, or that they are equal with different
+    /// content). Commutative, idempotent, convergent; see the type comment.
+    public static func merge(_ a: ProseVersion, _ b: ProseVersion) -> ProseVersion {
+        mergeWithReport(a, b).version
+    }
+
+    /// `merge`, plus why each paragraph is or is not in the result.
+    public static func mergeWithReport(_ a: ProseVersion, _ b: ProseVersion)
+        -> (version: ProseVersion, report: ProseMergeReport) {
+        let parsedA = Paragraphs.parse(a.text)
+        let parsedB = Paragraphs.parse(b.text)
+        let tombstones = a.deletedParagraphs.union(b.deletedParagraphs)
+        let spelling = ParagraphSpelling(greatestOf: parsedA + parsedB)
+        let survivorsA = survivors(parsedA, excluding: tombstones)
+        let survivorsB = survivors(parsedB, excluding: tombstones)
+        let aLeads = leads(survivorsA, over: survivorsB, spelling: spelling)
+        let order = aLeads
+            ? interleave(leading: survivorsA, other: survivorsB)
+            : interleave(leading: survivorsB, other: survivorsA)
+        return finish(order, tombstones: tombstones, spelling: spelling, a: parsedA, b: parsedB)
+    }
+
+    /// The paragraphs one local edit deliberately removed: identities
+    /// present in `shown` (what this device's editor or open file last
+    /// displayed) and absent from `edited`, whether deleted outright or
+    /// rewritten into a new paragraph. A rewritten original is tombstoned
+    /// too, so a device still holding it unchanged does not bring it back
+    /// beside the rewrite; a device that rewrote it differently keeps its own
+    /// rewrite, which is a new identity no tombstone names.
+    ///
+    /// `shown` must be what was displayed, never the live record: a
+    /// paragraph a sync import added underneath was never shown, so it cannot
+    /// be counted as deleted. Removing one of two identical copies tombstones
+    /// nothing (the identity is still present); a device holding both copies
+    /// may bring the second back, an extra copy rather than a lost one.
+    public static func deletions(shown: String, edited: String) -> Set<ParagraphHash> {
+        classifyEdit(shown: shown, edited: edited).tombstones
+    }
+
+    /// `deletions`, split into plain deletions and rewrites.
+    public static func classifyEdit(shown: String, edited: String) -> ProseEditSummary {
+        let before = Paragraphs.parse(shown)
+        let after = Paragraphs.parse(edited)
+        let beforeIDs = Set(before.map(\.hash))
+        let afterIDs = Set(after.map(\.hash))
+        // Only paragraphs the edit created can be rewrites of a removed one.
+        let createdWords = after.filter { !beforeIDs.contains($0.hash) }.map { ParagraphRevision.words($0.text) }
+        var summary = ProseEditSummary()
+        for paragraph in before where !afterIDs.contains(paragraph.hash) {
+            let words = ParagraphRevision.words(paragraph.text)
+            if createdWords.contains(where: { ParagraphRevision.areRevisions(words: words, $0) }) {
+                summary.revised.insert(paragraph.hash)
+            } else {
+                summary.deleted.insert(paragraph.hash)
+            }
+        }
+        return summary
+    }
+
+    /// The version a local edit produces: `edited`, in its own order and
+    /// spelling, plus whatever `record` (the live record, which may have
+    /// gained paragraphs underneath the editor) holds that the edit neither
+    /// showed-and-removed nor already contains; tombstones are the record's
+    /// plus `deletions(shown:edited:)`. Local, so the edit's order leads; the
+    /// result syncs as an ordinary new version.
+    public static func applyEdit(shown: String, edited: String, onto record: ProseVersion) -> ProseVersion {
+        let tombstones = record.deletedParagraphs.union(deletions(shown: shown, edited: edited))
+        let parsedEdit = Paragraphs.parse(edited)
+        let parsedRecord = Paragraphs.parse(record.text)
+        let spelling = ParagraphSpelling(preferring: parsedEdit, then: parsedRecord)
+        let order = interleave(leading: survivors(parsedEdit, excluding: tombstones),
+                               other: survivors(parsedRecord, excluding: tombstones))
+        return finish(order, tombstones: tombstones, spelling: spelling, a: parsedEdit, b: parsedRecord).version
+    }
+
+    /// Restores, from this device's shadow (the text it last wrote or
+    /// accepted, never synced), the paragraphs an incoming version dropped
+    /// without a tombstone: a clobber, not a deletion. A wiped (empty)
+    /// incoming body gets the whole shadow back. Tombstoned paragraphs stay
+    /// dead, rewritten originals included (their rewrites tombstoned them).
+    /// The incoming order and spelling lead; restored paragraphs go after
+    /// their nearest preceding shadow paragraph. Local: the caller stores the
+    /// result as a new version, which then syncs like any edit.
+    public static func restore(shadow: String, incoming: ProseVersion) -> ProseVersion {
+        restoreWithReport(shadow: shadow, incoming: incoming).version
+    }
+
+    /// `restore`, with a report where A is the shadow (so `keptFromA` lists
+    /// what was restored) and B is the incoming version.
+    public static func restoreWithReport(shadow: String, incoming: ProseVersion)
+        -> (version: ProseVersion, report: ProseMergeReport) {
+        let tombstones = incoming.deletedParagraphs
+        let parsedShadow = Paragraphs.parse(shadow)
+        let parsedIncoming = Paragraphs.parse(incoming.text)
+        let spelling = ParagraphSpelling(preferring: parsedIncoming, then: parsedShadow)
+        let order = interleave(leading: survivors(parsedIncoming, excluding: tombstones),
+                               other: survivors(parsedShadow, excluding: tombstones))
+        return finish(order, tombstones: tombstones, spelling: spelling, a: parsedShadow, b: parsedIncoming)
+    }
+
+    // MARK: - Internals
+
+    private static func survivors(_ paragraphs: [ParsedParagraph], excluding tombstones: Set<ParagraphHash>) -> [ParagraphHash] {
+        paragraphs.map(\.hash).filter { !tombstones.contains($0) }
+    }
+
+    /// True when `x` should lead over `y`: more paragraphs, then greater
+    /// canonical bytes. Both are spelled the same way, so equal keys mean
+    /// equal sequences and either may lead.
+    private static func leads(_ x: [ParagraphHash], over y: [ParagraphHash], spelling: ParagraphSpelling) -> Bool {
+        if x.count != y.count { return x.count > y.count }
+        let xBytes = Array(spelling.text(of: x).utf8)
+        let yBytes = Array(spelling.text(of: y).utf8)
+        return yBytes.lexicographicallyPrecedes(xBytes)
+    }
+
+    /// `leading` in its order, with `other`'s extra occurrences inserted
+    /// right after the nearest preceding paragraph of `other` already
+    /// placed. The k-th copy of an identity in `other` is the k-th copy in
+    /// `leading`; copies beyond `leading`'s count are the extras, so each
+    /// identity ends with max(count in leading, count in other) copies.
+    static func interleave(leading: [ParagraphHash], other: [ParagraphHash]) -> [ParagraphHash] {
+        // after[0] holds extras placed before everything; after[i + 1] holds
+        // extras placed after leading[i].
+        var after: [[ParagraphHash]] = Array(repeating: [], count: leading.count + 1)
+        var positions: [ParagraphHash: [Int]] = [:]
+        for (index, id) in leading.enumerated() { positions[id, default: []].append(index) }
+        var copiesSeen: [ParagraphHash: Int] = [:]
+        var slot = 0
+        for id in other {
+            let copy = copiesSeen[id, default: 0]
+            copiesSeen[id] = copy + 1
+            if let found = positions[id], copy < found.count {
+                slot = found[copy] + 1
+            } else {
+                after[slot].append(id)
+            }
+        }
+        var order = after[0]
+        order.reserveCapacity(leading.count + other.count)
+        for (index, id) in leading.enumerated() {
+            order.append(id)
+            order.append(contentsOf: after[index + 1])
+        }
+        return order
+    }
+
+    private static func finish(_ order: [ParagraphHash], tombstones: Set<ParagraphHash>, spelling: ParagraphSpelling,
+                               a: [ParsedParagraph], b: [ParsedParagraph])
+        -> (version: ProseVersion, report: ProseMergeReport) {
+        let result = order.map { spelling.paragraph(for: $0) }
+        let version = ProseVersion(text: Paragraphs.join(result.map(\.text)), deletedParagraphs: tombstones)
+        let report = ProseMergeReport.describing(result: result, a: a, b: b, tombstones: tombstones)
+        return (version, report)
+    }
+}
+
+/// Which exact text to write for each identity (copies of one identity may
+/// differ in trailing spaces).
+struct ParagraphSpelling {
+    private var chosen: [ParagraphHash: ParsedParagraph] = [:]
+
+    /// The byte-greatest copy: symmetric and associative, for the merge.
+    init(greatestOf paragraphs: [ParsedParagraph]) {
+        for p in paragraphs {
+            if let current = chosen[p.hash], !current.bytes.lexicographicallyPrecedes(p.bytes) { continue }
+            chosen[p.hash] = p
+        }
+    }
+
+    /// `preferred`'s spelling where it has one, for local operations where
+    /// one side is the newer intent.
+    init(preferring preferred: [ParsedParagraph], then others: [ParsedParagraph]) {
+        self.init(greatestOf: others)
+        for (id, p) in ParagraphSpelling(greatestOf: preferred).chosen { chosen[id] = p }
+    }
+
+    func paragraph(for id: ParagraphHash) -> ParsedParagraph {
+        guard let p = chosen[id] else { preconditionFailure("merge placed a paragraph it never parsed") }
+        return p
+    }
+
+    func text(of order: [ParagraphHash]) -> String {
+        Paragraphs.join(order.map { paragraph(for: $0).text })
+    }
+}
