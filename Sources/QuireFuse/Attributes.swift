@@ -1,4 +1,5 @@
 import CFuse3
+import Glibc
 
 /// An inode number as the kernel knows it. `FuseInode.root` (1) is the mount's
 /// top directory; the filesystem chooses every other number.
@@ -25,27 +26,27 @@ public enum FuseFileKind: Sendable, Hashable {
     /// The S_IFMT bits for this kind.
     public var modeBits: UInt32 {
         switch self {
-        case .regular: return UInt32(S_IFREG)
-        case .directory: return UInt32(S_IFDIR)
-        case .symbolicLink: return UInt32(S_IFLNK)
-        case .fifo: return UInt32(S_IFIFO)
-        case .socket: return UInt32(S_IFSOCK)
-        case .characterDevice: return UInt32(S_IFCHR)
-        case .blockDevice: return UInt32(S_IFBLK)
+        case .regular: return UInt32(Glibc.S_IFREG)
+        case .directory: return UInt32(Glibc.S_IFDIR)
+        case .symbolicLink: return UInt32(Glibc.S_IFLNK)
+        case .fifo: return UInt32(Glibc.S_IFIFO)
+        case .socket: return UInt32(Glibc.S_IFSOCK)
+        case .characterDevice: return UInt32(Glibc.S_IFCHR)
+        case .blockDevice: return UInt32(Glibc.S_IFBLK)
         }
     }
 
     /// The kind encoded in a full mode, or nil when the type bits are unknown
     /// (e.g. a `mode` from mkdir, which carries permission bits only).
     public init?(mode: UInt32) {
-        switch mode & UInt32(S_IFMT) {
-        case UInt32(S_IFREG): self = .regular
-        case UInt32(S_IFDIR): self = .directory
-        case UInt32(S_IFLNK): self = .symbolicLink
-        case UInt32(S_IFIFO): self = .fifo
-        case UInt32(S_IFSOCK): self = .socket
-        case UInt32(S_IFCHR): self = .characterDevice
-        case UInt32(S_IFBLK): self = .blockDevice
+        switch mode & UInt32(Glibc.S_IFMT) {
+        case UInt32(Glibc.S_IFREG): self = .regular
+        case UInt32(Glibc.S_IFDIR): self = .directory
+        case UInt32(Glibc.S_IFLNK): self = .symbolicLink
+        case UInt32(Glibc.S_IFIFO): self = .fifo
+        case UInt32(Glibc.S_IFSOCK): self = .socket
+        case UInt32(Glibc.S_IFCHR): self = .characterDevice
+        case UInt32(Glibc.S_IFBLK): self = .blockDevice
         default: return nil
         }
     }
@@ -64,7 +65,7 @@ public struct FuseTimestamp: Hashable, Comparable, Sendable {
     /// The wall clock now (CLOCK_REALTIME), which is what file times use.
     public static var now: FuseTimestamp {
         var spec = timespec()
-        _ = LibC.clock_gettime(LibC.clockRealtime, &spec)
+        clock_gettime(CLOCK_REALTIME, &spec)
         return FuseTimestamp(spec)
     }
 

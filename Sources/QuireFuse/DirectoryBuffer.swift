@@ -1,4 +1,5 @@
 import CFuse3
+import Glibc
 
 /// The reply buffer of one readdir request. Add entries until `add` returns
 /// false (the buffer is full), then return; the kernel asks again with the

@@ -1,4 +1,5 @@
 import CFuse3
+import Glibc
 
 /// An errno value that a filesystem operation replies with.
 ///
@@ -66,12 +67,12 @@ public struct FuseError: Error, RawRepresentable, Hashable, Sendable, CustomStri
     public static let noMemory = FuseError(ENOMEM)
 
     public var description: String {
-        guard let text = LibC.strerror(rawValue) else { return "errno \(rawValue)" }
+        guard let text = strerror(rawValue) else { return "errno \(rawValue)" }
         return "\(String(cString: text)) (errno \(rawValue))"
     }
 
     /// The errno of the calling thread, as left by the last failing C call.
-    static var current: FuseError { FuseError(__errno_location().pointee) }
+    static var current: FuseError { FuseError(errno) }
 }
 
 /// An error from another layer that knows which errno it means, so the

@@ -1,4 +1,5 @@
 import CFuse3
+import Glibc
 
 // The @convention(c) trampolines libfuse calls. Each one turns C arguments
 // into typed values, calls the filesystem, and replies exactly once.

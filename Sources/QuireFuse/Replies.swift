@@ -1,4 +1,5 @@
 import CFuse3
+import Glibc
 
 /// The state every callback reaches through `fuse_req_userdata`: the
 /// filesystem and the session's reply policy. Held by an `Unmanaged`

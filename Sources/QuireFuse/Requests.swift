@@ -1,4 +1,5 @@
 import CFuse3
+import Glibc
 
 /// Who is asking: the process behind the current request.
 ///
