@@ -1,0 +1,109 @@
+import Foundation
+import QuireCore
+import QuireCrypto
+
+/// The device directory (`--home`): replica database, prefs, keys. This is
+/// what a device backup captures and a restore puts back. The cloud
+/// directory is never inside it.
+public struct DeviceHome: Sendable {
+    public let path: String
+
+    public init(path: String) { self.path = path }
+
+    /// `$XDG_DATA_HOME/quire`, else `~/.local/share/quire`.
+    public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let xdg = environment["XDG_DATA_HOME"], !xdg.isEmpty { return xdg + "/quire" }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return home + "/.local/share/quire"
+    }
+
+    public var databasePath: String { path + "/replica.sqlite" }
+    public var prefsPath: String { path + "/prefs.json" }
+    public var keysPath: String { path + "/keys" }
+    /// Local scratch area for editor junk files shown in the mount (never rows).
+    public var scratchPath: String { path + "/scratch" }
+    public var logPath: String { path + "/quire.log" }
+    public var prefs: PrefsFile { PrefsFile(path: prefsPath) }
+
+    public var exists: Bool { FileManager.default.fileExists(atPath: prefsPath) }
+
+    /// Creates a new device on a new account (or on `identity`'s account when joining).
+    @discardableResult
+    public func create(name: String, role: Prefs.Role = .device, identity given: Identity? = nil,
+                       clock: any Clock = SystemClock()) throws(StoreError) -> (Identity, ReplicaStore) {
+        if exists { throw StoreError(.conflict, "\(path) already holds a quire device; choose another --home") }
+        let fm = FileManager.default
+        var isDir: ObjCBool = false
+        if fm.fileExists(atPath: path, isDirectory: &isDir) {
+            guard isDir.boolValue else { throw StoreError(.conflict, "\(path) exists and is not a directory") }
+            if let entries = try? fm.contentsOfDirectory(atPath: path), entries.contains("replica.sqlite") {
+                throw StoreError(.conflict, "\(path) holds a replica database but no prefs; refusing to overwrite it")
+            }
+        }
+        for dir in [path, keysPath, scratchPath] {
+            if mkdir(dir, 0o700) != 0 && errno != EEXIST {
+                throw AtomicFile.posixError("cannot create directory \(dir)")
+            }
+        }
+        try checkPermissions()
+        let identity = given ?? Identity.generate()
+        try identity.save(in: keysPath)
+        var prefs = Prefs(deviceName: name)
+        prefs.role = role
+        try self.prefs.save(prefs)
+        let store = try ReplicaStore(path: databasePath, deviceID: identity.deviceID, create: true, clock: clock)
+        let cert = DeviceCertificate(accountKey: identity.account.publicKey.bytes, deviceID: identity.deviceID, name: name,
+                                     signingKey: identity.deviceSigning.publicKey.bytes, boxKey: identity.deviceBox.publicKey.bytes,
+                                     role: role.rawValue, issuedAt: clock.now())
+        try store.putRosterEntry(DeviceRecord(name: name, certificate: cert.signed(by: identity.account)), key: identity.deviceID)
+        return (identity, store)
+    }
+
+    /// Opens an existing device: checks the directory, loads keys, opens the replica.
+    public func open(clock: any Clock = SystemClock()) throws(StoreError) -> (Identity, ReplicaStore) {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw StoreError(.notFound, "no quire device at \(path); run 'quire init' (or pass --home)")
+        }
+        try checkPermissions()
+        guard exists else { throw StoreError(.notFound, "\(path) is not a quire device directory (no prefs.json); run 'quire init'") }
+        let identity = try Identity.load(from: keysPath)
+        let store = try ReplicaStore(path: databasePath, deviceID: identity.deviceID, clock: clock)
+        return (identity, store)
+    }
+
+    /// The directory must be a directory its owner can read, write and enter.
+    public func checkPermissions() throws(StoreError) {
+        var st = stat()
+        guard stat(path, &st) == 0 else { throw AtomicFile.posixError("cannot inspect device directory \(path)") }
+        guard st.st_mode & S_IFMT == S_IFDIR else { throw StoreError(.conflict, "\(path) is not a directory") }
+        let mode = st.st_mode & 0o777
+        if mode & 0o700 != 0o700 {
+            throw StoreError(.permission, "device directory \(path) has mode \(String(mode, radix: 8)); its owner needs read, write and search (run 'chmod 700 \(path)')")
+        }
+        if st.st_uid != getuid() {
+            throw StoreError(.permission, "device directory \(path) belongs to uid \(st.st_uid), not to you (uid \(getuid()))")
+        }
+        if access(path, W_OK) != 0 {
+            throw AtomicFile.posixError("device directory \(path) is not writable")
+        }
+    }
+}
+
+extension ReplicaStore {
+    /// Writes a roster entry as a local edit (the roster is otherwise
+    /// changed only by signed records arriving from siblings).
+    public func putRosterEntry(_ record: DeviceRecord, key: RowKey) throws(StoreError) {
+        try write { ctx in try ctx.putRoster(record, key: key) }
+    }
+}
+
+extension WriteContext {
+    mutating func putRoster(_ record: DeviceRecord, key: RowKey) throws(StoreError) {
+        let existing = try RowRecord.load(db, .devices, key, withBody: false)
+        let vector = (existing?.vector ?? VersionVector()).bumped(for: store.deviceID)
+        let row = Row(namespace: .devices, key: key, version: RowVersion(vector: vector, isTombstone: false), content: .device(record))
+        try writeRow(row, previousLeaf: existing?.leaf, exists: existing != nil)
+        try db.run("INSERT INTO outbox(ns, key, counter, at) VALUES (?, ?, ?, ?)",
+                   [.int(Int64(Namespace.devices.rawValue)), .blob(key.bytes), .int(Int64(vector[store.deviceID])), .int(now.seconds)])
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+
+/// Per-device preferences, in the device directory: exactly what a device
+/// backup captures and a restore reverts (the generation rides it on purpose:
+/// a restore must revert it so the cloud anchor can tell "rolled back").
+public struct Prefs: Codable, Equatable, Sendable {
+    public enum Role: String, Codable, Sendable { case device, homebase }
+
+    public var formatVersion: Int = 1
+    public var deviceName: String
+    /// Advanced only by a committed barrier; refuses to move backward.
+    public var generation: UInt64 = 0
+    /// Off means this device never acks a barrier (it opted out of the cloud anchor).
+    public var backupEnabled: Bool = true
+    public var role: Role = .device
+    /// Relay spec: "local", "local:/dir" or "redis://host:port".
+    public var relay: String = "local"
+    /// The cloud directory holding the anchor, if any.
+    public var cloud: String? = nil
+    /// Seconds a read through the mount waits for an offloaded body.
+    public var recallTimeoutSeconds: Double = 10
+
+    public init(deviceName: String) { self.deviceName = deviceName }
+}
+
+/// The prefs file, written atomically (temporary file, fsync, rename, fsync
+/// of the directory) so a crash leaves the old or the new file, never half.
+public final class PrefsFile: @unchecked Sendable {
+    public let path: String
+    private let lock = NSLock()
+
+    public init(path: String) { self.path = path }
+
+    public func load() throws(StoreError) -> Prefs {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw StoreError(.notFound, "no prefs at \(path); the device directory is incomplete (run 'quire init')")
+        }
+        do { return try JSONDecoder().decode(Prefs.self, from: data) } catch {
+            throw StoreError(.corrupt, "prefs file \(path) does not parse: \(error.localizedDescription)")
+        }
+    }
+
+    public func save(_ prefs: Prefs) throws(StoreError) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let data: Data
+        do { data = try encoder.encode(prefs) } catch { throw StoreError(.invalidInput, "prefs do not encode: \(error)") }
+        try AtomicFile.write(Array(data), to: path, mode: 0o600)
+    }
+
+    /// Read-modify-write under a lock.
+    @discardableResult
+    public func update(_ change: (inout Prefs) throws(StoreError) -> Void) throws(StoreError) -> Prefs {
+        lock.lock()
+        defer { lock.unlock() }
+        var prefs = try load()
+        try change(&prefs)
+        try save(prefs)
+        return prefs
+    }
+
+    /// Records a new local generation. A generation never moves backward:
+    /// a lower value is refused (it would un-see a barrier).
+    public func setGeneration(_ generation: UInt64) throws(StoreError) {
+        try update { (p: inout Prefs) throws(StoreError) in
+            guard generation >= p.generation else {
+                throw StoreError(.conflict, "refusing to move the generation backward from \(p.generation) to \(generation)")
+            }
+            p.generation = generation
+        }
+    }
+}
+
+/// Durable whole-file writes.
+public enum AtomicFile {
+    public static func write(_ bytes: [UInt8], to path: String, mode: mode_t) throws(StoreError) {
+        let tmp = path + ".tmp-\(getpid())"
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw posixError("cannot create \(tmp)") }
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                let e = posixError("cannot write \(tmp)")
+                close(fd); unlink(tmp)
+                throw e
+            }
+            offset += n
+        }
+        if fsync(fd) != 0 { let e = posixError("cannot sync \(tmp)"); close(fd); unlink(tmp); throw e }
+        close(fd)
+        if rename(tmp, path) != 0 { let e = posixError("cannot replace \(path)"); unlink(tmp); throw e }
+        let dir = (path as NSString).deletingLastPathComponent
+        let dfd = open(dir.isEmpty ? "." : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dfd >= 0 { fsync(dfd); close(dfd) }
+    }
+
+    static func posixError(_ what: String) -> StoreError {
+        let code = errno
+        let reason = String(cString: strerror(code))
+        switch code {
+        case ENOSPC, EDQUOT, EFBIG: return StoreError(.diskFull, "\(what): \(reason); nothing was changed, free some space and retry")
+        case EACCES, EPERM: return StoreError(.permission, "\(what): \(reason)")
+        case EROFS: return StoreError(.readOnly, "\(what): \(reason)")
+        default: return StoreError(.sqlite(-1), "\(what): \(reason)")
+        }
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import QuireCore
+import QuireStore
+
+enum DigestCommands {
+    static let digest = Command(
+        name: "digest",
+        summary: "print the state digest: one root per namespace",
+        usage: """
+            usage: quire digest [--json] [--verify]
+
+            Prints each namespace's root (hex), its live row and tombstone counts,
+            the generation, and the encoded digest's size. Two devices holding the
+            same content print the same roots.
+              --json     as JSON (roots in hex, the encoded digest in hex)
+              --verify   also recompute every root from the rows' content and
+                         fail if a maintained root differs
+            """,
+        flags: ["json", "verify"]
+    ) { args, inv in
+        try args.expectPositional(0...0, "")
+        let (_, store) = try inv.open()
+        let prefs = try inv.home.prefs.load()
+        let digest = try store.digest(generation: prefs.generation)
+        var verified: Bool? = nil
+        if args.has("verify") {
+            verified = try store.recomputedRoots() == digest.roots
+        }
+        var perNamespace: [[String: Any]] = []
+        for ns in Namespace.allCases {
+            let c = try store.counts(ns)
+            perNamespace.append(["namespace": ns.name, "root": Hex.encode(digest.roots[ns]!), "rows": c.live, "tombstones": c.tombstones])
+        }
+        if args.has("json") {
+            var o: [String: Any] = ["version": Int(StateDigest.wireVersion), "generation": digest.generation,
+                                    "namespaces": perNamespace, "encoded": Hex.encode(digest.encoded()), "size": digest.encoded().count]
+            if let verified { o["verified"] = verified }
+            Output.json(o)
+        } else {
+            Output.line("digest version \(StateDigest.wireVersion), generation \(digest.generation), \(digest.encoded().count) bytes")
+            for entry in perNamespace {
+                let name = (entry["namespace"] as! String).padding(toLength: 9, withPad: " ", startingAt: 0)
+                Output.line("\(name) \(entry["root"] as! String)  rows \(entry["rows"] as! Int)  tombstones \(entry["tombstones"] as! Int)")
+            }
+            if let verified { Output.line(verified ? "verified: every root equals a full recomputation" : "MISMATCH: a maintained root differs from the recomputation") }
+        }
+        if verified == false { throw CommandFailure("maintained roots differ from a full recomputation; the replica needs repair") }
+    }
+
+    static let status = Command(
+        name: "status",
+        summary: "what this device holds and whether it is in sync",
+        usage: """
+            usage: quire status [--json]
+
+            Says, in words, what this device is, what it holds, what waits to be
+            advertised, and anything that stops it from converging.
+              --json   the same as JSON
+            """,
+        flags: ["json"]
+    ) { args, inv in
+        try args.expectPositional(0...0, "")
+        let (identity, store) = try inv.open()
+        let report = try StatusReport.gather(home: inv.home, identity: identity, store: store)
+        if args.has("json") { Output.json(report.json) } else { Output.line(report.text) }
+    }
+
+    static let history = Command(
+        name: "history",
+        summary: "show the merge audit trail of a row",
+        usage: """
+            usage: quire history <namespace> <name> [--key HEX]
+
+            Lists the concurrent merges that joined versions of a row, oldest first,
+            so you can see why a paragraph came back.
+            """,
+        valued: ["key"]
+    ) { args, inv in
+        guard let nsName = args.positional.first else { throw UsageError("missing namespace") }
+        let ns = try RowCommands.namespace(nsName)
+        let (_, store) = try inv.open()
+        guard let key = try RowCommands.resolve(store, ns, name: args.positional.count > 1 ? args.positional[1] : nil,
+                                                key: args.value("key"), creating: false, forceNew: false) else {
+            throw CommandFailure("no such \(ns.name) row")
+        }
+        let merges = try store.mergeHistory(ns, key)
+        if merges.isEmpty { Output.line("no merges recorded for \(ns.name)/\(key.hex)") }
+        for m in merges { Output.line("\(DateText.format(m.at.seconds, time: true))  \(m.detail)") }
+    }
+}
+
+/// The words `quire status` prints (and the mount's `.quire/status`).
+struct StatusReport {
+    var json: [String: Any]
+    var text: String
+
+    static func gather(home: DeviceHome, identity: Identity, store: ReplicaStore) throws -> StatusReport {
+        let prefs = try home.prefs.load()
+        var counts: [String: Any] = [:]
+        var lines = ["device '\(prefs.deviceName)' (\(identity.deviceID.hex.prefix(12))), role \(prefs.role.rawValue), in \(home.path)",
+                     "account \(Hex.encode(identity.userIDHash).prefix(12)), generation \(prefs.generation)"]
+        var held: [String] = []
+        for ns in Namespace.allCases where ns != .devices {
+            let c = try store.counts(ns)
+            counts[ns.name] = ["rows": c.live, "tombstones": c.tombstones]
+            held.append("\(c.live) \(ns.name)")
+        }
+        lines.append("holds " + held.joined(separator: ", "))
+        let pending = try store.pendingOutbox(limit: 1_000_000).count
+        lines.append(pending == 0 ? "nothing waits to be advertised" : "\(pending) local edits wait to be advertised to siblings")
+        let merges = try store.mergeCount()
+        lines.append("\(merges) concurrent merges done")
+        let json: [String: Any] = ["device": identity.deviceID.hex, "name": prefs.deviceName, "role": prefs.role.rawValue,
+                                   "home": home.path, "generation": prefs.generation, "namespaces": counts,
+                                   "outboxPending": pending, "merges": merges, "account": Hex.encode(identity.userIDHash)]
+        return StatusReport(json: json, text: lines.joined(separator: "\n"))
+    }
+}

@@ -1,0 +1,220 @@
+import Foundation
+import QuireCore
+import QuireStore
+
+/// put / get / ls / rm for every namespace.
+enum RowCommands {
+    static let put = Command(
+        name: "put",
+        summary: "create or replace a row",
+        usage: """
+            usage: quire put <namespace> <name> [options]
+
+            Creates a row, or replaces the live row with that name (one local edit:
+            a new version, advertised to siblings). Bodies come from --file FILE,
+            or from standard input when no --file is given.
+
+              notebook TITLE   [--file F] [--tags a,b] [--new] [--key HEX]
+                               the note's body is the input; --new always creates
+              saga YYYY-MM-DD  [--file F]   the day's entry is the input
+              plans TITLE      [--notes TEXT] [--due YYYY-MM-DD|none] [--done|--undone]
+              contacts NAME    [--email E]... [--phone P]... [--note TEXT|--no-note]
+              settings NAME VALUE
+              memory KIND      [--file F] [--buries ID,...]   append-only: always a new event
+            Options:
+              --key HEX   address the row by its key instead of its name
+              --json      print the written row's key and version as JSON
+            """,
+        valued: ["file", "tags", "notes", "due", "email", "phone", "note", "key", "buries"],
+        flags: ["new", "done", "undone", "no-note", "json"]
+    ) { args, inv in
+        guard let nsName = args.positional.first else { throw UsageError("missing namespace") }
+        let ns = try namespace(nsName)
+        let (_, store) = try inv.open()
+        let settingValue = ns == .settings
+        try args.expectPositional(settingValue ? 3...3 : 2...2, settingValue ? "settings name and value" : "name")
+        let name = args.positional[1]
+        let existingKey = try resolve(store, ns, name: name, key: args.value("key"), creating: true, forceNew: args.has("new"))
+        let existing = try existingKey.flatMap { try store.row(ns, $0) }?.content
+        let zero = Timestamp(seconds: 0)
+        let content: RowContent
+        switch ns {
+        case .notebook:
+            var n: Note
+            if case .note(let old)? = existing { n = old } else { n = Note(title: name, body: [], createdAt: zero, updatedAt: zero) }
+            if let tags = args.value("tags") { n.tags = tags.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+            n.title = name
+            n.body = try Output.readInput(file: args.value("file"))
+            n.contentHash = Note.bodyDigest(n.body!)
+            content = .note(n)
+        case .saga:
+            guard SagaEntry.isValidDate(name) else { throw UsageError("a journal day is YYYY-MM-DD, not '\(name)'") }
+            content = .saga(SagaEntry(date: name, text: try Output.readInput(file: args.value("file")), updatedAt: zero))
+        case .plans:
+            var p: Plan
+            if case .plan(let old)? = existing { p = old } else { p = Plan(title: name, createdAt: zero, updatedAt: zero) }
+            p.title = name
+            if let notes = args.value("notes") { p.notes = notes }
+            if let due = args.value("due") {
+                if due == "none" { p.due = nil } else {
+                    guard let s = DateText.parse(due) else { throw UsageError("--due expects YYYY-MM-DD or 'none', not '\(due)'") }
+                    p.due = Timestamp(seconds: s)
+                }
+            }
+            if args.has("done") { p.isDone = true }
+            if args.has("undone") { p.isDone = false }
+            content = .plan(p)
+        case .contacts:
+            var c: Contact
+            if case .contact(let old)? = existing { c = old } else { c = Contact(name: name, updatedAt: zero) }
+            c.name = name
+            if !args.all("email").isEmpty { c.emails = args.all("email") }
+            if !args.all("phone").isEmpty { c.phones = args.all("phone") }
+            if let note = args.value("note") { c.note = note }
+            if args.has("no-note") { c.note = nil }
+            content = .contact(c)
+        case .settings:
+            content = .setting(Setting(name: name, value: args.positional[2], updatedAt: zero))
+        case .memory:
+            var buried: [RowKey] = []
+            for id in (args.value("buries") ?? "").split(separator: ",") {
+                guard let k = RowKey(hex: String(id)) else { throw UsageError("--buries expects 32-hex-digit event ids, not '\(id)'") }
+                buried.append(k)
+            }
+            let text = String(decoding: try Output.readInput(file: args.value("file")), as: UTF8.self)
+            content = .memory(MemoryEvent(at: zero, kind: name, text: text, buries: buried))
+        case .devices:
+            throw UsageError("the devices roster is read-only here; use 'quire devices'")
+        }
+        let row = try store.put(content, key: ns == .memory ? nil : existingKey)
+        if args.has("json") {
+            Output.json(["namespace": ns.name, "key": row.key.hex, "version": row.version.vector.description])
+        } else {
+            Output.line("\(ns.name)/\(row.content?.displayName ?? name) \(row.key.hex)")
+        }
+    }
+
+    static let get = Command(
+        name: "get",
+        summary: "print a row",
+        usage: """
+            usage: quire get <namespace> <name> [--key HEX] [--json]
+
+            Prints a row: a note's body or a journal day's text exactly as stored
+            (bytes), the fields of a plan, contact, setting or memory event as text.
+              --key HEX   address the row by its key (names need not be unique)
+              --json      every field, its key and version, as JSON
+            """,
+        valued: ["key"], flags: ["json"]
+    ) { args, inv in
+        guard let nsName = args.positional.first else { throw UsageError("missing namespace") }
+        let ns = try namespace(nsName)
+        try args.expectPositional(args.value("key") == nil ? 2...2 : 1...2, "name")
+        let (_, store) = try inv.open()
+        guard let key = try resolve(store, ns, name: args.positional.count > 1 ? args.positional[1] : nil, key: args.value("key"),
+                                    creating: false, forceNew: false),
+              let row = try store.row(ns, key), let content = row.content else {
+            throw CommandFailure("no \(ns.name) row named '\(args.positional.count > 1 ? args.positional[1] : args.value("key") ?? "")'")
+        }
+        if args.has("json") {
+            var object = RowText.json(content)
+            object["key"] = key.hex
+            object["version"] = row.version.vector.description
+            Output.json(object)
+            return
+        }
+        switch content {
+        case .note(let n):
+            guard let body = n.body else {
+                throw CommandFailure("the body of '\(n.title)' is offloaded; run 'quire recall' to bring it back")
+            }
+            Output.raw(body)
+        case .saga(let s): Output.raw(s.text)
+        default: Output.line(RowText.text(content))
+        }
+    }
+
+    static let list = Command(
+        name: "ls",
+        summary: "list rows of a namespace",
+        usage: """
+            usage: quire ls <namespace> [--tombstones] [--json]
+
+            Lists live rows: key, size, last update and name.
+              --tombstones   include deleted rows (kept until a barrier collects them)
+              --json         as a JSON array
+            """,
+        flags: ["tombstones", "json"]
+    ) { args, inv in
+        try args.expectPositional(1...1, "namespace")
+        let ns = try namespace(args.positional[0])
+        let (_, store) = try inv.open()
+        let rows = try store.summaries(ns, includeTombstones: args.has("tombstones"))
+        if args.has("json") {
+            Output.json(rows.map { r in
+                ["key": r.key.hex, "name": r.name, "size": r.size, "updatedAt": r.updatedAt.seconds,
+                 "tombstone": r.isTombstone, "offloaded": r.isOffloaded] as [String: Any]
+            })
+            return
+        }
+        for r in rows {
+            let state = r.isTombstone ? "deleted" : r.isOffloaded ? "offloaded" : String(r.size)
+            Output.line("\(r.key.hex)  \(state.padding(toLength: 9, withPad: " ", startingAt: 0))  \(DateText.format(r.updatedAt.seconds, time: true))  \(r.name)")
+        }
+    }
+
+    static let remove = Command(
+        name: "rm",
+        summary: "delete a row (it stays deleted on every device)",
+        usage: """
+            usage: quire rm <namespace> <name> [--key HEX]
+
+            Deletes a row by writing a tombstone, which travels to every sibling so
+            the row stays deleted. Memory is append-only: record an event with
+            'quire put memory KIND --buries ID' instead.
+              --key HEX   address the row by its key
+            """,
+        valued: ["key"]
+    ) { args, inv in
+        guard let nsName = args.positional.first else { throw UsageError("missing namespace") }
+        let ns = try namespace(nsName)
+        try args.expectPositional(args.value("key") == nil ? 2...2 : 1...2, "name")
+        let (_, store) = try inv.open()
+        guard let key = try resolve(store, ns, name: args.positional.count > 1 ? args.positional[1] : nil, key: args.value("key"),
+                                    creating: false, forceNew: false) else {
+            throw CommandFailure("no \(ns.name) row named '\(args.positional.count > 1 ? args.positional[1] : "")'")
+        }
+        try store.delete(ns, key)
+        Output.line("deleted \(ns.name)/\(key.hex)")
+    }
+
+    static func namespace(_ name: String) throws(UsageError) -> Namespace {
+        guard let ns = Namespace(name: name), ns != .devices else {
+            throw UsageError("unknown namespace '\(name)' (notebook, plans, contacts, saga, settings, memory)")
+        }
+        return ns
+    }
+
+    /// The key a name refers to. Names need not be unique: an ambiguous name
+    /// is an error that lists the keys, so nothing is edited by accident.
+    static func resolve(_ store: ReplicaStore, _ ns: Namespace, name: String?, key: String?, creating: Bool, forceNew: Bool) throws -> RowKey? {
+        if let key {
+            guard let k = RowKey(hex: key) else { throw UsageError("--key expects 32 hex digits, not '\(key)'") }
+            if !creating, try store.row(ns, k)?.isTombstone != false { throw CommandFailure("no live \(ns.name) row with key \(key)") }
+            return k
+        }
+        guard let name else { return nil }
+        switch ns {
+        case .saga: return SagaEntry.key(for: name)
+        case .settings: return Setting.key(for: name)
+        case .memory where creating: return nil
+        default: break
+        }
+        if forceNew { return nil }
+        let matches = try store.find(ns, name: name)
+        if matches.count > 1 {
+            throw CommandFailure("\(matches.count) \(ns.name) rows are named '\(name)' (\(matches.map { $0.hex.prefix(12) }.joined(separator: ", "))…); pass --key")
+        }
+        return matches.first
+    }
+}
