@@ -47,7 +47,7 @@ enum UnixSocket {
     }
 
     /// Makes `path` a directory only this user can enter (mode 0700), creating
-    /// parents as needed. An existing directory is tightened to 0700 if we own it.
+    /// parents as needed. An existing directory must be ours; it is tightened to 0700.
     static func makePrivateDirectory(_ path: String) throws {
         var prefix = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
@@ -62,7 +62,11 @@ enum UnixSocket {
         guard info.st_mode & S_IFMT == S_IFDIR else {
             throw RelayError(.systemCall, "relay directory \(path) exists and is not a directory", errno: ENOTDIR)
         }
-        if info.st_uid == getuid() && info.st_mode & 0o077 != 0 { _ = chmod(path, 0o700) }
+        // Someone else's directory (e.g. planted in /tmp) could let them listen in.
+        guard info.st_uid == getuid() else {
+            throw RelayError(.systemCall, "relay directory \(path) belongs to uid \(info.st_uid), not this user: refusing to use it", errno: EPERM)
+        }
+        if info.st_mode & 0o077 != 0 { _ = chmod(path, 0o700) }
     }
 
     /// Names of the entries in a directory ending in `suffix`.
