@@ -1,4 +1,5 @@
 import CSQLite
+import Foundation
 
 /// A value bound to or read from SQLite.
 public enum SQLValue: Equatable, Sendable {
@@ -30,7 +31,8 @@ final class Connection {
         sqlite3_extended_result_codes(db, 1)
         // Another process (the mount daemon, a CLI call) may hold the write
         // lock briefly; wait for it rather than failing at once.
-        sqlite3_busy_timeout(db, 5000)
+        let timeout = ProcessInfo.processInfo.environment["QUIRE_BUSY_TIMEOUT_MS"].flatMap { Int32($0) } ?? 5000
+        sqlite3_busy_timeout(db, timeout)
     }
 
     deinit {
