@@ -68,12 +68,11 @@ public enum ProseMerge {
         let parsedB = Paragraphs.parse(b.text)
         let tombstones = a.deletedParagraphs.union(b.deletedParagraphs)
         let spelling = ParagraphSpelling(greatestOf: parsedA + parsedB)
-        let survivorsA = survivors(parsedA, excluding: tombstones)
-        let survivorsB = survivors(parsedB, excluding: tombstones)
-        let aLeads = leads(survivorsA, over: survivorsB, spelling: spelling)
+        let aLeads = leads(survivors(parsedA, excluding: tombstones),
+                           over: survivors(parsedB, excluding: tombstones), spelling: spelling)
         let order = aLeads
-            ? interleave(leading: survivorsA, other: survivorsB)
-            : interleave(leading: survivorsB, other: survivorsA)
+            ? interleave(leading: parsedA, other: parsedB, tombstones: tombstones)
+            : interleave(leading: parsedB, other: parsedA, tombstones: tombstones)
         return finish(order, tombstones: tombstones, spelling: spelling, a: parsedA, b: parsedB)
     }
 
@@ -125,8 +124,7 @@ public enum ProseMerge {
         let parsedEdit = Paragraphs.parse(edited)
         let parsedRecord = Paragraphs.parse(record.text)
         let spelling = ParagraphSpelling(preferring: parsedEdit, then: parsedRecord)
-        let order = interleave(leading: survivors(parsedEdit, excluding: tombstones),
-                               other: survivors(parsedRecord, excluding: tombstones))
+        let order = interleave(leading: parsedEdit, other: parsedRecord, tombstones: tombstones)
         return finish(order, tombstones: tombstones, spelling: spelling, a: parsedEdit, b: parsedRecord).version
     }
 
@@ -150,8 +148,7 @@ public enum ProseMerge {
         let parsedShadow = Paragraphs.parse(shadow)
         let parsedIncoming = Paragraphs.parse(incoming.text)
         let spelling = ParagraphSpelling(preferring: parsedIncoming, then: parsedShadow)
-        let order = interleave(leading: survivors(parsedIncoming, excluding: tombstones),
-                               other: survivors(parsedShadow, excluding: tombstones))
+        let order = interleave(leading: parsedIncoming, other: parsedShadow, tombstones: tombstones)
         return finish(order, tombstones: tombstones, spelling: spelling, a: parsedShadow, b: parsedIncoming)
     }
 
@@ -171,20 +168,35 @@ public enum ProseMerge {
         return yBytes.lexicographicallyPrecedes(xBytes)
     }
 
-    /// `leading` in its order, with `other`'s extra occurrences inserted
-    /// right after the nearest preceding paragraph of `other` already
-    /// placed. The k-th copy of an identity in `other` is the k-th copy in
-    /// `leading`; copies beyond `leading`'s count are the extras, so each
-    /// identity ends with max(count in leading, count in other) copies.
-    static func interleave(leading: [ParagraphHash], other: [ParagraphHash]) -> [ParagraphHash] {
+    /// `leading`'s survivors in their order, with `other`'s extra
+    /// occurrences inserted right after the nearest preceding paragraph of
+    /// `other` already placed. The k-th copy of an identity in `other` is the
+    /// k-th copy in `leading`; copies beyond `leading`'s count are the
+    /// extras, so each identity ends with max(count in leading, count in
+    /// other) copies. A tombstoned paragraph of `other` anchors at its
+    /// rewrite in `leading`, if one is there, so a paragraph written after
+    /// it stays after the rewrite (placement only: nothing is dropped).
+    static func interleave(leading allOfLeading: [ParsedParagraph], other: [ParsedParagraph],
+                           tombstones: Set<ParagraphHash>) -> [ParagraphHash] {
+        let leading = allOfLeading.filter { !tombstones.contains($0.hash) }
         // after[0] holds extras placed before everything; after[i + 1] holds
         // extras placed after leading[i].
         var after: [[ParagraphHash]] = Array(repeating: [], count: leading.count + 1)
         var positions: [ParagraphHash: [Int]] = [:]
-        for (index, id) in leading.enumerated() { positions[id, default: []].append(index) }
+        for (index, p) in leading.enumerated() { positions[p.hash, default: []].append(index) }
+        var leadingWords: [[String]]?  // computed only if a tombstoned paragraph needs it
         var copiesSeen: [ParagraphHash: Int] = [:]
         var slot = 0
-        for id in other {
+        for p in other {
+            let id = p.hash
+            if tombstones.contains(id) {
+                let words = ParagraphRevision.words(p.text)
+                if leadingWords == nil { leadingWords = leading.map { ParagraphRevision.words($0.text) } }
+                if let rewrite = leadingWords?.firstIndex(where: { ParagraphRevision.areRevisions(words: words, $0) }) {
+                    slot = rewrite + 1
+                }
+                continue
+            }
             let copy = copiesSeen[id, default: 0]
             copiesSeen[id] = copy + 1
             if let found = positions[id], copy < found.count {
@@ -195,8 +207,8 @@ public enum ProseMerge {
         }
         var order = after[0]
         order.reserveCapacity(leading.count + other.count)
-        for (index, id) in leading.enumerated() {
-            order.append(id)
+        for (index, p) in leading.enumerated() {
+            order.append(p.hash)
             order.append(contentsOf: after[index + 1])
         }
         return order

@@ -1,0 +1,189 @@
+import QuireCore
+import XCTest
+
+/// The cases the diary seed names, plus the edges of the paragraph model.
+final class ProseMergeKnownCasesTests: XCTestCase {
+    private let morning = "Woke early and watched the fog lift off the valley."
+    private let lunch = "Lunch with Mara at the corner place; she starts the new job Monday."
+    private let evening = "Read two chapters, then slept."
+    private var base: String { Paragraphs.join([morning, lunch, evening]) }
+
+    /// A device's edit of `shown` into `paragraphs`, as the store applies it.
+    private func edit(_ shown: ProseVersion, into paragraphs: [String]) -> ProseVersion {
+        ProseMerge.applyEdit(shown: shown.text, edited: Paragraphs.join(paragraphs), onto: shown)
+    }
+
+    private func assertCommutes(_ a: ProseVersion, _ b: ProseVersion, file: StaticString = #filePath, line: UInt = #line) -> ProseVersion {
+        let ab = ProseMerge.merge(a, b)
+        XCTAssertEqual(ab, ProseMerge.merge(b, a), "merge must not depend on argument order", file: file, line: line)
+        XCTAssertEqual(ProseMerge.merge(ab, b), ab, "merging again changes nothing", file: file, line: line)
+        XCTAssertEqual(ProseMerge.merge(ab, a), ab, "merging again changes nothing", file: file, line: line)
+        return ab
+    }
+
+    func testTwoDevicesAppendDifferentParagraphsBothKeptOnce() {
+        let start = ProseVersion(text: base)
+        let phone = edit(start, into: [morning, lunch, evening, "Phone: the rain started at nine."])
+        let laptop = edit(start, into: [morning, lunch, evening, "Laptop: finished the tax forms."])
+        let merged = assertCommutes(phone, laptop)
+        XCTAssertEqual(merged.paragraphs.sorted(), [morning, lunch, evening, "Phone: the rain started at nine.", "Laptop: finished the tax forms."].sorted())
+        XCTAssertEqual(Array(merged.paragraphs.prefix(3)), [morning, lunch, evening])
+    }
+
+    func testRevisionWhileOtherAppendsKeepsRevisionAndAppendOnly() {
+        let start = ProseVersion(text: base)
+        let revisedLunch = "Lunch with Mara at the noodle place; she starts the new job on Tuesday."
+        let phone = edit(start, into: [morning, revisedLunch, evening])
+        let laptop = edit(start, into: [morning, lunch, evening, "Called Dad."])
+        XCTAssertEqual(ProseMerge.deletions(shown: base, edited: phone.text), [Paragraphs.paragraphHash(lunch)])
+        let (merged, report) = ProseMerge.mergeWithReport(phone, laptop)
+        XCTAssertEqual(merged, ProseMerge.merge(laptop, phone))
+        XCTAssertEqual(merged.paragraphs, [morning, revisedLunch, evening, "Called Dad."])
+        XCTAssertEqual(report.droppedAsRevised, [Paragraphs.paragraphHash(lunch)])
+        XCTAssertEqual(report.droppedAsDeleted, [])
+        XCTAssertEqual(report.keptFromA, [Paragraphs.paragraphHash(revisedLunch)])
+        XCTAssertEqual(report.keptFromB, [Paragraphs.paragraphHash("Called Dad.")])
+    }
+
+    func testAppendedSentenceRevisionDoesNotComeBackBesideItsOriginal() {
+        let start = ProseVersion(text: base)
+        let longer = evening + " Dreamt of the sea."
+        let phone = edit(start, into: [morning, lunch, longer])
+        let tablet = edit(start, into: [morning, lunch, evening])
+        XCTAssertEqual(assertCommutes(phone, tablet).paragraphs, [morning, lunch, longer])
+    }
+
+    func testTwoDifferentRevisionsOfOneParagraphBothSurvive() {
+        let start = ProseVersion(text: base)
+        let phoneLunch = lunch + " We split the bill."
+        let laptopLunch = "Lunch with Mara at the corner place; she starts the new job Monday, finally."
+        let phone = edit(start, into: [morning, phoneLunch, evening])
+        let laptop = edit(start, into: [morning, laptopLunch, evening])
+        let merged = assertCommutes(phone, laptop)
+        XCTAssertEqual(Set(merged.paragraphs), [morning, phoneLunch, laptopLunch, evening], "neither saw the other: an extra copy, no lost words")
+        XCTAssertFalse(merged.paragraphs.contains(lunch))
+    }
+
+    func testDeleteWhileOtherEditsElsewhere() {
+        let start = ProseVersion(text: base)
+        let phone = edit(start, into: [morning, evening])
+        let newMorning = "Woke early and watched the fog lift off the valley, coffee in hand."
+        let laptop = edit(start, into: [newMorning, lunch, evening])
+        let (merged, report) = ProseMerge.mergeWithReport(phone, laptop)
+        XCTAssertEqual(merged, ProseMerge.merge(laptop, phone))
+        XCTAssertEqual(merged.paragraphs, [newMorning, evening])
+        XCTAssertEqual(report.droppedAsDeleted, [Paragraphs.paragraphHash(lunch)])
+        XCTAssertEqual(report.droppedAsRevised, [Paragraphs.paragraphHash(morning)])
+    }
+
+    func testRecordWipedToEmptyIsRestoredByTheUnion() {
+        let full = ProseVersion(text: base)
+        let wiped = ProseVersion(text: "")
+        XCTAssertEqual(assertCommutes(full, wiped), full)
+        XCTAssertEqual(ProseMerge.merge(full, ProseVersion(text: "\n  \n")), full)
+
+        let restored = ProseMerge.restoreWithReport(shadow: base, incoming: wiped)
+        XCTAssertEqual(restored.version, full)
+        XCTAssertEqual(restored.report.keptFromA.count, 3)
+    }
+
+    func testFalseDeletionTrap() {
+        // The editor showed two paragraphs; while the user typed, a sync
+        // import added a third paragraph to the record underneath.
+        let shown = Paragraphs.join([morning, lunch])
+        let record = ProseVersion(text: Paragraphs.join([morning, lunch, "Imported: Mara's address."]))
+        let edited = Paragraphs.join([morning, lunch, "Typed: bought flowers."])
+
+        // Diffing against the live record would tombstone the import, and
+        // the tombstone would kill it on every device.
+        XCTAssertEqual(ProseMerge.deletions(shown: record.text, edited: edited), [Paragraphs.paragraphHash("Imported: Mara's address.")])
+        // Diffing against what was shown finds no deletion at all.
+        XCTAssertEqual(ProseMerge.deletions(shown: shown, edited: edited), [])
+
+        let saved = ProseMerge.applyEdit(shown: shown, edited: edited, onto: record)
+        // The import goes right after its neighbour in the record.
+        XCTAssertEqual(saved.paragraphs, [morning, lunch, "Imported: Mara's address.", "Typed: bought flowers."])
+        XCTAssertEqual(saved.deletedParagraphs, [])
+    }
+
+    func testIncomingClobberIsRestoredFromTheShadowButTombstonesHold() {
+        let shadow = Paragraphs.join([morning, lunch, evening, "Mine: wrote to Jo."])
+        // Another device overwrote the record with its own text: it knew a
+        // deliberate deletion of `evening`, never saw "Mine", and rewrote lunch.
+        let revisedLunch = lunch + " She seemed happy."
+        let incoming = ProseVersion(text: Paragraphs.join([morning, revisedLunch]),
+                                    deletedParagraphs: [Paragraphs.paragraphHash(evening), Paragraphs.paragraphHash(lunch)])
+        let (restored, report) = ProseMerge.restoreWithReport(shadow: shadow, incoming: incoming)
+        XCTAssertEqual(restored.paragraphs, [morning, revisedLunch, "Mine: wrote to Jo."])
+        XCTAssertEqual(restored.deletedParagraphs, incoming.deletedParagraphs)
+        XCTAssertEqual(report.keptFromA, [Paragraphs.paragraphHash("Mine: wrote to Jo.")])
+        XCTAssertEqual(report.droppedAsRevised, [Paragraphs.paragraphHash(lunch)])
+        XCTAssertEqual(report.droppedAsDeleted, [Paragraphs.paragraphHash(evening)])
+    }
+
+    func testRestoredParagraphsGoAfterTheirShadowNeighbour() {
+        let incoming = ProseVersion(text: Paragraphs.join(["one", "three"]))
+        let restored = ProseMerge.restore(shadow: Paragraphs.join(["one", "two", "three", "four"]), incoming: incoming)
+        XCTAssertEqual(restored.paragraphs, ["one", "two", "three", "four"])
+        let leading = ProseMerge.restore(shadow: Paragraphs.join(["zero", "one"]), incoming: incoming)
+        XCTAssertEqual(leading.paragraphs, ["zero", "one", "three"])
+    }
+
+    func testClassifyEditSeparatesDeletionsFromRewrites() {
+        let edited = Paragraphs.join([morning + " Cold.", evening])
+        let summary = ProseMerge.classifyEdit(shown: base, edited: edited)
+        XCTAssertEqual(summary.revised, [Paragraphs.paragraphHash(morning)])
+        XCTAssertEqual(summary.deleted, [Paragraphs.paragraphHash(lunch)])
+        XCTAssertEqual(ProseMerge.deletions(shown: base, edited: edited), summary.tombstones)
+        XCTAssertEqual(ProseMerge.deletions(shown: base, edited: base), [])
+        XCTAssertEqual(ProseMerge.deletions(shown: "", edited: base), [])
+    }
+
+    func testDuplicatesKeepTheirMultiplicity() {
+        let twice = ProseVersion(text: Paragraphs.join(["Amen.", morning, "Amen."]))
+        let once = ProseVersion(text: Paragraphs.join(["Amen.", morning, evening]))
+        let merged = assertCommutes(twice, once)
+        XCTAssertEqual(merged.paragraphs.filter { $0 == "Amen." }.count, 2)
+        XCTAssertEqual(merged.paragraphs.filter { $0 == evening }.count, 1)
+        XCTAssertEqual(ProseMerge.merge(twice, twice).paragraphs.count, 3)
+        // Removing one copy is no tombstone: the identity is still shown.
+        XCTAssertEqual(ProseMerge.deletions(shown: twice.text, edited: Paragraphs.join(["Amen.", morning])), [])
+    }
+
+    func testTombstoneRemovesEveryCopyAndWinsOverEitherSide() {
+        let holder = ProseVersion(text: Paragraphs.join([morning, lunch, lunch]))
+        let deleter = ProseVersion(text: morning, deletedParagraphs: [Paragraphs.paragraphHash(lunch)])
+        XCTAssertEqual(assertCommutes(holder, deleter).paragraphs, [morning])
+        // A side's own text holding a paragraph it tombstoned (typed again)
+        // is normalized away too: the tombstone is the fleet-wide decision.
+        XCTAssertEqual(ProseVersion(text: lunch, deletedParagraphs: [Paragraphs.paragraphHash(lunch)]).normalized().text, "")
+    }
+
+    func testWhitespaceOnlyDifferencesAndLineEndingsConverge() {
+        let unix = ProseVersion(text: "alpha\nbeta\n\ngamma\n")
+        let windows = ProseVersion(text: "alpha\r\nbeta\r\n\r\n\r\ngamma")
+        XCTAssertEqual(assertCommutes(unix, windows), unix)
+        XCTAssertEqual(windows.normalized(), unix)
+
+        // Trailing spaces: one identity, written with the byte-greatest copy.
+        let spaced = ProseVersion(text: "alpha  \nbeta\n\ngamma\n")
+        let merged = assertCommutes(unix, spaced)
+        XCTAssertEqual(merged.paragraphs, ["alpha  \nbeta", "gamma"])
+    }
+
+    func testOrderPutsTheOtherSidesExtrasAfterTheirNeighbour() {
+        let x = ProseVersion(text: Paragraphs.join(["a", "b", "c", "d"]))
+        let y = ProseVersion(text: Paragraphs.join(["a", "new", "b", "c"]))
+        XCTAssertEqual(assertCommutes(x, y).paragraphs, ["a", "new", "b", "c", "d"])
+        let z = ProseVersion(text: Paragraphs.join(["first", "a", "b"]))
+        XCTAssertEqual(assertCommutes(x, z).paragraphs, ["first", "a", "b", "c", "d"])
+    }
+
+    func testMergeIsByteIdenticalForUnicodeEquivalentButDifferentBytes() {
+        let composed = ProseVersion(text: "caf\u{E9}\n")
+        let decomposed = ProseVersion(text: "cafe\u{301}\n")
+        let merged = assertCommutes(composed, decomposed)
+        XCTAssertEqual(merged.paragraphs.count, 2, "different bytes are different paragraphs; neither is dropped")
+        XCTAssertNotEqual(composed, decomposed, "versions compare by bytes")
+    }
+}
