@@ -141,13 +141,15 @@ final class LocalRelayTests: XCTestCase {
         let relay = try LocalRelay(directory: directory)
         defer { relay.close() }
         // A listener whose handler never returns in time: its queue fills.
-        let stuck = try relay.subscribe("s", handler: { _ in usleep(2_000_000) })
+        let stuck = try relay.subscribe("s", handler: { _ in usleep(1_000_000) })
         let inbox = FrameInbox()
         let healthy = try relay.subscribe("s", handler: inbox.handler)
         let start = Date()
         for index in 0..<200 { try relay.publish(patternBytes(count: 1000, seed: UInt64(index) + 1), to: "s") }
         let elapsed = Date().timeIntervalSince(start)
-        XCTAssertLessThan(elapsed, 1.0, "a stuck listener slowed the publisher: \(elapsed)s for 200 frames")
+        // Waiting the 50 ms grace on every frame would take 10 s; a loaded
+        // machine may add some waits for the healthy listener, hence 3 s.
+        XCTAssertLessThan(elapsed, 3.0, "a stuck listener slowed the publisher: \(elapsed)s for 200 frames")
         inbox.wait(for: 200, timeout: 5)
         XCTAssertEqual(inbox.count, 200, "the healthy listener should get every frame")
         healthy.cancel()
@@ -176,7 +178,7 @@ final class LocalRelayTests: XCTestCase {
         let inbox = FrameInbox()
         let subscription = try relay.subscribe("z", handler: inbox.handler)
         relay.close()
-        XCTAssertTrue(subscription.isCancelled == false || true)
+        XCTAssertTrue(subscription.isCancelled, "close() must cancel live subscriptions")
         XCTAssertThrowsError(try relay.publish([1], to: "z")) { XCTAssertEqual(($0 as? RelayError)?.code, .closed) }
         XCTAssertThrowsError(try relay.subscribe("z", handler: inbox.handler)) { XCTAssertEqual(($0 as? RelayError)?.code, .closed) }
         // A second relay on the same directory sees no listener left behind.
