@@ -37,12 +37,15 @@ public enum FuseMounts {
     /// True when something is mounted at `path` (stale or not).
     public static func isMounted(_ path: String) -> Bool { entry(at: path) != nil }
 
-    /// True when `path` is a mount whose FUSE daemon is gone: stat fails with
-    /// ENOTCONN ("Transport endpoint is not connected"). Such a mount blocks
-    /// remounting until `unmountLazily` removes it.
+    /// True when `path` is a mount whose FUSE daemon is gone: the kernel
+    /// answers ENOTCONN ("Transport endpoint is not connected"). Such a mount
+    /// blocks remounting until `unmountLazily` removes it.
+    ///
+    /// Asks with statvfs, not stat: stat is answered from cached attributes
+    /// until their timeout ends, statfs always goes to the (dead) daemon.
     public static func isStale(_ path: String) -> Bool {
-        var attributes = stat()
-        return stat(path, &attributes) != 0 && errno == ENOTCONN
+        var statistics = statvfs()
+        return statvfs(path, &statistics) != 0 && errno == ENOTCONN
     }
 
     /// Detaches the mount at `path` now, even if busy (`umount -l`): as root

@@ -18,8 +18,10 @@ func makeOperations(usesReadDirectoryPlus: Bool) -> fuse_lowlevel_ops {
     operations.`init` = { userdata, info in
         guard let info else { return }
         var connection = FuseConnection(info.pointee)
-        SessionCore.of(userdata: userdata).fileSystem.initialize(connection: &connection)
+        let core = SessionCore.of(userdata: userdata)
+        core.fileSystem.initialize(connection: &connection)
         connection.apply(to: &info.pointee)
+        core.isInitialized.store(true, ordering: .releasing)
     }
     operations.destroy = { userdata in
         SessionCore.of(userdata: userdata).fileSystem.destroy()

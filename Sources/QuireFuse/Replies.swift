@@ -1,5 +1,6 @@
 import CFuse3
 import Glibc
+import Synchronization
 
 /// The state every callback reaches through `fuse_req_userdata`: the
 /// filesystem and the session's reply policy. Held by an `Unmanaged`
@@ -7,6 +8,9 @@ import Glibc
 final class SessionCore: Sendable {
     let fileSystem: any FuseFileSystem
     let reportUnexpectedError: (@Sendable (String, any Error) -> Void)?
+    /// Set once the kernel's INIT has been answered; before that the kernel
+    /// has cached nothing and libfuse refuses notifications (ENOSYS).
+    let isInitialized = Atomic<Bool>(false)
 
     init(fileSystem: any FuseFileSystem, reportUnexpectedError: (@Sendable (String, any Error) -> Void)?) {
         self.fileSystem = fileSystem

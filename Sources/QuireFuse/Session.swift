@@ -112,6 +112,9 @@ public final class FuseSession: Sendable {
     private struct State {
         var phase: Phase
         var handle: Handle?
+        /// `stop()` already detached the mount, so teardown must not unmount
+        /// again (the path may be free, or someone else's mount, by then).
+        var isDetached = false
     }
 
     /// Creates the session and mounts it, so mount errors surface here and not
@@ -142,12 +145,12 @@ public final class FuseSession: Sendable {
     }
 
     deinit {
-        let handle = state.withLock { state in
+        let (handle, isDetached) = state.withLock { state in
             let handle = state.handle
             state.handle = nil
-            return handle
+            return (handle, state.isDetached)
         }
-        if let handle { Self.tearDown(handle) }
+        if let handle { Self.tearDown(handle, unmounting: !isDetached) }
     }
 
     /// Serves requests on libfuse's worker threads until the filesystem is
@@ -172,13 +175,13 @@ public final class FuseSession: Sendable {
 
         // Take the handle out under the lock, tear down outside it: `destroy`
         // runs user code, which may call back into this session.
-        let owned = state.withLock { state -> Handle? in
+        let (owned, isDetached) = state.withLock { state -> (Handle?, Bool) in
             state.phase = .finished
             let owned = state.handle
             state.handle = nil
-            return owned
+            return (owned, state.isDetached)
         }
-        if let owned { Self.tearDown(owned) }
+        if let owned { Self.tearDown(owned, unmounting: !isDetached) }
 
         if result < 0 { throw .loopFailed(FuseError(-result)) }
         return result > 0 ? .signal(result) : .unmounted
@@ -191,15 +194,15 @@ public final class FuseSession: Sendable {
     /// Not safe from a signal handler (it may spawn fusermount3); use
     /// `Options.installsSignalHandlers` for signals.
     public func stop() {
-        let mounted = state.withLock { state -> Bool in
-            guard let handle = state.handle, state.phase == .mounted || state.phase == .running else { return false }
-            state.phase = .stopping
-            fuse_session_exit(handle.session)
-            return true
-        }
         // Unmount ourselves rather than via fuse_session_unmount, which would
         // close the /dev/fuse descriptor under the workers' blocked reads.
-        if mounted { try? FuseMounts.unmountLazily(mountpoint) }
+        // The lock is held so teardown cannot race the unmount.
+        state.withLock { state in
+            guard let handle = state.handle, state.phase == .mounted || state.phase == .running else { return }
+            state.phase = .stopping
+            fuse_session_exit(handle.session)
+            state.isDetached = (try? FuseMounts.unmountLazily(mountpoint)) != nil
+        }
     }
 
     /// True between `init` and the end of teardown.
@@ -245,18 +248,21 @@ public final class FuseSession: Sendable {
 
     private func notify(_ body: (OpaquePointer) -> Int32) throws(FuseError) {
         let result = state.withLock { state -> Int32 in
-            guard let handle = state.handle, state.phase == .running else { return -ENOTCONN }
+            guard let handle = state.handle, state.phase == .running || state.phase == .mounted else { return -ENOTCONN }
+            // Before INIT nothing can be cached, so there is nothing to drop.
+            guard handle.core.takeUnretainedValue().isInitialized.load(ordering: .acquiring) else { return 0 }
             return body(handle.session)
         }
         // ENOENT: the kernel does not know the inode, so nothing is cached.
         if result < 0 && result != -ENOENT { throw FuseError(-result) }
     }
 
-    private static func tearDown(_ handle: Handle) {
+    private static func tearDown(_ handle: Handle, unmounting: Bool) {
         var handle = handle
-        // Unmounts unless the kernel already dropped the connection, then
-        // calls `destroy` on the filesystem if `initialize` had run.
-        fuse_session_unmount(handle.session)
+        // fuse_session_unmount unmounts unless the kernel already dropped the
+        // connection; fuse_session_destroy closes /dev/fuse and calls
+        // `destroy` on the filesystem if `initialize` had run.
+        if unmounting { fuse_session_unmount(handle.session) }
         fuse_session_destroy(handle.session)
         fuse_opt_free_args(&handle.arguments)
         handle.core.release()
