@@ -85,6 +85,9 @@ struct WriteContext {
     /// Stamps the editor and times of a local edit.
     private func stamp(_ content: RowContent, previous: RowContent?) -> RowContent {
         let me = store.deviceID
+        // Never stamp earlier than the version being replaced: a clock that
+        // went backwards must not make a later edit lose to the one it edits.
+        let now = max(self.now, previous?.updatedAt ?? self.now)
         switch content {
         case .note(var n):
             if case .note(let old)? = previous { n.createdAt = old.createdAt } else if n.createdAt.seconds == 0 { n.createdAt = now }

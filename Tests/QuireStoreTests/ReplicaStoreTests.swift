@@ -1,0 +1,133 @@
+import XCTest
+import QuireCore
+@testable import QuireStore
+
+final class ReplicaStoreTests: XCTestCase {
+    func testSameContentOnTwoStoresGivesIdenticalLeavesAndRoots() throws {
+        let a = try makeStore(temporaryDirectory(), device: deviceA)
+        let b = try makeStore(temporaryDirectory(), device: deviceB, seed: 99)
+        for i in 0..<50 { try a.put(note("note \(i)", "body \(i)\n\nsecond paragraph", tags: ["t\(i % 3)"])) }
+        try a.put(.plan(Plan(title: "plan", due: Timestamp(seconds: 5), createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0))))
+        try a.put(.contact(Contact(name: "Ada", emails: ["ada@example.org"], note: "", updatedAt: Timestamp(seconds: 0))))
+        try a.put(.saga(SagaEntry(date: "2026-03-01", text: Array("rain".utf8), updatedAt: Timestamp(seconds: 0))))
+        try a.put(.setting(Setting(name: "theme", value: "dark", updatedAt: Timestamp(seconds: 0))))
+        try a.put(.memory(MemoryEvent(at: Timestamp(seconds: 1), kind: "k", text: "t")))
+        let deleted = try a.put(note("gone", "x"))
+        try a.delete(.notebook, deleted.key)
+        XCTAssertNotEqual(try a.roots(), try b.roots())
+        for ns in Namespace.allCases where ns != .devices {
+            try b.apply(try a.rows(ns, from: [], to: nil) + a.tombstones(ns))
+        }
+        for ns in Namespace.allCases where ns != .devices {
+            XCTAssertEqual(try a.leaves(ns, from: [], to: nil).map(\.leaf), try b.leaves(ns, from: [], to: nil).map(\.leaf), "\(ns)")
+        }
+        XCTAssertEqual(try a.roots(), try b.roots())
+        XCTAssertEqual(try b.counts(.notebook).tombstones, 1)
+        XCTAssertEqual(try b.pendingOutbox().count, 0, "applying a sibling's rows is not a local edit")
+        // Applying the same rows again changes nothing (idempotent).
+        let before = try b.changeSequence()
+        let again = try b.apply(try a.rows(.notebook, from: [], to: nil))
+        XCTAssertEqual(again.applied, 0)
+        XCTAssertEqual(try b.roots(), try a.roots())
+        XCTAssertEqual(try b.changeSequence(), before + 1)
+    }
+
+    func testLocalEditBumpsOnlyThisDeviceAndWritesTheOutboxInTheSameTransaction() throws {
+        let clock = ManualClock()
+        let s = try makeStore(temporaryDirectory(), clock: clock)
+        let r1 = try s.put(note("t", "v1"))
+        XCTAssertEqual(r1.version.vector, VersionVector([deviceA: 1]))
+        clock.advance(5)
+        guard case .note(var n)? = r1.content else { return XCTFail() }
+        n.body = Array("v2".utf8)
+        let r2 = try s.put(.note(n), key: r1.key)
+        XCTAssertEqual(r2.version.vector, VersionVector([deviceA: 2]))
+        guard case .note(let stored)? = try s.row(.notebook, r1.key)?.content else { return XCTFail() }
+        XCTAssertEqual(stored.updatedAt.seconds, clock.now().seconds)
+        XCTAssertEqual(stored.createdAt, r1.content.flatMap { if case .note(let x) = $0 { return x.createdAt } else { return nil } })
+        XCTAssertEqual(try s.pendingOutbox().count, 2)
+        // Writing identical content is not an edit.
+        let r3 = try s.put(.note(n), key: r1.key)
+        XCTAssertEqual(r3.version.vector, VersionVector([deviceA: 2]))
+        XCTAssertEqual(try s.pendingOutbox().count, 2)
+        // A delete is a tombstone with a bumped counter, and it is kept.
+        let t = try s.delete(.notebook, r1.key)
+        XCTAssertTrue(t.isTombstone)
+        XCTAssertEqual(t.version.vector, VersionVector([deviceA: 3]))
+        XCTAssertEqual(try s.counts(.notebook).tombstones, 1)
+        XCTAssertEqual(try s.pendingOutbox().count, 3)
+        let pending = try s.pendingOutbox()
+        try s.clearOutbox(through: pending[1].id)
+        XCTAssertEqual(try s.pendingOutbox().map(\.id), [pending[2].id])
+    }
+
+    func testAFailedTransactionLeavesNothingBehind() throws {
+        let s = try makeStore(temporaryDirectory())
+        try s.put(note("keep", "kept"))
+        let roots = try s.roots(), outbox = try s.pendingOutbox().count
+        // Memory is append-only: a second put with the same key must fail atomically.
+        let e = try s.put(.memory(MemoryEvent(at: Timestamp(seconds: 1), kind: "k", text: "t")))
+        XCTAssertThrowsError(try s.put(.memory(MemoryEvent(at: Timestamp(seconds: 2), kind: "k", text: "other")), key: e.key))
+        XCTAssertEqual(try s.pendingOutbox().count, outbox + 1)
+        XCTAssertNotEqual(try s.roots(), roots)
+        XCTAssertEqual(try s.roots(), try s.recomputedRoots())
+    }
+
+    func testConcurrentRemoteEditsMergeWithoutBumpingAndAreAudited() throws {
+        let s = try makeStore(temporaryDirectory())
+        let r = try s.put(.plan(Plan(title: "p", notes: "local", createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0))))
+        let remote = Row(namespace: .plans, key: r.key, version: RowVersion(vector: VersionVector([deviceB: 1]), isTombstone: false),
+                         content: .plan(Plan(title: "p", notes: "remote", createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 4_000_000_000), editedBy: deviceB)))
+        let result = try s.apply([remote])
+        XCTAssertEqual(result.merged, 1)
+        let merged = try XCTUnwrap(try s.row(.plans, r.key))
+        XCTAssertEqual(merged.version.vector, VersionVector([deviceA: 1, deviceB: 1]), "join, no bump")
+        guard case .plan(let p)? = merged.content else { return XCTFail() }
+        XCTAssertEqual(p.notes, "remote", "the later whole-second updatedAt wins")
+        XCTAssertEqual(try s.mergeHistory(.plans, r.key).count, 1)
+        XCTAssertEqual(try s.roots(), try s.recomputedRoots())
+    }
+
+    func testTombstoneFromSiblingBuriesRowAndConcurrentEditBeatsDelete() throws {
+        let s = try makeStore(temporaryDirectory())
+        let r = try s.put(note("n", "text"))
+        // A dominating tombstone wins.
+        try s.apply([.tombstone(.notebook, r.key, vector: VersionVector([deviceA: 1, deviceB: 1]))])
+        XCTAssertEqual(try s.row(.notebook, r.key)?.isTombstone, true)
+        // A concurrent delete loses to a concurrent edit.
+        let r2 = try s.put(note("m", "kept words"))
+        try s.apply([.tombstone(.notebook, r2.key, vector: VersionVector([deviceB: 1]))])
+        let survivor = try XCTUnwrap(try s.row(.notebook, r2.key))
+        XCTAssertFalse(survivor.isTombstone)
+        XCTAssertEqual(survivor.version.vector, VersionVector([deviceA: 1, deviceB: 1]))
+    }
+
+    func testForeignAndCorruptDatabasesAreRefusedWithoutWriting() throws {
+        let dir = temporaryDirectory()
+        let garbage = dir + "/garbage.sqlite"
+        let junk = [UInt8](repeating: 0x42, count: 8192)
+        XCTAssertTrue(FileManager.default.createFile(atPath: garbage, contents: Data(junk)))
+        XCTAssertThrowsError(try ReplicaStore(path: garbage, deviceID: deviceA)) { e in
+            XCTAssertEqual((e as? StoreError)?.kind, .corrupt)
+        }
+        XCTAssertEqual(Array(FileManager.default.contents(atPath: garbage)!), junk, "nothing written into a damaged file")
+        let foreign = dir + "/foreign.sqlite"
+        let c = try Connection(path: foreign)
+        try c.execute("CREATE TABLE t(x); INSERT INTO t VALUES (1)")
+        XCTAssertThrowsError(try ReplicaStore(path: foreign, deviceID: deviceA, create: true)) { e in
+            XCTAssertEqual((e as? StoreError)?.kind, .foreign)
+            XCTAssertTrue("\(e)".contains("not a quire replica"))
+        }
+    }
+
+    func testPrefsGenerationNeverMovesBackward() throws {
+        let dir = temporaryDirectory()
+        let prefs = PrefsFile(path: dir + "/prefs.json")
+        try prefs.save(Prefs(deviceName: "x"))
+        try prefs.setGeneration(3)
+        XCTAssertThrowsError(try prefs.setGeneration(2))
+        XCTAssertEqual(try prefs.load().generation, 3)
+        try prefs.setGeneration(4)
+        XCTAssertEqual(try prefs.load().generation, 4)
+    }
+}
