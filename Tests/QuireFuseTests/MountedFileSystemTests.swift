@@ -148,6 +148,8 @@ final class MountedFileSystemTests: XCTestCase {
     }
 
     func testCleanUnmountWithFusermountEndsTheLoop() throws {
+        // Serve one request first, so INIT has happened and destroy is due.
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: mounted.mountpoint), [])
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/fusermount3")
         process.arguments = ["-u", mounted.mountpoint]
