@@ -25,7 +25,7 @@ enum QuireCLI {
     static let commands: [Command] = [
         InitCommand.command,
         RowCommands.put, RowCommands.get, RowCommands.list, RowCommands.remove,
-        DigestCommands.digest, DigestCommands.status, DigestCommands.history,
+        DigestCommands.digest, DigestCommands.status, DigestCommands.history, DebugCommands.debug,
     ] + ExtensionCommands.all
 
     static let globalHelp = """
