@@ -12,30 +12,61 @@ import QuireCrypto
 /// (indentation) and everything inside a line are kept: they are visible.
 ///
 /// All 32 bytes are kept: tombstones are forever (until a barrier collects
-/// the row), so a collision would silently delete a paragraph.
+/// the row), so a collision would silently delete a paragraph. Stored as
+/// four big-endian words so that sets of identities hash and compare fast.
 public struct ParagraphHash: Hashable, Comparable, Sendable, CustomStringConvertible {
     public static let byteCount = 32
     public static let separator = "quire.prose.paragraph"
 
-    /// The 32 digest bytes, as they travel in a row's `deletedParagraphs`.
-    public let bytes: [UInt8]
+    private let words: (UInt64, UInt64, UInt64, UInt64)
 
     /// Wraps digest bytes read from a row; nil unless exactly 32 bytes.
     public init?(bytes: [UInt8]) {
         guard bytes.count == ParagraphHash.byteCount else { return nil }
-        self.bytes = bytes
+        words = bytes.withUnsafeBytes { raw in
+            (UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+             UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),
+             UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self)),
+             UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self)))
+        }
     }
 
     /// Hashes one paragraph's text (normalized first, so callers may pass a
     /// paragraph exactly as it appears in a body).
     public init(paragraph: String) {
-        let normalized = Paragraphs.normalizedForHashing(paragraph)
-        self.bytes = SHA256.hash(separator: ParagraphHash.separator, Array(normalized.utf8))
+        self.init(normalizedBytes: Paragraphs.normalizedBytes(Array(paragraph.utf8)))
+    }
+
+    init(normalizedBytes: [UInt8]) {
+        let digest = SHA256.hash(separator: ParagraphHash.separator, normalizedBytes)
+        self.init(bytes: digest)!  // SHA-256 is always 32 bytes
+    }
+
+    /// The 32 digest bytes, as they travel in a row's `deletedParagraphs`.
+    public var bytes: [UInt8] {
+        [words.0, words.1, words.2, words.3].flatMap { word in
+            (0..<8).map { UInt8(truncatingIfNeeded: word >> (56 - 8 * $0)) }
+        }
+    }
+
+    public static func == (lhs: ParagraphHash, rhs: ParagraphHash) -> Bool {
+        lhs.words.0 == rhs.words.0 && lhs.words.1 == rhs.words.1
+            && lhs.words.2 == rhs.words.2 && lhs.words.3 == rhs.words.3
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(words.0)
+        hasher.combine(words.1)
+        hasher.combine(words.2)
+        hasher.combine(words.3)
     }
 
     /// Byte order, so that tombstone sets serialize in one canonical order.
     public static func < (lhs: ParagraphHash, rhs: ParagraphHash) -> Bool {
-        lhs.bytes.lexicographicallyPrecedes(rhs.bytes)
+        if lhs.words.0 != rhs.words.0 { return lhs.words.0 < rhs.words.0 }
+        if lhs.words.1 != rhs.words.1 { return lhs.words.1 < rhs.words.1 }
+        if lhs.words.2 != rhs.words.2 { return lhs.words.2 < rhs.words.2 }
+        return lhs.words.3 < rhs.words.3
     }
 
     public var description: String {

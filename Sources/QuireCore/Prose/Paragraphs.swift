@@ -15,21 +15,13 @@
 ///   by exactly one empty line ("\n\n"), ending with one "\n"; the canonical
 ///   text of no paragraphs is "". `split(join(ps)) == ps` for any list
 ///   `split` can produce, so `canonical(canonical(t)) == canonical(t)`.
+///
+/// The work is done on UTF-8 bytes: every break and the common whitespace
+/// are ASCII, and slicing valid UTF-8 at an ASCII byte keeps it valid.
 public enum Paragraphs {
     /// The paragraphs of `text`, in order, duplicates included.
     public static func split(_ text: String) -> [String] {
-        var paragraphs: [String] = []
-        var current: [String] = []
-        for line in lines(text) {
-            if isBlank(line) {
-                if !current.isEmpty { paragraphs.append(current.joined(separator: "\n")) }
-                current.removeAll()
-            } else {
-                current.append(line)
-            }
-        }
-        if !current.isEmpty { paragraphs.append(current.joined(separator: "\n")) }
-        return paragraphs
+        parse(text).map(\.text)
     }
 
     /// The canonical text of `paragraphs` (see the type's comment).
@@ -50,45 +42,106 @@ public enum Paragraphs {
     /// What `ParagraphHash` digests: "\n" line breaks, each line's trailing
     /// `White_Space` removed. Nothing else changes.
     public static func normalizedForHashing(_ paragraph: String) -> String {
-        lines(paragraph).map { line in
-            var scalars = line.unicodeScalars
-            while let last = scalars.last, last.properties.isWhitespace { scalars.removeLast() }
-            return String(scalars)
-        }.joined(separator: "\n")
+        String(decoding: normalizedBytes(Array(paragraph.utf8)), as: UTF8.self)
     }
 
     // MARK: - Internals shared by the merge
 
-    /// Lines of `text` with "\n", "\r\n" and "\r" all read as one break.
-    static func lines(_ text: String) -> [String] {
-        var result: [String] = []
-        var current = String.UnicodeScalarView()
-        var afterCarriageReturn = false
-        for scalar in text.unicodeScalars {
-            if scalar == "\n" && afterCarriageReturn {
-                // Second half of "\r\n": the break was already taken at "\r".
-                afterCarriageReturn = false
-                continue
-            }
-            afterCarriageReturn = scalar == "\r"
-            if scalar == "\n" || scalar == "\r" {
-                result.append(String(current))
-                current = String.UnicodeScalarView()
-            } else {
-                current.append(scalar)
-            }
-        }
-        result.append(String(current))
-        return result
-    }
-
-    static func isBlank(_ line: String) -> Bool {
-        line.unicodeScalars.allSatisfy { $0.properties.isWhitespace }
-    }
-
     /// Paragraphs with their identities and bytes, as the merge needs them.
     static func parse(_ text: String) -> [ParsedParagraph] {
-        split(text).map(ParsedParagraph.init(text:))
+        var paragraphs: [ParsedParagraph] = []
+        var exact: [UInt8] = []
+        var normalized: [UInt8] = []
+        forEachLine(Array(text.utf8)) { line in
+            if isBlank(line) {
+                if !exact.isEmpty { paragraphs.append(ParsedParagraph(exact: exact, normalized: normalized)) }
+                exact.removeAll(keepingCapacity: true)
+                normalized.removeAll(keepingCapacity: true)
+                return
+            }
+            if !exact.isEmpty {
+                exact.append(newline)
+                normalized.append(newline)
+            }
+            exact.append(contentsOf: line)
+            normalized.append(contentsOf: trimmingTrailingWhitespace(line))
+        }
+        if !exact.isEmpty { paragraphs.append(ParsedParagraph(exact: exact, normalized: normalized)) }
+        return paragraphs
+    }
+
+    /// `normalizedForHashing` on bytes.
+    static func normalizedBytes(_ paragraph: [UInt8]) -> [UInt8] {
+        var normalized: [UInt8] = []
+        var first = true
+        forEachLine(paragraph) { line in
+            if !first { normalized.append(newline) }
+            first = false
+            normalized.append(contentsOf: trimmingTrailingWhitespace(line))
+        }
+        return normalized
+    }
+
+    private static let newline = UInt8(ascii: "\n")
+    private static let carriageReturn = UInt8(ascii: "\r")
+
+    /// Calls `body` with each line of `bytes`, breaks removed.
+    private static func forEachLine(_ bytes: [UInt8], _ body: (ArraySlice<UInt8>) -> Void) {
+        var breaks: [(start: Int, end: Int, next: Int)] = []
+        bytes.withUnsafeBufferPointer { buffer in
+            var index = 0
+            while index < buffer.count {
+                let byte = buffer[index]
+                if byte == newline || byte == carriageReturn {
+                    let isCRLF = byte == carriageReturn && index + 1 < buffer.count && buffer[index + 1] == newline
+                    breaks.append((0, index, index + (isCRLF ? 2 : 1)))
+                    index += isCRLF ? 2 : 1
+                } else {
+                    index += 1
+                }
+            }
+        }
+        var start = 0
+        for lineBreak in breaks {
+            body(bytes[start..<lineBreak.end])
+            start = lineBreak.next
+        }
+        body(bytes[start..<bytes.count])
+    }
+
+    /// ASCII White_Space other than the two line breaks.
+    private static func isASCIISpace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0B || byte == 0x0C
+    }
+
+    private static func isBlank(_ line: ArraySlice<UInt8>) -> Bool {
+        for byte in line where !isASCIISpace(byte) {
+            guard byte >= 0x80 else { return false }
+            // Rare: non-ASCII present, ask Unicode about every scalar.
+            return String(decoding: line, as: UTF8.self).unicodeScalars.allSatisfy { $0.properties.isWhitespace }
+        }
+        return true
+    }
+
+    private static func trimmingTrailingWhitespace(_ line: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        var end = line.endIndex
+        while end > line.startIndex {
+            let last = line[end - 1]
+            if isASCIISpace(last) {
+                end -= 1
+            } else if last >= 0x80 {
+                // Back up to the first byte of the last scalar (UTF-8
+                // continuation bytes are 10xxxxxx) and ask Unicode.
+                var scalarStart = end - 1
+                while scalarStart > line.startIndex && line[scalarStart] & 0xC0 == 0x80 { scalarStart -= 1 }
+                let scalar = String(decoding: line[scalarStart..<end], as: UTF8.self).unicodeScalars.first
+                guard let scalar, scalar.properties.isWhitespace else { break }
+                end = scalarStart
+            } else {
+                break
+            }
+        }
+        return line[line.startIndex..<end]
     }
 }
 
@@ -99,10 +152,14 @@ struct ParsedParagraph: Sendable {
     let text: String
     let hash: ParagraphHash
     let bytes: [UInt8]
+    /// False when the exact bytes are the normalized ones; two copies of an
+    /// identity can then differ only if one of them has this set.
+    let hasTrailingWhitespace: Bool
 
-    init(text: String) {
-        self.text = text
-        self.hash = ParagraphHash(paragraph: text)
-        self.bytes = Array(text.utf8)
+    init(exact: [UInt8], normalized: [UInt8]) {
+        self.text = String(decoding: exact, as: UTF8.self)
+        self.hash = ParagraphHash(normalizedBytes: normalized)
+        self.bytes = exact
+        self.hasTrailingWhitespace = exact.count != normalized.count
     }
 }

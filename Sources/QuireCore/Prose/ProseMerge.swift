@@ -22,9 +22,9 @@
 ///
 /// ## Order
 /// Each side's surviving paragraphs keep their order. The side that leads is
-/// the one with more surviving paragraphs, then the one whose surviving
-/// canonical text is greater in UTF-8 bytes; when both keys tie the two
-/// sequences are identical. The other side's extra paragraphs (occurrences
+/// the one with more surviving paragraphs, then the one whose first
+/// paragraph that differs is greater in UTF-8 bytes; when both keys tie the
+/// two sequences are identical. The other side's extra paragraphs (occurrences
 /// beyond what the leading side holds) go right after the nearest preceding
 /// paragraph of their own side, in their own side's order; with no such
 /// paragraph they go first. Only the texts are compared, never which
@@ -58,11 +58,16 @@ public enum ProseMerge {
     /// version vector dominates, or that they are equal with different
     /// content). Commutative, idempotent, convergent; see the type comment.
     public static func merge(_ a: ProseVersion, _ b: ProseVersion) -> ProseVersion {
-        mergeWithReport(a, b).version
+        merge(a, b, reporting: false).version
     }
 
     /// `merge`, plus why each paragraph is or is not in the result.
     public static func mergeWithReport(_ a: ProseVersion, _ b: ProseVersion)
+        -> (version: ProseVersion, report: ProseMergeReport) {
+        merge(a, b, reporting: true)
+    }
+
+    private static func merge(_ a: ProseVersion, _ b: ProseVersion, reporting: Bool)
         -> (version: ProseVersion, report: ProseMergeReport) {
         let parsedA = Paragraphs.parse(a.text)
         let parsedB = Paragraphs.parse(b.text)
@@ -73,7 +78,7 @@ public enum ProseMerge {
         let order = aLeads
             ? interleave(leading: parsedA, other: parsedB, tombstones: tombstones)
             : interleave(leading: parsedB, other: parsedA, tombstones: tombstones)
-        return finish(order, tombstones: tombstones, spelling: spelling, a: parsedA, b: parsedB)
+        return finish(order, tombstones: tombstones, spelling: spelling, a: parsedA, b: parsedB, reporting: reporting)
     }
 
     /// The paragraphs one local edit deliberately removed: identities
@@ -125,7 +130,7 @@ public enum ProseMerge {
         let parsedRecord = Paragraphs.parse(record.text)
         let spelling = ParagraphSpelling(preferring: parsedEdit, then: parsedRecord)
         let order = interleave(leading: parsedEdit, other: parsedRecord, tombstones: tombstones)
-        return finish(order, tombstones: tombstones, spelling: spelling, a: parsedEdit, b: parsedRecord).version
+        return finish(order, tombstones: tombstones, spelling: spelling, a: parsedEdit, b: parsedRecord, reporting: false).version
     }
 
     /// Restores, from this device's shadow (the text it last wrote or
@@ -149,7 +154,7 @@ public enum ProseMerge {
         let parsedIncoming = Paragraphs.parse(incoming.text)
         let spelling = ParagraphSpelling(preferring: parsedIncoming, then: parsedShadow)
         let order = interleave(leading: parsedIncoming, other: parsedShadow, tombstones: tombstones)
-        return finish(order, tombstones: tombstones, spelling: spelling, a: parsedShadow, b: parsedIncoming)
+        return finish(order, tombstones: tombstones, spelling: spelling, a: parsedShadow, b: parsedIncoming, reporting: true)
     }
 
     // MARK: - Internals
@@ -158,14 +163,15 @@ public enum ProseMerge {
         paragraphs.map(\.hash).filter { !tombstones.contains($0) }
     }
 
-    /// True when `x` should lead over `y`: more paragraphs, then greater
-    /// canonical bytes. Both are spelled the same way, so equal keys mean
-    /// equal sequences and either may lead.
+    /// True when `x` should lead over `y`: more paragraphs, then, at the
+    /// first position where they differ, the paragraph with greater UTF-8
+    /// bytes (a proper prefix is smaller). Both are spelled the same way,
+    /// so the first differing identity is the first differing text, and
+    /// equal sequences may lead either way.
     private static func leads(_ x: [ParagraphHash], over y: [ParagraphHash], spelling: ParagraphSpelling) -> Bool {
         if x.count != y.count { return x.count > y.count }
-        let xBytes = Array(spelling.text(of: x).utf8)
-        let yBytes = Array(spelling.text(of: y).utf8)
-        return yBytes.lexicographicallyPrecedes(xBytes)
+        guard let i = x.indices.first(where: { x[$0] != y[$0] }) else { return false }
+        return spelling.paragraph(for: y[i]).bytes.lexicographicallyPrecedes(spelling.paragraph(for: x[i]).bytes)
     }
 
     /// `leading`'s survivors in their order, with `other`'s extra
@@ -174,26 +180,34 @@ public enum ProseMerge {
     /// k-th copy in `leading`; copies beyond `leading`'s count are the
     /// extras, so each identity ends with max(count in leading, count in
     /// other) copies. A tombstoned paragraph of `other` anchors at its
-    /// rewrite in `leading`, if one is there, so a paragraph written after
-    /// it stays after the rewrite (placement only: nothing is dropped).
+    /// rewrite in `leading` (a paragraph `other` lacks), if one is there, so
+    /// a paragraph written after it stays after the rewrite (placement only:
+    /// nothing is dropped).
     static func interleave(leading allOfLeading: [ParsedParagraph], other: [ParsedParagraph],
                            tombstones: Set<ParagraphHash>) -> [ParagraphHash] {
         let leading = allOfLeading.filter { !tombstones.contains($0.hash) }
+        let otherIDs = Set(other.map(\.hash))
         // after[0] holds extras placed before everything; after[i + 1] holds
         // extras placed after leading[i].
         var after: [[ParagraphHash]] = Array(repeating: [], count: leading.count + 1)
         var positions: [ParagraphHash: [Int]] = [:]
         for (index, p) in leading.enumerated() { positions[p.hash, default: []].append(index) }
-        var leadingWords: [[String]]?  // computed only if a tombstoned paragraph needs it
+        // Words of the paragraphs only `leading` has: the candidate rewrites.
+        // Computed only if a tombstoned paragraph needs them.
+        var rewriteWords: [(index: Int, words: [String])]?
         var copiesSeen: [ParagraphHash: Int] = [:]
         var slot = 0
         for p in other {
             let id = p.hash
             if tombstones.contains(id) {
+                if rewriteWords == nil {
+                    rewriteWords = leading.indices.filter { !otherIDs.contains(leading[$0].hash) }
+                        .map { ($0, ParagraphRevision.words(leading[$0].text)) }
+                }
+                guard let candidates = rewriteWords, !candidates.isEmpty else { continue }
                 let words = ParagraphRevision.words(p.text)
-                if leadingWords == nil { leadingWords = leading.map { ParagraphRevision.words($0.text) } }
-                if let rewrite = leadingWords?.firstIndex(where: { ParagraphRevision.areRevisions(words: words, $0) }) {
-                    slot = rewrite + 1
+                if let rewrite = candidates.first(where: { ParagraphRevision.areRevisions(words: words, $0.words) }) {
+                    slot = rewrite.index + 1
                 }
                 continue
             }
@@ -215,11 +229,13 @@ public enum ProseMerge {
     }
 
     private static func finish(_ order: [ParagraphHash], tombstones: Set<ParagraphHash>, spelling: ParagraphSpelling,
-                               a: [ParsedParagraph], b: [ParsedParagraph])
+                               a: [ParsedParagraph], b: [ParsedParagraph], reporting: Bool)
         -> (version: ProseVersion, report: ProseMergeReport) {
         let result = order.map { spelling.paragraph(for: $0) }
         let version = ProseVersion(text: Paragraphs.join(result.map(\.text)), deletedParagraphs: tombstones)
-        let report = ProseMergeReport.describing(result: result, a: a, b: b, tombstones: tombstones)
+        let report = reporting
+            ? ProseMergeReport.describing(result: result, a: a, b: b, tombstones: tombstones)
+            : ProseMergeReport()
         return (version, report)
     }
 }
@@ -232,7 +248,11 @@ struct ParagraphSpelling {
     /// The byte-greatest copy: symmetric and associative, for the merge.
     init(greatestOf paragraphs: [ParsedParagraph]) {
         for p in paragraphs {
-            if let current = chosen[p.hash], !current.bytes.lexicographicallyPrecedes(p.bytes) { continue }
+            if let current = chosen[p.hash] {
+                // Same identity and neither has trailing whitespace: same bytes.
+                if !current.hasTrailingWhitespace && !p.hasTrailingWhitespace { continue }
+                if !current.bytes.lexicographicallyPrecedes(p.bytes) { continue }
+            }
             chosen[p.hash] = p
         }
     }
@@ -247,9 +267,5 @@ struct ParagraphSpelling {
     func paragraph(for id: ParagraphHash) -> ParsedParagraph {
         guard let p = chosen[id] else { preconditionFailure("merge placed a paragraph it never parsed") }
         return p
-    }
-
-    func text(of order: [ParagraphHash]) -> String {
-        Paragraphs.join(order.map { paragraph(for: $0).text })
     }
 }

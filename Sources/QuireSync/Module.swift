@@ -1,1 +1,0 @@
-// QuireSync: see README.md
