@@ -23,12 +23,14 @@
 /// ## Order
 /// Each side's surviving paragraphs keep their order. The side that leads is
 /// the one with more surviving paragraphs, then the one whose first
-/// paragraph that differs is greater in UTF-8 bytes; when both keys tie the
-/// two sequences are identical. The other side's extra paragraphs (occurrences
-/// beyond what the leading side holds) go right after the nearest preceding
-/// paragraph of their own side, in their own side's order; with no such
-/// paragraph they go first. Only the texts are compared, never which
-/// argument is `a`, so the merge is commutative to the byte.
+/// paragraph that differs is greater in UTF-8 bytes (a total order on
+/// sequences: equal keys mean identical sequences). The other side's extra
+/// paragraphs (copies beyond what the leading side holds) go right after
+/// the nearest preceding paragraph of their own side, in their own side's
+/// order, or first when none precedes them; a tombstoned neighbour counts
+/// as present at its rewrite in the leading side, when similarity finds one
+/// (`ParagraphRevision`: placement only). Only the texts are compared, never
+/// which argument is `a`, so the merge is commutative to the byte.
 ///
 /// ## Why every device ends with the same bytes
 /// - The surviving multiset is "per identity, the maximum count over all
@@ -38,20 +40,35 @@
 ///   paragraph a tombstone removed earlier would be removed again later: the
 ///   SET (with multiplicities and spellings) is associative over any
 ///   grouping of any number of versions.
-/// - ORDER is commutative and idempotent (`merge(a, a)` and
-///   `merge(merge(a, b), b)` return their input: the merged side holds
-///   everything the other holds, so it leads and there is nothing to insert,
-///   or the multisets are equal and the byte-greater order, already chosen,
-///   leads again). Order is not associative in general: which side leads in
-///   an inner merge decides where the third side's extras land.
-/// - Gossip converges in a bounded number of steps: a device's multiset is
-///   the join of every version in its causal past, so once every device has
-///   (transitively) heard from every other, all hold one multiset. From then
-///   on a merge of two texts with equal multisets returns the byte-greater
-///   text, unchanged; the fleet's byte-greatest text wins every merge it
-///   takes part in and spreads, and every other text only loses. Two passes
-///   of the network's diameter reach one identical text on every device.
+/// - ORDER is commutative and idempotent: `merge(a, a)` and
+///   `merge(merge(a, b), b)` return their first argument, because the merged
+///   side holds everything the other holds, so either it has more paragraphs
+///   and leads with nothing to insert, or the multisets are equal, nothing is
+///   inserted, and the greater sequence (already chosen) leads again. Order
+///   is not associative in general: which side leads an inner merge decides
+///   where a third side's extras land (the fleet simulation finds about one
+///   triple in eight differing in order, never in paragraphs).
+/// - Gossip converges in a bounded number of steps: by the associativity
+///   above, a device's multiset is the join of every version in its causal
+///   past, so once every device has heard, directly or not, from every
+///   other, all hold one multiset. From then on every merge is between equal
+///   multisets and returns the greater of its two sequences unchanged: the
+///   fleet's greatest sequence wins every merge it takes part in and
+///   spreads, every other one only loses. So a second spreading pass
+///   leaves one identical text everywhere (all-pairs gossip: two rounds that
+///   change something, a third that changes nothing). Different gossip
+///   schedules reach the same paragraphs, possibly in different orders.
 ///
+/// ## Known costs, all "an extra copy", never "a lost word"
+/// - Two devices rewriting one paragraph differently keep both rewrites.
+/// - A stale original that reaches the merge without its tombstone (from a
+///   writer that bypassed `deletions`) stays beside its rewrite.
+/// - Removing one of two identical copies does not travel (no tombstone).
+/// - Tombstones are per identity: a paragraph typed again, byte for byte
+///   (after normalization), after that identity was deleted from this body
+///   is removed by the next merge until a barrier collects the tombstone.
+/// - Trailing-space-only edits lose to the byte-greatest spelling on merge.
+
 /// All functions are pure and deterministic.
 public enum ProseMerge {
     /// Merges two concurrent versions (the caller has found that neither

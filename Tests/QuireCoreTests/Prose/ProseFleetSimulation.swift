@@ -11,6 +11,9 @@ struct ProseFleetSimulation {
     private(set) var devices: [ProseVersion]
     /// Identities of every paragraph any device ever wrote, start included.
     private(set) var written: Set<ParagraphHash> = []
+    /// Identities the simulated users deliberately deleted or rewrote: the
+    /// only tombstones that may exist.
+    private(set) var intendedTombstones: Set<ParagraphHash> = []
     private(set) var failures: [String] = []
     private(set) var associativeOrders = 0
     private(set) var associativityChecks = 0
@@ -36,8 +39,8 @@ struct ProseFleetSimulation {
     mutating func run(steps: Int) {
         for _ in 0..<steps where failures.isEmpty {
             switch random.below(20) {
-            case 0..<8: edit(device: random.below(devices.count), slow: false)
-            case 8..<9: edit(device: random.below(devices.count), slow: true)
+            case 0..<6: edit(device: random.below(devices.count), slow: false)
+            case 6..<9: edit(device: random.below(devices.count), slow: true)
             case 9..<13: send()
             default: deliverOne()
             }
@@ -111,9 +114,11 @@ struct ProseFleetSimulation {
             paragraphs.insert(newParagraph(), at: random.below(paragraphs.count + 1))
         case 5..<8:
             let i = random.below(paragraphs.count)
+            intendedTombstones.insert(Paragraphs.paragraphHash(paragraphs[i]))
             paragraphs[i] = rewrite(paragraphs[i])
         default:
-            paragraphs.remove(at: random.below(paragraphs.count))
+            let removed = paragraphs.remove(at: random.below(paragraphs.count))
+            intendedTombstones.insert(Paragraphs.paragraphHash(removed))
         }
         let edited = render(paragraphs)
         if slow, let index = inFlight.firstIndex(where: { $0.to == d }) {
@@ -167,8 +172,12 @@ struct ProseFleetSimulation {
 
     private mutating func checkNothingLost(_ final: ProseVersion) {
         let tombstones = final.deletedParagraphs
+        let intended = intendedTombstones
+        let falseOnes = tombstones.subtracting(intended).count
+        let missing = intended.subtracting(tombstones).count
+        check(falseOnes == 0 && missing == 0, "\(falseOnes) false tombstone(s), \(missing) lost")
         var expected: [ParagraphHash: Int] = [:]
-        for id in written where !tombstones.contains(id) { expected[id] = 1 }
+        for id in written where !intendedTombstones.contains(id) { expected[id] = 1 }
         let actual = multiset(final)
         let lost = expected.keys.filter { actual[$0] == nil }
         let extra = actual.filter { expected[$0.key] != $0.value }
