@@ -19,9 +19,9 @@ public struct SHA256: Sendable {
     /// Feeds a domain separator: its UTF-8 bytes, length-prefixed so that
     /// no separator is a prefix-collision of another.
     public mutating func updateSeparator(_ separator: String) {
-        let utf8 = Array(separator.utf8)
-        var len = UInt16(utf8.count).bigEndian
-        withUnsafeBytes(of: &len) { update(Array($0)) }
+        let utf8 = separator.utf8
+        let len = UInt16(utf8.count)
+        update([UInt8(len >> 8), UInt8(len & 0xFF)])
         update(utf8)
     }
 
@@ -67,6 +67,8 @@ extension ArraySlice: ContiguousBytesLike where Element == UInt8 {
 
 extension String.UTF8View: ContiguousBytesLike {
     public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try Array(self).withUnsafeBytes(body)
+        // Native strings are contiguous UTF-8: hash them in place.
+        if let result = try withContiguousStorageIfAvailable({ try body(UnsafeRawBufferPointer($0)) }) { return result }
+        return try Array(self).withUnsafeBytes(body)
     }
 }

@@ -131,3 +131,16 @@ final class ReplicaStoreTests: XCTestCase {
         XCTAssertEqual(try prefs.load().generation, 4)
     }
 }
+
+final class OutboxTests: XCTestCase {
+    func testBulkImportWritesOneOutboxRecordPerNamespaceCoveringEveryEdit() throws {
+        let s = try makeStore(temporaryDirectory())
+        try s.putMany((0..<500).map { note("n\($0)", "b\($0)") })
+        let pending = try s.pendingOutbox()
+        XCTAssertEqual(pending.count, 1)
+        XCTAssertEqual(pending.first?.namespace, .notebook)
+        XCTAssertEqual(try s.pendingEdits(), 500)
+        try s.clearOutbox(through: pending[0].id)
+        XCTAssertEqual(try s.pendingEdits(), 0)
+    }
+}

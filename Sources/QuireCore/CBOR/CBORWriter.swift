@@ -22,6 +22,10 @@ public struct CBORWriter: Sendable {
         case .array(let items):
             head(4, UInt64(items.count))
             for item in items { write(item) }
+        case .map(let pairs) where CBORWriter.hasAscendingSmallIntegerKeys(pairs):
+            // Integer keys already in order encode in order: no sort needed.
+            head(5, UInt64(pairs.count))
+            for (k, v) in pairs { write(k); write(v) }
         case .map(let pairs):
             let encoded = pairs.map { (CBORWriter.encode($0.0), CBORWriter.encode($0.1)) }
                 .sorted { $0.0.lexicographicallyPrecedes($1.0) }
@@ -30,6 +34,18 @@ public struct CBORWriter: Sendable {
         case .bool(let b): bytes.append(b ? 0xF5 : 0xF4)
         case .null: bytes.append(0xF6)
         }
+    }
+
+    private static func hasAscendingSmallIntegerKeys(_ pairs: [(CBOR, CBOR)]) -> Bool {
+        var previous: UInt64? = nil
+        for (k, _) in pairs {
+            // Below 2^64 the shortest-form encoding of unsigned integers sorts
+            // bytewise exactly as the integers do.
+            guard case .unsigned(let v) = k else { return false }
+            if let previous, v <= previous { return false }
+            previous = v
+        }
+        return true
     }
 
     // Streaming writers used by the leaf encoders, to avoid building a tree.
@@ -48,7 +64,10 @@ public struct CBORWriter: Sendable {
     public mutating func writeText(_ s: String) {
         let utf8 = s.utf8
         head(3, UInt64(utf8.count))
-        bytes.append(contentsOf: utf8)
+        // Native strings are contiguous: copy the bytes without iterating.
+        if utf8.withContiguousStorageIfAvailable({ bytes.append(contentsOf: $0) }) == nil {
+            bytes.append(contentsOf: utf8)
+        }
     }
 
     public mutating func writeArrayHeader(_ count: Int) { head(4, UInt64(count)) }

@@ -103,7 +103,6 @@ extension WriteContext {
         let vector = (existing?.vector ?? VersionVector()).bumped(for: store.deviceID)
         let row = Row(namespace: .devices, key: key, version: RowVersion(vector: vector, isTombstone: false), content: .device(record))
         try writeRow(row, previousLeaf: existing?.leaf, exists: existing != nil)
-        try db.run("INSERT INTO outbox(ns, key, counter, at) VALUES (?, ?, ?, ?)",
-                   [.int(Int64(Namespace.devices.rawValue)), .blob(key.bytes), .int(Int64(vector[store.deviceID])), .int(now.seconds)])
+        noteOutbox(.devices, key, counter: vector[store.deviceID])
     }
 }

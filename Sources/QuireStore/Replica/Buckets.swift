@@ -35,17 +35,26 @@ enum Buckets {
     /// Pending fingerprint deltas of one transaction, applied once at the
     /// end so a bulk write touches each bucket once.
     struct Deltas {
-        var pending: [BucketID: Fingerprint] = [:]
+        /// Deltas of the finest buckets only; coarser levels are sums of
+        /// these, derived once in `all` (one hash lookup per row, not five).
+        private var finest: [BucketID: Fingerprint] = [:]
 
         mutating func add(_ ns: Namespace, _ key: RowKey, plus: Fingerprint, minus: Fingerprint) {
             if plus == minus { return }
-            for level in 0...Buckets.maxLevel {
-                let id = BucketID(ns: ns.rawValue, level: level, prefix: Buckets.prefix(of: key, level: level))
-                var fp = pending[id] ?? .zero
-                fp += plus
-                fp -= minus
-                pending[id] = fp
+            let id = BucketID(ns: ns.rawValue, level: Buckets.maxLevel, prefix: Buckets.prefix(of: key, level: Buckets.maxLevel))
+            finest[id, default: .zero] += plus - minus
+        }
+
+        /// Every bucket's delta, every level.
+        var all: [BucketID: Fingerprint] {
+            var out = finest
+            for (id, delta) in finest {
+                for level in 0..<Buckets.maxLevel {
+                    let coarse = BucketID(ns: id.ns, level: level, prefix: id.prefix >> Int64(4 * (Buckets.maxLevel - level)))
+                    out[coarse, default: .zero] += delta
+                }
             }
+            return out
         }
     }
 

@@ -46,6 +46,9 @@ public final class ReplicaStore: @unchecked Sendable {
         // transaction is in the WAL); `sync()` adds a checkpoint for fsync.
         try db.execute("PRAGMA synchronous=NORMAL")
         try db.execute("PRAGMA foreign_keys=ON")
+        // Random row keys spread index writes over the whole B-tree; a larger
+        // page cache keeps bulk imports from thrashing.
+        try db.execute("PRAGMA cache_size=-65536")
         let version = Int(try db.queryOne("PRAGMA user_version") { $0.int(0) } ?? 0)
         if version > Schema.migrations.count {
             throw StoreError(.foreign, "\(path) was written by a newer quire (schema \(version)); upgrade quire")
@@ -172,6 +175,11 @@ public final class ReplicaStore: @unchecked Sendable {
         try read { () throws(StoreError) in try db.execute("PRAGMA wal_checkpoint(PASSIVE)") }
     }
 
+    /// Checkpoints the WAL fully and truncates it (benchmarks, backups).
+    public func compact() throws(StoreError) {
+        try read { () throws(StoreError) in try db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+    }
+
     /// A consistent copy of the database (SQLite's online backup API).
     public func backup(to destination: String) throws(StoreError) {
         try read { () throws(StoreError) in try db.backup(to: destination) }
@@ -179,13 +187,19 @@ public final class ReplicaStore: @unchecked Sendable {
 
     // MARK: - Outbox
 
-    /// Local edits not yet advertised: (outbox id, namespace, key).
+    /// Local edits not yet advertised: (outbox id, namespace, last key).
+    /// One record covers all edits of one namespace in one transaction.
     public func pendingOutbox(limit: Int = 10_000) throws(StoreError) -> [(id: Int64, namespace: Namespace, key: RowKey)] {
         try read { () throws(StoreError) -> [(id: Int64, namespace: Namespace, key: RowKey)] in
             try db.query("SELECT id, ns, key FROM outbox ORDER BY id LIMIT ?", [.int(Int64(limit))]) {
                 (id: $0.int(0), namespace: Namespace(rawValue: UInt8($0.int(1)))!, key: ID16(bytes: $0.blob(2) ?? [])!)
             }
         }
+    }
+
+    /// How many local edits wait to be advertised.
+    public func pendingEdits() throws(StoreError) -> Int {
+        try read { () throws(StoreError) -> Int in Int(try db.queryOne("SELECT coalesce(sum(edits), 0) FROM outbox") { $0.int(0) } ?? 0) }
     }
 
     /// Clears outbox records up to `id` once an advertisement covering them went out.

@@ -34,11 +34,14 @@ enum Schema {
             count INTEGER NOT NULL, sum BLOB NOT NULL,
             PRIMARY KEY(ns, level, prefix)
         ) WITHOUT ROWID;
-        -- The outbox: one record per local edit, written with the edit, so a
-        -- change can never exist without the note that it must be advertised.
+        -- The outbox: written in the same transaction as the local edits it
+        -- speaks of (one record per namespace and transaction: the last key,
+        -- how many edits, this device's highest counter), so a change can
+        -- never exist without the note that it must be advertised.
         CREATE TABLE outbox(
             id INTEGER PRIMARY KEY AUTOINCREMENT,
-            ns INTEGER NOT NULL, key BLOB NOT NULL, counter INTEGER NOT NULL, at INTEGER NOT NULL
+            ns INTEGER NOT NULL, key BLOB NOT NULL, counter INTEGER NOT NULL,
+            edits INTEGER NOT NULL DEFAULT 1, at INTEGER NOT NULL
         );
         CREATE TABLE meta(name TEXT PRIMARY KEY, value) WITHOUT ROWID;
         INSERT INTO meta(name, value) VALUES ('seq', 0);

@@ -8,6 +8,8 @@ struct WriteContext {
     let seq: Int64
     var deltas = Buckets.Deltas()
     var now: Timestamp
+    /// Local edits of this transaction, per namespace: (last key, count, highest counter).
+    var outbox: [Namespace: (key: RowKey, edits: Int, counter: UInt64)] = [:]
 
     init(store: ReplicaStore) throws(StoreError) {
         self.store = store
@@ -17,7 +19,7 @@ struct WriteContext {
     }
 
     mutating func finish() throws(StoreError) {
-        for (id, delta) in deltas.pending where delta != .zero {
+        for (id, delta) in deltas.all where delta != .zero {
             let old = try db.queryOne("SELECT count, sum FROM buckets WHERE ns = ? AND level = ? AND prefix = ?",
                                       [.int(Int64(id.ns)), .int(Int64(id.level)), .int(id.prefix)]) {
                 Fingerprint(count: UInt64(bitPattern: $0.int(0)), sum: $0.blob(1) ?? [UInt8](repeating: 0, count: 32))
@@ -31,15 +33,30 @@ struct WriteContext {
                            [.int(Int64(id.ns)), .int(Int64(id.level)), .int(id.prefix), .int(Int64(bitPattern: new.count)), .blob(new.sumBytes)])
             }
         }
+        // The outbox record commits with the edits it speaks of: one per
+        // namespace and transaction (a bulk import of 100,000 notes is one
+        // advertisement's worth of news, not 100,000 records).
+        for (ns, entry) in outbox.sorted(by: { $0.key < $1.key }) {
+            try db.run("INSERT INTO outbox(ns, key, counter, edits, at) VALUES (?, ?, ?, ?, ?)",
+                       [.int(Int64(ns.rawValue)), .blob(entry.key.bytes), .int(Int64(entry.counter)), .int(Int64(entry.edits)), .int(now.seconds)])
+        }
         try db.run("UPDATE meta SET value = ? WHERE name = 'seq'", [.int(seq)])
+    }
+
+    mutating func noteOutbox(_ ns: Namespace, _ key: RowKey, counter: UInt64) {
+        let previous = outbox[ns]
+        outbox[ns] = (key: key, edits: (previous?.edits ?? 0) + 1, counter: max(counter, previous?.counter ?? 0))
     }
 
     // MARK: Local edits
 
     mutating func putLocal(_ content: RowContent, key explicitKey: RowKey?) throws(StoreError) -> Row {
         let ns = content.namespace
+        let freshKey = explicitKey == nil && naturalKeyIsRandom(content)
         let key = explicitKey ?? naturalKey(content)
-        let existing = try RowRecord.load(db, ns, key, withBody: true)
+        // A freshly drawn random key cannot exist yet (the unique index
+        // would refuse a 128-bit collision); skip the lookup on bulk imports.
+        let existing = freshKey ? nil : try RowRecord.load(db, ns, key, withBody: true)
         let existingRow = try existing?.row(path: store.path)
         if ns == .memory, existingRow != nil {
             throw StoreError(.conflict, "memory is append-only: event \(key) already exists; record a new event instead")
@@ -54,8 +71,7 @@ struct WriteContext {
         let vector = (existing?.vector ?? VersionVector()).bumped(for: store.deviceID)
         let row = Row(namespace: ns, key: key, version: RowVersion(vector: vector, isTombstone: false), content: stamped)
         try writeRow(row, previousLeaf: existing?.leaf, exists: existing != nil)
-        try db.run("INSERT INTO outbox(ns, key, counter, at) VALUES (?, ?, ?, ?)",
-                   [.int(Int64(ns.rawValue)), .blob(key.bytes), .int(Int64(vector[store.deviceID])), .int(now.seconds)])
+        noteOutbox(ns, key, counter: vector[store.deviceID])
         return row
     }
 
@@ -68,9 +84,15 @@ struct WriteContext {
         }
         let row = Row.tombstone(ns, key, vector: existing.vector.bumped(for: store.deviceID))
         try writeRow(row, previousLeaf: existing.leaf, exists: true)
-        try db.run("INSERT INTO outbox(ns, key, counter, at) VALUES (?, ?, ?, ?)",
-                   [.int(Int64(ns.rawValue)), .blob(key.bytes), .int(Int64(row.version.vector[store.deviceID])), .int(now.seconds)])
+        noteOutbox(ns, key, counter: row.version.vector[store.deviceID])
         return row
+    }
+
+    private func naturalKeyIsRandom(_ content: RowContent) -> Bool {
+        switch content {
+        case .saga, .setting: return false
+        default: return true
+        }
     }
 
     /// Rows whose identity is their name get a derived key; others a random one.
@@ -153,7 +175,17 @@ struct WriteContext {
     // MARK: The one place a row is written
 
     mutating func writeRow(_ row: Row, previousLeaf: [UInt8]?, exists: Bool) throws(StoreError) {
-        let leaf = LeafEncoding.leaf(of: row)
+        // Every stored note satisfies contentHash == digest(body) (stamped on
+        // local edits, checked when a sibling's row is decoded), so the leaf
+        // uses the stamped hash instead of hashing the body again.
+        // `recomputedRoots()` re-hashes bodies and so checks the invariant.
+        let leaf: [UInt8]?
+        if case .note(var n)? = row.content {
+            n.body = nil
+            leaf = LeafEncoding.leaf(key: row.key, vector: row.version.vector, content: .note(n))
+        } else {
+            leaf = LeafEncoding.leaf(of: row)
+        }
         var name = "", size = 0, updated: Int64 = 0
         var contentBytes: [UInt8]? = nil
         var body: [UInt8]? = nil

@@ -106,7 +106,7 @@ struct StatusReport {
             held.append("\(c.live) \(ns.name)")
         }
         lines.append("holds " + held.joined(separator: ", "))
-        let pending = try store.pendingOutbox(limit: 1_000_000).count
+        let pending = try store.pendingEdits()
         lines.append(pending == 0 ? "nothing waits to be advertised" : "\(pending) local edits wait to be advertised to siblings")
         let merges = try store.mergeCount()
         lines.append("\(merges) concurrent merges done")
