@@ -168,6 +168,7 @@ struct WriteContext {
                 try db.run("INSERT INTO merges(ns, key, at, detail) VALUES (?, ?, ?, ?)",
                            [.int(Int64(row.namespace.rawValue)), .blob(row.key.bytes), .int(now.seconds), .text(detail)])
             }
+            _ = try restoreFromShadow(after: row)
         }
         return outcome
     }

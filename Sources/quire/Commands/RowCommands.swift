@@ -86,7 +86,11 @@ enum RowCommands {
         case .devices:
             throw UsageError("the devices roster is read-only here; use 'quire devices'")
         }
-        let row = try store.put(content, key: ns == .memory ? nil : existingKey)
+        // Prose replaced from the command line: what `quire get` shows is
+        // what the user replaced, so removed paragraphs become deletions.
+        let row = ns == .notebook || ns == .saga
+            ? try store.saveProse(content, key: existingKey, shown: nil)
+            : try store.put(content, key: ns == .memory ? nil : existingKey)
         if args.has("json") {
             Output.json(["namespace": ns.name, "key": row.key.hex, "version": row.version.vector.description])
         } else {

@@ -1,0 +1,122 @@
+import QuireCore
+
+/// Prose (note bodies and journal days): deletions computed against what
+/// the editor showed, a device-local shadow, and restoring a clobber.
+extension ReplicaStore {
+    /// Saves an edit of a note body or a journal day made by an editor that
+    /// showed `shown` (the bytes the open file read; nil: what is stored).
+    /// Paragraphs the edit removed become paragraph tombstones, computed
+    /// against `shown` only, never against the live record: a sync import
+    /// that landed while the file was open is folded in, not deleted.
+    @discardableResult
+    public func saveProse(_ content: RowContent, key: RowKey? = nil, shown: [UInt8]? = nil) throws(StoreError) -> Row {
+        try write { ctx in try ctx.saveProse(content, key: key, shown: shown) }
+    }
+
+    /// The text this device last wrote or accepted for a row (never synced).
+    public func shadow(_ ns: Namespace, _ key: RowKey) throws(StoreError) -> [UInt8]? {
+        try read { () throws(StoreError) -> [UInt8]? in
+            try db.queryOne("SELECT text FROM shadows WHERE ns = ? AND key = ?", [.int(Int64(ns.rawValue)), .blob(key.bytes)]) { $0.blob(0) ?? [] }
+        }
+    }
+}
+
+/// The prose text and paragraph tombstones of a row's content, if it is prose.
+enum ProseText {
+    static func of(_ content: RowContent) -> (text: [UInt8], deleted: [[UInt8]])? {
+        switch content {
+        case .note(let n): return n.body.map { ($0, n.deletedParagraphs) }
+        case .saga(let s): return (s.text, s.deletedParagraphs)
+        default: return nil
+        }
+    }
+
+    static func replacing(_ content: RowContent, text: [UInt8], deleted: [[UInt8]]) -> RowContent {
+        let sorted = deleted.sorted { $0.lexicographicallyPrecedes($1) }
+        switch content {
+        case .note(var n):
+            n.body = text
+            n.contentHash = Note.bodyDigest(text)
+            n.deletedParagraphs = sorted
+            return .note(n)
+        case .saga(var s):
+            s.text = text
+            s.deletedParagraphs = sorted
+            return .saga(s)
+        default:
+            return content
+        }
+    }
+
+    static func version(_ text: [UInt8], _ deleted: [[UInt8]]) -> ProseVersion? {
+        guard let s = String(validating: text, as: UTF8.self) else { return nil }
+        return ProseVersion(text: s, deletedParagraphs: Set(deleted.compactMap { ParagraphHash(bytes: $0) }))
+    }
+}
+
+extension WriteContext {
+    mutating func saveProse(_ content: RowContent, key explicitKey: RowKey?, shown: [UInt8]?) throws(StoreError) -> Row {
+        var content = content
+        let key: RowKey? = explicitKey ?? {
+            if case .saga(let s) = content { return SagaEntry.key(for: s.date) }
+            return nil
+        }()
+        if let key, let existing = try RowRecord.load(db, content.namespace, key, withBody: true), !existing.isTombstone,
+           let stored = try existing.row(path: store.path).content,
+           let record = ProseText.of(stored), let edit = ProseText.of(content) {
+            let baseline = shown ?? record.text
+            if let recordVersion = ProseText.version(record.text, record.deleted),
+               let shownText = String(validating: baseline, as: UTF8.self),
+               let editedText = String(validating: edit.text, as: UTF8.self) {
+                var deleted = Set(record.deleted.map { $0 }).union(edit.deleted)
+                var text = edit.text
+                if baseline == record.text {
+                    // Nothing landed underneath: keep the user's bytes exactly.
+                    for h in ProseMerge.deletions(shown: shownText, edited: editedText) { deleted.insert(h.bytes) }
+                } else {
+                    // The record moved while the file was open: fold it in.
+                    let merged = ProseMerge.applyEdit(shown: shownText, edited: editedText, onto: recordVersion)
+                    text = Array(merged.text.utf8)
+                    for h in merged.deletedParagraphs { deleted.insert(h.bytes) }
+                }
+                content = ProseText.replacing(content, text: text, deleted: Array(deleted))
+            }
+        }
+        let row = try putLocal(content, key: key)
+        if let prose = row.content.flatMap(ProseText.of) { try setShadow(row.namespace, row.key, prose.text) }
+        return row
+    }
+
+    mutating func setShadow(_ ns: Namespace, _ key: RowKey, _ text: [UInt8]) throws(StoreError) {
+        try db.run("INSERT OR REPLACE INTO shadows(ns, key, text) VALUES (?, ?, ?)", [.int(Int64(ns.rawValue)), .blob(key.bytes), .blob(text)])
+    }
+
+    func loadShadow(_ ns: Namespace, _ key: RowKey) throws(StoreError) -> [UInt8]? {
+        try db.queryOne("SELECT text FROM shadows WHERE ns = ? AND key = ?", [.int(Int64(ns.rawValue)), .blob(key.bytes)]) { $0.blob(0) ?? [] }
+    }
+
+    /// After a sibling's prose row was stored: if it dropped paragraphs this
+    /// device wrote or accepted, without tombstones (a clobber, not a
+    /// deletion), restore them as a local edit; then accept the text.
+    /// Returns the restoring edit, if one was made.
+    mutating func restoreFromShadow(after row: Row) throws(StoreError) -> Row? {
+        guard let content = row.content, let prose = ProseText.of(content) else { return nil }
+        defer { _ = try? setShadow(row.namespace, row.key, currentProse(row) ?? prose.text) }
+        guard let shadow = try loadShadow(row.namespace, row.key), shadow != prose.text,
+              let shadowText = String(validating: shadow, as: UTF8.self),
+              let incoming = ProseText.version(prose.text, prose.deleted) else { return nil }
+        let (restored, report) = ProseMerge.restoreWithReport(shadow: shadowText, incoming: incoming)
+        guard !report.keptFromA.isEmpty else { return nil }
+        let fixed = ProseText.replacing(content, text: Array(restored.text.utf8), deleted: restored.deletedParagraphs.map(\.bytes))
+        let edit = try putLocal(fixed, key: row.key)
+        try db.run("INSERT INTO merges(ns, key, at, detail) VALUES (?, ?, ?, ?)",
+                   [.int(Int64(row.namespace.rawValue)), .blob(row.key.bytes), .int(now.seconds),
+                    .text("restored \(report.keptFromA.count) paragraph(s) from this device's shadow that \(row.version.vector) dropped without a deletion")])
+        return edit
+    }
+
+    private func currentProse(_ row: Row) -> [UInt8]? {
+        guard let r = try? RowRecord.load(db, row.namespace, row.key, withBody: true), let c = try? r.row(path: store.path).content else { return nil }
+        return ProseText.of(c)?.text
+    }
+}

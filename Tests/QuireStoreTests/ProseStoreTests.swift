@@ -1,0 +1,87 @@
+import XCTest
+import QuireCore
+@testable import QuireStore
+
+final class ProseStoreTests: XCTestCase {
+    func body(_ row: Row?) -> String {
+        guard case .note(let n)? = row?.content else { return "<none>" }
+        return String(decoding: n.body ?? [], as: UTF8.self)
+    }
+
+    func noteContent(_ text: String, title: String = "n") -> RowContent {
+        .note(Note(title: title, body: Array(text.utf8), createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0)))
+    }
+
+    func testDeletionIsComputedAgainstWhatWasShownNotTheLiveRecord() throws {
+        let s = try makeStore(temporaryDirectory())
+        let r = try s.saveProse(noteContent("alpha one\n\nbeta two\n"))
+        let shown = Array("alpha one\n\nbeta two\n".utf8)
+        // A sibling's version lands while the file is open: it adds a paragraph.
+        var remote = try XCTUnwrap(try s.row(.notebook, r.key))
+        remote.version.vector = remote.version.vector.bumped(for: deviceB)
+        if case .note(var n)? = remote.content {
+            n.body = Array("alpha one\n\nbeta two\n\ngamma from the sibling\n".utf8)
+            n.contentHash = Note.bodyDigest(n.body!)
+            remote.content = .note(n)
+        }
+        try s.apply([remote])
+        // The editor saves what it showed, minus "beta two" (a deliberate deletion).
+        let saved = try s.saveProse(noteContent("alpha one\n"), key: r.key, shown: shown)
+        let text = body(saved)
+        XCTAssertTrue(text.contains("gamma from the sibling"), "a paragraph the editor never showed is not a deletion: \(text)")
+        XCTAssertFalse(text.contains("beta two"), text)
+        guard case .note(let n)? = saved.content else { return XCTFail() }
+        XCTAssertEqual(n.deletedParagraphs.count, 1, "exactly one paragraph tombstone")
+        XCTAssertEqual(n.deletedParagraphs.first, ParagraphHash(paragraph: "beta two").bytes)
+    }
+
+    func testUnchangedBaselineKeepsTheUsersBytes() throws {
+        let s = try makeStore(temporaryDirectory())
+        let r = try s.saveProse(noteContent("one\n\n\n\ntwo   \n"))
+        XCTAssertEqual(body(try s.row(.notebook, r.key)), "one\n\n\n\ntwo   \n")
+        let again = try s.saveProse(noteContent("one\n\n\n\ntwo   \nmore\n"), key: r.key, shown: Array("one\n\n\n\ntwo   \n".utf8))
+        XCTAssertEqual(body(again), "one\n\n\n\ntwo   \nmore\n")
+    }
+
+    func testAClobberWithoutDeletionsIsRestoredFromTheShadow() throws {
+        let s = try makeStore(temporaryDirectory())
+        let r = try s.saveProse(noteContent("kept words\n\nmine alone\n"))
+        // A sibling that never computed deletions writes over the body.
+        var clobber = try XCTUnwrap(try s.row(.notebook, r.key))
+        clobber.version.vector = clobber.version.vector.bumped(for: deviceB)
+        if case .note(var n)? = clobber.content {
+            n.body = Array("kept words\n".utf8)
+            n.contentHash = Note.bodyDigest(n.body!)
+            clobber.content = .note(n)
+        }
+        try s.apply([clobber])
+        let now = try XCTUnwrap(try s.row(.notebook, r.key))
+        XCTAssertTrue(body(now).contains("mine alone"), "restored from the shadow: \(body(now))")
+        XCTAssertEqual(now.version.vector[deviceA], 2, "the restoration is a local edit that syncs")
+        XCTAssertEqual(try s.mergeHistory(.notebook, r.key).count, 1)
+        // A deliberate deletion (with its tombstone) is not restored.
+        var delete = now
+        delete.version.vector = now.version.vector.bumped(for: deviceB)
+        if case .note(var n)? = delete.content {
+            n.body = Array("kept words\n".utf8)
+            n.contentHash = Note.bodyDigest(n.body!)
+            n.deletedParagraphs = [ParagraphHash(paragraph: "mine alone").bytes]
+            delete.content = .note(n)
+        }
+        try s.apply([delete])
+        XCTAssertEqual(body(try s.row(.notebook, r.key)), "kept words\n")
+        XCTAssertEqual(try s.roots(), try s.recomputedRoots())
+    }
+
+    func testAWipedRecordRestoresItself() throws {
+        let s = try makeStore(temporaryDirectory())
+        let r = try s.saveProse(.saga(SagaEntry(date: "2026-05-05", text: Array("morning run\n\nevening rain\n".utf8), updatedAt: Timestamp(seconds: 0))))
+        var wiped = try XCTUnwrap(try s.row(.saga, r.key))
+        wiped.version.vector = wiped.version.vector.bumped(for: deviceB)
+        wiped.content = .saga(SagaEntry(date: "2026-05-05", text: [], updatedAt: Timestamp(seconds: 9)))
+        try s.apply([wiped])
+        guard case .saga(let day)? = try s.row(.saga, r.key)?.content else { return XCTFail() }
+        XCTAssertTrue(String(decoding: day.text, as: UTF8.self).contains("evening rain"))
+        XCTAssertTrue(String(decoding: day.text, as: UTF8.self).contains("morning run"))
+    }
+}
