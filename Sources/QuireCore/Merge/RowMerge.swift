@@ -26,7 +26,9 @@ public enum RowMerge {
         case .dominated:
             return .store(incoming, merged: false)
         case .equal:
-            if local == incoming { return .keepLocal }
+            // Same vector and same leaf is the same version, whatever this
+            // device's residency (an offloaded pointer equals the resident body).
+            if local == incoming || LeafEncoding.leaf(of: local) == LeafEncoding.leaf(of: incoming) { return .keepLocal }
             let joined = resolveConcurrent(local, incoming)
             return joined == local ? .keepLocal : .store(joined, merged: true)
         case .concurrent:
@@ -100,9 +102,14 @@ public enum RowMerge {
         } else if a.contentHash == b.contentHash {
             merged.body = a.body ?? b.body
             merged.contentHash = a.contentHash
+        } else if let present = a.body != nil ? a : (b.body != nil ? b : nil) {
+            // One side's body is offloaded here and differs: keep the text
+            // this device holds (never a pointer that would hide it). The
+            // holder keeps every body resident, computes the full union there,
+            // and that version reaches this device as usual.
+            merged.body = present.body
+            merged.contentHash = present.contentHash
         }
-        // (A body that is offloaded here and differs is recalled by the sync
-        // layer before it calls merge; the winner's pointer stands meanwhile.)
         merged.deletedParagraphs = deleted
         merged.createdAt = min(a.createdAt, b.createdAt)
         merged.updatedAt = max(a.updatedAt, b.updatedAt)

@@ -16,6 +16,7 @@ extension RowContent {
             put(5, .int(n.createdAt.seconds))
             put(6, .int(n.updatedAt.seconds))
             put(7, .array(n.deletedParagraphs.map { .bytes($0) }))
+            if let length = n.body?.count ?? n.length { put(8, .unsigned(UInt64(length))) }
             putEditor(n.editedBy)
         case .plan(let p):
             put(1, .text(p.title))
@@ -88,6 +89,7 @@ extension RowContent {
                             deletedParagraphs: try hashes(7), editedBy: try editor())
             note.body = body
             note.contentHash = hash
+            if body == nil, let length = try f.optional(8)?.asUInt() { note.length = Int(clamping: length) }
             return .note(note)
         case .plans:
             return .plan(Plan(title: try f.required(1, "title").asText(), notes: try f.required(2, "notes").asText(),

@@ -13,6 +13,9 @@ public struct Note: Equatable, Sendable {
     /// Paragraph tombstones: hashes of paragraphs deliberately deleted.
     public var deletedParagraphs: [[UInt8]]
     public var editedBy: DeviceID?
+    /// The body's length when the body is not here (offloaded): a per-device
+    /// convenience for listings, derived from content, never hashed.
+    public var length: Int?
 
     public init(title: String, tags: [String] = [], body: [UInt8], createdAt: Timestamp, updatedAt: Timestamp,
                 deletedParagraphs: [[UInt8]] = [], editedBy: DeviceID? = nil) {
@@ -30,6 +33,13 @@ public struct Note: Equatable, Sendable {
     /// pointer is stamped with, so resident and offloaded leaves agree.
     public static func bodyDigest(_ body: [UInt8]) -> [UInt8] {
         SHA256.hash(separator: "quire.notebook.body", body)
+    }
+
+    /// Equality of content; `length` is a derived convenience and ignored.
+    public static func == (a: Note, b: Note) -> Bool {
+        a.title == b.title && a.tags == b.tags && a.body == b.body && a.contentHash == b.contentHash
+            && a.createdAt == b.createdAt && a.updatedAt == b.updatedAt && a.deletedParagraphs == b.deletedParagraphs
+            && a.editedBy == b.editedBy
     }
 
     public static func canonicalTags(_ tags: [String]) -> [String] {

@@ -50,6 +50,11 @@ public final class ReplicaStore: @unchecked Sendable {
         // page cache keeps bulk imports from thrashing.
         try db.execute("PRAGMA cache_size=-65536")
         let version = Int(try db.queryOne("PRAGMA user_version") { $0.int(0) } ?? 0)
+        if version == 0 {
+            // Offloading frees body pages; incremental vacuum hands them back
+            // to the file system. It must be chosen before the first table.
+            try db.execute("PRAGMA auto_vacuum=INCREMENTAL")
+        }
         if version > Schema.migrations.count {
             throw StoreError(.foreign, "\(path) was written by a newer quire (schema \(version)); upgrade quire")
         }

@@ -51,5 +51,17 @@ enum Schema {
         CREATE TABLE merges(id INTEGER PRIMARY KEY, ns INTEGER NOT NULL, key BLOB NOT NULL, at INTEGER NOT NULL, detail TEXT NOT NULL);
         CREATE INDEX merges_key ON merges(ns, key);
         """,
+        """
+        -- Bodies this device holds for others (a homebase): committed before
+        -- any offload_ack, so an ack always speaks of landed bytes.
+        CREATE TABLE held_bodies(
+            hash BLOB PRIMARY KEY, body BLOB NOT NULL, size INTEGER NOT NULL,
+            owner BLOB NOT NULL, at INTEGER NOT NULL
+        );
+        -- A note's content hash, so a body can be found by the hash that
+        -- names it (recall, serving holders) without decoding every row.
+        ALTER TABLE rows ADD COLUMN hash BLOB;
+        CREATE INDEX rows_hash ON rows(hash) WHERE hash IS NOT NULL;
+        """,
     ]
 }

@@ -160,6 +160,15 @@ struct WriteContext {
     mutating func applyRemote(_ incoming: Row) throws(StoreError) -> RowMerge.Outcome {
         let existing = try RowRecord.load(db, incoming.namespace, incoming.key, withBody: true)
         let local = try existing?.row(path: store.path)
+        var incoming = incoming
+        if case .note(var n)? = incoming.content, n.body == nil,
+           let held = try db.queryOne("SELECT body FROM rows WHERE hash = ? AND offloaded = 0 AND tombstone = 0 AND body IS NOT NULL LIMIT 1",
+                                      [.blob(n.contentHash)], { $0.blob(0) ?? [] }), Note.bodyDigest(held) == n.contentHash {
+            // A sibling's pointer names content this device holds resident:
+            // keep the bytes, drop the pointer state (the leaf is the same).
+            n.body = held
+            incoming.content = .note(n)
+        }
         let outcome = RowMerge.merge(local: local, incoming: incoming)
         if case .store(let row, let merged) = outcome {
             try writeRow(row, previousLeaf: existing?.leaf, exists: existing != nil)
@@ -199,7 +208,7 @@ struct WriteContext {
                 contentBytes = CBORWriter.encode(content.fields(includeBody: false))
                 body = n.body
                 offloaded = n.body == nil
-                size = n.body?.count ?? 0
+                size = n.body?.count ?? n.length ?? 0
             case .saga(let s):
                 contentBytes = CBORWriter.encode(content.fields())
                 size = s.text.count
@@ -207,26 +216,29 @@ struct WriteContext {
                 contentBytes = CBORWriter.encode(content.fields())
             }
         }
-        if offloaded, exists {
+        if offloaded, exists, size == 0 {
             // Keep the known length of an offloaded body.
             size = Int(try db.queryOne("SELECT size FROM rows WHERE ns = ? AND key = ?",
                                        [.int(Int64(row.namespace.rawValue)), .blob(row.key.bytes)]) { $0.int(0) } ?? 0)
         }
+        var hash: [UInt8]? = nil
+        if case .note(let n)? = row.content { hash = n.contentHash }
         let args: [SQLValue] = [
             .int(Int64(row.namespace.rawValue)), .blob(row.key.bytes),
             .blob(CBORWriter.encode(row.version.vector.cbor)), .int(row.isTombstone ? 1 : 0),
             .text(name), .int(updated), .int(Int64(size)), leaf.map { .blob($0) } ?? .null, .int(seq),
             .int(offloaded ? 1 : 0), contentBytes.map { .blob($0) } ?? .null, body.map { .blob($0) } ?? .null,
+            hash.map { .blob($0) } ?? .null,
         ]
         if exists {
             try db.run("""
                 UPDATE rows SET vv = ?3, tombstone = ?4, name = ?5, updated = ?6, size = ?7, leaf = ?8, seq = ?9,
-                    offloaded = ?10, content = ?11, body = ?12 WHERE ns = ?1 AND key = ?2
+                    offloaded = ?10, content = ?11, body = ?12, hash = ?13 WHERE ns = ?1 AND key = ?2
                 """, args)
         } else {
             try db.run("""
-                INSERT INTO rows(ns, key, vv, tombstone, name, updated, size, leaf, seq, offloaded, content, body)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+                INSERT INTO rows(ns, key, vv, tombstone, name, updated, size, leaf, seq, offloaded, content, body, hash)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
                 """, args)
         }
         deltas.add(row.namespace, row.key,

@@ -1,0 +1,123 @@
+import QuireCore
+
+/// Residency of note bodies: offloading to holders and recalling. Residency
+/// is not an edit: nothing here touches a version vector, updatedAt, the
+/// outbox, or a leaf (the leaf commits to the content hash either way).
+extension ReplicaStore {
+    /// The one mutator that clears a body. Refuses unless the stored body
+    /// hashes to `contentHash` (so an edit made while the offload was in
+    /// flight keeps its new body), then stamps the hash, clears the body and
+    /// records the holders, in one transaction.
+    public func markOffloaded(_ key: RowKey, contentHash: [UInt8], holders: [DeviceID]) throws(StoreError) {
+        try write { ctx in
+            guard let record = try RowRecord.load(ctx.db, .notebook, key, withBody: true), !record.isTombstone else {
+                throw StoreError(.notFound, "no note \(key)")
+            }
+            guard !record.isOffloaded, let body = record.body else {
+                throw StoreError(.conflict, "note \(key) is already offloaded")
+            }
+            guard Note.bodyDigest(body) == contentHash else {
+                throw StoreError(.conflict, "note \(key) changed while its offload was in flight; its new body stays resident")
+            }
+            guard !holders.isEmpty else { throw StoreError(.invalidInput, "an offload needs at least one holder") }
+            let holderBytes = CBORWriter.encode(.array(holders.sorted().map { .bytes($0.bytes) }))
+            try ctx.db.run("UPDATE rows SET body = NULL, offloaded = 1, holders = ?, seq = ? WHERE ns = ? AND key = ?",
+                           [.blob(holderBytes), .int(ctx.seq), .int(Int64(Namespace.notebook.rawValue)), .blob(key.bytes)])
+        }
+    }
+
+    /// Puts recalled bytes back: checked against the hash first, then stored
+    /// resident in every offloaded note that names this content, with no
+    /// version bump. Returns how many notes became resident.
+    @discardableResult
+    public func restoreBody(_ body: [UInt8], contentHash: [UInt8]) throws(StoreError) -> Int {
+        guard Note.bodyDigest(body) == contentHash else {
+            throw StoreError(.invalidInput, "recalled bytes do not match content hash \(Hex.encode(contentHash.prefix(8))); rejected")
+        }
+        return try write { ctx in
+            var restored = 0
+            for key in try ctx.offloadedKeys(contentHash: contentHash) {
+                try ctx.db.run("UPDATE rows SET body = ?, offloaded = 0, holders = NULL, seq = ? WHERE ns = ? AND key = ?",
+                               [.blob(body), .int(ctx.seq), .int(Int64(Namespace.notebook.rawValue)), .blob(key.bytes)])
+                restored += 1
+            }
+            return restored
+        }
+    }
+
+    /// Offloaded notes: key, title, content hash, size, holders.
+    public func offloadedNotes() throws(StoreError) -> [OffloadedNote] {
+        try read { () throws(StoreError) -> [OffloadedNote] in
+            try db.query("SELECT key, name, size, content, holders FROM rows WHERE ns = ? AND offloaded = 1 AND tombstone = 0 ORDER BY key",
+                         [.int(Int64(Namespace.notebook.rawValue))]) { s throws(StoreError) in
+                let key = ID16(bytes: s.blob(0) ?? [])!
+                do {
+                    let fields = try CBORReader.decode(s.blob(3) ?? []).asFieldMap()
+                    let hash = try fields.required(4, "contentHash").asBytes()
+                    var holders: [DeviceID] = []
+                    if let h = s.blob(4) { for item in try CBORReader.decode(h).asArray() { if let d = ID16(bytes: try item.asBytes()) { holders.append(d) } } }
+                    return OffloadedNote(key: key, title: s.text(1) ?? "", contentHash: hash, size: Int(s.int(2)), holders: holders)
+                } catch { throw StoreError(.corrupt, "\(path): offloaded note \(key) does not decode: \(error)") }
+            }
+        }
+    }
+
+    /// Keeps a body for another device (the homebase side of offload_put).
+    /// Checked against its hash, committed before the caller acks.
+    public func holdBody(_ body: [UInt8], contentHash: [UInt8], for owner: DeviceID) throws(StoreError) {
+        guard Note.bodyDigest(body) == contentHash else {
+            throw StoreError(.invalidInput, "offered body does not match content hash \(Hex.encode(contentHash.prefix(8))); refused")
+        }
+        try write { ctx in
+            try ctx.db.run("INSERT OR IGNORE INTO held_bodies(hash, body, size, owner, at) VALUES (?, ?, ?, ?, ?)",
+                           [.blob(contentHash), .blob(body), .int(Int64(body.count)), .blob(owner.bytes), .int(ctx.now.seconds)])
+        }
+        try sync()
+    }
+
+    /// A body this device can serve for `contentHash`: held for someone, or
+    /// resident in one of its own notes. Re-checked against the hash.
+    public func servableBody(contentHash: [UInt8]) throws(StoreError) -> [UInt8]? {
+        try read { () throws(StoreError) -> [UInt8]? in
+            if let held = try db.queryOne("SELECT body FROM held_bodies WHERE hash = ?", [.blob(contentHash)], { $0.blob(0) ?? [] }),
+               Note.bodyDigest(held) == contentHash { return held }
+            if let body = try db.queryOne("SELECT body FROM rows WHERE hash = ? AND offloaded = 0 AND tombstone = 0 AND body IS NOT NULL LIMIT 1",
+                                          [.blob(contentHash)], { $0.blob(0) ?? [] }),
+               Note.bodyDigest(body) == contentHash { return body }
+            return nil
+        }
+    }
+
+    /// How many bodies (and bytes) this device holds, per owner device.
+    public func heldBodies() throws(StoreError) -> [(owner: DeviceID, count: Int, bytes: Int64)] {
+        try read { () throws(StoreError) -> [(owner: DeviceID, count: Int, bytes: Int64)] in
+            try db.query("SELECT owner, count(*), sum(size) FROM held_bodies GROUP BY owner ORDER BY owner") {
+                (owner: ID16(bytes: $0.blob(0) ?? [])!, count: Int($0.int(1)), bytes: $0.int(2))
+            }
+        }
+    }
+
+    /// Returns freed pages to the file system (after offloading).
+    public func reclaimSpace() throws(StoreError) {
+        try read { () throws(StoreError) in
+            try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            let mode = try db.queryOne("PRAGMA auto_vacuum") { $0.int(0) } ?? 0
+            try db.execute(mode == 2 ? "PRAGMA incremental_vacuum" : "VACUUM")
+            try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        }
+    }
+}
+
+public struct OffloadedNote: Equatable, Sendable {
+    public var key: RowKey
+    public var title: String
+    public var contentHash: [UInt8]
+    public var size: Int
+    public var holders: [DeviceID]
+}
+
+extension WriteContext {
+    func offloadedKeys(contentHash: [UInt8]) throws(StoreError) -> [RowKey] {
+        try db.query("SELECT key FROM rows WHERE hash = ? AND offloaded = 1 AND tombstone = 0", [.blob(contentHash)]) { ID16(bytes: $0.blob(0) ?? [])! }
+    }
+}

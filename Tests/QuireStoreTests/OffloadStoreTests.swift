@@ -1,0 +1,98 @@
+import XCTest
+import QuireCore
+@testable import QuireStore
+
+final class OffloadStoreTests: XCTestCase {
+    let homebase = DeviceID(bytes: [UInt8](repeating: 0xCC, count: 16))!
+    let otherHolder = DeviceID(bytes: [UInt8](repeating: 0xDD, count: 16))!
+
+    func hash(_ row: Row) -> [UInt8] {
+        guard case .note(let n)? = row.content else { return [] }
+        return n.contentHash
+    }
+
+    func testOffloadAndRecallLeaveTheDigestBitIdentical() throws {
+        let s = try makeStore(temporaryDirectory())
+        let r = try s.put(note("big", String(repeating: "words and more words ", count: 500)))
+        let before = try s.digest(generation: 0).encoded()
+        let outboxBefore = try s.pendingEdits()
+        try s.markOffloaded(r.key, contentHash: hash(r), holders: [homebase])
+        XCTAssertEqual(try s.digest(generation: 0).encoded(), before, "offloading is not an edit")
+        let pointer = try XCTUnwrap(try s.row(.notebook, r.key))
+        XCTAssertEqual(pointer.version, r.version)
+        guard case .note(let n)? = pointer.content else { return XCTFail() }
+        XCTAssertNil(n.body)
+        XCTAssertEqual(n.length, 10_500)
+        XCTAssertEqual(try s.summaries(.notebook).first?.size, 10_500, "st_size stays the real length")
+        XCTAssertEqual(try s.pendingEdits(), outboxBefore)
+        XCTAssertEqual(try s.offloadedNotes().map(\.holders), [[homebase]])
+        XCTAssertEqual(try s.recomputedRoots(), try s.roots())
+        // Wrong bytes are refused; the right ones come back resident.
+        XCTAssertThrowsError(try s.restoreBody(Array("forged".utf8), contentHash: hash(r)))
+        XCTAssertEqual(try s.restoreBody(Array(String(repeating: "words and more words ", count: 500).utf8), contentHash: hash(r)), 1)
+        XCTAssertEqual(try s.digest(generation: 0).encoded(), before)
+        XCTAssertEqual(try s.row(.notebook, r.key), r)
+    }
+
+    func testAnEditInFlightKeepsItsNewBody() throws {
+        let s = try makeStore(temporaryDirectory())
+        let r = try s.put(note("n", "old content"))
+        let oldHash = hash(r)
+        try s.put(note("n", "new content"), key: r.key)
+        XCTAssertThrowsError(try s.markOffloaded(r.key, contentHash: oldHash, holders: [homebase])) { e in
+            XCTAssertEqual((e as? StoreError)?.kind, .conflict)
+        }
+        guard case .note(let n)? = try s.row(.notebook, r.key)?.content else { return XCTFail() }
+        XCTAssertEqual(n.body, Array("new content".utf8))
+    }
+
+    func testOffloadingAndResidentDevicesAgreeAndPointersToOtherContentDiverge() throws {
+        let a = try makeStore(temporaryDirectory(), device: deviceA)
+        let b = try makeStore(temporaryDirectory(), device: deviceB, seed: 5)
+        let c = try makeStore(temporaryDirectory(), device: deviceB, seed: 6)
+        let rows = try (0..<20).map { try a.put(note("n\($0)", "body number \($0)")) }
+        try b.apply(rows)
+        try c.apply(rows)
+        for r in rows.prefix(10) { try a.markOffloaded(r.key, contentHash: hash(r), holders: [homebase]) }
+        for r in rows.prefix(10) { try c.markOffloaded(r.key, contentHash: hash(r), holders: [otherHolder]) }
+        XCTAssertEqual(try a.roots()[.notebook], try b.roots()[.notebook], "offloading and resident devices compute the same root")
+        XCTAssertEqual(try a.roots()[.notebook], try c.roots()[.notebook], "pointers naming different holders agree")
+        // A pointer to different content diverges.
+        var other = rows[0]
+        if case .note(var n)? = other.content { n.body = nil; n.contentHash = Note.bodyDigest(Array("something else".utf8)); other.content = .note(n) }
+        XCTAssertNotEqual(LeafEncoding.leaf(of: other), LeafEncoding.leaf(of: rows[0]))
+        // A sibling's pointer for content held resident here keeps the bytes.
+        let pointerRows = try a.rows(.notebook, from: [], to: nil).filter { if case .note(let n)? = $0.content { return n.body == nil } else { return false } }
+        XCTAssertEqual(pointerRows.count, 10)
+        try b.apply(pointerRows)
+        XCTAssertEqual(try b.offloadedNotes().count, 0, "b keeps its resident bytes")
+        XCTAssertEqual(try b.mergeCount(), 0, "residency is not a merge")
+    }
+
+    func testHoldingBodiesForOthersAndServingThem() throws {
+        let h = try makeStore(temporaryDirectory())
+        let body = Array("held for a phone".utf8)
+        XCTAssertThrowsError(try h.holdBody(body, contentHash: Note.bodyDigest(Array("other".utf8)), for: deviceB))
+        try h.holdBody(body, contentHash: Note.bodyDigest(body), for: deviceB)
+        try h.holdBody(body, contentHash: Note.bodyDigest(body), for: deviceB)   // a repeated put is harmless
+        XCTAssertEqual(try h.servableBody(contentHash: Note.bodyDigest(body)), body)
+        XCTAssertEqual(try h.heldBodies().map(\.count), [1])
+        let own = try h.put(note("mine", "resident here"))
+        XCTAssertEqual(try h.servableBody(contentHash: hash(own)), Array("resident here".utf8))
+        XCTAssertNil(try h.servableBody(contentHash: Note.bodyDigest(Array("nobody has this".utf8))))
+    }
+
+    func testReclaimingSpaceShrinksTheDatabase() throws {
+        let dir = temporaryDirectory()
+        let s = try makeStore(dir)
+        let body = String(repeating: "x", count: 100_000)
+        let rows = try s.putMany((0..<40).map { note("n\($0)", body + "\($0)") })
+        try s.compact()
+        func size() -> Int { ((try? FileManager.default.attributesOfItem(atPath: dir + "/replica.sqlite"))?[.size] as? Int) ?? 0 }
+        let before = size()
+        for r in rows { try s.markOffloaded(r.key, contentHash: hash(r), holders: [homebase]) }
+        try s.reclaimSpace()
+        let after = size()
+        XCTAssertLessThan(after, before - 40 * 100_000 * 9 / 10, "at least 90% of the offloaded bytes freed (\(before) → \(after))")
+    }
+}
