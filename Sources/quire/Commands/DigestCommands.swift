@@ -113,6 +113,6 @@ struct StatusReport {
         let json: [String: Any] = ["device": identity.deviceID.hex, "name": prefs.deviceName, "role": prefs.role.rawValue,
                                    "home": home.path, "generation": prefs.generation, "namespaces": counts,
                                    "outboxPending": pending, "merges": merges, "account": Hex.encode(identity.userIDHash)]
-        return StatusReport(json: json, text: lines.joined(separator: "\n"))
+        return StatusReport(json: json, text: lines.joined(separator: "\n")).addingSync(home: home)
     }
 }

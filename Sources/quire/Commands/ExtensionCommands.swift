@@ -1,4 +1,6 @@
 /// Commands contributed by the mount and sync layers.
 enum ExtensionCommands {
-    static let all: [Command] = []
+    static let all: [Command] = [
+        SyncCommands.sync, SyncCommands.up, InviteCommand.command, DevicesCommands.devices,
+    ]
 }

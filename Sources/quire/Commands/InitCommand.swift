@@ -1,27 +1,44 @@
 import Foundation
+import QuireCore
+import QuireRelay
 import QuireStore
+import QuireSync
 
 enum InitCommand {
     static let command = Command(
         name: "init",
-        summary: "create a new device (and a new account)",
+        summary: "create a new device (new account, or --join an existing one)",
         usage: """
             usage: quire [--home DIR] init [--name NAME] [--homebase] [--json]
+                   quire [--home DIR] init --join INVITE [--name NAME] [--passphrase-file F]
 
-            Creates a device directory with a new replica, new account and device
-            keys (mode 0600) and the device's prefs.
+            Creates a device directory with a new replica, device keys (mode 0600)
+            and the device's prefs. Without --join it also creates a new account.
 
               --name NAME   what this device is called (default: the host name)
               --homebase    this device keeps every note body resident and accepts
                             bodies other devices offload
+              --join INVITE join the account of an invite made by 'quire invite'
+                            on a paired device: INVITE is the invite text or a file
+                            holding it. The new device gets its own keys and an
+                            account-signed certificate, and takes the inviter's
+                            roster, relay and cloud settings. The passphrase comes
+                            from --passphrase-file F, QUIRE_PASSPHRASE, or the
+                            terminal. Its certificate reaches the siblings when it
+                            first syncs (and right away if they are listening).
               --json        print the result as JSON
             """,
-        valued: ["name"], flags: ["homebase", "json"]
+        valued: ["name", "join", "passphrase-file"], flags: ["homebase", "json"]
     ) { args, inv in
         try args.expectPositional(0...0, "")
         let name = args.value("name") ?? ProcessInfo.processInfo.hostName
         guard !name.isEmpty, name.utf8.count <= 64 else { throw UsageError("--name must be 1 to 64 bytes") }
-        let (identity, _) = try inv.home.create(name: name, role: args.has("homebase") ? .homebase : .device)
+        let role: Prefs.Role = args.has("homebase") ? .homebase : .device
+        if let join = args.value("join") {
+            try joinAccount(invite: join, name: name, role: role, args: args, inv: inv)
+            return
+        }
+        let (identity, _) = try inv.home.create(name: name, role: role)
         if args.has("json") {
             Output.json(["home": inv.home.path, "device": identity.deviceID.hex, "name": name,
                          "account": Hex.encode(identity.userIDHash)])
@@ -29,6 +46,40 @@ enum InitCommand {
             Output.line("created device '\(name)' (\(identity.deviceID.hex.prefix(12))) in \(inv.home.path)")
         }
     }
-}
 
-import QuireCore
+    private static func joinAccount(invite source: String, name: String, role: Prefs.Role, args: Arguments, inv: Invocation) throws {
+        let text: String
+        if source.hasPrefix(Invite.prefix) {
+            text = source
+        } else {
+            guard let data = FileManager.default.contents(atPath: source) else {
+                throw CommandFailure("cannot read invite file \(source): \(String(cString: strerror(errno)))")
+            }
+            text = String(decoding: data, as: UTF8.self)
+        }
+        if inv.home.exists { throw CommandFailure("\(inv.home.path) already holds a quire device; choose another --home") }
+        let passphrase = try Passphrase.read(file: args.value("passphrase-file"), confirm: false)
+        let identity: Identity
+        let store: ReplicaStore
+        do {
+            let invite = try Invite.open(text, passphrase: passphrase, now: SystemClock().now())
+            (identity, store) = try invite.join(home: inv.home, name: name, role: role, clock: SystemClock())
+        } catch let e as PairingError {
+            throw CommandFailure(e.description)
+        }
+        // Best effort: siblings listening now learn the certificate at once.
+        var announced = "its certificate reaches the siblings when it first syncs"
+        if let sync = try? SyncService.start(home: inv.home, store: store, identity: identity) {
+            usleep(300_000)
+            sync.stop()
+            announced = "introduced to the siblings that are listening; the rest learn of it when they sync"
+        }
+        let prefs = try inv.home.prefs.load()
+        if args.has("json") {
+            Output.json(["home": inv.home.path, "device": identity.deviceID.hex, "name": name,
+                         "account": Hex.encode(identity.userIDHash), "relay": prefs.relay])
+        } else {
+            Output.line("joined the account as '\(name)' (\(identity.deviceID.hex.prefix(12))) in \(inv.home.path); \(announced)")
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import QuireCore
+
+/// What the engine knows about one sibling device.
+struct SiblingState {
+    var member: RosterMember
+    let channel: String
+    var lastSeen: Timestamp?
+    var lastSeenMs: UInt64?
+    var lastDigest: StateDigest?
+    var lastDigestBytes: [UInt8]?
+    var lastMatch: Timestamp?
+    var inSync = false
+    var divergent: [Namespace] = []
+    /// The last digest we sent it: an advertisement identical to this is skipped.
+    var lastSentDigest: [UInt8]?
+    /// We pulled from it or answered its pulls since our digests last matched:
+    /// on reaching equal roots we return our digest once.
+    var isReconciling = false
+    /// A pull from it received rows: advertise to it as soon as its pulls end.
+    var shouldReadvertise = false
+    var storm: StormGuard
+    var incompatibleVersion: UInt8?
+    var generationGap: UInt64?
+    var rounds = 0
+    var bytesIn = 0
+    var bytesOut = 0
+    var lastIntroducedMs: UInt64?
+
+    init(member: RosterMember, channel: String, configuration: SyncConfiguration) {
+        self.member = member
+        self.channel = channel
+        self.storm = StormGuard(maxRounds: configuration.stormMaxRounds, windowMs: configuration.stormWindowMilliseconds,
+                                backoffMs: configuration.stormBackoffMilliseconds)
+    }
+}
+
+struct PullKey: Hashable {
+    let sibling: DeviceID
+    let namespace: Namespace
+}
+
+/// Byte and message counts, for the benchmark and for tests.
+public struct SyncMetrics: Equatable, Sendable {
+    public var framesIn = 0
+    public var framesOut = 0
+    public var bytesIn = 0
+    public var bytesOut = 0
+    /// Encoded size of the rows this engine sent / received in responses.
+    public var rowBytesOut = 0
+    public var rowBytesIn = 0
+    public var digestsSent = 0
+    public var requestsSent = 0
+    public var responsesSent = 0
+    /// The most requests one pull needed (its sequential round trips).
+    public var maxPullRequests = 0
+    public var rounds = 0
+    public var rowsApplied = 0
+    public var sendErrors = 0
+    public var dropped: [FrameDrop: Int] = [:]
+
+    public init() {}
+}

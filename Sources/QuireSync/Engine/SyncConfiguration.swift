@@ -1,0 +1,31 @@
+/// The engine's timing and size knobs. Defaults follow the seed's measured
+/// fixes (400 ms debounce, immediate targeted re-advertisement, 8 rounds in
+/// 10 s → 30 s back-off); tests and the simulator shorten them.
+public struct SyncConfiguration: Sendable {
+    /// Fold a burst of local writes into one advertisement.
+    public var debounceMilliseconds: UInt64 = 400
+    /// Advertise at the latest this long after the first write of a burst.
+    public var maxDebounceMilliseconds: UInt64 = 2_000
+    /// How often the store is polled for writes by any process.
+    public var pollMilliseconds: UInt64 = 100
+    /// Re-advertise to every sibling this often (± 20 %), because the relay
+    /// has no mailbox and may lose the one advertisement that mattered.
+    public var heartbeatMilliseconds: UInt64 = 15_000
+    /// A pull with no reply for this long is over (nothing differed, or lost).
+    public var sessionTimeoutMilliseconds: UInt64 = 1_500
+    public var stormMaxRounds = 8
+    public var stormWindowMilliseconds: UInt64 = 10_000
+    public var stormBackoffMilliseconds: UInt64 = 30_000
+    /// After start-up, the store is treated as still landing until it has
+    /// matched a sibling or this long passed (nothing that infers deletions
+    /// or starts a barrier may run meanwhile).
+    public var quietWindowMilliseconds: UInt64 = 20_000
+    /// Ranges with at most this many rows travel as key lists.
+    public var keyListThreshold = 16
+    /// Row bytes per response; the rest follows in the next round.
+    public var maxResponseRowBytes = 8 << 20
+    /// How often the status snapshot is rewritten while something changes.
+    public var statusIntervalMilliseconds: UInt64 = 500
+
+    public init() {}
+}

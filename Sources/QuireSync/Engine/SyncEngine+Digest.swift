@@ -1,0 +1,155 @@
+import QuireCore
+import QuireStore
+
+/// The advertisement loop: when to tell siblings our digest, and what to
+/// do with theirs.
+extension SyncEngine {
+    /// Other processes (the CLI, the mount) write the same database, so the
+    /// store is polled: one cheap query unless something changed.
+    func poll(nowMs: UInt64) {
+        do {
+            let seq = try store.changeSequence()
+            guard seq != lastSeq else { return }
+            lastSeq = seq
+            invalidateDigest()
+            let digest = try currentDigest()
+            if digest.digest.roots[.devices] != rosterRoot { try reloadRoster() }
+            if let mark = try store.outboxHighWater(), mark > lastOutboxMark { markDirty(nowMs: nowMs) }
+            if siblings.values.contains(where: { $0.lastSentDigest != digest.bytes }) { markDirty(nowMs: nowMs) }
+            refreshSyncFlags(digest.bytes)
+        } catch {
+            report("reading the replica", error)
+        }
+    }
+
+    func markDirty(nowMs: UInt64) {
+        if dirtySinceMs == nil { dirtySinceMs = nowMs }
+        lastDirtyMs = nowMs
+    }
+
+    /// Sends our digest to every sibling whose last advertisement differs
+    /// (all of them when `force`), then clears the outbox it covers.
+    func broadcast(force: Bool, nowMs: UInt64) {
+        dirtySinceMs = nil
+        guard phase != .revoked else { return }
+        do {
+            // Read the outbox mark first: the digest computed after it covers every edit up to it.
+            let mark = try store.outboxHighWater()
+            invalidateDigest()
+            let digest = try currentDigest()
+            var allSent = true
+            for (id, sibling) in siblings where force || sibling.lastSentDigest != digest.bytes {
+                if !sendDigest(to: id) { allSent = false }
+            }
+            if let mark, mark > lastOutboxMark, allSent, !siblings.isEmpty {
+                try store.clearOutbox(through: mark)
+                lastOutboxMark = mark
+            }
+        } catch {
+            report("advertising", error)
+        }
+    }
+
+    @discardableResult
+    func sendDigest(to device: DeviceID) -> Bool {
+        guard let digest = try? currentDigest() else { return false }
+        let ok = send(.stateDigest, DigestMessage(digest: digest.bytes).encoded(), to: device)
+        if ok {
+            metrics.digestsSent += 1
+            siblings[device]?.lastSentDigest = digest.bytes
+        }
+        return ok
+    }
+
+    /// The relay has no mailbox: re-advertise now and then so one lost frame
+    /// cannot stall a pair, and re-introduce to siblings we never heard from.
+    func heartbeat(nowMs: UInt64) {
+        broadcast(force: true, nowMs: nowMs)
+        for (id, sibling) in siblings where sibling.lastSeenMs == nil || nowMs &- sibling.lastSeenMs! > 2 * configuration.heartbeatMilliseconds {
+            introduce(to: id)
+        }
+        scheduleHeartbeat(nowMs: nowMs)
+    }
+
+    func scheduleHeartbeat(nowMs: UInt64) {
+        let base = configuration.heartbeatMilliseconds
+        let jitterRange = max(base / 5, 1)
+        let r = deps.random.bytes(4).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        nextHeartbeatMs = nowMs + base - jitterRange + r % (2 * jitterRange)
+    }
+
+    func handleDigest(_ bytes: [UInt8], from sender: DeviceID, nowMs: UInt64) throws {
+        guard var sibling = siblings[sender] else { return }
+        let theirs: StateDigest
+        do {
+            theirs = try StateDigest(decoding: bytes)
+        } catch DigestError.incompatibleVersion(let version, let ours) {
+            // A false repair is worse than none: refuse, count, and say so.
+            count(.incompatibleVersion)
+            if sibling.incompatibleVersion != version {
+                note("device '\(sibling.member.name)' runs an incompatible version of quire (digest wire version \(version), this build speaks \(ours)): not syncing with it until both run the same version")
+            }
+            sibling.incompatibleVersion = version
+            siblings[sender] = sibling
+            return
+        } catch {
+            count(.badPayload)
+            return
+        }
+        sibling.incompatibleVersion = nil
+        sibling.lastDigest = theirs
+        sibling.lastDigestBytes = bytes
+        let mine = try currentDigest()
+        if theirs.generation != mine.digest.generation {
+            // Pulling across a barrier gap is the operation that resurrects
+            // deleted rows; recovery is a later step. Refuse both ways.
+            if sibling.generationGap != theirs.generation {
+                note("device '\(sibling.member.name)' is at generation \(theirs.generation), this device at \(mine.digest.generation): content reconcile across the gap is refused")
+            }
+            sibling.generationGap = theirs.generation
+            sibling.inSync = false
+            siblings[sender] = sibling
+            return
+        }
+        sibling.generationGap = nil
+        let divergent = mine.digest.divergentNamespaces(from: theirs)
+        sibling.divergent = divergent
+        if divergent.isEmpty {
+            sibling.inSync = true
+            sibling.lastMatch = clock.now()
+            let shouldReturn = sibling.isReconciling && sibling.lastSentDigest != mine.bytes
+            sibling.isReconciling = false
+            siblings[sender] = sibling
+            // Exactly once, so a one-directional puller learns the pair
+            // converged, without settled devices ping-ponging forever.
+            if shouldReturn { sendDigest(to: sender) }
+            return
+        }
+        sibling.inSync = false
+        siblings[sender] = sibling
+        // Both ends pull: make sure it holds our digest so it pulls from us.
+        if sibling.lastSentDigest != mine.bytes { sendDigest(to: sender) }
+        startPulls(from: sender, namespaces: divergent, nowMs: nowMs)
+    }
+
+    /// After our digest moved: which siblings now match us.
+    func refreshSyncFlags(_ mine: [UInt8]) {
+        for (id, sibling) in siblings {
+            let equal = sibling.lastDigestBytes == mine
+            if equal != sibling.inSync {
+                siblings[id]?.inSync = equal
+                if equal { siblings[id]?.lastMatch = clock.now(); siblings[id]?.divergent = [] }
+            }
+        }
+    }
+
+    /// The quiet window: settled once the store matched a sibling with no
+    /// pull running, or when there is nobody to match, or after the window.
+    func updatePhase(nowMs: UInt64) {
+        guard phase == .settling else { return }
+        let matched = siblings.values.contains { $0.inSync } && pulls.isEmpty
+        if siblings.isEmpty || matched || nowMs &- startedMs >= configuration.quietWindowMilliseconds {
+            phase = .settled
+        }
+    }
+}

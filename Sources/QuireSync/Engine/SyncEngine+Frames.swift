@@ -1,0 +1,178 @@
+import QuireCore
+import QuireStore
+
+/// Frames in and out: opening in the fixed order of checks, chunk
+/// reassembly, dispatch by sub-kind, sealing and publishing, the roster.
+extension SyncEngine {
+    func handleFrame(_ bytes: [UInt8]) {
+        metrics.framesIn += 1
+        metrics.bytesIn += bytes.count
+        // A revoked device no longer takes part in anything.
+        guard phase != .revoked else { return }
+        let inner: InnerFrame
+        switch FrameOpener.open(bytes, maxSize: deps.relay.maxFrameSize, me: me, roster: roster, replay: &replay) {
+        case .failure(let drop):
+            count(drop)
+            return
+        case .success(let frame):
+            inner = frame
+        }
+        let nowMs = clock.monotonicMilliseconds()
+        if var sibling = siblings[inner.sender] {
+            sibling.lastSeen = clock.now()
+            sibling.lastSeenMs = nowMs
+            sibling.bytesIn += bytes.count
+            siblings[inner.sender] = sibling
+        }
+        if inner.subKind == .chunk {
+            guard let chunk = Chunk.decode(inner.payload) else { count(.badPayload); return }
+            let before = chunks.expired
+            let whole = chunks.add(chunk, from: inner.sender, nowMs: nowMs)
+            if chunks.expired > before { count(.chunkExpired, chunks.expired - before) }
+            guard let message = whole else { return }
+            dispatch(message, from: inner.sender, nowMs: nowMs)
+        } else {
+            dispatch(SyncMessage(subKind: inner.subKind, payload: inner.payload), from: inner.sender, nowMs: nowMs)
+        }
+    }
+
+    /// Only reached by frames that opened with a roster key (or, for
+    /// `introduce`, whose account matched): sub-kinds are parsed here.
+    func dispatch(_ message: SyncMessage, from sender: DeviceID, nowMs: UInt64) {
+        do {
+            switch message.subKind {
+            case .stateDigest:
+                let m = try DigestMessage.decode(message.payload)
+                try handleDigest(m.digest, from: sender, nowMs: nowMs)
+            case .reconcileRequest:
+                try handleRequest(try ReconcileRequest.decode(message.payload), from: sender)
+            case .reconcileResponse:
+                try handleResponse(try ReconcileResponse.decode(message.payload), from: sender, nowMs: nowMs)
+            case .introduce:
+                try handleIntroduce(try IntroduceMessage.decode(message.payload), from: sender, nowMs: nowMs)
+            default:
+                count(.unknownSubKind)
+            }
+        } catch let error as CBORError {
+            count(.badPayload)
+            report("undecodable \(message.subKind) from \(name(of: sender))", error)
+        } catch {
+            report("handling \(message.subKind) from \(name(of: sender))", error)
+        }
+    }
+
+    func name(of device: DeviceID) -> String {
+        roster[device].map { "'\($0.name)'" } ?? device.hex.prefix(12).description
+    }
+
+    // MARK: Sending
+
+    /// Seals and publishes a message to one sibling (chunked if large).
+    @discardableResult
+    func send(_ kind: SubKind, _ payload: [UInt8], to device: DeviceID) -> Bool {
+        guard phase != .revoked, var sibling = siblings[device] else { return false }
+        let frames = sealer.seal(SyncMessage(subKind: kind, payload: payload), to: device, boxKey: sibling.member.boxKey,
+                                 messageID: deps.random.bytes(8))
+        var ok = true
+        for frame in frames {
+            do {
+                try deps.relay.publish(frame, to: sibling.channel)
+                metrics.framesOut += 1
+                metrics.bytesOut += frame.count
+                sibling.bytesOut += frame.count
+            } catch {
+                ok = false
+                metrics.sendErrors += 1
+                report("cannot send to \(name(of: device))", error)
+                break
+            }
+        }
+        siblings[device] = sibling
+        return ok
+    }
+
+    /// Sends this device's own roster row, sealed anonymously to the
+    /// sibling's box key: a device that just joined is not on the sibling's
+    /// roster yet, so its ordinary frames would be refused as unknown.
+    func introduce(to device: DeviceID) {
+        guard phase != .revoked, var sibling = siblings[device] else { return }
+        do {
+            guard let row = try store.row(.devices, me.deviceID) else { return }
+            let frame = sealer.sealAnonymously(SyncMessage(subKind: .introduce, payload: IntroduceMessage(row: row).encoded()),
+                                               to: device, boxKey: sibling.member.boxKey)
+            try deps.relay.publish(frame, to: sibling.channel)
+            metrics.framesOut += 1
+            metrics.bytesOut += frame.count
+            sibling.bytesOut += frame.count
+            sibling.lastIntroducedMs = clock.monotonicMilliseconds()
+            siblings[device] = sibling
+        } catch {
+            metrics.sendErrors += 1
+            report("cannot introduce this device to \(name(of: device))", error)
+        }
+    }
+
+    func handleIntroduce(_ message: IntroduceMessage, from sender: DeviceID, nowMs: UInt64) throws {
+        let row = message.row
+        guard row.key == sender, let member = Roster.verify(row, accountKey: accountKey) else {
+            count(.uncertifiedRoster)
+            return
+        }
+        let known = roster[sender] != nil
+        let (applied, _) = try store.apply([row])
+        if applied > 0 {
+            invalidateDigest()
+            markDirty(nowMs: nowMs)
+            try reloadRoster()
+            if !known { note("device '\(member.name)' (\(sender.hex.prefix(12))) joined the account") }
+        }
+        guard var sibling = siblings[sender] else { return }
+        sibling.lastSeen = clock.now()
+        sibling.lastSeenMs = nowMs
+        siblings[sender] = sibling
+        // It sealed to us, so it knows us: give it our digest to pull from.
+        sendDigest(to: sender)
+    }
+
+    // MARK: Roster
+
+    /// Re-reads the verified roster; adds new siblings, forgets revoked ones.
+    func reloadRoster() throws {
+        let (loaded, _) = try Roster.load(from: store, accountKey: accountKey)
+        roster = loaded
+        rosterRoot = try currentDigest().digest.roots[.devices]
+        if roster[me.deviceID]?.isRevoked == true, phase != .revoked {
+            phase = .revoked
+            pulls.removeAll()
+            note("this device's certificate was revoked: it no longer syncs (join again with a new invite)")
+        }
+        let current = roster.siblings(of: me.deviceID)
+        let ids = Set(current.map(\.deviceID))
+        for gone in siblings.keys where !ids.contains(gone) {
+            if roster[gone]?.isRevoked == true { note("device \(name(of: gone)) was revoked: its frames are refused") }
+            siblings[gone] = nil
+            for key in pulls.keys where key.sibling == gone { pulls[key] = nil }
+        }
+        for member in current {
+            if var existing = siblings[member.deviceID] {
+                existing.member = member
+                siblings[member.deviceID] = existing
+            } else {
+                siblings[member.deviceID] = SiblingState(member: member,
+                                                         channel: SyncChannel.name(userIDHash: me.userIDHash, device: member.deviceID),
+                                                         configuration: configuration)
+            }
+        }
+    }
+
+    /// Roster rows from a sibling must carry a certificate that verifies
+    /// against the account key; anything else is dropped and counted.
+    func certifiedRows(_ rows: [Row]) -> [Row] {
+        rows.filter { row in
+            if row.namespace != .devices { return true }
+            if Roster.verify(row, accountKey: accountKey) != nil { return true }
+            count(.uncertifiedRoster)
+            return false
+        }
+    }
+}

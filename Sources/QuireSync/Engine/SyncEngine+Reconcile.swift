@@ -1,0 +1,127 @@
+import QuireCore
+import QuireStore
+
+/// Pulls (this device asks) and answers (a sibling asks). Both ends pull
+/// when they see each other's digest, so there is no leader: every merge is
+/// commutative and idempotent, and cross-firing is safe.
+extension SyncEngine {
+    /// One round: a pull of each divergent namespace not already being
+    /// pulled. A pull already running is asked to go again when it ends.
+    func startPulls(from sender: DeviceID, namespaces: [Namespace], nowMs: UInt64) {
+        guard phase != .revoked, var sibling = siblings[sender] else { return }
+        var fresh: [Namespace] = []
+        for ns in namespaces {
+            let key = PullKey(sibling: sender, namespace: ns)
+            if pulls[key] != nil { pulls[key]!.pullAgain = true } else { fresh.append(ns) }
+        }
+        guard !fresh.isEmpty else { return }
+        let stormsBefore = sibling.storm.storms
+        guard sibling.storm.admitRound(nowMs: nowMs) else {
+            if sibling.storm.storms > stormsBefore {
+                note("storm with '\(sibling.member.name)': more than \(configuration.stormMaxRounds) rounds in \(configuration.stormWindowMilliseconds / 1000) s; backing off \(configuration.stormBackoffMilliseconds / 1000) s. Still out of sync in: \(namespaces.map(\.name).joined(separator: ", "))")
+            }
+            siblings[sender] = sibling
+            return
+        }
+        sibling.rounds += 1
+        sibling.isReconciling = true
+        siblings[sender] = sibling
+        metrics.rounds += 1
+        for ns in fresh {
+            let key = PullKey(sibling: sender, namespace: ns)
+            let session = PullSession(namespace: ns, sibling: sender, id: deps.random.bytes(8), nowMs: nowMs)
+            pulls[key] = session
+            do {
+                let items = try PullSession.initialItems(ns, store: store, threshold: configuration.keyListThreshold, salt: session.id)
+                sendRequest(key, items: items, nowMs: nowMs)
+            } catch {
+                pulls[key] = nil
+                report("preparing a pull of \(ns)", error)
+            }
+        }
+    }
+
+    func sendRequest(_ key: PullKey, items: [RequestItem], nowMs: UInt64) {
+        guard var session = pulls[key] else { return }
+        let generation = (try? currentDigest().digest.generation) ?? deps.generation()
+        let request = ReconcileRequest(namespace: key.namespace, session: session.id, step: session.step,
+                                       generation: generation, items: items)
+        session.requestsSent += 1
+        session.lastActivityMs = nowMs
+        pulls[key] = session
+        metrics.requestsSent += 1
+        metrics.maxPullRequests = max(metrics.maxPullRequests, session.requestsSent)
+        if !send(.reconcileRequest, request.encoded(), to: key.sibling) { finishPull(key, nowMs: nowMs) }
+    }
+
+    func handleRequest(_ request: ReconcileRequest, from sender: DeviceID) throws {
+        let mine = try currentDigest()
+        guard request.generation == mine.digest.generation else {
+            count(.generationGap)
+            return
+        }
+        siblings[sender]?.isReconciling = true
+        let responder = ReconcileResponder(store: store, threshold: configuration.keyListThreshold,
+                                           maxRowBytes: configuration.maxResponseRowBytes)
+        // Nothing differs: send nothing at all.
+        guard let response = try responder.respond(to: request) else { return }
+        metrics.rowBytesOut += response.rows.reduce(0) { $0 + CBORWriter.encode(RowWire.encode($1)).count }
+        if send(.reconcileResponse, response.encoded(), to: sender) { metrics.responsesSent += 1 }
+    }
+
+    func handleResponse(_ response: ReconcileResponse, from sender: DeviceID, nowMs: UInt64) throws {
+        let key = PullKey(sibling: sender, namespace: response.namespace)
+        if response.undecodableRows > 0 { count(.badPayload, response.undecodableRows) }
+        metrics.rowBytesIn += response.rows.reduce(0) { $0 + CBORWriter.encode(RowWire.encode($1)).count }
+        let rows = certifiedRows(response.rows)
+        if !rows.isEmpty {
+            let (applied, _) = try store.apply(rows)
+            metrics.rowsApplied += applied
+            if applied > 0 {
+                invalidateDigest()
+                markDirty(nowMs: nowMs)
+                lastSeq = (try? store.changeSequence()) ?? lastSeq
+                if response.namespace == .devices { try reloadRoster() }
+                if let digest = try? currentDigest() { refreshSyncFlags(digest.bytes) }
+            }
+        }
+        guard var session = pulls[key], session.id == response.session else {
+            // The answer to a pull that already ended: its rows are merged,
+            // nothing more to ask. Tell the sibling where we stand.
+            if !response.rows.isEmpty && !hasPulls(with: sender) { sendDigest(to: sender) }
+            return
+        }
+        session.lastActivityMs = nowMs
+        if !response.rows.isEmpty { session.receivedRows = true }
+        if response.isTruncated { session.pullAgain = true }
+        let followUps = try session.followUps(response, store: store, threshold: configuration.keyListThreshold)
+        if followUps.isEmpty {
+            pulls[key] = session
+            finishPull(key, nowMs: nowMs)
+        } else {
+            session.step += 1
+            pulls[key] = session
+            sendRequest(key, items: followUps, nowMs: nowMs)
+        }
+    }
+
+    func hasPulls(with sibling: DeviceID) -> Bool { pulls.keys.contains { $0.sibling == sibling } }
+
+    /// Ends a pull. Once no pull with that sibling is left, a pull that
+    /// received rows re-advertises to it immediately, targeted and even if
+    /// nothing changed: the sibling may hold rows we lack or lack rows we
+    /// hold, and only our digest tells it to pull. Waiting for the debounce
+    /// here would cost a debounce per round for nothing.
+    func finishPull(_ key: PullKey, nowMs: UInt64) {
+        guard let session = pulls.removeValue(forKey: key) else { return }
+        if session.receivedRows { siblings[key.sibling]?.shouldReadvertise = true }
+        if !hasPulls(with: key.sibling), siblings[key.sibling]?.shouldReadvertise == true {
+            siblings[key.sibling]?.shouldReadvertise = false
+            sendDigest(to: key.sibling)
+        }
+        if session.pullAgain, let theirs = siblings[key.sibling]?.lastDigest, let mine = try? currentDigest(),
+           theirs.generation == mine.digest.generation, theirs.roots[key.namespace] != mine.digest.roots[key.namespace] {
+            startPulls(from: key.sibling, namespaces: [key.namespace], nowMs: nowMs)
+        }
+    }
+}

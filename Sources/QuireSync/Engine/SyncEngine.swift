@@ -1,0 +1,308 @@
+import Foundation
+import QuireCore
+import QuireCrypto
+import QuireRelay
+import QuireStore
+
+/// The sibling sync loop of one device: sealed frames over a relay, digest
+/// advertisement, range-fingerprint pulls from both ends, storm guard.
+///
+/// Everything it touches is injected (store, identity, relay, clock,
+/// randomness), so a simulator can drive a whole fleet in one process:
+/// call `attach()` once, then `step()` whenever frames were delivered or
+/// the fake clock moved. `start()` does the same on a thread of its own.
+///
+/// All state lives behind one lock; relay threads only enqueue bytes.
+public final class SyncEngine: @unchecked Sendable {
+    public struct Dependencies: Sendable {
+        public var store: ReplicaStore
+        public var identity: Identity
+        public var relay: any Relay
+        public var clock: any Clock
+        public var random: any RandomSource
+        /// This device's generation (prefs); read whenever a digest is built.
+        public var generation: @Sendable () -> UInt64
+        /// One line per notable event (storms, refusals, errors).
+        public var log: @Sendable (String) -> Void
+        /// Where to write the status snapshot (`<home>/sync-status.json`), if anywhere.
+        public var statusPath: String?
+        /// Where to keep replay floors across restarts (`<home>/sync-state.json`).
+        public var statePath: String?
+        /// Shown in the status snapshot.
+        public var relayDescription: String
+
+        public init(store: ReplicaStore, identity: Identity, relay: any Relay, clock: any Clock, random: any RandomSource,
+                    generation: @escaping @Sendable () -> UInt64 = { 0 }, log: @escaping @Sendable (String) -> Void = { _ in },
+                    statusPath: String? = nil, statePath: String? = nil, relayDescription: String = "") {
+            self.store = store; self.identity = identity; self.relay = relay; self.clock = clock; self.random = random
+            self.generation = generation; self.log = log; self.statusPath = statusPath; self.statePath = statePath
+            self.relayDescription = relayDescription
+        }
+    }
+
+    let deps: Dependencies
+    let configuration: SyncConfiguration
+    var store: ReplicaStore { deps.store }
+    var clock: any Clock { deps.clock }
+    let me: FrameIdentity
+    let accountKey: SigningPublicKey
+
+    // MARK: State (guarded by `lock`)
+    let lock = NSRecursiveLock()
+    var sealer: FrameSealer
+    var replay: ReplayGuard
+    var chunks = ChunkAssembler()
+    var roster = Roster(members: [:])
+    var rosterRoot: [UInt8]?
+    var siblings: [DeviceID: SiblingState] = [:]
+    var pulls: [PullKey: PullSession] = [:]
+    var metrics = SyncMetrics()
+    var phase: SyncStatus.Phase = .settling
+    var isAttached = false
+    let startedAt: Timestamp
+    let startedMs: UInt64
+    var lastPollMs: UInt64 = 0
+    var lastSeq: Int64 = -1
+    var cachedDigest: (digest: StateDigest, bytes: [UInt8])?
+    /// The outbox is cleared through this id (edits an advertisement covered).
+    var lastOutboxMark: Int64 = 0
+    var dirtySinceMs: UInt64?
+    var lastDirtyMs: UInt64 = 0
+    var nextHeartbeatMs: UInt64 = 0
+    var lastStatusWriteMs: UInt64 = 0
+    var lastWrittenStatus: SyncStatus?
+    var lastPersistedFloors: [DeviceID: UInt64] = [:]
+    var events: [String] = []
+    var reportedErrors = Set<String>()
+    var subscription: RelaySubscription?
+
+    // MARK: Inbox (relay threads → engine)
+    let inboxCondition = NSCondition()
+    var inbox: [[UInt8]] = []
+    var shedFrames = 0
+    static let inboxLimit = 8192
+    var isRunning = false
+    var runnerDone: DispatchSemaphore?
+
+    public init(_ deps: Dependencies, configuration: SyncConfiguration = SyncConfiguration()) {
+        self.deps = deps
+        self.configuration = configuration
+        me = FrameIdentity(deviceID: deps.identity.deviceID, userIDHash: deps.identity.userIDHash, box: deps.identity.deviceBox)
+        accountKey = deps.identity.account.publicKey
+        startedAt = deps.clock.now()
+        startedMs = deps.clock.monotonicMilliseconds()
+        var persisted = deps.statePath.map(SyncPersistentState.load) ?? SyncPersistentState()
+        // Session stamps only grow, even across restarts within one second
+        // or a clock that stepped back: a receiver must see this session as newer.
+        let start = max(UInt64(max(startedAt.seconds, 0)) * 1000, persisted.ownSessionStart + 1)
+        persisted.ownSessionStart = start
+        var floors: [DeviceID: UInt64] = [:]
+        for (hex, value) in persisted.replayFloors { if let id = ID16(hex: hex) { floors[id] = value } }
+        replay = ReplayGuard(floors: floors)
+        lastPersistedFloors = floors
+        sealer = FrameSealer(identity: me, session: deps.random.bytes(8), sessionStart: start, maxFrameSize: deps.relay.maxFrameSize)
+        if let path = deps.statePath { try? persisted.save(path: path) }
+    }
+
+    /// The channel this device listens on.
+    public var channel: String { SyncChannel.name(userIDHash: me.userIDHash, device: me.deviceID) }
+
+    // MARK: Life cycle
+
+    /// Subscribes, introduces this device to its siblings and advertises.
+    public func attach() throws {
+        let sub = try deps.relay.subscribe(channel) { [weak self] frame in self?.enqueue(frame) }
+        lock.lock()
+        defer { lock.unlock() }
+        subscription = sub
+        isAttached = true
+        do {
+            try reloadRoster()
+            lastSeq = try store.changeSequence()
+            for id in Array(siblings.keys) { introduce(to: id) }
+            let now = clock.monotonicMilliseconds()
+            broadcast(force: true, nowMs: now)
+            scheduleHeartbeat(nowMs: now)
+        } catch {
+            report("start-up", error)
+        }
+        writeStatus(force: true)
+    }
+
+    /// `attach()` plus a thread that runs `step()` as frames arrive and at
+    /// least every poll interval. Stop with `stop()`.
+    public func start() throws {
+        try attach()
+        let done = DispatchSemaphore(value: 0)
+        inboxCondition.lock()
+        isRunning = true
+        runnerDone = done
+        inboxCondition.unlock()
+        let thread = Thread { [self] in
+            while true {
+                inboxCondition.lock()
+                if !isRunning { inboxCondition.unlock(); break }
+                if inbox.isEmpty {
+                    _ = inboxCondition.wait(until: Date(timeIntervalSinceNow: Double(configuration.pollMilliseconds) / 1000))
+                }
+                let keepGoing = isRunning
+                inboxCondition.unlock()
+                if !keepGoing { break }
+                step()
+            }
+            done.signal()
+        }
+        thread.name = "quire-sync"
+        thread.start()
+    }
+
+    /// Stops the thread (if any), leaves the relay channel and writes the
+    /// final status. Pending frames are dropped: the relay is lossy anyway.
+    public func stop() {
+        inboxCondition.lock()
+        let wasRunning = isRunning
+        isRunning = false
+        inboxCondition.broadcast()
+        let done = runnerDone
+        inboxCondition.unlock()
+        if wasRunning { done?.wait() }
+        subscription?.cancel()
+        lock.lock()
+        defer { lock.unlock() }
+        subscription = nil
+        isAttached = false
+        if phase != .revoked { phase = .stopped }
+        writeStatus(force: true)
+    }
+
+    func enqueue(_ frame: [UInt8]) {
+        inboxCondition.lock()
+        if inbox.count >= SyncEngine.inboxLimit {
+            // Counted here, folded into the metrics by `step()`: a relay
+            // thread never takes the engine lock.
+            shedFrames += 1
+            inboxCondition.unlock()
+            return
+        }
+        inbox.append(frame)
+        inboxCondition.signal()
+        inboxCondition.unlock()
+    }
+
+    /// Processes every frame received so far, then the timers: store poll,
+    /// debounced advertisement, heartbeat, pull timeouts, status snapshot.
+    public func step() {
+        inboxCondition.lock()
+        let frames = inbox
+        inbox.removeAll(keepingCapacity: true)
+        let shed = shedFrames
+        shedFrames = 0
+        inboxCondition.unlock()
+        lock.lock()
+        defer { lock.unlock() }
+        if shed > 0 { count(.backlog, shed) }
+        guard isAttached else { return }
+        for frame in frames { handleFrame(frame) }
+        let now = clock.monotonicMilliseconds()
+        if now &- lastPollMs >= configuration.pollMilliseconds || !frames.isEmpty {
+            lastPollMs = now
+            poll(nowMs: now)
+        }
+        if let since = dirtySinceMs,
+           now &- lastDirtyMs >= configuration.debounceMilliseconds || now &- since >= configuration.maxDebounceMilliseconds {
+            broadcast(force: false, nowMs: now)
+        }
+        if now >= nextHeartbeatMs { heartbeat(nowMs: now) }
+        for (key, pull) in pulls where now &- pull.lastActivityMs >= configuration.sessionTimeoutMilliseconds {
+            finishPull(key, nowMs: now)
+        }
+        chunks.expire(nowMs: now)
+        updatePhase(nowMs: now)
+        writeStatus(force: false)
+    }
+
+    // MARK: Queries
+
+    public func metricsSnapshot() -> SyncMetrics {
+        lock.lock(); defer { lock.unlock() }
+        return metrics
+    }
+
+    /// True when every sibling on the roster holds our current digest and we
+    /// hold theirs, and nothing is being pulled.
+    public func isConverged() -> Bool {
+        lock.lock(); defer { lock.unlock() }
+        guard pulls.isEmpty, let mine = try? currentDigest().bytes else { return false }
+        return siblings.values.allSatisfy { $0.lastDigestBytes == mine && $0.lastSentDigest == mine }
+    }
+
+    /// Siblings that are not converged with us, by name.
+    public func unconvergedSiblings() -> [String] {
+        lock.lock(); defer { lock.unlock() }
+        let mine = try? currentDigest().bytes
+        return siblings.values.filter { $0.lastDigestBytes != mine || $0.lastSentDigest != mine }.map(\.member.name).sorted()
+    }
+
+    /// The siblings heard from since start-up, and whether each matches us now.
+    public func heardSiblings() -> [(name: String, inSync: Bool)] {
+        lock.lock(); defer { lock.unlock() }
+        let mine = try? currentDigest().bytes
+        return siblings.values.filter { $0.lastSeenMs != nil }.map { ($0.member.name, $0.lastDigestBytes == mine && $0.lastSentDigest == mine) }
+    }
+
+    public var hasActivePulls: Bool { lock.lock(); defer { lock.unlock() }; return !pulls.isEmpty }
+
+    /// Settling means the store may still be landing: nothing that infers
+    /// deletions or starts a barrier may act on it yet.
+    public var isSettled: Bool { lock.lock(); defer { lock.unlock() }; return phase == .settled }
+
+    public func status() -> SyncStatus {
+        lock.lock(); defer { lock.unlock() }
+        return makeStatus()
+    }
+
+    /// Advertises now to every sibling whose last advertisement differs.
+    public func advertiseNow() {
+        lock.lock(); defer { lock.unlock() }
+        broadcast(force: false, nowMs: clock.monotonicMilliseconds())
+    }
+
+    // MARK: Helpers used by the extensions
+
+    func count(_ drop: FrameDrop, _ n: Int = 1) {
+        metrics.dropped[drop, default: 0] += n
+    }
+
+    func note(_ event: String) {
+        let line = "\(DateStamp.format(clock.now())) \(event)"
+        events.append(line)
+        if events.count > 20 { events.removeFirst(events.count - 20) }
+        deps.log(event)
+    }
+
+    /// Logs an error once per distinct text, so a broken relay does not flood the log.
+    func report(_ what: String, _ error: any Error) {
+        let text = "\(what): \(error)"
+        if reportedErrors.insert(text).inserted { note(text) }
+    }
+
+    func currentDigest() throws -> (digest: StateDigest, bytes: [UInt8]) {
+        if let cachedDigest { return cachedDigest }
+        let d = try store.digest(generation: deps.generation())
+        let value = (digest: d, bytes: d.encoded())
+        cachedDigest = value
+        return value
+    }
+
+    func invalidateDigest() { cachedDigest = nil }
+}
+
+enum DateStamp {
+    static func format(_ t: Timestamp) -> String {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "UTC")
+        f.dateFormat = "yyyy-MM-dd HH:mm:ss'Z'"
+        return f.string(from: Date(timeIntervalSince1970: TimeInterval(t.seconds)))
+    }
+}

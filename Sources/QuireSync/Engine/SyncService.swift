@@ -1,0 +1,144 @@
+import Foundation
+import QuireCore
+import QuireRelay
+import QuireStore
+
+/// Sync for one device directory, ready to run: the relay from prefs, the
+/// device lock, the log file, the status snapshot. This is the one call the
+/// CLI (`quire sync`) and the mount daemon use:
+///
+///     let sync = try SyncService.start(home: home, store: store, identity: identity)
+///     ...
+///     sync.stop()
+///
+/// Only one engine may run per device directory; a second `start` fails
+/// with a clear error naming the process that holds it.
+public final class SyncService: @unchecked Sendable {
+    public let engine: SyncEngine
+    public let relay: any Relay
+    private let deviceLock: DeviceLock
+    private let logFile: LogFile
+
+    /// Starts syncing `home` in the background. `relaySpec` overrides prefs;
+    /// `echo` also receives every log line (e.g. to print on stderr).
+    public static func start(home: DeviceHome, store: ReplicaStore, identity: Identity, relaySpec: String? = nil,
+                             configuration: SyncConfiguration = SyncConfiguration(),
+                             echo: (@Sendable (String) -> Void)? = nil) throws -> SyncService {
+        let lock = try DeviceLock.acquire(path: home.path + "/sync.lock")
+        do {
+            let prefs = try home.prefs.load()
+            let spec = relaySpec ?? prefs.relay
+            let relay: any Relay
+            do { relay = try makeRelay(from: spec) } catch { throw SyncServiceError("cannot open relay \(spec): \(error)") }
+            let log = LogFile(path: home.logPath)
+            let generation = GenerationReader(prefs: home.prefs, initial: prefs.generation)
+            let deps = SyncEngine.Dependencies(
+                store: store, identity: identity, relay: relay, clock: SystemClock(), random: SystemRandom(),
+                generation: { generation.value() },
+                log: { line in log.write("sync: " + line); echo?(line) },
+                statusPath: SyncStatus.path(in: home), statePath: home.path + "/sync-state.json",
+                relayDescription: (try? RelaySpec(parsing: spec).description) ?? spec)
+            let engine = SyncEngine(deps, configuration: configuration)
+            try engine.start()
+            log.write("sync: started on \(deps.relayDescription) as channel \(engine.channel)")
+            return SyncService(engine: engine, relay: relay, lock: lock, log: log)
+        } catch {
+            lock.release()
+            throw error
+        }
+    }
+
+    private init(engine: SyncEngine, relay: any Relay, lock: DeviceLock, log: LogFile) {
+        self.engine = engine
+        self.relay = relay
+        self.deviceLock = lock
+        self.logFile = log
+    }
+
+    /// Stops the engine, closes the relay, releases the device lock.
+    public func stop() {
+        engine.stop()
+        relay.close()
+        logFile.write("sync: stopped")
+        deviceLock.release()
+    }
+}
+
+public struct SyncServiceError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// `flock` on `<home>/sync.lock`: one sync engine per device directory,
+/// across processes (the daemon, the mount, `quire sync --once`).
+final class DeviceLock: @unchecked Sendable {
+    private var fd: Int32
+
+    private init(fd: Int32) { self.fd = fd }
+
+    static func acquire(path: String) throws -> DeviceLock {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw SyncServiceError("cannot open \(path): \(String(cString: strerror(errno)))") }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            var buffer = [UInt8](repeating: 0, count: 32)
+            let n = read(fd, &buffer, 31)
+            close(fd)
+            let holder = n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) : "?"
+            throw SyncServiceError("sync is already running for this device (process \(holder)); stop it first or use that one")
+        }
+        _ = ftruncate(fd, 0)
+        let pid = Array("\(getpid())\n".utf8)
+        _ = pwrite(fd, pid, pid.count, 0)
+        return DeviceLock(fd: fd)
+    }
+
+    func release() {
+        guard fd >= 0 else { return }
+        flock(fd, LOCK_UN)
+        close(fd)
+        fd = -1
+    }
+
+    deinit { release() }
+}
+
+/// Appends lines to `<home>/quire.log`.
+final class LogFile: @unchecked Sendable {
+    private let path: String
+    private let lock = NSLock()
+
+    init(path: String) { self.path = path }
+
+    func write(_ line: String) {
+        lock.lock(); defer { lock.unlock() }
+        let stamp = DateStamp.format(SystemClock().now())
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return }
+        let bytes = Array("\(stamp) \(line)\n".utf8)
+        _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+    }
+}
+
+/// The generation from prefs, re-read at most every two seconds (only a
+/// barrier moves it, and the barrier runs in this process anyway).
+final class GenerationReader: @unchecked Sendable {
+    private let prefs: PrefsFile
+    private let lock = NSLock()
+    private var cached: UInt64
+    private var readAt = Date()
+
+    init(prefs: PrefsFile, initial: UInt64) {
+        self.prefs = prefs
+        self.cached = initial
+    }
+
+    func value() -> UInt64 {
+        lock.lock(); defer { lock.unlock() }
+        if Date().timeIntervalSince(readAt) > 2, let p = try? prefs.load() {
+            cached = p.generation
+            readAt = Date()
+        }
+        return cached
+    }
+}

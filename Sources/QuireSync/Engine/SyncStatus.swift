@@ -1,0 +1,94 @@
+import Foundation
+import QuireCore
+import QuireStore
+
+/// A snapshot of the engine, written atomically to `<home>/sync-status.json`
+/// so `quire status` and `quire devices` (other processes) can say in words
+/// whether this device converges, and why not.
+public struct SyncStatus: Codable, Equatable, Sendable {
+    public struct Sibling: Codable, Equatable, Sendable {
+        public var device: String
+        public var name: String
+        /// Unix seconds of the last authenticated frame from it.
+        public var lastSeen: Int64?
+        /// Unix seconds when our digests last matched.
+        public var lastMatch: Int64?
+        public var inSync: Bool
+        /// Namespaces whose roots differed at its last digest.
+        public var divergent: [String]
+        /// Unix seconds until which the storm guard holds off pulls.
+        public var stormBackoffUntil: Int64?
+        public var storms: Int
+        /// The digest wire version it speaks, when that is not ours.
+        public var incompatibleVersion: Int?
+        /// Its generation when it differs from ours (no content reconcile across the gap).
+        public var generationGap: UInt64?
+        public var rounds: Int
+        public var bytesIn: Int
+        public var bytesOut: Int
+    }
+
+    public enum Phase: String, Codable, Sendable {
+        /// Just started: the store may still be landing; nothing infers deletions.
+        case settling
+        case settled
+        /// This device's certificate was revoked: it no longer syncs.
+        case revoked
+        case stopped
+    }
+
+    public var device: String
+    public var pid: Int32
+    public var updatedAt: Int64
+    public var startedAt: Int64
+    public var running: Bool
+    public var phase: Phase
+    public var relay: String
+    public var generation: UInt64
+    public var siblings: [Sibling]
+    /// Frames dropped, by reason (`FrameDrop` raw values).
+    public var dropped: [String: Int]
+    public var framesIn: Int
+    public var framesOut: Int
+    public var bytesIn: Int
+    public var bytesOut: Int
+    public var rounds: Int
+    public var rowsApplied: Int
+    public var sendErrors: Int
+    /// The last few notable events, newest last, for `quire status`.
+    public var events: [String]
+
+    public static func path(in home: DeviceHome) -> String { home.path + "/sync-status.json" }
+
+    public static func load(from home: DeviceHome) -> SyncStatus? {
+        guard let data = FileManager.default.contents(atPath: path(in: home)) else { return nil }
+        return try? JSONDecoder().decode(SyncStatus.self, from: data)
+    }
+
+    public func save(to path: String) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try AtomicFile.write(Array(try encoder.encode(self)), to: path, mode: 0o600)
+    }
+
+    /// True if the process that wrote this snapshot still runs.
+    public var isProcessAlive: Bool { running && pid > 0 && (kill(pid, 0) == 0 || errno == EPERM) }
+}
+
+/// What survives an engine restart: the floor of our own session stamps
+/// (so a restarted sender is never mistaken for a replay of itself) and the
+/// newest session seen per sibling (so old frames stay refused).
+struct SyncPersistentState: Codable, Sendable {
+    var ownSessionStart: UInt64 = 0
+    var replayFloors: [String: UInt64] = [:]
+
+    static func load(path: String) -> SyncPersistentState {
+        guard let data = FileManager.default.contents(atPath: path),
+              let state = try? JSONDecoder().decode(SyncPersistentState.self, from: data) else { return SyncPersistentState() }
+        return state
+    }
+
+    func save(path: String) throws {
+        try AtomicFile.write(Array(try JSONEncoder().encode(self)), to: path, mode: 0o600)
+    }
+}

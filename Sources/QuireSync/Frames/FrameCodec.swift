@@ -1,0 +1,108 @@
+import QuireCore
+import QuireCrypto
+
+/// Who we are, as the frame layer needs it.
+public struct FrameIdentity: Sendable {
+    public let deviceID: DeviceID
+    public let userIDHash: [UInt8]
+    public let box: BoxKeyPair
+
+    public init(deviceID: DeviceID, userIDHash: [UInt8], box: BoxKeyPair) {
+        self.deviceID = deviceID
+        self.userIDHash = userIDHash
+        self.box = box
+    }
+}
+
+/// Seals outgoing messages: numbers frames within this session and splits
+/// messages that do not fit the relay into individually sealed chunks.
+public struct FrameSealer: Sendable {
+    public let identity: FrameIdentity
+    public let session: [UInt8]
+    public let sessionStart: UInt64
+    public private(set) var sequence: UInt64 = 0
+    /// The largest frame the relay carries.
+    public let maxFrameSize: Int
+
+    /// Envelope header, box overhead, inner header and a sub-kind name.
+    public static let overhead = Envelope.headerSize + Box.overhead + InnerFrame.fixedSize + 24
+
+    public init(identity: FrameIdentity, session: [UInt8], sessionStart: UInt64, maxFrameSize: Int) {
+        self.identity = identity
+        self.session = session
+        self.sessionStart = sessionStart
+        self.maxFrameSize = maxFrameSize
+    }
+
+    /// The frames that carry `message` to `recipient`: one, or several
+    /// chunks if it is larger than a frame. `messageID` names the chunks.
+    public mutating func seal(_ message: SyncMessage, to recipient: DeviceID, boxKey: BoxPublicKey,
+                              messageID: @autoclosure () -> [UInt8]) -> [[UInt8]] {
+        let room = maxFrameSize - FrameSealer.overhead
+        if message.payload.count <= room {
+            return [sealOne(message.subKind, message.payload, to: recipient, boxKey: boxKey)]
+        }
+        return Chunk.split(message, messageID: messageID(), room: room).map {
+            sealOne(.chunk, $0.encoded(), to: recipient, boxKey: boxKey)
+        }
+    }
+
+    /// A frame sealed anonymously (only `introduce` travels this way).
+    public mutating func sealAnonymously(_ message: SyncMessage, to recipient: DeviceID, boxKey: BoxPublicKey) -> [UInt8] {
+        let inner = nextInner(message.subKind, message.payload)
+        return Envelope(boxKind: .anonymous, recipient: recipient, claimedSender: identity.deviceID,
+                        box: Box.sealAnonymously(inner.encoded(), to: boxKey)).encoded()
+    }
+
+    private mutating func sealOne(_ subKind: SubKind, _ payload: [UInt8], to recipient: DeviceID, boxKey: BoxPublicKey) -> [UInt8] {
+        let inner = nextInner(subKind, payload)
+        return Envelope(boxKind: .authenticated, recipient: recipient, claimedSender: identity.deviceID,
+                        box: Box.seal(inner.encoded(), to: boxKey, from: identity.box)).encoded()
+    }
+
+    private mutating func nextInner(_ subKind: SubKind, _ payload: [UInt8]) -> InnerFrame {
+        sequence += 1
+        return InnerFrame(sender: identity.deviceID, userIDHash: identity.userIDHash, session: session,
+                          sessionStart: sessionStart, sequence: sequence, subKind: subKind, payload: payload)
+    }
+}
+
+/// Opens an incoming frame, in exactly this order, stopping at the first
+/// failure: size limit → envelope parse → addressed to us → the claimed
+/// sender's roster key (unknown, revoked) → open the box → inner sender is
+/// the claimed one → `userIDHash` is ours → replay → only then the sub-kind.
+/// Nothing before the account check parses anything of variable shape.
+public enum FrameOpener {
+    public static func open(_ bytes: [UInt8], maxSize: Int, me: FrameIdentity, roster: Roster,
+                            replay: inout ReplayGuard) -> Result<InnerFrame, FrameDrop> {
+        let envelope: Envelope
+        switch Envelope.parse(bytes, maxSize: maxSize) {
+        case .failure(let drop): return .failure(drop)
+        case .success(let e): envelope = e
+        }
+        guard envelope.recipient == me.deviceID else { return .failure(.misaddressed) }
+        guard envelope.claimedSender != me.deviceID else { return .failure(.unexpected) }
+        let plain: [UInt8]
+        switch envelope.boxKind {
+        case .authenticated:
+            guard let member = roster[envelope.claimedSender] else { return .failure(.unknownSender) }
+            guard !member.isRevoked else { return .failure(.revoked) }
+            guard let opened = try? Box.open(envelope.box, from: member.boxKey, to: me.box) else { return .failure(.unauthenticated) }
+            plain = opened
+        case .anonymous:
+            // A revoked device may not re-introduce itself either.
+            if roster[envelope.claimedSender]?.isRevoked == true { return .failure(.revoked) }
+            guard let opened = try? Box.openAnonymous(envelope.box, to: me.box) else { return .failure(.unauthenticated) }
+            plain = opened
+        }
+        guard let header = InnerFrame.parseHeader(plain) else { return .failure(.badPayload) }
+        guard header.sender == envelope.claimedSender else { return .failure(.unauthenticated) }
+        guard header.userIDHash == me.userIDHash else { return .failure(.otherAccount) }
+        guard let inner = InnerFrame.parse(plain) else { return .failure(.badPayload) }
+        if envelope.boxKind == .anonymous && inner.subKind != .introduce { return .failure(.unexpected) }
+        guard replay.accept(sender: inner.sender, session: inner.session, start: inner.sessionStart, sequence: inner.sequence) else {
+            return .failure(.replay)
+        }
+        return .success(inner)
+    }
+}

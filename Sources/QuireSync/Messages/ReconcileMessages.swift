@@ -1,0 +1,269 @@
+import QuireCore
+import QuireCrypto
+
+/// A range's fingerprint as it travels: the count and 8 bytes of a hash of
+/// (session salt, count, sum). Salting with the session means an accidental
+/// 64-bit collision cannot hide the same difference twice: the next round
+/// hashes differently, while the root digest keeps saying "not equal".
+public struct RangeSummary: Equatable, Sendable {
+    public var count: UInt64
+    public var hash: [UInt8]
+
+    public static let hashSize = 8
+
+    public init(count: UInt64, hash: [UInt8]) {
+        self.count = count
+        self.hash = hash
+    }
+
+    public init(_ fingerprint: Fingerprint, salt: [UInt8]) {
+        var h = SHA256()
+        h.updateSeparator("quire.sync.range")
+        h.update(salt)
+        var out: [UInt8] = []
+        appendBigEndian(fingerprint.count, to: &out)
+        h.update(out)
+        h.update(fingerprint.sumBytes)
+        self.init(count: fingerprint.count, hash: Array(h.finalize().prefix(Self.hashSize)))
+    }
+}
+
+/// (key, first 16 bytes of its leaf): the entries of a small range.
+public struct KeyLeaf: Equatable, Sendable {
+    public var key: RowKey
+    public var leaf: [UInt8]
+
+    public static let leafSize = 16
+    public static let size = 16 + leafSize
+
+    public init(key: RowKey, leaf: [UInt8]) {
+        self.key = key
+        self.leaf = Array(leaf.prefix(Self.leafSize))
+    }
+
+    static func pack(_ entries: [KeyLeaf]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(entries.count * size)
+        for e in entries { out += e.key.bytes; out += e.leaf }
+        return out
+    }
+
+    static func unpack(_ bytes: [UInt8]) throws(CBORError) -> [KeyLeaf] {
+        guard bytes.count % size == 0 else { throw .invalidValue("key list length") }
+        return stride(from: 0, to: bytes.count, by: size).map {
+            KeyLeaf(key: RowKey(bytes: Array(bytes[$0..<$0 + 16]))!, leaf: Array(bytes[$0 + 16..<$0 + size]))
+        }
+    }
+}
+
+/// What a puller asks about one range.
+public enum RequestItem: Equatable, Sendable {
+    /// My 16 child summaries of this range (the range itself is known to differ).
+    case children(KeyPrefix, [RangeSummary])
+    /// All my entries in this range: send the rows I lack or hold differently.
+    case keys(KeyPrefix, [KeyLeaf])
+    /// I hold many rows here and you few: send your entries and tombstones.
+    case probe(KeyPrefix)
+    /// Send these rows (live or tombstone).
+    case want([RowKey])
+    /// Send the whole namespace (settings: a small dictionary, no tree).
+    case whole
+}
+
+/// What a responder says about one range.
+public enum ResponseItem: Equatable, Sendable {
+    /// The range differs and you hold few rows there: send me your keys.
+    case mismatch(KeyPrefix)
+    /// The range differs; here are my 16 child summaries.
+    case children(KeyPrefix, [RangeSummary])
+    /// The range differs and I hold few rows there: my entries.
+    case keyList(KeyPrefix, [KeyLeaf])
+}
+
+/// `reconcile_req`: one step of a pull of one namespace.
+public struct ReconcileRequest: Equatable, Sendable {
+    public var namespace: Namespace
+    public var session: [UInt8]
+    public var step: UInt64
+    public var generation: UInt64
+    public var items: [RequestItem]
+
+    public init(namespace: Namespace, session: [UInt8], step: UInt64, generation: UInt64, items: [RequestItem]) {
+        self.namespace = namespace; self.session = session; self.step = step; self.generation = generation; self.items = items
+    }
+
+    public func encoded() -> [UInt8] {
+        let items: [CBOR] = self.items.map { item in
+            switch item {
+            case .children(let p, let s): return .array([.unsigned(0)] + p.cbor + summariesCBOR(s))
+            case .keys(let p, let e): return .array([.unsigned(1)] + p.cbor + [.bytes(KeyLeaf.pack(e))])
+            case .probe(let p): return .array([.unsigned(2)] + p.cbor)
+            case .want(let keys): return .array([.unsigned(3), .bytes(keys.flatMap(\.bytes))])
+            case .whole: return .array([.unsigned(4)])
+            }
+        }
+        return CBORWriter.encode(.map([(.unsigned(1), .unsigned(UInt64(namespace.rawValue))), (.unsigned(2), .bytes(session)),
+                                       (.unsigned(3), .unsigned(step)), (.unsigned(4), .array(items)),
+                                       (.unsigned(5), .unsigned(generation))]))
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws(CBORError) -> ReconcileRequest {
+        let f = try CBORReader.decode(bytes, limits: messageLimits).asFieldMap()
+        let ns = try namespaceField(f)
+        let session = try sessionField(f)
+        var items: [RequestItem] = []
+        for raw in try f.required(4, "items").asArray() {
+            let a = try raw.asArray()
+            guard let kind = try a.first?.asUInt() else { throw .invalidValue("empty request item") }
+            switch kind {
+            case 0:
+                guard a.count >= 5 else { throw .invalidValue("children item") }
+                items.append(.children(try KeyPrefix.decode(level: a[1], packed: a[2]), try summaries(a[3], a[4])))
+            case 1:
+                guard a.count >= 4 else { throw .invalidValue("keys item") }
+                items.append(.keys(try KeyPrefix.decode(level: a[1], packed: a[2]), try KeyLeaf.unpack(try a[3].asBytes())))
+            case 2:
+                guard a.count >= 3 else { throw .invalidValue("probe item") }
+                items.append(.probe(try KeyPrefix.decode(level: a[1], packed: a[2])))
+            case 3:
+                guard a.count >= 2 else { throw .invalidValue("want item") }
+                let b = try a[1].asBytes()
+                guard b.count % 16 == 0 else { throw .invalidValue("want keys") }
+                items.append(.want(stride(from: 0, to: b.count, by: 16).map { RowKey(bytes: Array(b[$0..<$0 + 16]))! }))
+            case 4:
+                items.append(.whole)
+            default:
+                continue   // a newer sibling's item kind: skip it, answer the rest
+            }
+        }
+        return ReconcileRequest(namespace: ns, session: session, step: try f.optional(3)?.asUInt() ?? 0,
+                                generation: try f.optional(5)?.asUInt() ?? 0, items: items)
+    }
+}
+
+/// `reconcile_resp`: rows (with version vectors), tombstones, and what the
+/// puller should look at next. Never sent when nothing differs.
+public struct ReconcileResponse: Equatable, Sendable {
+    public var namespace: Namespace
+    public var session: [UInt8]
+    public var step: UInt64
+    public var rows: [Row]
+    public var items: [ResponseItem]
+    /// The responder stopped adding rows at its size cap; pull again.
+    public var isTruncated: Bool
+    /// Rows that did not decode (a bug or a newer field shape), skipped.
+    public var undecodableRows = 0
+
+    public init(namespace: Namespace, session: [UInt8], step: UInt64, rows: [Row], items: [ResponseItem], isTruncated: Bool) {
+        self.namespace = namespace; self.session = session; self.step = step; self.rows = rows; self.items = items
+        self.isTruncated = isTruncated
+    }
+
+    public var isEmpty: Bool { rows.isEmpty && items.isEmpty }
+
+    public func encoded() -> [UInt8] {
+        let items: [CBOR] = self.items.map { item in
+            switch item {
+            case .mismatch(let p): return .array([.unsigned(0)] + p.cbor)
+            case .children(let p, let s): return .array([.unsigned(1)] + p.cbor + summariesCBOR(s))
+            case .keyList(let p, let e): return .array([.unsigned(2)] + p.cbor + [.bytes(KeyLeaf.pack(e))])
+            }
+        }
+        var fields: [(CBOR, CBOR)] = [(.unsigned(1), .unsigned(UInt64(namespace.rawValue))), (.unsigned(2), .bytes(session)),
+                                      (.unsigned(3), .unsigned(step)), (.unsigned(4), .array(rows.map(RowWire.encode))),
+                                      (.unsigned(5), .array(items))]
+        if isTruncated { fields.append((.unsigned(6), .bool(true))) }
+        return CBORWriter.encode(.map(fields))
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws(CBORError) -> ReconcileResponse {
+        let f = try CBORReader.decode(bytes, limits: messageLimits).asFieldMap()
+        let ns = try namespaceField(f)
+        var rows: [Row] = []
+        var undecodable = 0
+        for item in try f.optional(4)?.asArray() ?? [] {
+            if let row = RowWire.decode(item, namespace: ns) { rows.append(row) } else { undecodable += 1 }
+        }
+        var items: [ResponseItem] = []
+        for raw in try f.optional(5)?.asArray() ?? [] {
+            let a = try raw.asArray()
+            guard let kind = try a.first?.asUInt() else { throw .invalidValue("empty response item") }
+            switch kind {
+            case 0:
+                guard a.count >= 3 else { throw .invalidValue("mismatch item") }
+                items.append(.mismatch(try KeyPrefix.decode(level: a[1], packed: a[2])))
+            case 1:
+                guard a.count >= 5 else { throw .invalidValue("children item") }
+                items.append(.children(try KeyPrefix.decode(level: a[1], packed: a[2]), try summaries(a[3], a[4])))
+            case 2:
+                guard a.count >= 4 else { throw .invalidValue("key list item") }
+                items.append(.keyList(try KeyPrefix.decode(level: a[1], packed: a[2]), try KeyLeaf.unpack(try a[3].asBytes())))
+            default:
+                continue
+            }
+        }
+        var response = ReconcileResponse(namespace: ns, session: try sessionField(f), step: try f.optional(3)?.asUInt() ?? 0,
+                                          rows: rows, items: items, isTruncated: try f.optional(6)?.asBool() ?? false)
+        response.undecodableRows = undecodable
+        return response
+    }
+}
+
+/// `state_digest`: the encoded digest, kept as bytes so a digest of another
+/// wire version still parses far enough to be named in `quire status`.
+public struct DigestMessage: Equatable, Sendable {
+    public var digest: [UInt8]
+
+    public init(digest: [UInt8]) { self.digest = digest }
+
+    public func encoded() -> [UInt8] { CBORWriter.encode(.map([(.unsigned(1), .bytes(digest))])) }
+
+    public static func decode(_ bytes: [UInt8]) throws(CBORError) -> DigestMessage {
+        let f = try CBORReader.decode(bytes, limits: .init(maxDepth: 4, maxItemLength: 64 << 10)).asFieldMap()
+        return DigestMessage(digest: try f.required(1, "digest").asBytes())
+    }
+}
+
+/// `introduce`: a device's own roster row (its account-signed certificate).
+public struct IntroduceMessage: Equatable, Sendable {
+    public var row: Row
+
+    public init(row: Row) { self.row = row }
+
+    public func encoded() -> [UInt8] { CBORWriter.encode(.map([(.unsigned(1), RowWire.encode(row))])) }
+
+    public static func decode(_ bytes: [UInt8]) throws(CBORError) -> IntroduceMessage {
+        let f = try CBORReader.decode(bytes, limits: .init(maxDepth: 8, maxItemLength: 64 << 10)).asFieldMap()
+        guard let row = RowWire.decode(try f.required(1, "row"), namespace: .devices) else { throw .invalidValue("roster row") }
+        return IntroduceMessage(row: row)
+    }
+}
+
+let messageLimits = CBORReader.Limits(maxDepth: 16, maxItemLength: ChunkAssembler.maxMessageBytes)
+
+private func summariesCBOR(_ s: [RangeSummary]) -> [CBOR] {
+    [.array(s.map { .unsigned($0.count) }), .bytes(s.flatMap(\.hash))]
+}
+
+private func summaries(_ counts: CBOR, _ hashes: CBOR) throws(CBORError) -> [RangeSummary] {
+    let c = try counts.asArray()
+    let h = try hashes.asBytes()
+    guard c.count == 16, h.count == 16 * RangeSummary.hashSize else { throw .invalidValue("16 child summaries") }
+    var out: [RangeSummary] = []
+    for (i, item) in c.enumerated() {
+        out.append(RangeSummary(count: try item.asUInt(), hash: Array(h[(i * RangeSummary.hashSize)..<((i + 1) * RangeSummary.hashSize)])))
+    }
+    return out
+}
+
+private func namespaceField(_ f: CBORFields) throws(CBORError) -> Namespace {
+    let raw = try f.required(1, "namespace").asUInt()
+    guard raw < 256, let ns = Namespace(rawValue: UInt8(raw)) else { throw .invalidValue("namespace \(raw)") }
+    return ns
+}
+
+private func sessionField(_ f: CBORFields) throws(CBORError) -> [UInt8] {
+    let s = try f.required(2, "session").asBytes()
+    guard s.count == 8 else { throw .invalidValue("session id") }
+    return s
+}

@@ -1,0 +1,84 @@
+import Foundation
+import QuireCore
+import QuireStore
+import QuireSync
+
+/// The sync part of `quire status`, read from the snapshot the running sync
+/// (daemon or mount) writes: in words, whether each sibling is in sync, and
+/// everything that stops convergence.
+extension StatusReport {
+    func addingSync(home: DeviceHome) -> StatusReport {
+        var report = self
+        let (json, lines) = SyncStatusSection.describe(home: home, now: SystemClock().now().seconds)
+        report.json["sync"] = json
+        report.text += "\n" + lines.joined(separator: "\n")
+        return report
+    }
+}
+
+enum SyncStatusSection {
+    static func describe(home: DeviceHome, now: Int64) -> (json: [String: Any], lines: [String]) {
+        guard let s = SyncStatus.load(from: home) else {
+            return (["running": false], ["sync: has not run on this device yet ('quire sync' or 'quire mount' runs it)"])
+        }
+        var lines: [String] = []
+        let alive = s.isProcessAlive
+        if alive {
+            lines.append("sync: running (process \(s.pid)) on \(s.relay), \(phaseText(s.phase))")
+        } else {
+            lines.append("sync: not running (last ran until \(Ago.text(now - s.updatedAt))); what follows is from then")
+        }
+        if s.phase == .revoked { lines.append("this device was REVOKED from the account: it no longer syncs") }
+        if s.siblings.isEmpty { lines.append("no sibling devices on the roster yet ('quire invite' adds one)") }
+        for sib in s.siblings {
+            lines.append("  " + siblingText(sib, now: now))
+        }
+        let dropped = s.dropped.filter { $0.value > 0 }.sorted { $0.key < $1.key }
+        if !dropped.isEmpty {
+            let words = dropped.map { "\($0.value) \(FrameDrop(rawValue: $0.key)?.description ?? $0.key)" }
+            lines.append("dropped frames: " + words.joined(separator: ", "))
+        }
+        if s.sendErrors > 0 { lines.append("\(s.sendErrors) frames could not be sent (relay unreachable?)") }
+        for event in s.events.suffix(3) { lines.append("  recent: \(event)") }
+        var json: [String: Any] = ["running": alive, "phase": s.phase.rawValue, "relay": s.relay, "pid": s.pid,
+                                   "updatedAt": s.updatedAt, "rounds": s.rounds, "rowsApplied": s.rowsApplied,
+                                   "dropped": s.dropped, "sendErrors": s.sendErrors]
+        json["siblings"] = s.siblings.map { sib -> [String: Any] in
+            var o: [String: Any] = ["device": sib.device, "name": sib.name, "inSync": sib.inSync, "divergent": sib.divergent,
+                                    "rounds": sib.rounds, "storms": sib.storms, "text": siblingText(sib, now: now)]
+            if let v = sib.lastSeen { o["lastSeen"] = v }
+            if let v = sib.lastMatch { o["lastMatch"] = v }
+            if let v = sib.stormBackoffUntil { o["stormBackoffUntil"] = v }
+            if let v = sib.incompatibleVersion { o["incompatibleVersion"] = v }
+            if let v = sib.generationGap { o["generationGap"] = v }
+            return o
+        }
+        return (json, lines)
+    }
+
+    static func phaseText(_ phase: SyncStatus.Phase) -> String {
+        switch phase {
+        case .settling: return "settling (start-up quiet window: the store may still be landing, nothing infers deletions yet)"
+        case .settled: return "settled"
+        case .revoked: return "revoked"
+        case .stopped: return "stopped"
+        }
+    }
+
+    static func siblingText(_ sib: SyncStatus.Sibling, now: Int64) -> String {
+        let who = "'\(sib.name)' (\(sib.device.prefix(12)))"
+        let seen = sib.lastSeen.map { "last seen \(Ago.text(now - $0))" } ?? "not heard from"
+        if let v = sib.incompatibleVersion {
+            return "\(who) runs an INCOMPATIBLE version of quire (digest wire version \(v), this build \(StateDigest.wireVersion)): not syncing with it until both run the same version; \(seen)"
+        }
+        if let g = sib.generationGap {
+            return "\(who) is at generation \(g), across a barrier gap from this device: content reconcile refused; \(seen)"
+        }
+        if let until = sib.stormBackoffUntil, until > now {
+            return "\(who) STORM: too many rounds without converging; backing off until \(until - now) s from now; still out of sync in \(sib.divergent.joined(separator: ", ")); \(seen)"
+        }
+        if sib.inSync { return "\(who) in sync; \(seen)" }
+        if sib.lastSeen == nil { return "\(who) not heard from since sync started" }
+        return "\(who) syncing" + (sib.divergent.isEmpty ? "" : " (\(sib.divergent.joined(separator: ", ")) differ)") + "; \(seen)"
+    }
+}
