@@ -2,7 +2,7 @@
 /// unsigned and negative integers, byte and text strings, arrays, maps,
 /// booleans and null. Floats, tags and indefinite lengths are refused:
 /// they have no deterministic encoding we would ever produce.
-public indirect enum CBOR: Equatable, Hashable, Sendable {
+public enum CBOR: Equatable, Hashable, Sendable {
     case unsigned(UInt64)
     case negative(UInt64)          // the value is -1 - n
     case bytes([UInt8])
