@@ -1,0 +1,178 @@
+import Foundation
+import QuireCore
+import QuireFuse
+
+/// Why written text could not become a row: the errno close() returns and
+/// a sentence for the log and `.quire/status`.
+struct FormatError: Error, Equatable {
+    enum Kind: Equatable { case invalid, illegalByteSequence, readOnly }
+    var kind: Kind
+    var message: String
+
+    init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    var fuseError: FuseError {
+        switch kind {
+        case .invalid: return .invalid
+        case .illegalByteSequence: return .illegalByteSequence
+        case .readOnly: return .permissionDenied
+        }
+    }
+}
+
+/// The text of each kind of row as a file, both ways. Every format
+/// round-trips: `parse(render(row))` gives the row back. Documented in
+/// mount/README.md.
+enum RowFormat {
+    static func render(_ content: RowContent) -> [UInt8]? {
+        switch content {
+        case .note(let note): return note.body
+        case .saga(let entry): return entry.text
+        case .plan(let plan): return PlanText.render(plan)
+        case .contact(let contact): return VCard.render(contact)
+        case .setting(let setting): return Array(setting.value.utf8) + [UInt8(ascii: "\n")]
+        case .memory(let event): return MemoryText.render(event)
+        case .device: return nil
+        }
+    }
+
+    /// The row `bytes` describe, written to the file of `title`. `previous`
+    /// is the row as stored, whose fields the text does not carry (tags,
+    /// creation time, paragraph tombstones) are kept.
+    static func parse(_ namespace: Namespace, title: String, bytes: [UInt8], previous: RowContent?) throws(FormatError) -> RowContent {
+        let zero = Timestamp(seconds: 0)
+        switch namespace {
+        case .notebook:
+            var note = Note(title: title, body: bytes, createdAt: zero, updatedAt: zero)
+            if case .note(let old)? = previous {
+                note.tags = old.tags
+                note.createdAt = old.createdAt
+                note.deletedParagraphs = old.deletedParagraphs
+            }
+            return .note(note)
+        case .saga:
+            var entry = SagaEntry(date: title, text: bytes, updatedAt: zero)
+            if case .saga(let old)? = previous { entry.deletedParagraphs = old.deletedParagraphs }
+            return .saga(entry)
+        case .plans:
+            var plan = try PlanText.parse(bytes, title: title)
+            if case .plan(let old)? = previous { plan.createdAt = old.createdAt }
+            return .plan(plan)
+        case .contacts:
+            guard case .contact(let old)? = previous else {
+                return .contact(try VCard.parse(bytes, fileTitle: title, previous: nil))
+            }
+            return .contact(try VCard.parse(bytes, fileTitle: title, previous: old))
+        case .settings:
+            guard var value = String(validating: bytes, as: UTF8.self) else {
+                throw FormatError(.illegalByteSequence, "is not UTF-8 text; a setting's value is text")
+            }
+            // The file shows the value and one newline; editors add it too.
+            if value.utf8.last == UInt8(ascii: "\n") { value = String(decoding: bytes.dropLast(), as: UTF8.self) }
+            return .setting(Setting(name: title, value: value, updatedAt: zero))
+        case .memory, .devices:
+            throw FormatError(.readOnly, "is read-only: memory is append-only (record events with 'quire put memory')")
+        }
+    }
+}
+
+/// A plan as text: a header block, a blank line, then the notes verbatim.
+///
+///     done: no
+///     due: 2024-05-01
+///
+///     Buy oat milk on the way home.
+///
+/// `done` is yes/no, `due` a date (or date and time, UTC) or `none`. A
+/// file that does not start with a header is all notes (a new plan).
+enum PlanText {
+    static func render(_ plan: Plan) -> [UInt8] {
+        let header = "done: \(plan.isDone ? "yes" : "no")\ndue: \(plan.due.map { TextDates.format($0.seconds) } ?? "none")\n\n"
+        return Array(header.utf8) + Array(plan.notes.utf8)
+    }
+
+    static func parse(_ bytes: [UInt8], title: String) throws(FormatError) -> Plan {
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw FormatError(.illegalByteSequence, "is not UTF-8 text; a plan is text")
+        }
+        var plan = Plan(title: title, createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0))
+        let lines = Array(text.utf8).split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        var offset = 0
+        var sawHeader = false
+        for (number, rawLine) in lines.enumerated() {
+            var line = String(decoding: rawLine, as: UTF8.self)
+            if line.utf8.last == UInt8(ascii: "\r") { line = String(decoding: rawLine.dropLast(), as: UTF8.self) }
+            let lineEnd = offset + rawLine.count + 1
+            if line.isEmpty {
+                if sawHeader {
+                    plan.notes = String(decoding: bytes[min(lineEnd, bytes.count)...], as: UTF8.self)
+                    return plan
+                }
+                break
+            }
+            guard let colon = line.firstIndex(of: ":") else {
+                if sawHeader { throw FormatError(.invalid, "line \(number + 1) should be a header (done:, due:) or the blank line before the notes") }
+                break
+            }
+            let key = String(line[..<colon]).trimmingSpaces.lowercased()
+            let value = String(line[line.index(after: colon)...]).trimmingSpaces
+            switch key {
+            case "done":
+                switch value.lowercased() {
+                case "yes", "true", "x": plan.isDone = true
+                case "no", "false", "": plan.isDone = false
+                default: throw FormatError(.invalid, "line \(number + 1): done is 'yes' or 'no', not '\(value)'")
+                }
+            case "due":
+                if value.isEmpty || value.lowercased() == "none" {
+                    plan.due = nil
+                } else {
+                    guard let seconds = TextDates.parse(value) else {
+                        throw FormatError(.invalid, "line \(number + 1): due is YYYY-MM-DD (or YYYY-MM-DDTHH:MM:SSZ, or none), not '\(value)'")
+                    }
+                    plan.due = Timestamp(seconds: seconds)
+                }
+            default:
+                if sawHeader { throw FormatError(.invalid, "line \(number + 1): unknown header '\(key)' (plans have done: and due:)") }
+                plan.notes = text
+                return plan
+            }
+            sawHeader = true
+            offset = lineEnd
+        }
+        // Headers up to the end of the file, and no notes.
+        if !sawHeader { plan.notes = text }
+        return plan
+    }
+}
+
+/// A memory event as text (read-only in the mount): `at:`, `kind:`, an
+/// optional `buries:` list of event keys, a blank line, the text.
+enum MemoryText {
+    static func render(_ event: MemoryEvent) -> [UInt8] {
+        var header = "at: \(TextDates.formatDateTime(event.at.seconds))\nkind: \(event.kind)\n"
+        if !event.buries.isEmpty { header += "buries: " + event.buries.map(\.hex).joined(separator: ",") + "\n" }
+        return Array((header + "\n" + event.text).utf8)
+    }
+
+    static func parse(_ bytes: [UInt8]) -> MemoryEvent? {
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let split = text.range(of: "\n\n") else { return nil }
+        var at: Int64?, kind: String?, buries: [RowKey] = []
+        for line in text[..<split.lowerBound].split(separator: "\n") {
+            guard let colon = line.firstIndex(of: ":") else { return nil }
+            let value = String(line[line.index(after: colon)...]).trimmingSpaces
+            switch line[..<colon] {
+            case "at": at = TextDates.parse(value)
+            case "kind": kind = value
+            case "buries": buries = value.split(separator: ",").compactMap { RowKey(hex: String($0)) }
+            default: return nil
+            }
+        }
+        guard let at, let kind else { return nil }
+        return MemoryEvent(at: Timestamp(seconds: at), kind: kind, text: String(text[split.upperBound...]), buries: buries)
+    }
+}

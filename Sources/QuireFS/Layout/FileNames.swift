@@ -1,0 +1,157 @@
+import QuireCore
+
+/// How rows are named as files, and which names are not rows at all.
+///
+/// A row's file name is its escaped title plus the namespace's extension.
+/// Escaping is reversible (`unescape(escape(t)) == t`): `%`, `/`, NUL and
+/// control characters become `%XX`, and so does a leading `.`, so no row can
+/// look like a hidden file (every hidden file is editor junk, see `isJunk`).
+/// Markers start with `%~`, which escaping never produces: `%~1a2b3c4d`
+/// before the extension tells two rows with the same title apart (the row
+/// with the smallest key keeps the plain name), and a title too long for a
+/// 255-byte name is cut and always marked. See mount/README.md.
+enum FileNames {
+    static let maximumNameBytes = 255
+    static let marker = "%~"
+
+    /// The extension every row file of `namespace` carries.
+    static func fileExtension(_ namespace: Namespace) -> String {
+        switch namespace {
+        case .notebook, .saga: return ".md"
+        case .contacts: return ".vcf"
+        case .plans, .settings, .memory, .devices: return ".txt"
+        }
+    }
+
+    static func escape(_ title: String) -> String {
+        if title.isEmpty { return "%" }   // a lone % only ever means "empty"
+        var out = ""
+        for (index, scalar) in title.unicodeScalars.enumerated() {
+            let needsEscape = scalar == "%" || scalar == "/" || scalar.value < 0x20 || scalar.value == 0x7F
+                || (index == 0 && scalar == ".")
+            if needsEscape {
+                out += "%" + hexByte(UInt8(scalar.value))
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    static func unescape(_ base: String) -> String {
+        if base == "%" { return "" }
+        let bytes = Array(base.utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
+               let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) {
+                out.append(high << 4 | low)
+                index += 3
+            } else {
+                out.append(bytes[index])
+                index += 1
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Editor and desktop junk that lives in the local scratch area: every
+    /// hidden file (vim `.x.swp`/`.x.swx`, emacs `.#x`, macOS `._x` and
+    /// `.DS_Store`, gedit `.goutputstream-*`), backups ending in `~`, emacs
+    /// autosaves `#x#`, `*.swp`/`*.swx`, and vim's write probe `4913`
+    /// (and the numbers it tries after it: 4913 + 123·k).
+    static func isJunk(_ name: String) -> Bool {
+        if name.hasPrefix(".") || name.hasSuffix("~") { return true }
+        if name.hasSuffix(".swp") || name.hasSuffix(".swx") { return true }
+        if name.utf8.count >= 2, name.hasPrefix("#"), name.hasSuffix("#") { return true }
+        if name.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+           let number = Int(name), number >= 4913, (number - 4913) % 123 == 0 { return true }
+        return false
+    }
+
+    /// What a name in a namespace folder stands for.
+    enum Meaning: Equatable {
+        /// A row; `title` is the display name the file name decodes to.
+        case row(title: String)
+        /// Editor junk: a local scratch file, never a row, never reported.
+        case junk
+        /// Not a row name here (wrong extension, not a date): kept as a local
+        /// scratch file so temp-file saves work, and listed in .quire/status.
+        case localOnly
+    }
+
+    static func meaning(of name: String, in namespace: Namespace) -> Meaning {
+        if isJunk(name) { return .junk }
+        let ext = fileExtension(namespace)
+        guard name.hasSuffix(ext), name.utf8.count > ext.utf8.count || namespace != .saga else { return .localOnly }
+        var base = String(name.dropLast(ext.count))
+        if let range = base.range(of: marker, options: .backwards) {
+            let tail = base[range.upperBound...]
+            if tail.utf8.count == 8 || tail.utf8.count == 32, tail.utf8.allSatisfy(isLowercaseHexDigit) {
+                base = String(base[..<range.lowerBound])
+            }
+        }
+        if base.isEmpty { return .localOnly }   // ".md" is hidden (junk) anyway; "%~xxxx.md" has no title
+        let title = unescape(base)
+        if namespace == .saga && !SagaEntry.isValidDate(title) { return .localOnly }
+        return .row(title: title)
+    }
+
+    /// The untruncated, unmarked name stem of a row (before the extension).
+    static func stem(namespace: Namespace, title: String, updatedAt: Timestamp) -> String {
+        switch namespace {
+        case .saga: return title
+        case .memory: return escape(TextDates.formatDateTime(updatedAt.seconds) + " " + title)
+        default: return escape(title)
+        }
+    }
+
+    /// The file name of one row of a group sharing `stem`. `isFirst`: the
+    /// row keeps the plain name (no other row of the group sorts before it).
+    static func name(stem: String, namespace: Namespace, key: RowKey, isFirst: Bool, longMarker: Bool = false) -> String {
+        let ext = fileExtension(namespace)
+        if isFirst, stem.utf8.count + ext.utf8.count <= maximumNameBytes { return stem + ext }
+        let tag = marker + String(key.hex.prefix(longMarker ? 32 : 8))
+        let budget = maximumNameBytes - ext.utf8.count - tag.utf8.count
+        return truncated(stem, toBytes: budget) + tag + ext
+    }
+
+    /// Cuts `text` to at most `limit` UTF-8 bytes without splitting a
+    /// character or a %XX escape.
+    static func truncated(_ text: String, toBytes limit: Int) -> String {
+        if text.utf8.count <= limit { return text }
+        var out = ""
+        var used = 0
+        for character in text {
+            let size = character.utf8.count
+            if used + size > limit { break }
+            out.append(character)
+            used += size
+        }
+        // Never end inside "%XX": drop the partial escape.
+        while let percent = out.lastIndex(of: "%"), out.distance(from: percent, to: out.endIndex) < 3 {
+            out = String(out[..<percent])
+        }
+        return out
+    }
+
+    private static func hexByte(_ byte: UInt8) -> String {
+        let digits = Array("0123456789ABCDEF")
+        return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
+    }
+
+    private static func isLowercaseHexDigit(_ c: UInt8) -> Bool {
+        (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9")) || (c >= UInt8(ascii: "a") && c <= UInt8(ascii: "f"))
+    }
+
+    private static func hexValue(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}

@@ -1,1 +1,0 @@
-// QuireFS: see README.md

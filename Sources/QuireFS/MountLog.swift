@@ -1,0 +1,48 @@
+import Foundation
+
+/// Problems worth a person's attention: written to the device's log file
+/// (one timestamped line each) and kept, most recent last, for
+/// `.quire/status`. Its own lock, so any code may call it.
+public final class MountLog: @unchecked Sendable {
+    public let path: String?
+    private let lock = NSLock()
+    private var recent: [String] = []
+    private let keep = 50
+
+    public init(path: String?) { self.path = path }
+
+    /// A problem: logged and shown in `.quire/status`.
+    public func problem(_ text: String) {
+        let line = Self.stamp() + " " + text
+        lock.lock()
+        recent.append(line)
+        if recent.count > keep { recent.removeFirst(recent.count - keep) }
+        lock.unlock()
+        append(line)
+    }
+
+    /// Routine information: only in the log file.
+    public func info(_ text: String) { append(Self.stamp() + " " + text) }
+
+    public var recentProblems: [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        return recent
+    }
+
+    private func append(_ line: String) {
+        guard let path else { return }
+        lock.lock()
+        defer { lock.unlock() }
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { return }
+        let bytes = Array((line + "\n").utf8)
+        _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        close(descriptor)
+    }
+
+    private static func stamp() -> String {
+        let formatter = ISO8601DateFormatter()
+        return formatter.string(from: Date())
+    }
+}

@@ -1,0 +1,152 @@
+import QuireCore
+
+/// A row by namespace and key.
+struct RowRef: Hashable, Sendable {
+    var namespace: Namespace
+    var key: RowKey
+}
+
+/// The files of `.quire/`.
+enum ControlFile: CaseIterable, Sendable {
+    case status, statusJSON, digest
+
+    var name: String {
+        switch self {
+        case .status: return "status"
+        case .statusJSON: return "status.json"
+        case .digest: return "digest"
+        }
+    }
+}
+
+/// A folder that can hold scratch files.
+enum Folder: Hashable, Sendable {
+    case root
+    case namespace(Namespace)
+
+    var scratchDirectoryName: String {
+        switch self {
+        case .root: return "_root"
+        case .namespace(let namespace): return namespace.name
+        }
+    }
+}
+
+/// What an inode number stands for.
+enum NodeObject: Hashable, Sendable {
+    case root
+    case namespace(Namespace)
+    case control
+    case controlFile(ControlFile)
+    case row(RowRef)
+    case scratch(Folder, String)
+}
+
+/// Inode numbers. Folders and `.quire` have fixed numbers; a row's number
+/// is derived from its namespace and key, so it is the same after a
+/// remount. The kernel moves an inode with its name on rename; when a save
+/// by rename makes a name show another object than its inode used to, the
+/// inode is re-pointed (so the kernel's caches stay right) and the row
+/// uses that inode until the next mount.
+struct InodeTable {
+    private(set) var objects: [UInt64: NodeObject] = [:]
+    private var primary: [RowRef: UInt64] = [:]
+    private var scratchInodes: [NodeObject: UInt64] = [:]
+    private(set) var inodesOfRow: [RowRef: Set<UInt64>] = [:]
+    private var nextDynamic: UInt64 = 1 << 62
+
+    static let controlDirectory: UInt64 = 16
+
+    init() {
+        objects[1] = .root
+        for namespace in Namespace.allCases where namespace != .devices {
+            objects[Self.folderInode(namespace)] = .namespace(namespace)
+        }
+        objects[Self.controlDirectory] = .control
+        for (index, file) in ControlFile.allCases.enumerated() {
+            objects[Self.controlDirectory + 1 + UInt64(index)] = .controlFile(file)
+        }
+    }
+
+    static func folderInode(_ namespace: Namespace) -> UInt64 { 2 + UInt64(namespace.rawValue) }
+
+    static func controlFileInode(_ file: ControlFile) -> UInt64 {
+        controlDirectory + 1 + UInt64(ControlFile.allCases.firstIndex(of: file)!)
+    }
+
+    /// FNV-1a over namespace and key, folded into [2^40, 2^62): far from
+    /// the fixed numbers and from the dynamic range above 2^62.
+    static func derivedInode(_ ref: RowRef) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in [ref.namespace.rawValue] + ref.key.bytes {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01B3
+        }
+        let low: UInt64 = 1 << 40, high: UInt64 = 1 << 62
+        return low + hash % (high - low)
+    }
+
+    func object(_ inode: UInt64) -> NodeObject? { objects[inode] }
+
+    mutating func inode(for ref: RowRef) -> UInt64 {
+        if let inode = primary[ref] { return inode }
+        let derived = Self.derivedInode(ref)
+        let inode: UInt64
+        if objects[derived] == nil || objects[derived] == .row(ref) {
+            inode = derived
+        } else {
+            inode = allocate()
+        }
+        bind(inode, to: .row(ref))
+        primary[ref] = inode
+        return inode
+    }
+
+    mutating func inode(forScratch folder: Folder, _ name: String) -> UInt64 {
+        if let inode = scratchInodes[.scratch(folder, name)] { return inode }
+        let inode = allocate()
+        bind(inode, to: .scratch(folder, name))
+        return inode
+    }
+
+    /// Makes `inode` stand for `object` (the kernel moved it there). For a
+    /// row it also becomes the row's inode for lookups.
+    mutating func repoint(_ inode: UInt64, to object: NodeObject) {
+        bind(inode, to: object)
+        if case .row(let ref) = object { primary[ref] = inode }
+    }
+
+    /// A scratch file went away or was renamed: forget its number.
+    mutating func dropScratch(_ folder: Folder, _ name: String) {
+        guard let inode = scratchInodes.removeValue(forKey: .scratch(folder, name)) else { return }
+        if objects[inode] == .scratch(folder, name) { objects.removeValue(forKey: inode) }
+    }
+
+    private mutating func bind(_ inode: UInt64, to object: NodeObject) {
+        if let old = objects[inode] {
+            switch old {
+            case .row(let ref):
+                inodesOfRow[ref]?.remove(inode)
+                if primary[ref] == inode { primary.removeValue(forKey: ref) }
+            case .scratch:
+                if scratchInodes[old] == inode { scratchInodes.removeValue(forKey: old) }
+            default: break
+            }
+        }
+        objects[inode] = object
+        switch object {
+        case .row(let ref): inodesOfRow[ref, default: []].insert(inode)
+        case .scratch:
+            if let previous = scratchInodes[object], previous != inode, objects[previous] == object {
+                objects.removeValue(forKey: previous)
+            }
+            scratchInodes[object] = inode
+        default: break
+        }
+    }
+
+    private mutating func allocate() -> UInt64 {
+        nextDynamic += 1
+        return nextDynamic
+    }
+}

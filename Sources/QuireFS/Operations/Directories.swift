@@ -1,0 +1,184 @@
+import Glibc
+import QuireCore
+import QuireFuse
+
+/// What a name in a folder stands for right now.
+enum ResolvedName: Equatable {
+    case row(RowRef)
+    case scratch(Folder, String)
+    case none
+}
+
+extension QuireFileSystem {
+    func resolve(_ name: String, in namespace: Namespace) throws(FuseError) -> ResolvedName {
+        switch FileNames.meaning(of: name, in: namespace) {
+        case .junk, .localOnly:
+            return scratch.status(.namespace(namespace), name) != nil ? .scratch(.namespace(namespace), name) : .none
+        case .row(let title):
+            if let ref = pending[namespace]?[name] { return .row(ref) }
+            let listing = try listing(namespace)
+            if let key = listing.keyOfName[name] {
+                let ref = RowRef(namespace: namespace, key: key)
+                return detached[ref] == nil ? .row(ref) : .none
+            }
+            // The same title typed another way (an escape where none was needed).
+            let keys = listing.keys(titled: title).filter { detached[RowRef(namespace: namespace, key: $0)] == nil }
+            return keys.count == 1 ? .row(RowRef(namespace: namespace, key: keys[0])) : .none
+        }
+    }
+
+    func inode(of resolved: ResolvedName) -> UInt64? {
+        switch resolved {
+        case .row(let ref): return inodes.inode(for: ref)
+        case .scratch(let folder, let name): return inodes.inode(forScratch: folder, name)
+        case .none: return nil
+        }
+    }
+
+    /// The folder an inode is, or ENOTDIR.
+    func folder(_ inode: UInt64) throws(FuseError) -> Folder {
+        switch inodes.object(inode) {
+        case .root?: return .root
+        case .namespace(let namespace)?: return .namespace(namespace)
+        case .control?: throw .permissionDenied
+        case nil: throw .noEntry
+        default: throw .notDirectory
+        }
+    }
+
+    public func lookup(parent: FuseInode, name: String, request: FuseRequest) throws -> FuseEntry {
+        try locked { () throws(FuseError) -> FuseEntry in
+            switch inodes.object(parent.rawValue) {
+            case .root?:
+                if let namespace = MountLayout.namespace(named: name) { return try entry(InodeTable.folderInode(namespace)) }
+                if name == MountLayout.controlFolderName { return try entry(InodeTable.controlDirectory) }
+                guard scratch.status(.root, name) != nil else { throw .noEntry }
+                return try entry(inodes.inode(forScratch: .root, name))
+            case .namespace(let namespace)?:
+                guard let inode = inode(of: try resolve(name, in: namespace)) else { throw .noEntry }
+                return try entry(inode)
+            case .control?:
+                guard let file = ControlFile.allCases.first(where: { $0.name == name }) else { throw .noEntry }
+                return try entry(InodeTable.controlFileInode(file))
+            case nil: throw .noEntry
+            default: throw .notDirectory
+            }
+        }
+    }
+
+    public func getAttributes(_ inode: FuseInode, handle: UInt64?, request: FuseRequest) throws -> FuseAttributeReply {
+        try locked { () throws(FuseError) -> FuseAttributeReply in
+            FuseAttributeReply(try attributes(inode.rawValue), timeout: configuration.cacheTimeout)
+        }
+    }
+
+    public func statistics(_ inode: FuseInode, request: FuseRequest) throws -> FuseFilesystemStatistics {
+        // The space of the disk that holds the replica, which is where notes go.
+        var info = statvfs()
+        guard statvfs(configuration.scratchPath, &info) == 0 else { return FuseFilesystemStatistics() }
+        return FuseFilesystemStatistics(blockSize: UInt64(info.f_bsize), fragmentSize: UInt64(info.f_frsize),
+                                        blocks: UInt64(info.f_blocks), freeBlocks: UInt64(info.f_bfree),
+                                        availableBlocks: UInt64(info.f_bavail), files: UInt64(info.f_files),
+                                        freeFiles: UInt64(info.f_ffree), maximumNameLength: UInt64(FileNames.maximumNameBytes))
+    }
+
+    // MARK: Listing folders
+
+    public func openDirectory(_ inode: FuseInode, flags: FuseOpenFlags, request: FuseRequest) throws -> FuseOpenReply {
+        try locked { () throws(FuseError) -> FuseOpenReply in
+            let entries = try directoryEntries(inode.rawValue)
+            let handle = nextDirectoryHandle
+            nextDirectoryHandle += 1
+            directorySnapshots[handle] = entries
+            return FuseOpenReply(handle: handle)
+        }
+    }
+
+    private func directoryEntries(_ inode: UInt64) throws(FuseError) -> [DirectoryEntry] {
+        var entries = [DirectoryEntry(name: ".", inode: inode, kind: .directory),
+                       DirectoryEntry(name: "..", inode: FuseInode.root.rawValue, kind: .directory)]
+        switch inodes.object(inode) {
+        case .root?:
+            entries += MountLayout.namespaces.map { DirectoryEntry(name: $0.name, inode: InodeTable.folderInode($0), kind: .directory) }
+            entries.append(DirectoryEntry(name: MountLayout.controlFolderName, inode: InodeTable.controlDirectory, kind: .directory))
+            entries += scratch.names(.root).map { DirectoryEntry(name: $0, inode: inodes.inode(forScratch: .root, $0), kind: .regular) }
+        case .namespace(let namespace)?:
+            var listing = try listing(namespace)
+            for name in listing.sortedNames {
+                let ref = RowRef(namespace: namespace, key: listing.keyOfName[name]!)
+                if detached[ref] != nil { continue }
+                entries.append(DirectoryEntry(name: name, inode: inodes.inode(for: ref), kind: .regular))
+            }
+            listings[namespace] = listing   // keeps the sorted names it built
+            for (name, ref) in (pending[namespace] ?? [:]).sorted(by: { $0.key < $1.key }) where listing.keyOfName[name] == nil {
+                entries.append(DirectoryEntry(name: name, inode: inodes.inode(for: ref), kind: .regular))
+            }
+            entries += scratch.names(.namespace(namespace)).map {
+                DirectoryEntry(name: $0, inode: inodes.inode(forScratch: .namespace(namespace), $0), kind: .regular)
+            }
+        case .control?:
+            entries += ControlFile.allCases.map { DirectoryEntry(name: $0.name, inode: InodeTable.controlFileInode($0), kind: .regular) }
+        case nil: throw .noEntry
+        default: throw .notDirectory
+        }
+        return entries
+    }
+
+    public func readDirectory(_ inode: FuseInode, handle: UInt64, offset: UInt64,
+                              into buffer: inout FuseDirectoryBuffer, request: FuseRequest) throws {
+        let entries = locked { directorySnapshots[handle] ?? [] }
+        var index = Int(offset)
+        while index < entries.count {
+            let item = entries[index]
+            guard buffer.add(name: item.name, inode: FuseInode(item.inode), kind: item.kind, nextOffset: UInt64(index + 1)) else { break }
+            index += 1
+        }
+    }
+
+    public func readDirectoryPlus(_ inode: FuseInode, handle: UInt64, offset: UInt64,
+                                  into buffer: inout FuseDirectoryPlusBuffer, request: FuseRequest) throws {
+        try locked { () throws(FuseError) in
+            let entries = directorySnapshots[handle] ?? []
+            var index = Int(offset)
+            while index < entries.count {
+                let item = entries[index]
+                // An entry that vanished since opendir is skipped, not an error.
+                if let itemEntry = try? entry(item.inode) {
+                    guard buffer.add(name: item.name, entry: itemEntry, nextOffset: UInt64(index + 1)) else { break }
+                }
+                index += 1
+            }
+        }
+    }
+
+    public func releaseDirectory(_ inode: FuseInode, handle: UInt64, request: FuseRequest) throws {
+        locked { _ = directorySnapshots.removeValue(forKey: handle) }
+    }
+
+    public func synchronizeDirectory(_ inode: FuseInode, handle: UInt64, dataOnly: Bool, request: FuseRequest) throws {
+        try locked { () throws(FuseError) in
+            do { try store.sync() } catch { throw storeFailure(error, doing: "make the replica durable") }
+        }
+    }
+
+    // MARK: Folders are fixed
+
+    public func makeDirectory(parent: FuseInode, name: String, mode: UInt32, request: FuseRequest) throws -> FuseEntry {
+        let place = locked { describe(parent.rawValue) }
+        throw refuse(.notPermitted, "mkdir \(place)/\(name) refused: folders are fixed (one per namespace) and notes have no subfolders")
+    }
+
+    public func removeDirectory(parent: FuseInode, name: String, request: FuseRequest) throws {
+        let place = locked { describe(parent.rawValue) }
+        throw refuse(.notPermitted, "rmdir \(place)/\(name) refused: the namespace folders are fixed")
+    }
+
+    func describe(_ inode: UInt64) -> String {
+        switch inodes.object(inode) {
+        case .root?: return configuration.mountpoint
+        case .namespace(let namespace)?: return namespace.name
+        case .control?: return MountLayout.controlFolderName
+        default: return "inode \(inode)"
+        }
+    }
+}

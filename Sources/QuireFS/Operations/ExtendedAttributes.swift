@@ -1,0 +1,97 @@
+import QuireCore
+import QuireFuse
+import QuireStore
+
+/// Quire's attributes on row files:
+///   user.quire.key          the row key, hex (read-only)
+///   user.quire.tags         a note's tags, comma-separated (read/write: a new version)
+///   user.quire.contentHash  a note's body hash, hex (read-only)
+///   user.quire.resident     "1" when the body is on this device, "0" when offloaded (read-only)
+/// Other `user.*` attributes (editors add their own) are kept for the
+/// session only, never synced; other namespaces get EOPNOTSUPP.
+extension QuireFileSystem {
+    static let keyAttribute = "user.quire.key"
+    static let tagsAttribute = "user.quire.tags"
+    static let hashAttribute = "user.quire.contentHash"
+    static let residentAttribute = "user.quire.resident"
+
+    private func quireAttributes(_ ref: RowRef) throws(FuseError) -> [String: [UInt8]] {
+        var values: [String: [UInt8]] = [Self.keyAttribute: Array(ref.key.hex.utf8)]
+        guard ref.namespace == .notebook, working[ref]?.isNew != true else { return values }
+        let row: Row?
+        do { row = try store.row(ref.namespace, ref.key) } catch { throw storeFailure(error, doing: "read \(displayName(ref))") }
+        guard case .note(let note)? = row?.content else { return values }
+        values[Self.tagsAttribute] = Array(note.tags.joined(separator: ",").utf8)
+        values[Self.hashAttribute] = Array(Hex.encode(note.contentHash).utf8)
+        values[Self.residentAttribute] = Array((note.body == nil ? "0" : "1").utf8)
+        return values
+    }
+
+    public func extendedAttribute(_ inode: FuseInode, name: String, request: FuseRequest) throws -> [UInt8] {
+        try locked { () throws(FuseError) -> [UInt8] in
+            guard let object = inodes.object(inode.rawValue) else { throw .noEntry }
+            if case .row(let ref) = object, name.hasPrefix("user.quire.") {
+                guard let value = try quireAttributes(ref)[name] else { throw .noData }
+                return value
+            }
+            guard let value = transientAttributes[inode.rawValue]?[name] else { throw .noData }
+            return value
+        }
+    }
+
+    public func extendedAttributeNames(_ inode: FuseInode, request: FuseRequest) throws -> [String] {
+        try locked { () throws(FuseError) -> [String] in
+            guard let object = inodes.object(inode.rawValue) else { throw .noEntry }
+            var names: [String] = []
+            if case .row(let ref) = object { names = try quireAttributes(ref).keys.sorted() }
+            return names + (transientAttributes[inode.rawValue]?.keys.sorted() ?? [])
+        }
+    }
+
+    public func setExtendedAttribute(_ inode: FuseInode, name: String, value: [UInt8],
+                                     flags: FuseExtendedAttributeFlags, request: FuseRequest) throws {
+        try locked { () throws(FuseError) in
+            guard let object = inodes.object(inode.rawValue) else { throw .noEntry }
+            if name.hasPrefix("user.quire.") {
+                guard case .row(let ref) = object else { throw .operationNotSupported }
+                guard name == Self.tagsAttribute, ref.namespace == .notebook else {
+                    throw refuse(.notPermitted, "\(name) on \(ref.namespace.name)/\(displayName(ref)) is read-only")
+                }
+                if flags.contains(.create) { throw .exists }
+                guard let text = String(validating: value, as: UTF8.self) else {
+                    throw refuse(.illegalByteSequence, "tags of notebook/\(displayName(ref)) must be UTF-8 text")
+                }
+                try setTags(ref, text.split(separator: ",").map { String($0).trimmingSpaces })
+                return
+            }
+            guard name.hasPrefix("user.") else { throw .operationNotSupported }
+            let exists = transientAttributes[inode.rawValue]?[name] != nil
+            if flags.contains(.create) && exists { throw .exists }
+            if flags.contains(.replace) && !exists { throw .noData }
+            transientAttributes[inode.rawValue, default: [:]][name] = value
+        }
+    }
+
+    public func removeExtendedAttribute(_ inode: FuseInode, name: String, request: FuseRequest) throws {
+        try locked { () throws(FuseError) in
+            guard let object = inodes.object(inode.rawValue) else { throw .noEntry }
+            if name.hasPrefix("user.quire.") {
+                guard case .row(let ref) = object, name == Self.tagsAttribute, ref.namespace == .notebook else { throw .notPermitted }
+                try setTags(ref, [])
+                return
+            }
+            guard transientAttributes[inode.rawValue]?.removeValue(forKey: name) != nil else { throw .noData }
+        }
+    }
+
+    private func setTags(_ ref: RowRef, _ tags: [String]) throws(FuseError) {
+        if working[ref]?.isNew == true { try commit(ref, shown: nil) }
+        let row: Row?
+        do { row = try store.row(ref.namespace, ref.key) } catch { throw storeFailure(error, doing: "read \(displayName(ref))") }
+        guard case .note(var note)? = row?.content else { throw .noEntry }
+        note.tags = tags
+        do { recordWrite(ref, try store.putFromMount(.note(note), key: ref.key)) } catch {
+            throw storeFailure(error, doing: "tag notebook/\(displayName(ref))")
+        }
+    }
+}

@@ -1,0 +1,268 @@
+import Glibc
+import QuireCore
+import QuireFuse
+import QuireStore
+
+extension QuireFileSystem {
+    /// Larger writes fail with EFBIG: a note is prose, and the whole body
+    /// lives in memory while the file is open.
+    static let maximumFileSize = 256 << 20
+
+    func addHandle(_ file: OpenFile) -> UInt64 {
+        let handle = nextHandle
+        nextHandle += 1
+        handles[handle] = file
+        return handle
+    }
+
+    public func open(_ inode: FuseInode, flags: FuseOpenFlags, request: FuseRequest) throws -> FuseOpenReply {
+        try locked { () throws(FuseError) -> FuseOpenReply in
+            guard let object = inodes.object(inode.rawValue) else { throw .noEntry }
+            switch object {
+            case .root, .namespace, .control:
+                throw .isDirectory
+            case .controlFile(let file):
+                if flags.isWritable { throw refuse(.permissionDenied, ".quire/\(file.name) is read-only") }
+                let bytes = controlContents(file)
+                // Generated text: always read fresh (this is not a note body).
+                return FuseOpenReply(handle: addHandle(OpenFile(target: .control(bytes), inode: inode.rawValue, flags: flags, shown: bytes)),
+                                     options: [.directIO])
+            case .scratch(let folder, let name):
+                let descriptor = try scratch.open(folder, name, flags: flags.rawValue & ~(O_CREAT | O_EXCL))
+                return FuseOpenReply(handle: addHandle(OpenFile(target: .scratch(descriptor), inode: inode.rawValue, flags: flags, shown: [])))
+            case .row(let ref):
+                if flags.isWritable && MountLayout.isReadOnly(ref.namespace) {
+                    throw refuse(.permissionDenied, "\(ref.namespace.name)/\(displayName(ref)) is read-only: memory is append-only")
+                }
+                var copy = try workingCopy(ref)
+                let shown = copy.content
+                if flags.isTruncating && flags.isWritable && !copy.content.isEmpty {
+                    copy.content = []
+                    copy.isDirty = true
+                    copy.modifiedAt = .now
+                }
+                copy.openCount += 1
+                working[ref] = copy
+                // Keep the kernel's pages when they hold exactly this version.
+                let keepsCache = !copy.isDirty && kernelCachedSeq[inode.rawValue] == copy.seq
+                kernelCachedSeq[inode.rawValue] = copy.isDirty ? nil : copy.seq
+                let handle = addHandle(OpenFile(target: .row(ref), inode: inode.rawValue, flags: flags, shown: shown))
+                return FuseOpenReply(handle: handle, options: keepsCache ? [.keepCache] : [])
+            }
+        }
+    }
+
+    public func create(parent: FuseInode, name: String, mode: UInt32, flags: FuseOpenFlags,
+                       request: FuseRequest) throws -> FuseCreateReply {
+        try locked { () throws(FuseError) -> FuseCreateReply in
+            let folder = try folder(parent.rawValue)
+            guard name.utf8.count <= FileNames.maximumNameBytes else {
+                throw refuse(.nameTooLong, "\(describe(parent.rawValue))/\(name.prefix(40))…: a name is at most 255 bytes (\(name.utf8.count) given)")
+            }
+            guard case .namespace(let namespace) = folder else {
+                guard FileNames.isJunk(name) else {
+                    throw refuse(.notPermitted, "\(name) refused: the top folder holds the namespace folders only; put notes in notebook/")
+                }
+                return try createScratch(.root, name, mode: mode, flags: flags)
+            }
+            if MountLayout.isReadOnly(namespace) {
+                throw refuse(.permissionDenied, "\(namespace.name)/\(name) refused: memory is append-only (use 'quire put memory')")
+            }
+            switch FileNames.meaning(of: name, in: namespace) {
+            case .junk:
+                return try createScratch(folder, name, mode: mode, flags: flags)
+            case .localOnly:
+                log.info("\(namespace.name)/\(name) is not a \(namespace.name) file name (\(expectedName(namespace))): kept on this device only")
+                return try createScratch(folder, name, mode: mode, flags: flags)
+            case .row(let title):
+                return try createRow(namespace, name: name, title: title, flags: flags)
+            }
+        }
+    }
+
+    func expectedName(_ namespace: Namespace) -> String {
+        namespace == .saga ? "YYYY-MM-DD.md" : "TITLE" + FileNames.fileExtension(namespace)
+    }
+
+    private func createScratch(_ folder: Folder, _ name: String, mode: UInt32, flags: FuseOpenFlags) throws(FuseError) -> FuseCreateReply {
+        let descriptor = try scratch.open(folder, name, flags: flags.rawValue | O_CREAT, mode: mode_t(mode & 0o7777))
+        let inode = inodes.inode(forScratch: folder, name)
+        let handle = addHandle(OpenFile(target: .scratch(descriptor), inode: inode, flags: flags, shown: []))
+        return FuseCreateReply(entry: try entry(inode), open: FuseOpenReply(handle: handle))
+    }
+
+    private func createRow(_ namespace: Namespace, name: String, title: String, flags: FuseOpenFlags) throws(FuseError) -> FuseCreateReply {
+        // An editor that renamed this file to its backup name writes it
+        // anew: the new file is the same row (same key, its history kept).
+        var ref: RowRef
+        var isNew = true
+        var shown: [UInt8] = []
+        if let (detachedRef, _) = detached.first(where: { $0.key.namespace == namespace && $0.value.title == title }) {
+            detached.removeValue(forKey: detachedRef)
+            ref = detachedRef
+            isNew = false
+        } else {
+            switch namespace {
+            case .saga: ref = RowRef(namespace: namespace, key: SagaEntry.key(for: title))
+            case .settings: ref = RowRef(namespace: namespace, key: Setting.key(for: title))
+            default: ref = RowRef(namespace: namespace, key: RowKey(bytes: (0..<16).map { _ in UInt8.random(in: 0...255) })!)
+            }
+            if try listing(namespace).rows[ref.key] != nil { isNew = false }
+        }
+        var copy: WorkingCopy
+        if isNew {
+            copy = working[ref] ?? WorkingCopy(title: title, content: [], isNew: true)
+            pending[namespace, default: [:]][name] = ref
+        } else {
+            copy = try workingCopy(ref)
+            shown = copy.content
+            copy.content = []
+        }
+        copy.isDirty = true
+        copy.modifiedAt = .now
+        copy.openCount += 1
+        working[ref] = copy
+        let inode = inodes.inode(for: ref)
+        kernelCachedSeq.removeValue(forKey: inode)
+        let handle = addHandle(OpenFile(target: .row(ref), inode: inode, flags: flags, shown: shown))
+        return FuseCreateReply(entry: try entry(inode), open: FuseOpenReply(handle: handle))
+    }
+
+    public func read(_ inode: FuseInode, handle: UInt64, offset: UInt64, size: Int, request: FuseRequest) throws -> [UInt8] {
+        try locked { () throws(FuseError) -> [UInt8] in
+            guard let file = handles[handle] else { throw .badFileHandle }
+            func slice(_ bytes: [UInt8]) -> [UInt8] {
+                guard offset < UInt64(bytes.count) else { return [] }
+                let start = Int(offset)
+                return Array(bytes[start..<min(bytes.count, start + size)])
+            }
+            switch file.target {
+            case .row(let ref): return slice(working[ref]?.content ?? [])
+            case .control(let bytes): return slice(bytes)
+            case .scratch(let descriptor): return try scratch.read(descriptor, offset: offset, size: size)
+            }
+        }
+    }
+
+    public func write(_ inode: FuseInode, handle: UInt64, offset: UInt64, data: [UInt8],
+                      flags: FuseOpenFlags, request: FuseRequest) throws -> Int {
+        try locked { () throws(FuseError) -> Int in
+            guard let file = handles[handle], file.flags.isWritable else { throw .badFileHandle }
+            switch file.target {
+            case .control: throw .badFileHandle
+            case .scratch(let descriptor): return try scratch.write(descriptor, offset: offset, data: data)
+            case .row(let ref):
+                guard var copy = working[ref] else { throw .badFileHandle }
+                let start = file.flags.isAppending ? copy.content.count : Int(clamping: offset)
+                guard start + data.count <= Self.maximumFileSize else {
+                    throw refuse(.fileTooLarge, "\(ref.namespace.name)/\(displayName(ref)): files here are at most 256 MiB")
+                }
+                if start > copy.content.count { copy.content += [UInt8](repeating: 0, count: start - copy.content.count) }
+                let end = min(copy.content.count, start + data.count)
+                copy.content.replaceSubrange(start..<end, with: data)
+                copy.isDirty = true
+                copy.modifiedAt = .now
+                working[ref] = copy
+                return data.count
+            }
+        }
+    }
+
+    /// close(2): the open file's writes become one new version here, so a
+    /// failure (unparsable text, disk full) is what close() returns.
+    public func flush(_ inode: FuseInode, handle: UInt64, request: FuseRequest) throws {
+        try locked { () throws(FuseError) in
+            guard let file = handles[handle] else { throw .badFileHandle }
+            guard case .row(let ref) = file.target else { return }
+            try commit(ref, shown: file.shown)
+            handles[handle]?.shown = working[ref]?.content ?? []
+        }
+    }
+
+    /// fsync(2): committed and checkpointed, so it survives a power cut too.
+    public func synchronize(_ inode: FuseInode, handle: UInt64, dataOnly: Bool, request: FuseRequest) throws {
+        try locked { () throws(FuseError) in
+            guard let file = handles[handle] else { throw .badFileHandle }
+            switch file.target {
+            case .scratch(let descriptor):
+                if fsync(descriptor) != 0 { throw FuseError(errno) }
+            case .control:
+                return
+            case .row(let ref):
+                try commit(ref, shown: file.shown)
+                handles[handle]?.shown = working[ref]?.content ?? []
+                do { try store.sync() } catch { throw storeFailure(error, doing: "make \(ref.namespace.name)/\(displayName(ref)) durable") }
+            }
+        }
+    }
+
+    public func release(_ inode: FuseInode, handle: UInt64, flags: FuseOpenFlags, request: FuseRequest) throws {
+        locked {
+            guard let file = handles.removeValue(forKey: handle) else { return }
+            switch file.target {
+            case .scratch(let descriptor): close(descriptor)
+            case .control: break
+            case .row(let ref): releaseWorkingCopy(ref)
+            }
+        }
+    }
+
+    public func setAttributes(_ inode: FuseInode, _ changes: FuseAttributeChanges, handle: UInt64?,
+                              request: FuseRequest) throws -> FuseAttributeReply {
+        try locked { () throws(FuseError) -> FuseAttributeReply in
+            guard let object = inodes.object(inode.rawValue) else { throw .noEntry }
+            switch object {
+            case .row(let ref) where changes.fields.contains(.size):
+                if MountLayout.isReadOnly(ref.namespace) {
+                    throw refuse(.permissionDenied, "\(ref.namespace.name)/\(displayName(ref)) is read-only")
+                }
+                try resize(ref, to: Int(clamping: changes.size), byHandle: handle.flatMap { handles[$0] } != nil)
+            case .scratch(let folder, let name):
+                try changeScratch(folder, name, changes, handle: handle)
+            case .controlFile where changes.fields.contains(.size):
+                throw .permissionDenied
+            default:
+                // Rows have fixed permissions and owner, and their time is
+                // the row's last edit: chmod, chown and touch change nothing.
+                break
+            }
+            return FuseAttributeReply(try attributes(inode.rawValue), timeout: configuration.cacheTimeout)
+        }
+    }
+
+    /// ftruncate on an open file changes its working copy (committed at
+    /// close); truncate(2) by path is a complete edit of its own.
+    private func resize(_ ref: RowRef, to size: Int, byHandle: Bool) throws(FuseError) {
+        guard size <= Self.maximumFileSize else { throw .fileTooLarge }
+        var copy = try workingCopy(ref)
+        if size == copy.content.count { return }
+        if size < copy.content.count {
+            copy.content.removeSubrange(size...)
+        } else {
+            copy.content += [UInt8](repeating: 0, count: size - copy.content.count)
+        }
+        copy.isDirty = true
+        copy.modifiedAt = .now
+        working[ref] = copy
+        if !byHandle {
+            try commit(ref, shown: nil)
+            if working[ref]?.openCount == 0 { working.removeValue(forKey: ref) }
+        }
+    }
+
+    private func changeScratch(_ folder: Folder, _ name: String, _ changes: FuseAttributeChanges, handle: UInt64?) throws(FuseError) {
+        let path = scratch.path(folder, name)
+        if changes.fields.contains(.size), truncate(path, off_t(clamping: changes.size)) != 0 { throw FuseError(errno) }
+        if changes.fields.contains(.mode), chmod(path, mode_t(changes.permissions)) != 0 { throw FuseError(errno) }
+        if changes.fields.contains(.accessTime) || changes.fields.contains(.modificationTime) {
+            let omit = timespec(tv_sec: 0, tv_nsec: Int((1 << 30) - 2))   // UTIME_OMIT
+            var times = [
+                changes.fields.contains(.accessTime)
+                    ? timespec(tv_sec: time_t(changes.accessTime.seconds), tv_nsec: Int(changes.accessTime.nanoseconds)) : omit,
+                changes.fields.contains(.modificationTime)
+                    ? timespec(tv_sec: time_t(changes.modificationTime.seconds), tv_nsec: Int(changes.modificationTime.nanoseconds)) : omit,
+            ]
+            if utimensat(AT_FDCWD, path, &times, 0) != 0 { throw FuseError(errno) }
+        }
+    }
+}

@@ -1,0 +1,362 @@
+import Foundation
+import QuireCore
+import QuireFuse
+import QuireStore
+
+/// unlink and rename. The kernel moves an inode along with its name, so
+/// after each rename the inode that now sits at a name is re-pointed to the
+/// object that name shows (see `InodeTable`).
+extension QuireFileSystem {
+    public func unlink(parent: FuseInode, name: String, request: FuseRequest) throws {
+        try locked { () throws(FuseError) in
+            let folder = try folder(parent.rawValue)
+            guard case .namespace(let namespace) = folder else {
+                guard scratch.status(.root, name) != nil else { throw .noEntry }
+                try scratch.remove(.root, name)
+                inodes.dropScratch(.root, name)
+                return
+            }
+            switch try resolve(name, in: namespace) {
+            case .none: throw .noEntry
+            case .scratch(let folder, let name):
+                try scratch.remove(folder, name)
+                inodes.dropScratch(folder, name)
+            case .row(let ref):
+                if MountLayout.isReadOnly(namespace) {
+                    throw refuse(.permissionDenied, "\(namespace.name)/\(name) cannot be deleted: memory is append-only (record an event that buries it)")
+                }
+                let wasNew = working[ref]?.isNew == true
+                orphanOpenFiles(of: ref)
+                if wasNew {
+                    pending[namespace]?[name] = nil
+                    return
+                }
+                do {
+                    recordWrite(ref, try store.deleteFromMount(namespace, ref.key))
+                } catch {
+                    throw storeFailure(error, doing: "delete \(namespace.name)/\(name)")
+                }
+            }
+        }
+    }
+
+    public func rename(parent: FuseInode, name: String, newParent: FuseInode, newName: String,
+                       flags: FuseRenameFlags, request: FuseRequest) throws {
+        try locked { () throws(FuseError) in
+            if flags.contains(.whiteout) || (flags.contains(.noReplace) && flags.contains(.exchange)) { throw .invalid }
+            let from = try folder(parent.rawValue), to = try folder(newParent.rawValue)
+            guard newName.utf8.count <= FileNames.maximumNameBytes else {
+                throw refuse(.nameTooLong, "rename to \(newName.prefix(40))… refused: a name is at most 255 bytes (\(newName.utf8.count) given)")
+            }
+            let source = try resolveAnywhere(name, in: from)
+            let target = try resolveAnywhere(newName, in: to)
+            if source == .none { throw .noEntry }
+            if flags.contains(.noReplace) && target != .none { throw .exists }
+            if flags.contains(.exchange) && target == .none { throw .noEntry }
+            if source == target { return }
+            let exchange = flags.contains(.exchange)
+
+            var targetTitle: String? = nil
+            if case .namespace(let namespace) = to, case .row(let title) = FileNames.meaning(of: newName, in: namespace) {
+                targetTitle = title
+            }
+            let involvesRow: Bool = {
+                if case .row = source { return true }
+                if case .row = target { return true }
+                return targetTitle != nil
+            }()
+            if involvesRow && from != to { throw .crossDevice }   // mv copies across folders
+            for case .namespace(let namespace) in [from, to] where MountLayout.isReadOnly(namespace) && involvesRow {
+                throw refuse(.permissionDenied, "\(namespace.name) is read-only: memory is append-only")
+            }
+            if case .scratch(let sourceFolder, let sourceName) = source, targetTitle == nil {
+                return try renameScratch(sourceFolder, sourceName, to: to, newName, target: target, flags: flags)
+            }
+            guard case .namespace(let namespace) = to else { throw .notPermitted }
+            switch source {
+            case .row(let ref):
+                if let title = targetTitle {
+                    try renameRow(ref, from: name, to: newName, title: title, target: target, exchange: exchange)
+                } else {
+                    try moveRowToScratch(ref, from: name, to: newName, target: target, exchange: exchange)
+                }
+            case .scratch(let sourceFolder, let sourceName):
+                try moveScratchToRow(sourceFolder, sourceName, namespace: namespace, to: newName, title: targetTitle!,
+                                     target: target, exchange: exchange)
+            case .none:
+                throw .noEntry
+            }
+        }
+    }
+
+    private func resolveAnywhere(_ name: String, in folder: Folder) throws(FuseError) -> ResolvedName {
+        switch folder {
+        case .root: return scratch.status(.root, name) != nil ? .scratch(.root, name) : .none
+        case .namespace(let namespace): return try resolve(name, in: namespace)
+        }
+    }
+
+    // MARK: Scratch to scratch
+
+    private func renameScratch(_ folder: Folder, _ name: String, to newFolder: Folder, _ newName: String,
+                               target: ResolvedName, flags: FuseRenameFlags) throws(FuseError) {
+        if case .row = target { throw .crossDevice }
+        let sourceInode = inodes.inode(forScratch: folder, name)
+        let targetInode = target == .none ? nil : inodes.inode(forScratch: newFolder, newName)
+        try scratch.rename((folder, name), (newFolder, newName), flags: flags.rawValue & 3)
+        inodes.repoint(sourceInode, to: .scratch(newFolder, newName))
+        if flags.contains(.exchange), let targetInode { inodes.repoint(targetInode, to: .scratch(folder, name)) }
+    }
+
+    // MARK: Row to a row name
+
+    private func renameRow(_ ref: RowRef, from name: String, to newName: String, title: String,
+                           target: ResolvedName, exchange: Bool) throws(FuseError) {
+        let namespace = ref.namespace
+        let sourceInode = inodes.inode(for: ref)
+        let bytes = try currentBytes(ref)
+        switch target {
+        case .none:
+            if namespace == .saga || namespace == .settings {
+                // The key is the date or setting name: a new name is a new row.
+                let newRef = RowRef(namespace: namespace, key: namespace == .saga ? SagaEntry.key(for: title) : Setting.key(for: title))
+                try replace(newRef, titled: title, with: bytes, removing: ref, sourceName: name)
+                inodes.repoint(sourceInode, to: .row(newRef))
+                moveOpenFiles(of: sourceInode, to: newRef)
+            } else if working[ref]?.isNew == true {
+                pending[namespace]?[name] = nil
+                pending[namespace, default: [:]][newName] = ref
+                working[ref]?.title = title
+            } else {
+                try retitle(ref, to: title)
+            }
+        case .row(let targetRef):
+            let targetInode = inodes.inode(for: targetRef)
+            if exchange {
+                let targetBytes = try currentBytes(targetRef)
+                try swapContents(ref, bytes: targetBytes, targetRef, bytes: bytes)
+                inodes.repoint(sourceInode, to: .row(targetRef))
+                inodes.repoint(targetInode, to: .row(ref))
+                swapOpenFiles(sourceInode, targetInode, ref, targetRef)
+            } else {
+                // The save by rename: the target keeps its key and history.
+                try replace(targetRef, titled: nil, with: bytes, removing: ref, sourceName: name)
+                orphanOpenFiles(of: targetRef)
+                inodes.repoint(sourceInode, to: .row(targetRef))
+                moveOpenFiles(of: sourceInode, to: targetRef)
+            }
+        case .scratch:
+            throw .crossDevice
+        }
+    }
+
+    /// `bytes` become a new version of `targetRef` (created if needed), and
+    /// `source` goes away: removed outright if it never left this device,
+    /// else as a tombstone. One transaction.
+    private func replace(_ targetRef: RowRef, titled newTitle: String?, with bytes: [UInt8],
+                         removing source: RowRef?, sourceName: String) throws(FuseError) {
+        let namespace = targetRef.namespace
+        let previous = try storedContent(targetRef)
+        let title = newTitle ?? working[targetRef]?.title ?? previous?.displayName ?? ""
+        let content = try parseForRename(namespace, title: title, bytes: bytes, previous: previous, name: sourceName)
+        let sourceIsNew = source.map { working[$0]?.isNew == true } ?? true
+        let edit: ReplicaStore.MountEdit
+        do {
+            edit = try store.replaceFromMount(target: targetRef.key, with: content, removing: sourceIsNew ? nil : source?.key)
+        } catch {
+            throw storeFailure(error, doing: "save \(namespace.name)/\(sourceName) over its target")
+        }
+        recordWrite(targetRef, edit)
+        if let source {
+            if sourceIsNew { pending[namespace] = pending[namespace]?.filter { $0.value != source } }
+            if working[source] != nil {
+                working[source]?.isDirty = false
+                working[source]?.isNew = false
+            }
+            if var listing = listings[namespace] {
+                let changes = listing.remove(source.key)
+                listings[namespace] = listing
+                for change in changes {
+                    if let old = change.oldName { invalidations.append(.entry(parent: InodeTable.folderInode(namespace), name: old)) }
+                }
+            }
+        }
+    }
+
+    private func retitle(_ ref: RowRef, to title: String) throws(FuseError) {
+        guard let stored = try storedContent(ref) else { throw .noEntry }
+        var content = stored
+        switch stored {
+        case .note(var note): note.title = title; content = .note(note)
+        case .plan(var plan): plan.title = title; content = .plan(plan)
+        case .contact(var contact): contact.name = title; content = .contact(contact)
+        default: throw .notPermitted
+        }
+        do { recordWrite(ref, try store.putFromMount(content, key: ref.key)) } catch {
+            throw storeFailure(error, doing: "rename \(ref.namespace.name)/\(displayName(ref))")
+        }
+        working[ref]?.title = title
+        if case .contact = content {
+            // The card's FN shows the new name: its text changed.
+            if var copy = working[ref], !copy.isDirty, let bytes = RowFormat.render(content) { copy.content = bytes; working[ref] = copy }
+            for inode in inodes.inodesOfRow[ref] ?? [] { invalidations.append(.inode(inode)); kernelCachedSeq.removeValue(forKey: inode) }
+        }
+    }
+
+    /// RENAME_EXCHANGE of two rows: each name keeps its row (and key) and
+    /// shows the other's text. Both edits in one transaction.
+    private func swapContents(_ a: RowRef, bytes aBytes: [UInt8], _ b: RowRef, bytes bBytes: [UInt8]) throws(FuseError) {
+        for ref in [a, b] where working[ref]?.isNew == true { try commit(ref, shown: nil) }
+        let aPrevious = try storedContent(a), bPrevious = try storedContent(b)
+        let aContent = try parseForRename(a.namespace, title: aPrevious?.displayName ?? "", bytes: aBytes, previous: aPrevious, name: displayName(b))
+        let bContent = try parseForRename(b.namespace, title: bPrevious?.displayName ?? "", bytes: bBytes, previous: bPrevious, name: displayName(a))
+        do {
+            let edits = try store.putAllFromMount([(aContent, a.key), (bContent, b.key)])
+            recordWrite(a, edits[0])
+            recordWrite(b, edits[1])
+        } catch {
+            throw storeFailure(error, doing: "exchange \(displayName(a)) and \(displayName(b))")
+        }
+        for (ref, bytes) in [(a, aBytes), (b, bBytes)] where working[ref] != nil && working[ref]?.isDirty == false {
+            working[ref]?.content = bytes
+        }
+    }
+
+    // MARK: Rows and scratch files
+
+    private func moveScratchToRow(_ folder: Folder, _ name: String, namespace: Namespace, to newName: String, title: String,
+                                  target: ResolvedName, exchange: Bool) throws(FuseError) {
+        let sourceInode = inodes.inode(forScratch: folder, name)
+        let bytes = try scratch.contents(folder, name)
+        switch target {
+        case .row(let targetRef):
+            let targetInode = inodes.inode(for: targetRef)
+            if exchange {
+                let targetBytes = try currentBytes(targetRef)
+                try replace(targetRef, titled: nil, with: bytes, removing: nil, sourceName: name)
+                try scratch.replaceContents(folder, name, with: targetBytes)
+                inodes.repoint(sourceInode, to: .row(targetRef))
+                inodes.repoint(targetInode, to: .scratch(folder, name))
+            } else {
+                try replace(targetRef, titled: nil, with: bytes, removing: nil, sourceName: name)
+                try? scratch.remove(folder, name)
+                orphanOpenFiles(of: targetRef)
+                inodes.repoint(sourceInode, to: .row(targetRef))
+            }
+        case .none:
+            let ref = reclaimOrNewRef(namespace, title: title)
+            try replace(ref, titled: title, with: bytes, removing: nil, sourceName: name)
+            try? scratch.remove(folder, name)
+            inodes.repoint(sourceInode, to: .row(ref))
+        case .scratch:
+            throw .crossDevice
+        }
+    }
+
+    private func moveRowToScratch(_ ref: RowRef, from name: String, to newName: String,
+                                  target: ResolvedName, exchange: Bool) throws(FuseError) {
+        let namespace = ref.namespace
+        let folder = Folder.namespace(namespace)
+        let sourceInode = inodes.inode(for: ref)
+        let bytes = try currentBytes(ref)
+        if exchange, case .scratch = target {
+            let targetInode = inodes.inode(forScratch: folder, newName)
+            let scratchBytes = try scratch.contents(folder, newName)
+            try replace(ref, titled: nil, with: scratchBytes, removing: nil, sourceName: newName)
+            try scratch.replaceContents(folder, newName, with: bytes)
+            inodes.repoint(sourceInode, to: .scratch(folder, newName))
+            inodes.repoint(targetInode, to: .row(ref))
+            return
+        }
+        // An editor's backup step (vim, emacs: rename to name~, write a new
+        // file under the old name). The row waits, hidden, for its name to
+        // come back; if it does not, it is deleted (ChangeFeed.detachGrace).
+        try scratch.replaceContents(folder, newName, with: bytes)
+        if working[ref]?.isNew == true {
+            pending[namespace]?[name] = nil
+            working[ref]?.isDirty = false
+        } else {
+            let listed = try listing(namespace).rows[ref.key]?.title
+            let title = working[ref]?.title ?? listed ?? ""
+            detached[ref] = DetachedRow(title: title, name: name, since: Date())
+        }
+        inodes.repoint(sourceInode, to: .scratch(folder, newName))
+    }
+
+    private func reclaimOrNewRef(_ namespace: Namespace, title: String) -> RowRef {
+        if let (ref, _) = detached.first(where: { $0.key.namespace == namespace && $0.value.title == title }) {
+            detached.removeValue(forKey: ref)
+            return ref
+        }
+        switch namespace {
+        case .saga: return RowRef(namespace: namespace, key: SagaEntry.key(for: title))
+        case .settings: return RowRef(namespace: namespace, key: Setting.key(for: title))
+        default: return RowRef(namespace: namespace, key: RowKey(bytes: (0..<16).map { _ in UInt8.random(in: 0...255) })!)
+        }
+    }
+
+    // MARK: Helpers
+
+    /// The text a row's file shows now (its open working copy, else stored).
+    func currentBytes(_ ref: RowRef) throws(FuseError) -> [UInt8] {
+        if let copy = working[ref] { return copy.content }
+        return try workingCopy(ref).content
+    }
+
+    private func storedContent(_ ref: RowRef) throws(FuseError) -> RowContent? {
+        do { return try store.row(ref.namespace, ref.key)?.content } catch {
+            throw storeFailure(error, doing: "read \(ref.namespace.name)/\(ref.key.hex)")
+        }
+    }
+
+    private func parseForRename(_ namespace: Namespace, title: String, bytes: [UInt8], previous: RowContent?,
+                                name: String) throws(FuseError) -> RowContent {
+        do {
+            return try RowFormat.parse(namespace, title: title, bytes: bytes, previous: previous)
+        } catch {
+            throw refuse(error.fuseError, "\(namespace.name)/\(name) \(error.message); the rename was refused and the file left as it was")
+        }
+    }
+
+    /// Files still open on a row that was replaced or deleted keep reading
+    /// what they had; their writes go nowhere, as on any filesystem.
+    func orphanOpenFiles(of ref: RowRef) {
+        guard let copy = working.removeValue(forKey: ref) else { return }
+        for (handle, file) in handles {
+            if case .row(let open) = file.target, open == ref { handles[handle]?.target = .control(copy.content) }
+        }
+        if copy.isNew { pending[ref.namespace] = pending[ref.namespace]?.filter { $0.value != ref } }
+    }
+
+    /// The kernel moved `inode` (and the files open on it) to a name that
+    /// now shows `ref`.
+    private func moveOpenFiles(of inode: UInt64, to ref: RowRef) {
+        for (handle, file) in handles where file.inode == inode {
+            guard case .row(let old) = file.target, old != ref else { continue }
+            if var copy = working[old] {
+                copy.openCount -= 1
+                working[old] = copy.openCount > 0 ? copy : nil
+            }
+            if var copy = try? workingCopy(ref) {
+                copy.openCount += 1
+                working[ref] = copy
+                handles[handle]?.target = .row(ref)
+            }
+        }
+    }
+
+    private func swapOpenFiles(_ aInode: UInt64, _ bInode: UInt64, _ a: RowRef, _ b: RowRef) {
+        for (handle, file) in handles {
+            guard case .row(let open) = file.target else { continue }
+            if file.inode == aInode && open == a { handles[handle]?.target = .row(b) }
+            if file.inode == bInode && open == b { handles[handle]?.target = .row(a) }
+        }
+        // Recount: each working copy lives while a handle points at it.
+        for ref in [a, b] {
+            working[ref]?.openCount = handles.values.filter { file in
+                if case .row(let open) = file.target { return open == ref }
+                return false
+            }.count
+        }
+    }
+}

@@ -1,0 +1,257 @@
+import Foundation
+import QuireCore
+import QuireFuse
+import QuireStore
+
+/// What the mount adds to the device's status words.
+public struct MountStatus: Sendable {
+    public var mountpoint: String
+    /// Recent problems (bad input, refused writes), oldest first.
+    public var problems: [String]
+    /// Files in the folders that are not rows and stay on this device.
+    public var localOnlyFiles: [String]
+    public var openFiles: Int
+}
+
+/// The replica as a folder: namespaces as folders, rows as files. See
+/// mount/README.md for the layout, names, formats and semantics.
+///
+/// One lock guards the tables below; store calls happen under it (the store
+/// serialises on its own connection anyway). Nothing here calls the kernel
+/// while holding it: cache invalidations are queued and sent by the change
+/// feed thread (`ChangeFeed`).
+public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
+    public struct Configuration: Sendable {
+        /// Where editor junk and other non-row files live (the device's scratch folder).
+        public var scratchPath: String
+        public var mountpoint: String
+        public var log: MountLog
+        /// The words of `.quire/status` (text) and `.quire/status.json`.
+        public var status: @Sendable (MountStatus) -> (text: String, json: [UInt8])
+        /// The content of `.quire/digest`.
+        public var digest: @Sendable () throws -> [UInt8]
+        /// Brings an offloaded note body back (issue 5); nil: offloaded
+        /// bodies cannot be read here, and reads fail with EIO.
+        public var recall: (@Sendable (_ key: RowKey, _ contentHash: [UInt8], _ timeout: Double) throws -> [UInt8])?
+        public var recallTimeout: Double
+        /// Seconds the kernel may trust names and attributes; changes from
+        /// elsewhere are pushed with explicit invalidations, so this only
+        /// bounds how stale a missed one can be.
+        public var cacheTimeout: Double
+
+        public init(scratchPath: String, mountpoint: String, log: MountLog,
+                    status: @escaping @Sendable (MountStatus) -> (text: String, json: [UInt8]),
+                    digest: @escaping @Sendable () throws -> [UInt8],
+                    recall: (@Sendable (RowKey, [UInt8], Double) throws -> [UInt8])? = nil,
+                    recallTimeout: Double = 10, cacheTimeout: Double = 1) {
+            self.scratchPath = scratchPath
+            self.mountpoint = mountpoint
+            self.log = log
+            self.status = status
+            self.digest = digest
+            self.recall = recall
+            self.recallTimeout = recallTimeout
+            self.cacheTimeout = cacheTimeout
+        }
+    }
+
+    let store: ReplicaStore
+    let configuration: Configuration
+    let scratch: ScratchArea
+    let owner: (uid: UInt32, gid: UInt32)
+    let mountedAt: FuseTimestamp
+    var log: MountLog { configuration.log }
+
+    let lock = NSLock()
+    // Everything below is guarded by `lock`.
+    var listings: [Namespace: NamespaceListing] = [:]
+    var inodes = InodeTable()
+    var handles: [UInt64: OpenFile] = [:]
+    var nextHandle: UInt64 = 1
+    var working: [RowRef: WorkingCopy] = [:]
+    /// Files created through the mount and not yet flushed: name → row.
+    var pending: [Namespace: [String: RowRef]] = [:]
+    /// Rows renamed into the scratch area (an editor's backup step); they
+    /// come back if their name is created again soon, else are deleted.
+    var detached: [RowRef: DetachedRow] = [:]
+    /// Change numbers of our own writes, so the feed does not invalidate them.
+    var selfWrites: [RowRef: Int64] = [:]
+    /// Per inode, the row version the kernel's page cache holds.
+    var kernelCachedSeq: [UInt64: Int64] = [:]
+    var renderedSizes: [RowRef: (seq: Int64, size: Int)] = [:]
+    var directorySnapshots: [UInt64: [DirectoryEntry]] = [:]
+    var nextDirectoryHandle: UInt64 = 1
+    /// `user.*` attributes other than Quire's: kept for the session only.
+    var transientAttributes: [UInt64: [String: [UInt8]]] = [:]
+    var invalidations: [Invalidation] = []
+    var lastSeenSequence: Int64 = 0
+
+    public init(store: ReplicaStore, configuration: Configuration) throws {
+        self.store = store
+        self.configuration = configuration
+        self.scratch = ScratchArea(root: configuration.scratchPath)
+        self.owner = (getuid(), getgid())
+        self.mountedAt = .now
+        try scratch.prepare()
+        lastSeenSequence = try store.changeSequence()
+    }
+
+    func locked<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    public func initialize(connection: inout FuseConnection) {
+        // Names and sizes change behind the kernel's back (sync, other
+        // processes): let a changed mtime or size drop cached pages.
+        if connection.capable.contains(.autoInvalidateData) { connection.wanted.insert(.autoInvalidateData) }
+        if connection.capable.contains(.readDirectoryPlus) { connection.wanted.insert(.readDirectoryPlus) }
+        log.info("mounted at \(configuration.mountpoint)")
+    }
+
+    /// At unmount: nothing may stay uncommitted, and detached rows whose
+    /// name never came back are deleted as the user's rename said.
+    public func destroy() {
+        locked {
+            for ref in working.keys where working[ref]?.isDirty == true {
+                do { try commit(ref, shown: nil) } catch { keepUnsaved(ref, because: "\(error)") }
+            }
+            for ref in Array(detached.keys) { finishDetach(ref) }
+            try? store.sync()
+        }
+        log.info("unmounted \(configuration.mountpoint)")
+    }
+
+    // MARK: Listings and attributes
+
+    func listing(_ namespace: Namespace) throws(FuseError) -> NamespaceListing {
+        if let listing = listings[namespace] { return listing }
+        do {
+            let listing = NamespaceListing(namespace: namespace, summaries: try store.summaries(namespace))
+            listings[namespace] = listing
+            return listing
+        } catch {
+            throw storeFailure(error, doing: "list \(namespace.name)")
+        }
+    }
+
+    func directoryAttributes(_ inode: UInt64, writable: Bool) -> FuseAttributes {
+        FuseAttributes(inode: FuseInode(inode), kind: .directory, permissions: writable ? 0o755 : 0o555, linkCount: 2,
+                       uid: owner.uid, gid: owner.gid, accessTime: mountedAt, modificationTime: mountedAt, changeTime: mountedAt)
+    }
+
+    func attributes(_ inode: UInt64) throws(FuseError) -> FuseAttributes {
+        guard let object = inodes.object(inode) else { throw .noEntry }
+        switch object {
+        case .root: return directoryAttributes(inode, writable: true)
+        case .namespace(let namespace): return directoryAttributes(inode, writable: !MountLayout.isReadOnly(namespace))
+        case .control: return directoryAttributes(inode, writable: false)
+        case .controlFile(let file):
+            return FuseAttributes(inode: FuseInode(inode), kind: .regular, permissions: 0o444, uid: owner.uid, gid: owner.gid,
+                                  size: UInt64(controlContents(file).count), accessTime: .now, modificationTime: .now, changeTime: .now)
+        case .row(let ref): return try rowAttributes(ref, inode: inode)
+        case .scratch(let folder, let name):
+            guard let info = scratch.status(folder, name) else { throw .noEntry }
+            return FuseAttributes(inode: FuseInode(inode), kind: .regular, permissions: UInt32(info.st_mode) & 0o7777,
+                                  uid: owner.uid, gid: owner.gid, size: UInt64(info.st_size),
+                                  accessTime: FuseTimestamp(seconds: Int64(info.st_atim.tv_sec), nanoseconds: UInt32(info.st_atim.tv_nsec)),
+                                  modificationTime: FuseTimestamp(seconds: Int64(info.st_mtim.tv_sec), nanoseconds: UInt32(info.st_mtim.tv_nsec)),
+                                  changeTime: FuseTimestamp(seconds: Int64(info.st_ctim.tv_sec), nanoseconds: UInt32(info.st_ctim.tv_nsec)))
+        }
+    }
+
+    func rowAttributes(_ ref: RowRef, inode: UInt64) throws(FuseError) -> FuseAttributes {
+        let permissions: UInt32 = MountLayout.isReadOnly(ref.namespace) ? 0o444 : 0o644
+        if let copy = working[ref], copy.isDirty || copy.isNew {
+            return FuseAttributes(inode: FuseInode(inode), kind: .regular, permissions: permissions, uid: owner.uid, gid: owner.gid,
+                                  size: UInt64(copy.content.count), accessTime: copy.modifiedAt,
+                                  modificationTime: copy.modifiedAt, changeTime: copy.modifiedAt)
+        }
+        guard let listed = try listing(ref.namespace).rows[ref.key], detached[ref] == nil else { throw .noEntry }
+        let size: Int
+        switch ref.namespace {
+        case .notebook, .saga: size = listed.size
+        default: size = try renderedSize(ref, seq: listed.seq)
+        }
+        let time = FuseTimestamp(seconds: listed.updatedAt.seconds)
+        return FuseAttributes(inode: FuseInode(inode), kind: .regular, permissions: permissions, uid: owner.uid, gid: owner.gid,
+                              size: UInt64(size), blocks: listed.isOffloaded ? 0 : nil,
+                              accessTime: time, modificationTime: time, changeTime: time)
+    }
+
+    /// Structured rows have no stored text length: render once per version.
+    func renderedSize(_ ref: RowRef, seq: Int64) throws(FuseError) -> Int {
+        if let cached = renderedSizes[ref], cached.seq == seq { return cached.size }
+        let size = try renderedContent(ref)?.count ?? 0
+        renderedSizes[ref] = (seq, size)
+        return size
+    }
+
+    /// The file text of a stored row; nil for a tombstone or missing row.
+    func renderedContent(_ ref: RowRef) throws(FuseError) -> [UInt8]? {
+        let row: Row?
+        do { row = try store.row(ref.namespace, ref.key) } catch { throw storeFailure(error, doing: "read \(ref.namespace.name)/\(ref.key.hex)") }
+        guard let content = row?.content else { return nil }
+        return RowFormat.render(content)
+    }
+
+    func entry(_ inode: UInt64) throws(FuseError) -> FuseEntry {
+        FuseEntry(try attributes(inode), attributeTimeout: configuration.cacheTimeout, entryTimeout: configuration.cacheTimeout)
+    }
+
+    func folderInode(_ folder: Folder) -> UInt64 {
+        switch folder {
+        case .root: return FuseInode.root.rawValue
+        case .namespace(let namespace): return InodeTable.folderInode(namespace)
+        }
+    }
+
+    /// The file name a row shows under right now (for messages and invalidation).
+    func displayName(_ ref: RowRef) -> String {
+        if let name = pending[ref.namespace]?.first(where: { $0.value == ref })?.key { return name }
+        return listings[ref.namespace]?.nameOfKey[ref.key] ?? ref.key.hex
+    }
+
+    // MARK: Errors
+
+    /// A store failure as an errno, with a line in the log and the status.
+    func storeFailure(_ error: any Error, doing what: String) -> FuseError {
+        guard let error = error as? StoreError else {
+            log.problem("could not \(what): \(error)")
+            return .io
+        }
+        log.problem("could not \(what): \(error.message)")
+        switch error.kind {
+        case .diskFull: return .noSpace
+        case .readOnly: return .readOnly
+        case .locked: return .busy
+        case .permission: return .permissionDenied
+        case .notFound: return .noEntry
+        case .invalidInput: return .invalid
+        case .conflict: return .exists
+        case .corrupt, .foreign, .sqlite: return .io
+        }
+    }
+
+    func refuse(_ error: FuseError, _ message: String) -> FuseError {
+        log.problem(message)
+        return error
+    }
+}
+
+/// A directory listing as served: taken at opendir, so offsets stay
+/// meaningful while names change.
+struct DirectoryEntry {
+    var name: String
+    var inode: UInt64
+    var kind: FuseFileKind
+}
+
+/// A row renamed to a scratch name (vim and emacs rename a file to its
+/// backup name, then write a new file under the old name).
+struct DetachedRow {
+    var title: String
+    var name: String
+    var since: Date
+}
