@@ -2,5 +2,6 @@
 enum ExtensionCommands {
     static let all: [Command] = [
         SyncCommands.sync, SyncCommands.up, InviteCommand.command, DevicesCommands.devices,
+        MountCommands.mount, MountCommands.unmount,
     ]
 }
