@@ -18,6 +18,8 @@ struct SiblingState {
     var isReconciling = false
     /// A pull from it received rows: advertise to it as soon as its pulls end.
     var shouldReadvertise = false
+    /// Namespaces to pull again once the current pulls with it end.
+    var pullAgain = Set<Namespace>()
     var storm: StormGuard
     var incompatibleVersion: UInt8?
     var generationGap: UInt64?

@@ -53,7 +53,8 @@ extension SyncEngine {
     @discardableResult
     func sendDigest(to device: DeviceID) -> Bool {
         guard let digest = try? currentDigest() else { return false }
-        let ok = send(.stateDigest, DigestMessage(digest: digest.bytes).encoded(), to: device)
+        let echo = DigestMessage.echo(of: siblings[device]?.lastDigestBytes)
+        let ok = send(.stateDigest, DigestMessage(digest: digest.bytes, echo: echo).encoded(), to: device)
         if ok {
             metrics.digestsSent += 1
             siblings[device]?.lastSentDigest = digest.bytes
@@ -78,7 +79,7 @@ extension SyncEngine {
         nextHeartbeatMs = nowMs + base - jitterRange + r % (2 * jitterRange)
     }
 
-    func handleDigest(_ bytes: [UInt8], from sender: DeviceID, nowMs: UInt64) throws {
+    func handleDigest(_ bytes: [UInt8], echo: [UInt8], from sender: DeviceID, nowMs: UInt64) throws {
         guard var sibling = siblings[sender] else { return }
         let theirs: StateDigest
         do {
@@ -112,12 +113,15 @@ extension SyncEngine {
             return
         }
         sibling.generationGap = nil
+        // What it says it last heard from us; if that is not our digest, the
+        // advertisement we sent was lost (or never sent): we owe it one.
+        if echo != DigestMessage.echo(of: mine.bytes) { sibling.lastSentDigest = nil }
         let divergent = mine.digest.divergentNamespaces(from: theirs)
         sibling.divergent = divergent
         if divergent.isEmpty {
             sibling.inSync = true
             sibling.lastMatch = clock.now()
-            let shouldReturn = sibling.isReconciling && sibling.lastSentDigest != mine.bytes
+            let shouldReturn = (sibling.isReconciling || sibling.lastSentDigest == nil) && sibling.lastSentDigest != mine.bytes
             sibling.isReconciling = false
             siblings[sender] = sibling
             // Exactly once, so a one-directional puller learns the pair

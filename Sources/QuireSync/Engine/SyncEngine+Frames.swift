@@ -43,7 +43,7 @@ extension SyncEngine {
             switch message.subKind {
             case .stateDigest:
                 let m = try DigestMessage.decode(message.payload)
-                try handleDigest(m.digest, from: sender, nowMs: nowMs)
+                try handleDigest(m.digest, echo: m.echo, from: sender, nowMs: nowMs)
             case .reconcileRequest:
                 try handleRequest(try ReconcileRequest.decode(message.payload), from: sender)
             case .reconcileResponse:

@@ -18,7 +18,8 @@ extension SyncEngine {
         let stormsBefore = sibling.storm.storms
         guard sibling.storm.admitRound(nowMs: nowMs) else {
             if sibling.storm.storms > stormsBefore {
-                note("storm with '\(sibling.member.name)': more than \(configuration.stormMaxRounds) rounds in \(configuration.stormWindowMilliseconds / 1000) s; backing off \(configuration.stormBackoffMilliseconds / 1000) s. Still out of sync in: \(namespaces.map(\.name).joined(separator: ", "))")
+                let divergent = Set(sibling.divergent + namespaces).sorted()
+                note("storm with '\(sibling.member.name)': more than \(configuration.stormMaxRounds) rounds in \(configuration.stormWindowMilliseconds / 1000) s; backing off \(configuration.stormBackoffMilliseconds / 1000) s. Still out of sync in: \(divergent.map(\.name).joined(separator: ", "))")
             }
             siblings[sender] = sibling
             return
@@ -119,9 +120,14 @@ extension SyncEngine {
             siblings[key.sibling]?.shouldReadvertise = false
             sendDigest(to: key.sibling)
         }
-        if session.pullAgain, let theirs = siblings[key.sibling]?.lastDigest, let mine = try? currentDigest(),
-           theirs.generation == mine.digest.generation, theirs.roots[key.namespace] != mine.digest.roots[key.namespace] {
-            startPulls(from: key.sibling, namespaces: [key.namespace], nowMs: nowMs)
+        if session.pullAgain { siblings[key.sibling]?.pullAgain.insert(key.namespace) }
+        // Pull again as one round, once every pull with this sibling ended,
+        // for the namespaces that still differ from its last digest.
+        guard !hasPulls(with: key.sibling), let again = siblings[key.sibling]?.pullAgain, !again.isEmpty else { return }
+        siblings[key.sibling]?.pullAgain = []
+        if let theirs = siblings[key.sibling]?.lastDigest, let mine = try? currentDigest(), theirs.generation == mine.digest.generation {
+            let still = again.filter { theirs.roots[$0] != mine.digest.roots[$0] }.sorted()
+            if !still.isEmpty { startPulls(from: key.sibling, namespaces: still, nowMs: nowMs) }
         }
     }
 }

@@ -119,7 +119,9 @@ public final class SyncEngine: @unchecked Sendable {
         do {
             try reloadRoster()
             lastSeq = try store.changeSequence()
-            for id in Array(siblings.keys) { introduce(to: id) }
+            // A sibling that ever sealed a frame to us holds our certificate;
+            // the others (a device that just joined) get an introduction.
+            for id in Array(siblings.keys) where replay.floors[id] == nil { introduce(to: id) }
             let now = clock.monotonicMilliseconds()
             broadcast(force: true, nowMs: now)
             scheduleHeartbeat(nowMs: now)

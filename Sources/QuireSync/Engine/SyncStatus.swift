@@ -82,6 +82,16 @@ struct SyncPersistentState: Codable, Sendable {
     var ownSessionStart: UInt64 = 0
     var replayFloors: [String: UInt64] = [:]
 
+    enum CodingKeys: String, CodingKey { case ownSessionStart, replayFloors }
+
+    init() {}
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        ownSessionStart = try c.decodeIfPresent(UInt64.self, forKey: .ownSessionStart) ?? 0
+        replayFloors = try c.decodeIfPresent([String: UInt64].self, forKey: .replayFloors) ?? [:]
+    }
+
     static func load(path: String) -> SyncPersistentState {
         guard let data = FileManager.default.contents(atPath: path),
               let state = try? JSONDecoder().decode(SyncPersistentState.self, from: data) else { return SyncPersistentState() }

@@ -75,6 +75,9 @@ public struct ChunkAssembler: Sendable {
     }
 
     private var pending: [DeviceID: [[UInt8]: Pending]] = [:]
+    /// Recently completed message ids per sender: a late duplicate chunk
+    /// must not start a new partial message that then sits until it expires.
+    private var completed: [DeviceID: [[UInt8]]] = [:]
     private var totalBytes = 0
     public private(set) var expired = 0
 
@@ -84,6 +87,7 @@ public struct ChunkAssembler: Sendable {
     /// Duplicated chunks are ignored; chunks over a bound are refused.
     public mutating func add(_ chunk: Chunk, from sender: DeviceID, nowMs: UInt64) -> SyncMessage? {
         expire(nowMs: nowMs)
+        if completed[sender]?.contains(chunk.messageID) == true { return nil }
         var forSender = pending[sender] ?? [:]
         var entry: Pending
         if let existing = forSender[chunk.messageID] {
@@ -117,6 +121,10 @@ public struct ChunkAssembler: Sendable {
             forSender[chunk.messageID] = nil
             pending[sender] = forSender.isEmpty ? nil : forSender
             totalBytes -= entry.bytes
+            var done = completed[sender] ?? []
+            done.append(chunk.messageID)
+            if done.count > 32 { done.removeFirst(done.count - 32) }
+            completed[sender] = done
             var whole: [UInt8] = []
             whole.reserveCapacity(entry.bytes)
             for i in 0..<entry.count { whole += entry.parts[i]! }

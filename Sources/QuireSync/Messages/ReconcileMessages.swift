@@ -210,17 +210,31 @@ public struct ReconcileResponse: Equatable, Sendable {
 }
 
 /// `state_digest`: the encoded digest, kept as bytes so a digest of another
-/// wire version still parses far enough to be named in `quire status`.
+/// wire version still parses far enough to be named in `quire status`, and
+/// an echo of the recipient's digest as last received (8 bytes of its hash,
+/// empty if none): a relay with no mailbox may have lost our last
+/// advertisement, and the echo is how we find out without a timer.
 public struct DigestMessage: Equatable, Sendable {
     public var digest: [UInt8]
+    public var echo: [UInt8]
 
-    public init(digest: [UInt8]) { self.digest = digest }
+    public init(digest: [UInt8], echo: [UInt8] = []) {
+        self.digest = digest
+        self.echo = echo
+    }
 
-    public func encoded() -> [UInt8] { CBORWriter.encode(.map([(.unsigned(1), .bytes(digest))])) }
+    public static func echo(of digest: [UInt8]?) -> [UInt8] {
+        guard let digest else { return [] }
+        return Array(SHA256.hash(separator: "quire.sync.echo", digest).prefix(8))
+    }
+
+    public func encoded() -> [UInt8] {
+        CBORWriter.encode(.map([(.unsigned(1), .bytes(digest)), (.unsigned(2), .bytes(echo))]))
+    }
 
     public static func decode(_ bytes: [UInt8]) throws(CBORError) -> DigestMessage {
         let f = try CBORReader.decode(bytes, limits: .init(maxDepth: 4, maxItemLength: 64 << 10)).asFieldMap()
-        return DigestMessage(digest: try f.required(1, "digest").asBytes())
+        return DigestMessage(digest: try f.required(1, "digest").asBytes(), echo: try f.optional(2)?.asBytes() ?? [])
     }
 }
 

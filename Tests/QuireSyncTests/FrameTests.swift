@@ -1,0 +1,226 @@
+import Foundation
+import QuireCore
+import QuireCrypto
+import QuireStore
+import XCTest
+@testable import QuireSync
+
+final class FrameTests: XCTestCase {
+    private func identity(account: SigningKeyPair) -> (Identity, FrameIdentity) {
+        let id = Identity(account: account, deviceSigning: SigningKeyPair(), deviceBox: BoxKeyPair(), backupKey: SecretBytes(randomCount: 32))
+        return (id, FrameIdentity(deviceID: id.deviceID, userIDHash: id.userIDHash, box: id.deviceBox))
+    }
+
+    private func member(_ id: Identity, revoked: Bool = false) -> RosterMember {
+        RosterMember(deviceID: id.deviceID, name: "x", boxKey: id.deviceBox.publicKey, signingKey: id.deviceSigning.publicKey.bytes,
+                     role: "device", issuedAt: Timestamp(seconds: 1), revokedAt: revoked ? Timestamp(seconds: 2) : nil)
+    }
+
+    func testEnvelopeRoundTripAndHostileShapes() {
+        let e = Envelope(boxKind: .authenticated, recipient: ID16(bytes: Array(repeating: 1, count: 16))!,
+                         claimedSender: ID16(bytes: Array(repeating: 2, count: 16))!, box: Array(repeating: 7, count: 100))
+        let bytes = e.encoded()
+        XCTAssertEqual(try Envelope.parse(bytes, maxSize: 1000).get(), e)
+        XCTAssertEqual(Envelope.parse(bytes, maxSize: 50), .failure(.oversize))
+        XCTAssertEqual(Envelope.parse(Array(bytes.prefix(60)), maxSize: 1000), .failure(.truncated))
+        XCTAssertEqual(Envelope.parse(Array(bytes.prefix(20)), maxSize: 1000), .failure(.truncated))
+        XCTAssertEqual(Envelope.parse(bytes + [0], maxSize: 1000), .failure(.malformed))
+        XCTAssertEqual(Envelope.parse([], maxSize: 1000), .failure(.malformed))
+        var wrongFormat = bytes; wrongFormat[2] = 9
+        XCTAssertEqual(Envelope.parse(wrongFormat, maxSize: 1000), .failure(.unsupportedFormat))
+        var badKind = bytes; badKind[4] = 7
+        XCTAssertEqual(Envelope.parse(badKind, maxSize: 1000), .failure(.malformed))
+        let random = SeededRandom(seed: 42)
+        for _ in 0..<2000 {
+            let junk = random.bytes(random.int(0..<300))
+            if case .success = Envelope.parse(junk, maxSize: 1000) { XCTAssertEqual(Array(junk.prefix(2)), Envelope.magic) }
+        }
+    }
+
+    func testOpenChecksEveryStepInOrder() throws {
+        let account = SigningKeyPair()
+        let (alice, aliceFrame) = identity(account: account)
+        let (bob, bobFrame) = identity(account: account)
+        let (carol, _) = identity(account: account)
+        let (mallory, malloryFrame) = identity(account: SigningKeyPair())
+        let roster = Roster(members: [alice.deviceID: member(alice), bob.deviceID: member(bob), carol.deviceID: member(carol, revoked: true)])
+        var sealer = FrameSealer(identity: bobFrame, session: Array(repeating: 3, count: 8), sessionStart: 10, maxFrameSize: 64 << 10)
+        let message = SyncMessage(subKind: .stateDigest, payload: [1, 2, 3])
+        let frame = sealer.seal(message, to: alice.deviceID, boxKey: alice.deviceBox.publicKey, messageID: [0, 0, 0, 0, 0, 0, 0, 0])[0]
+        var guardState = ReplayGuard()
+        let opened = try FrameOpener.open(frame, maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &guardState).get()
+        XCTAssertEqual(opened.subKind, .stateDigest)
+        XCTAssertEqual(opened.payload, [1, 2, 3])
+        XCTAssertEqual(opened.sender, bob.deviceID)
+        // The same bytes again: a replay.
+        XCTAssertEqual(FrameOpener.open(frame, maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &guardState), .failure(.replay))
+        // Addressed to someone else.
+        var g2 = ReplayGuard()
+        XCTAssertEqual(FrameOpener.open(frame, maxSize: 64 << 10, me: bobFrame, roster: roster, replay: &g2), .failure(.misaddressed))
+        // A flipped byte in the box.
+        var tampered = frame; tampered[tampered.count - 5] ^= 0x40
+        XCTAssertEqual(FrameOpener.open(tampered, maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &g2), .failure(.unauthenticated))
+        // Claiming to be Bob but sealed by Mallory's key.
+        var forged = FrameSealer(identity: FrameIdentity(deviceID: bob.deviceID, userIDHash: bob.userIDHash, box: mallory.deviceBox),
+                                 session: Array(repeating: 4, count: 8), sessionStart: 11, maxFrameSize: 64 << 10)
+        let forgedFrame = forged.seal(message, to: alice.deviceID, boxKey: alice.deviceBox.publicKey, messageID: [])[0]
+        XCTAssertEqual(FrameOpener.open(forgedFrame, maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &g2), .failure(.unauthenticated))
+        // Another account's device: not on our roster.
+        var other = FrameSealer(identity: malloryFrame, session: Array(repeating: 5, count: 8), sessionStart: 12, maxFrameSize: 64 << 10)
+        let otherFrame = other.seal(message, to: alice.deviceID, boxKey: alice.deviceBox.publicKey, messageID: [])[0]
+        XCTAssertEqual(FrameOpener.open(otherFrame, maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &g2), .failure(.unknownSender))
+        // A roster key, but the inner account is not ours.
+        let sneaky = FrameIdentity(deviceID: bob.deviceID, userIDHash: mallory.userIDHash, box: bob.deviceBox)
+        var sneakySealer = FrameSealer(identity: sneaky, session: Array(repeating: 6, count: 8), sessionStart: 13, maxFrameSize: 64 << 10)
+        let sneakyFrame = sneakySealer.seal(message, to: alice.deviceID, boxKey: alice.deviceBox.publicKey, messageID: [])[0]
+        XCTAssertEqual(FrameOpener.open(sneakyFrame, maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &g2), .failure(.otherAccount))
+        // An anonymous introduce from another account.
+        let intro = other.sealAnonymously(SyncMessage(subKind: .introduce, payload: []), to: alice.deviceID, boxKey: alice.deviceBox.publicKey)
+        XCTAssertEqual(FrameOpener.open(intro, maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &g2), .failure(.otherAccount))
+        // An anonymous box may carry only `introduce`.
+        let anonDigest = sealer.sealAnonymously(message, to: alice.deviceID, boxKey: alice.deviceBox.publicKey)
+        XCTAssertEqual(FrameOpener.open(anonDigest, maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &g2), .failure(.unexpected))
+        // A revoked sender is refused before its box is even opened.
+        let (_, carolFrame) = (carol, FrameIdentity(deviceID: carol.deviceID, userIDHash: carol.userIDHash, box: carol.deviceBox))
+        var carolSealer = FrameSealer(identity: carolFrame, session: Array(repeating: 7, count: 8), sessionStart: 14, maxFrameSize: 64 << 10)
+        let carolFrameBytes = carolSealer.seal(message, to: alice.deviceID, boxKey: alice.deviceBox.publicKey, messageID: [])[0]
+        XCTAssertEqual(FrameOpener.open(carolFrameBytes, maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &g2), .failure(.revoked))
+        // Truncated real frame.
+        XCTAssertEqual(FrameOpener.open(Array(frame.dropLast(3)), maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &g2), .failure(.truncated))
+    }
+
+    func testReplayGuardWindowSessionsAndFloors() {
+        var g = ReplayGuard()
+        let d = ID16(bytes: Array(repeating: 9, count: 16))!
+        let s1: [UInt8] = Array(repeating: 1, count: 8), s2: [UInt8] = Array(repeating: 2, count: 8)
+        XCTAssertTrue(g.accept(sender: d, session: s1, start: 100, sequence: 5))
+        XCTAssertTrue(g.accept(sender: d, session: s1, start: 100, sequence: 3))     // reordered: fine
+        XCTAssertFalse(g.accept(sender: d, session: s1, start: 100, sequence: 3))    // again: replay
+        XCTAssertTrue(g.accept(sender: d, session: s1, start: 100, sequence: 2000))
+        XCTAssertFalse(g.accept(sender: d, session: s1, start: 100, sequence: 5))    // fell out of the window
+        XCTAssertTrue(g.accept(sender: d, session: s1, start: 100, sequence: 1999))
+        XCTAssertFalse(g.accept(sender: d, session: s2, start: 99, sequence: 1))     // an older session
+        XCTAssertTrue(g.accept(sender: d, session: s2, start: 101, sequence: 1))     // a restart
+        XCTAssertFalse(g.accept(sender: d, session: s1, start: 100, sequence: 3000)) // the old session is over
+        var restored = ReplayGuard(floors: g.floors)
+        XCTAssertFalse(restored.accept(sender: d, session: s1, start: 100, sequence: 9))
+        XCTAssertTrue(restored.accept(sender: d, session: s2, start: 101, sequence: 2))
+    }
+
+    func testChunksReassembleInAnyOrderWithinBounds() throws {
+        let random = SeededRandom(seed: 7)
+        let payload = random.bytes(300_000)
+        let message = SyncMessage(subKind: .reconcileResponse, payload: payload)
+        var chunks = Chunk.split(message, messageID: Array(repeating: 1, count: 8), room: 20_000)
+        XCTAssertGreaterThan(chunks.count, 10)
+        chunks += chunks.prefix(3)  // duplicates
+        chunks.sort { _, _ in random.chance(0.5) }
+        var assembler = ChunkAssembler()
+        let sender = ID16(bytes: Array(repeating: 4, count: 16))!
+        var result: SyncMessage?
+        for c in chunks {
+            let decoded = try XCTUnwrap(Chunk.decode(c.encoded()))
+            if let m = assembler.add(decoded, from: sender, nowMs: 1) { XCTAssertNil(result); result = m }
+        }
+        XCTAssertEqual(result, message)
+        XCTAssertEqual(assembler.bufferedBytes, 0)
+        // An incomplete message expires and frees its memory.
+        var other = chunks[0]
+        other.messageID = Array(repeating: 2, count: 8)
+        _ = assembler.add(other, from: sender, nowMs: 10)
+        XCTAssertGreaterThan(assembler.bufferedBytes, 0)
+        assembler.expire(nowMs: 10 + ChunkAssembler.timeoutMilliseconds + 1)
+        XCTAssertEqual(assembler.bufferedBytes, 0)
+        XCTAssertEqual(assembler.expired, 1)
+        // Nonsense chunk fields are refused.
+        XCTAssertNil(Chunk.decode(Chunk(messageID: [1], index: 0, count: 1, data: []).encoded()))
+        XCTAssertNil(Chunk.decode(Chunk(messageID: Array(repeating: 0, count: 8), index: 5, count: 2, data: []).encoded()))
+    }
+
+    func testReconcileMessagesRoundTripAndSkipUnknownFields() throws {
+        let key = ID16(bytes: Array(repeating: 0xAB, count: 16))!
+        let prefix = KeyPrefix(nibbles: [1, 2, 3])!
+        let summaries = (0..<16).map { RangeSummary(count: UInt64($0), hash: Array(repeating: UInt8($0), count: 8)) }
+        let request = ReconcileRequest(namespace: .plans, session: Array(repeating: 1, count: 8), step: 3, generation: 2,
+                                       items: [.children(prefix, summaries), .keys(.root, [KeyLeaf(key: key, leaf: Array(repeating: 5, count: 32))]),
+                                               .probe(prefix.child(15)), .want([key]), .whole])
+        XCTAssertEqual(try ReconcileRequest.decode(request.encoded()), request)
+        let row = Row(namespace: .plans, key: key, version: RowVersion(vector: VersionVector([key: 2]), isTombstone: false),
+                      content: .plan(Plan(title: "t", createdAt: Timestamp(seconds: 1), updatedAt: Timestamp(seconds: 2))))
+        let response = ReconcileResponse(namespace: .plans, session: Array(repeating: 1, count: 8), step: 3,
+                                         rows: [row, .tombstone(.plans, ID16(bytes: Array(repeating: 1, count: 16))!, vector: VersionVector([key: 1]))],
+                                         items: [.mismatch(prefix), .children(prefix, summaries), .keyList(prefix, [])], isTruncated: true)
+        XCTAssertEqual(try ReconcileResponse.decode(response.encoded()), response)
+        // A newer sibling's extra field and item kind are skipped, not fatal.
+        guard case .map(var fields) = try CBORReader.decode(request.encoded()) else { return XCTFail() }
+        fields.append((.unsigned(99), .text("from the future")))
+        if let i = fields.firstIndex(where: { $0.0 == .unsigned(4) }), case .array(var items) = fields[i].1 {
+            items.append(.array([.unsigned(77), .bytes([1, 2])]))
+            fields[i].1 = .array(items)
+        }
+        let newer = try ReconcileRequest.decode(CBORWriter.encode(.map(fields)))
+        XCTAssertEqual(newer.items, request.items)
+        // Prefix bounds tile: a range's children cover exactly its keys.
+        XCTAssertEqual(KeyPrefix.root.lowerBound, [])
+        XCTAssertNil(KeyPrefix.root.upperBound)
+        XCTAssertEqual(prefix.lowerBound, [0x12, 0x30])
+        XCTAssertEqual(prefix.upperBound, [0x12, 0x40])
+        XCTAssertNil(KeyPrefix(nibbles: [15, 15])!.upperBound)
+        XCTAssertEqual(KeyPrefix(nibbles: [1, 15])!.upperBound, [0x20])
+        XCTAssertThrowsError(try KeyPrefix.decode(level: .unsigned(1), packed: .bytes([0x1F])))
+    }
+
+    func testRosterVerificationAndRevocation() throws {
+        let account = SigningKeyPair()
+        let (alice, _) = identity(account: account)
+        let good = Row(namespace: .devices, key: alice.deviceID, version: RowVersion(vector: VersionVector([alice.deviceID: 1]), isTombstone: false),
+                       content: .device(DeviceRecord(name: "alice", certificate: certificate(for: alice, name: "alice", at: Timestamp(seconds: 5)))))
+        XCTAssertEqual(Roster.verify(good, accountKey: account.publicKey)?.name, "alice")
+        XCTAssertNil(Roster.verify(good, accountKey: SigningKeyPair().publicKey), "another account's key")
+        var wrongKey = good; wrongKey.key = ID16(bytes: Array(repeating: 0, count: 16))!
+        XCTAssertNil(Roster.verify(wrongKey, accountKey: account.publicKey), "a certificate filed under another device id")
+        let revocation = DeviceRevocation(deviceID: alice.deviceID, revokedAt: Timestamp(seconds: 9)).signed(by: account)
+        let revoked = Row(namespace: .devices, key: alice.deviceID, version: good.version,
+                          content: .device(DeviceRecord(name: "alice", certificate: certificate(for: alice, name: "alice", at: Timestamp(seconds: 5)), revocation: revocation)))
+        XCTAssertEqual(Roster.verify(revoked, accountKey: account.publicKey)?.revokedAt, Timestamp(seconds: 9))
+        let forgedRevocation = DeviceRevocation(deviceID: alice.deviceID, revokedAt: Timestamp(seconds: 9)).signed(by: SigningKeyPair())
+        let forged = Row(namespace: .devices, key: alice.deviceID, version: good.version,
+                         content: .device(DeviceRecord(name: "alice", certificate: certificate(for: alice, name: "alice", at: Timestamp(seconds: 5)), revocation: forgedRevocation)))
+        XCTAssertNil(Roster.verify(forged, accountKey: account.publicKey))
+    }
+
+    func testInviteOpensOnlyWithItsPassphrase() throws {
+        let base = makeShortTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let home = DeviceHome(path: base + "/a")
+        let (identity, store) = try home.create(name: "alpha")
+        var prefs = try home.prefs.load()
+        prefs.relay = "redis://127.0.0.1:1"
+        prefs.cloud = "/tmp/cloud"
+        let now = Timestamp(seconds: 1_800_000_000)
+        let text = try Invite.make(identity: identity, store: store, prefs: prefs, passphrase: "correct horse", strength: .testing, now: now)
+        XCTAssertTrue(text.hasPrefix(Invite.prefix))
+        XCTAssertThrowsError(try Invite.open(text, passphrase: "wrong horse", now: now)) {
+            XCTAssertTrue("\($0)".contains("passphrase does not open"))
+        }
+        XCTAssertThrowsError(try Invite.open(text, passphrase: "correct horse", now: Timestamp(seconds: now.seconds + Invite.lifetimeSeconds + 1))) {
+            XCTAssertTrue("\($0)".contains("expired"))
+        }
+        var damaged = Array(text.utf8); damaged[damaged.count - 10] = damaged[damaged.count - 10] == 65 ? 66 : 65
+        XCTAssertThrowsError(try Invite.open(String(decoding: damaged, as: UTF8.self), passphrase: "correct horse", now: now))
+        XCTAssertThrowsError(try Invite.open("hello", passphrase: "correct horse", now: now)) { XCTAssertTrue("\($0)".contains("not a quire invite")) }
+        XCTAssertThrowsError(try Invite.make(identity: identity, store: store, prefs: prefs, passphrase: "short", strength: .testing, now: now))
+        let invite = try Invite.open(text, passphrase: "correct horse", now: now)
+        XCTAssertEqual(invite.relay, "redis://127.0.0.1:1")
+        XCTAssertEqual(invite.cloud, "/tmp/cloud")
+        XCTAssertEqual(invite.roster.count, 1)
+        XCTAssertThrowsError(try invite.join(home: DeviceHome(path: base + "/clash"), name: "alpha", role: .device, clock: SystemClock()))
+        let (joined, joinedStore) = try invite.join(home: DeviceHome(path: base + "/b"), name: "beta", role: .device, clock: SystemClock())
+        XCTAssertEqual(joined.userIDHash, identity.userIDHash)
+        XCTAssertNotEqual(joined.deviceID, identity.deviceID)
+        let (roster, invalid) = try Roster.load(from: joinedStore, accountKey: identity.account.publicKey)
+        XCTAssertEqual(invalid, 0)
+        XCTAssertEqual(Set(roster.members.values.map(\.name)), ["alpha", "beta"])
+        XCTAssertEqual(try DeviceHome(path: base + "/b").prefs.load().relay, "redis://127.0.0.1:1")
+    }
+}
