@@ -105,16 +105,29 @@ func note(_ title: String, _ body: String) -> RowContent {
     .note(Note(title: title, body: Array(body.utf8), createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0)))
 }
 
-/// Every synced row of a store (live and tombstones), for comparing replicas.
+/// Every live row of a store, for comparing replicas. (Tombstones are not
+/// compared: the digest covers live content, so a tombstone for a row a
+/// device never held has nothing to bury there and need not travel.)
 func allRows(_ store: ReplicaStore) throws -> [String] {
     var out: [String] = []
     for ns in Namespace.allCases {
         for row in try store.rows(ns, from: [], to: nil) {
-            out.append("\(ns)/\(row.key.hex) \(row.version.vector) \(CBORWriter.encode(row.content!.fields()).hashValue)")
+            out.append("\(ns)/\(row.key.hex) \(row.version.vector) \(Hex.encode(SHA256.hash(CBORWriter.encode(row.content!.fields())).prefix(8)))")
         }
-        for t in try store.tombstones(ns) { out.append("\(ns)/\(t.key.hex) \(t.version.vector) tombstone") }
     }
     return out.sorted()
+}
+
+/// Keys tombstoned on any of the stores that some store still holds live.
+func resurrectedKeys(_ stores: [ReplicaStore]) throws -> [String] {
+    var dead = Set<String>(), live = Set<String>()
+    for store in stores {
+        for ns in Namespace.allCases {
+            for t in try store.tombstones(ns) { dead.insert("\(ns)/\(t.key.hex)") }
+            for r in try store.rows(ns, from: [], to: nil) { live.insert("\(ns)/\(r.key.hex)") }
+        }
+    }
+    return dead.intersection(live).sorted()
 }
 
 /// Waits (real time) until `predicate` holds.
