@@ -35,6 +35,7 @@ let package = Package(
 
         // Benchmarks (run through the scripts in tools/).
         .executableTarget(name: "bench-digest", dependencies: ["QuireStore", "QuireCore"], path: "tools/BenchDigest"),
+        .executableTarget(name: "bench-sync", dependencies: ["QuireSync", "QuireStore", "QuireCore", "QuireRelay"], path: "tools/BenchSync"),
 
         .testTarget(name: "QuireCoreTests", dependencies: ["QuireCore", "QuireCrypto"]),
         .testTarget(name: "QuireStoreTests", dependencies: ["QuireStore", "QuireCore"]),
@@ -42,6 +43,6 @@ let package = Package(
         .testTarget(name: "QuireSyncTests", dependencies: ["QuireSync", "QuireStore", "QuireCore", "QuireCrypto", "QuireRelay"]),
         .testTarget(name: "QuireFuseTests", dependencies: ["QuireFuse"]),
         .testTarget(name: "QuireFSTests", dependencies: ["QuireFS", "QuireStore", "QuireCore"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["QuireCore"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["QuireCore", "QuireStore", "QuireSync", "QuireRelay", "QuireCrypto"]),
     ]
 )
