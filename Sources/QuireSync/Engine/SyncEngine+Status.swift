@@ -29,9 +29,10 @@ extension SyncEngine {
     /// Rewrites the snapshot when something in it changed (at most every
     /// status interval), and at least every 10 s so readers see it is alive.
     func writeStatus(force: Bool) {
-        guard let path = deps.statusPath else { return }
         let nowMs = clock.monotonicMilliseconds()
         guard force || nowMs &- lastStatusWriteMs >= configuration.statusIntervalMilliseconds else { return }
+        persistReplayFloors()
+        guard let path = deps.statusPath else { lastStatusWriteMs = nowMs; return }
         let snapshot = makeStatus()
         if !force, var previous = lastWrittenStatus, nowMs &- lastStatusWriteMs < 10_000 {
             previous.updatedAt = snapshot.updatedAt
@@ -44,7 +45,6 @@ extension SyncEngine {
         } catch {
             report("writing \(path)", error)
         }
-        persistReplayFloors()
     }
 
     func persistReplayFloors() {
