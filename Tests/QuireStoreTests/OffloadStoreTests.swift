@@ -78,7 +78,8 @@ final class OffloadStoreTests: XCTestCase {
         XCTAssertEqual(try h.servableBody(contentHash: Note.bodyDigest(body)), body)
         XCTAssertEqual(try h.heldBodies().map(\.count), [1])
         let own = try h.put(note("mine", "resident here"))
-        XCTAssertEqual(try h.servableBody(contentHash: hash(own)), Array("resident here".utf8))
+        XCTAssertEqual(try h.servableBody(contentHash: hash(own), key: own.key), Array("resident here".utf8))
+        XCTAssertNil(try h.servableBody(contentHash: Note.bodyDigest(body), key: own.key).flatMap { $0 == body ? nil : $0 }, "a body is only served under its own hash")
         XCTAssertNil(try h.servableBody(contentHash: Note.bodyDigest(Array("nobody has this".utf8))))
     }
 

@@ -75,14 +75,16 @@ extension ReplicaStore {
         try sync()
     }
 
-    /// A body this device can serve for `contentHash`: held for someone, or
-    /// resident in one of its own notes. Re-checked against the hash.
-    public func servableBody(contentHash: [UInt8]) throws(StoreError) -> [UInt8]? {
+    /// A body this device can serve for `contentHash`: held for someone,
+    /// or resident in its own note `key` (the requester names the note it
+    /// wants). Re-checked against the hash before it is handed out.
+    public func servableBody(contentHash: [UInt8], key: RowKey? = nil) throws(StoreError) -> [UInt8]? {
         try read { () throws(StoreError) -> [UInt8]? in
             if let held = try db.queryOne("SELECT body FROM held_bodies WHERE hash = ?", [.blob(contentHash)], { $0.blob(0) ?? [] }),
                Note.bodyDigest(held) == contentHash { return held }
-            if let body = try db.queryOne("SELECT body FROM rows WHERE hash = ? AND offloaded = 0 AND tombstone = 0 AND body IS NOT NULL LIMIT 1",
-                                          [.blob(contentHash)], { $0.blob(0) ?? [] }),
+            if let key,
+               let body = try db.queryOne("SELECT body FROM rows WHERE ns = ? AND key = ? AND offloaded = 0 AND tombstone = 0 AND body IS NOT NULL",
+                                          [.int(Int64(Namespace.notebook.rawValue)), .blob(key.bytes)], { $0.blob(0) ?? [] }),
                Note.bodyDigest(body) == contentHash { return body }
             return nil
         }

@@ -27,7 +27,7 @@ enum Schema {
         CREATE UNIQUE INDEX rows_key ON rows(ns, key);
         CREATE INDEX rows_seq ON rows(seq);
         -- Fingerprints (count, 256-bit sum of leaves) of every key prefix of
-        -- 0..4 nibbles: level 0 is the namespace root. Maintained in the same
+        -- 0..3 nibbles: level 0 is the namespace root. Maintained in the same
         -- transaction as the row, so a root never needs a scan.
         CREATE TABLE buckets(
             ns INTEGER NOT NULL, level INTEGER NOT NULL, prefix INTEGER NOT NULL,
@@ -58,10 +58,12 @@ enum Schema {
             hash BLOB PRIMARY KEY, body BLOB NOT NULL, size INTEGER NOT NULL,
             owner BLOB NOT NULL, at INTEGER NOT NULL
         );
-        -- A note's content hash, so a body can be found by the hash that
-        -- names it (recall, serving holders) without decoding every row.
+        -- A note's content hash, so a recalled body finds the offloaded
+        -- notes it belongs to without decoding every row. (Indexed only for
+        -- offloaded rows: a random-key index over every note would double
+        -- the cost of each insert.)
         ALTER TABLE rows ADD COLUMN hash BLOB;
-        CREATE INDEX rows_hash ON rows(hash) WHERE hash IS NOT NULL;
+        CREATE INDEX rows_offloaded_hash ON rows(hash) WHERE offloaded = 1;
         """,
     ]
 }

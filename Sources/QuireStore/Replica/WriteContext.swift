@@ -161,9 +161,8 @@ struct WriteContext {
         let existing = try RowRecord.load(db, incoming.namespace, incoming.key, withBody: true)
         let local = try existing?.row(path: store.path)
         var incoming = incoming
-        if case .note(var n)? = incoming.content, n.body == nil,
-           let held = try db.queryOne("SELECT body FROM rows WHERE hash = ? AND offloaded = 0 AND tombstone = 0 AND body IS NOT NULL LIMIT 1",
-                                      [.blob(n.contentHash)], { $0.blob(0) ?? [] }), Note.bodyDigest(held) == n.contentHash {
+        if case .note(var n)? = incoming.content, n.body == nil, case .note(let mine)? = local?.content,
+           let held = mine.body, mine.contentHash == n.contentHash {
             // A sibling's pointer names content this device holds resident:
             // keep the bytes, drop the pointer state (the leaf is the same).
             n.body = held
