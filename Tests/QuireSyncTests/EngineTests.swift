@@ -118,7 +118,7 @@ final class EngineTests: XCTestCase {
 
     func testStormGuardBacksOffAndSaysSo() throws {
         var config = SyncConfiguration()
-        config.sessionTimeoutMilliseconds = 300
+        config.sessionTimeoutMilliseconds = 150   // with its one retry, a pull ends within a tick
         let fleet = try SimFleet(["a", "b"], base: base, configuration: config)
         let (a, b) = (fleet.devices[0], fleet.devices[1])
         let engine = fleet.engines[0]
@@ -134,7 +134,7 @@ final class EngineTests: XCTestCase {
                                      to: a.id, boxKey: a.identity.deviceBox.publicKey, messageID: []) {
                 try fleet.relay.publish(frame, to: engine.channel)
             }
-            fleet.tick(ms: 400)
+            for _ in 0..<4 { fleet.tick(ms: 100) }
         }
         let status = engine.status()
         let sibling = try XCTUnwrap(status.siblings.first)

@@ -88,9 +88,14 @@ func makeEngine(_ d: BenchDevice, relay: LocalRelay, debounceMs: UInt64, stateDi
     config.maxDebounceMilliseconds = debounceMs * 2
     config.heartbeatMilliseconds = 600_000
     config.pollMilliseconds = 20
-    let engine = SyncEngine(.init(store: d.store, identity: d.identity, relay: relay, clock: SystemClock(), random: SystemRandom(),
-                                  statePath: stateDirectory + "/\(d.name)-sync-state.json"),
-                            configuration: config)
+    var deps = SyncEngine.Dependencies(store: d.store, identity: d.identity, relay: relay, clock: SystemClock(), random: SystemRandom(),
+                                       statePath: stateDirectory + "/\(d.name)-sync-state.json")
+    if ProcessInfo.processInfo.environment["BENCH_TRACE"] != nil {
+        let name = d.name
+        let t0 = Date()
+        deps.trace = { line in say(String(format: "%8.3f %@ ", Date().timeIntervalSince(t0), name) + line) }
+    }
+    let engine = SyncEngine(deps, configuration: config)
     d.engine = engine
     return engine
 }
@@ -220,12 +225,25 @@ for (i, d) in trio.enumerated() {
     }
 }
 let trioRelays = try startEngines(trio, relayDirectory: base + "/relay3", debounceMs: 400, stateDirectory: base + "/trio")
-if let t = waitConverged(trio, timeout: 120) {
+if let t = waitConverged(trio, timeout: Double(ProcessInfo.processInfo.environment["BENCH_TIMEOUT"] ?? "120") ?? 120) {
     let live = try trio[0].store.counts(.notebook).live
     say(String(format: "  converged in %.0f ms (%d notebook rows on each; %@ sent in all)", t * 1000, live,
                  kb(Double(trio.reduce(0) { $0 + $1.engine!.metricsSnapshot().bytesOut }))))
+    if ProcessInfo.processInfo.environment["BENCH_DEBUG"] != nil {
+        for d in trio {
+            say("  \(d.name): \(d.engine!.metricsSnapshot())")
+            for sib in d.engine!.status().siblings { say("    \(sib.name): rounds \(sib.rounds) storms \(sib.storms)") }
+            for e in d.engine!.status().events { say("    event: \(e)") }
+        }
+    }
 } else {
-    say("  did not converge within 120 s")
+    say("  did not converge in time")
+    for d in trio {
+        let st = d.engine!.status()
+        say("  \(d.name): \(d.engine!.metricsSnapshot())")
+        for sib in st.siblings { say("    \(sib.name): inSync \(sib.inSync) divergent \(sib.divergent) rounds \(sib.rounds) storms \(sib.storms)") }
+        for e in st.events { say("    event: \(e)") }
+    }
 }
 for d in trio { d.engine!.stop() }
 for r in trioRelays { r.close() }

@@ -18,6 +18,25 @@ extension ReplicaStore {
         }
     }
 
+    /// The fingerprints of the 16 sub-ranges of the key range named by
+    /// `nibbles` (its keys start with them), read as one range of stored
+    /// prefix buckets; nil when those sub-ranges are finer than the stored
+    /// buckets (the caller then groups the range's leaves itself).
+    public func childFingerprints(_ ns: Namespace, prefix nibbles: [UInt8]) throws(StoreError) -> [Fingerprint]? {
+        let level = nibbles.count + 1
+        guard level <= Buckets.maxLevel else { return nil }
+        let parent = nibbles.reduce(Int64(0)) { $0 << 4 | Int64($1 & 0x0F) }
+        return try read { () throws(StoreError) -> [Fingerprint] in
+            var out = [Fingerprint](repeating: .zero, count: 16)
+            let rows = try db.query("SELECT prefix, count, sum FROM buckets WHERE ns = ? AND level = ? AND prefix >= ? AND prefix < ?",
+                                    [.int(Int64(ns.rawValue)), .int(Int64(level)), .int(parent << 4), .int((parent + 1) << 4)]) {
+                (Int($0.int(0) & 0x0F), Fingerprint(count: UInt64(bitPattern: $0.int(1)), sum: $0.blob(2) ?? [UInt8](repeating: 0, count: 32)))
+            }
+            for (child, fp) in rows { out[child] = fp }
+            return out
+        }
+    }
+
     /// The id of the newest outbox record, or nil when the outbox is empty:
     /// a cheap poll for "local edits happened that no advertisement covers".
     public func outboxHighWater() throws(StoreError) -> Int64? {

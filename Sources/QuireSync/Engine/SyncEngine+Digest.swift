@@ -118,6 +118,9 @@ extension SyncEngine {
         if echo != DigestMessage.echo(of: mine.bytes) { sibling.lastSentDigest = nil }
         let divergent = mine.digest.divergentNamespaces(from: theirs)
         sibling.divergent = divergent
+        siblings[sender] = sibling
+        endSettledPulls(with: sender, nowMs: nowMs)
+        guard var sibling = siblings[sender] else { return }
         if divergent.isEmpty {
             sibling.inSync = true
             sibling.lastMatch = clock.now()
@@ -138,6 +141,8 @@ extension SyncEngine {
 
     /// After our digest moved: which siblings now match us.
     func refreshSyncFlags(_ mine: [UInt8]) {
+        let nowMs = clock.monotonicMilliseconds()
+        for id in siblings.keys { endSettledPulls(with: id, nowMs: nowMs) }
         for (id, sibling) in siblings {
             let equal = sibling.lastDigestBytes == mine
             if equal != sibling.inSync {

@@ -1,3 +1,4 @@
+import Foundation
 import QuireCore
 import QuireStore
 
@@ -39,6 +40,7 @@ extension SyncEngine {
     /// Only reached by frames that opened with a roster key (or, for
     /// `introduce`, whose account matched): sub-kinds are parsed here.
     func dispatch(_ message: SyncMessage, from sender: DeviceID, nowMs: UInt64) {
+        deps.trace?("in  \(message.subKind) \(message.payload.count) B from \(name(of: sender))")
         do {
             switch message.subKind {
             case .stateDigest:
@@ -71,10 +73,15 @@ extension SyncEngine {
     @discardableResult
     func send(_ kind: SubKind, _ payload: [UInt8], to device: DeviceID) -> Bool {
         guard phase != .revoked, var sibling = siblings[device] else { return false }
+        deps.trace?("out \(kind) \(payload.count) B to \(name(of: device))")
         let frames = sealer.seal(SyncMessage(subKind: kind, payload: payload), to: device, boxKey: sibling.member.boxKey,
                                  messageID: deps.random.bytes(8))
         var ok = true
-        for frame in frames {
+        for (i, frame) in frames.enumerated() {
+            // Pace long chunk trains: a relay with no mailbox sheds frames
+            // for a listener whose queue stays full, and a train of large
+            // chunks is what fills it.
+            if i > 0 && i % 4 == 0 { usleep(500) }
             do {
                 try deps.relay.publish(frame, to: sibling.channel)
                 metrics.framesOut += 1

@@ -49,6 +49,8 @@ extension SyncEngine {
                                        generation: generation, items: items)
         session.requestsSent += 1
         session.lastActivityMs = nowMs
+        session.lastItems = items
+        session.answeredLast = false
         pulls[key] = session
         metrics.requestsSent += 1
         metrics.maxPullRequests = max(metrics.maxPullRequests, session.requestsSent)
@@ -77,6 +79,7 @@ extension SyncEngine {
         let rows = certifiedRows(response.rows)
         if !rows.isEmpty {
             let (applied, _) = try store.apply(rows)
+            deps.trace?("applied \(applied) of \(rows.count) rows from \(name(of: sender))")
             metrics.rowsApplied += applied
             if applied > 0 {
                 invalidateDigest()
@@ -93,6 +96,7 @@ extension SyncEngine {
             return
         }
         session.lastActivityMs = nowMs
+        session.answeredLast = true
         if !response.rows.isEmpty { session.receivedRows = true }
         if response.isTruncated { session.pullAgain = true }
         let followUps = try session.followUps(response, store: store, threshold: configuration.keyListThreshold)
@@ -107,6 +111,34 @@ extension SyncEngine {
     }
 
     func hasPulls(with sibling: DeviceID) -> Bool { pulls.keys.contains { $0.sibling == sibling } }
+
+    /// A pull met silence. Silence usually means the responder had nothing
+    /// to give, but on a lossy relay it may be a lost answer (large chunked
+    /// responses are the likeliest to be shed): ask once more, then let go.
+    func pullTimedOut(_ key: PullKey, nowMs: UInt64) {
+        guard var session = pulls[key] else { return }
+        deps.trace?("pull of \(key.namespace) from \(name(of: key.sibling)) timed out (answered last: \(session.answeredLast))")
+        if !session.answeredLast && !session.retried && !session.lastItems.isEmpty && stillDiffers(key) {
+            session.retried = true
+            session.step += 1
+            pulls[key] = session
+            sendRequest(key, items: session.lastItems, nowMs: nowMs)
+            return
+        }
+        finishPull(key, nowMs: nowMs)
+    }
+
+    /// True while the sibling's last digest and ours differ in the namespace.
+    func stillDiffers(_ key: PullKey) -> Bool {
+        guard let theirs = siblings[key.sibling]?.lastDigest, let mine = try? currentDigest() else { return false }
+        return theirs.roots[key.namespace] != mine.digest.roots[key.namespace]
+    }
+
+    /// Pulls of namespaces whose roots now match the sibling's are moot: end
+    /// them at once rather than waiting out a silent responder.
+    func endSettledPulls(with sibling: DeviceID, nowMs: UInt64) {
+        for key in pulls.keys where key.sibling == sibling && !stillDiffers(key) { finishPull(key, nowMs: nowMs) }
+    }
 
     /// Ends a pull. Once no pull with that sibling is left, a pull that
     /// received rows re-advertises to it immediately, targeted and even if

@@ -30,6 +30,9 @@ public final class SyncEngine: @unchecked Sendable {
         public var statePath: String?
         /// Shown in the status snapshot.
         public var relayDescription: String
+        /// Every frame in and out and every pull step, for diagnosing a
+        /// fleet (the benchmark's BENCH_TRACE); nil in normal use.
+        public var trace: (@Sendable (String) -> Void)?
 
         public init(store: ReplicaStore, identity: Identity, relay: any Relay, clock: any Clock, random: any RandomSource,
                     generation: @escaping @Sendable () -> UInt64 = { 0 }, log: @escaping @Sendable (String) -> Void = { _ in },
@@ -216,7 +219,7 @@ public final class SyncEngine: @unchecked Sendable {
         }
         if now >= nextHeartbeatMs { heartbeat(nowMs: now) }
         for (key, pull) in pulls where now &- pull.lastActivityMs >= configuration.sessionTimeoutMilliseconds {
-            finishPull(key, nowMs: now)
+            pullTimedOut(key, nowMs: now)
         }
         chunks.expire(nowMs: now)
         updatePhase(nowMs: now)

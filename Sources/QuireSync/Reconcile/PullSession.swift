@@ -14,6 +14,10 @@ struct PullSession {
     var lastActivityMs: UInt64
     var requestsSent = 0
     var receivedRows = false
+    /// The last request, kept to send once more if it meets silence.
+    var lastItems: [RequestItem] = []
+    var answeredLast = false
+    var retried = false
     /// Pull again when this one ends: a newer digest arrived, or the
     /// responder truncated its rows.
     var pullAgain = false

@@ -12,18 +12,16 @@ struct RangeReader {
         try store.fingerprint(namespace, from: p.lowerBound, to: p.upperBound)
     }
 
-    /// The fingerprints of the 16 children of `p`. Deep or sparse ranges are
-    /// cheaper to read as one list of leaves than as 16 bucket lookups.
+    /// The fingerprints of the 16 children of `p`: one range of stored
+    /// buckets, or, below the deepest stored level, the range's leaves grouped.
     func childFingerprints(_ p: KeyPrefix) throws -> [Fingerprint] {
         precondition(p.level < KeyPrefix.maxLevel)
-        if p.level >= 3 {
-            var out = [Fingerprint](repeating: .zero, count: 16)
-            for (key, leaf) in try store.leaves(namespace, from: p.lowerBound, to: p.upperBound) {
-                out[p.childIndex(of: key)] += Fingerprint(leaf: leaf)
-            }
-            return out
+        if let stored = try store.childFingerprints(namespace, prefix: p.nibbles) { return stored }
+        var out = [Fingerprint](repeating: .zero, count: 16)
+        for (key, leaf) in try store.leaves(namespace, from: p.lowerBound, to: p.upperBound) {
+            out[p.childIndex(of: key)] += Fingerprint(leaf: leaf)
         }
-        return try p.children.map(fingerprint)
+        return out
     }
 
     func childSummaries(_ p: KeyPrefix, salt: [UInt8]) throws -> [RangeSummary] {

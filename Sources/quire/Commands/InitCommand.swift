@@ -9,8 +9,8 @@ enum InitCommand {
         name: "init",
         summary: "create a new device (new account, or --join an existing one)",
         usage: """
-            usage: quire [--home DIR] init [--name NAME] [--homebase] [--json]
-                   quire [--home DIR] init --join INVITE [--name NAME] [--passphrase-file F]
+            usage: quire [--home DIR] init [--name NAME] [--homebase] [--relay SPEC] [--json]
+                   quire [--home DIR] init --join INVITE [--name NAME] [--passphrase-file F] [--relay SPEC]
 
             Creates a device directory with a new replica, device keys (mode 0600)
             and the device's prefs. Without --join it also creates a new account.
@@ -18,6 +18,10 @@ enum InitCommand {
               --name NAME   what this device is called (default: the host name)
               --homebase    this device keeps every note body resident and accepts
                             bodies other devices offload
+              --relay SPEC  how this device reaches its siblings: local (devices on
+                            this machine, the default), local:/dir, or
+                            redis://host:port (devices on several machines); with
+                            --join, overrides the inviter's setting
               --join INVITE join the account of an invite made by 'quire invite'
                             on a paired device: INVITE is the invite text or a file
                             holding it. The new device gets its own keys and an
@@ -28,17 +32,22 @@ enum InitCommand {
                             first syncs (and right away if they are listening).
               --json        print the result as JSON
             """,
-        valued: ["name", "join", "passphrase-file"], flags: ["homebase", "json"]
+        valued: ["name", "join", "passphrase-file", "relay"], flags: ["homebase", "json"]
     ) { args, inv in
         try args.expectPositional(0...0, "")
         let name = args.value("name") ?? ProcessInfo.processInfo.hostName
         guard !name.isEmpty, name.utf8.count <= 64 else { throw UsageError("--name must be 1 to 64 bytes") }
         let role: Prefs.Role = args.has("homebase") ? .homebase : .device
+        let relay = args.value("relay")
+        if let relay {
+            do { _ = try RelaySpec(parsing: relay) } catch { throw UsageError("\(error)") }
+        }
         if let join = args.value("join") {
-            try joinAccount(invite: join, name: name, role: role, args: args, inv: inv)
+            try joinAccount(invite: join, name: name, role: role, relay: relay, args: args, inv: inv)
             return
         }
         let (identity, _) = try inv.home.create(name: name, role: role)
+        if let relay { try inv.home.prefs.update { $0.relay = relay } }
         if args.has("json") {
             Output.json(["home": inv.home.path, "device": identity.deviceID.hex, "name": name,
                          "account": Hex.encode(identity.userIDHash)])
@@ -47,7 +56,8 @@ enum InitCommand {
         }
     }
 
-    private static func joinAccount(invite source: String, name: String, role: Prefs.Role, args: Arguments, inv: Invocation) throws {
+    private static func joinAccount(invite source: String, name: String, role: Prefs.Role, relay: String?, args: Arguments,
+                                    inv: Invocation) throws {
         let text: String
         if source.hasPrefix(Invite.prefix) {
             text = source
@@ -67,6 +77,7 @@ enum InitCommand {
         } catch let e as PairingError {
             throw CommandFailure(e.description)
         }
+        if let relay { try inv.home.prefs.update { $0.relay = relay } }
         // Best effort: siblings listening now learn the certificate at once.
         var announced = "its certificate reaches the siblings when it first syncs"
         if let sync = try? SyncService.start(home: inv.home, store: store, identity: identity) {
