@@ -98,13 +98,14 @@ struct NamespaceListing: Sendable {
     mutating func remove(_ key: RowKey) -> [NameChange] {
         guard rows.removeValue(forKey: key) != nil, let stem = stemOfKey.removeValue(forKey: key) else { return [] }
         groups[stem]?.removeAll { $0 == key }
-        var changes = assignNames(stem)
+        // Free the name first, so the next row of the group can take it.
+        var changes: [NameChange] = []
         if let name = nameOfKey.removeValue(forKey: key) {
             if keyOfName[name] == key { keyOfName.removeValue(forKey: name) }
             changes.append(NameChange(key: key, oldName: name, newName: nil))
             sortedNamesCache = nil
         }
-        return merged(changes)
+        return merged(changes + assignNames(stem))
     }
 
     /// Gives every row of a group its name; returns the names that changed.

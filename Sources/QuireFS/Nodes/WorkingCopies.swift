@@ -181,8 +181,15 @@ extension QuireFileSystem {
     func finishDetach(_ ref: RowRef) {
         guard detached.removeValue(forKey: ref) != nil else { return }
         do {
-            let edit = try store.deleteFromMount(ref.namespace, ref.key)
-            recordWrite(ref, edit)
+            // A row that never left this device goes without a tombstone.
+            if try store.purgeIfUnadvertised(ref.namespace, ref.key) {
+                if var listing = listings[ref.namespace] {
+                    _ = listing.remove(ref.key)
+                    listings[ref.namespace] = listing
+                }
+                return
+            }
+            recordWrite(ref, try store.deleteFromMount(ref.namespace, ref.key))
         } catch {
             log.problem("could not delete \(ref.namespace.name)/\(ref.key.hex) after it was renamed away: \(error)")
         }

@@ -26,7 +26,10 @@ enum MountDaemon {
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         let arguments = [executable] + Array(CommandLine.arguments.dropFirst())
         var environment = ProcessInfo.processInfo.environment
-        environment[notifyVariable] = String(ends[1])
+        // The pipe becomes fd 3 in the child and every other descriptor is
+        // closed: an inherited pipe (a caller's captured stdout) would keep
+        // the caller waiting for an end of file until the daemon exits.
+        environment[notifyVariable] = "3"
 
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -34,6 +37,8 @@ enum MountDaemon {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, home.logPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        posix_spawn_file_actions_adddup2(&actions, ends[1], 3)
+        LibCExtras.closeFrom(&actions, 4)
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { (argv + envp).forEach { free($0) } }
@@ -213,6 +218,17 @@ enum MountDaemon {
             usleep(20_000)
         }
         return !isRunning(pid)
+    }
+}
+
+/// glibc extensions the Glibc module does not declare.
+enum LibCExtras {
+    private typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
+
+    /// posix_spawn_file_actions_addclosefrom_np (glibc 2.34+).
+    static func closeFrom(_ actions: inout posix_spawn_file_actions_t, _ lowest: Int32) {
+        guard let address = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return }
+        _ = unsafeBitCast(address, to: CloseFrom.self)(&actions, lowest)
     }
 }
 

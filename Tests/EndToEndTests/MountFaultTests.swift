@@ -1,0 +1,202 @@
+import Foundation
+import XCTest
+
+/// Bad input, crashes and the mount machinery (daemon, stale mounts, the
+/// mount(8) helper), through real `quire mount` processes.
+final class MountFaultTests: XCTestCase {
+    var device: MountedDevice!
+
+    override func tearDown() {
+        device?.close()
+        device = nil
+    }
+
+    func testBadInputGetsAClearErrnoAndLosesNothing() throws {
+        device = try MountedDevice { home in
+            XCTAssertEqual(try quire(["put", "contacts", "Ann", "--email", "ann@example.org"], home: home).status, 0)
+            XCTAssertEqual(try quire(["put", "memory", "visit"], home: home, stdin: Array("went out".utf8)).status, 0)
+        }
+        // A name that is not UTF-8.
+        let invalid: [CChar] = Array(device.path("notebook/").utf8CString.dropLast()) + [CChar(bitPattern: 0xFF), CChar(bitPattern: 0xFE)] + Array(".md".utf8CString)
+        XCTAssertEqual(invalid.withUnsafeBufferPointer { open($0.baseAddress!, O_WRONLY | O_CREAT, 0o644) }, -1)
+        XCTAssertEqual(errno, EILSEQ)
+        // 10,000 characters, and a name just over the 255-byte limit.
+        XCTAssertEqual(Syscall.writeFile(device.path("notebook/" + String(repeating: "x", count: 10_000) + ".md"), "x").errno, ENAMETOOLONG)
+        XCTAssertEqual(Syscall.writeFile(device.path("notebook/" + String(repeating: "y", count: 300) + ".md"), "y").errno, ENAMETOOLONG)
+        // Binary content in a note is kept byte for byte.
+        let binary = (0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        XCTAssertEqual(Syscall.writeFile(device.path("notebook/Binary.md"), chunks: [binary]).errno, 0)
+        XCTAssertEqual(try quire(["get", "notebook", "Binary"], home: device.home).stdoutBytes, binary)
+        // A vCard that does not parse: close() fails, the stored contact is
+        // intact, and the text is kept beside it.
+        let broken = "BEGIN:VCARD\nVERSION:4.0\nFN:Ann\nORG:Acme\nEND:VCARD\n"
+        let result = Syscall.writeFile(device.path("contacts/Ann.vcf"), broken)
+        XCTAssertEqual(result.errno, EINVAL)
+        XCTAssertEqual(result.step, "close")
+        XCTAssertTrue(try device.text("contacts/Ann.vcf").contains("EMAIL:ann@example.org"))
+        XCTAssertEqual(try device.text("contacts/Ann.vcf.rejected"), broken)
+        XCTAssertTrue(try device.text(".quire/status").contains("ORG"))
+        XCTAssertEqual(Syscall.writeFile(device.path("contacts/Cut.vcf"), "BEGIN:VCARD\nFN:Cut\n").errno, EINVAL)
+        // Read-only files.
+        XCTAssertEqual(Syscall.writeFile(device.path(".quire/status"), "no").errno, EACCES)
+        let event = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: device.path("memory")).first)
+        XCTAssertEqual(Syscall.writeFile(device.path("memory/" + event), "no", flags: O_WRONLY).errno, EACCES)
+        XCTAssertEqual(Syscall.writeFile(device.path("memory/new.txt"), "no").errno, EACCES)
+        XCTAssertEqual(unlink(device.path("memory/" + event)), -1)
+        XCTAssertEqual(errno, EACCES)
+        XCTAssertTrue(try device.text("memory/" + event).hasSuffix("went out"))
+    }
+
+    func testFullDiskFailsAtCloseAndKeepsEarlierText() throws {
+        guard getuid() == 0 else { throw XCTSkip("mounting a small tmpfs needs root") }
+        let small = makeTemporaryDirectory() + "/small"
+        try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
+        XCTAssertEqual(shell("mount -t tmpfs -o size=2m tmpfs '\(small)'").status, 0)
+        defer { shell("umount -l '\(small)'") }
+        let mountpoint = small + "-mnt"
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        let home = small + "/home"
+        XCTAssertEqual(try quire(["init", "--name", "small"], home: home).status, 0)
+        XCTAssertEqual(try quire(["put", "notebook", "Safe"], home: home, stdin: Array("keep me".utf8)).status, 0)
+        XCTAssertEqual(try quire(["mount", mountpoint, "-o", "nosync"], home: home).status, 0)
+        defer { _ = try? quire(["unmount", mountpoint], home: home); shell("fusermount3 -u -z '\(mountpoint)' 2>/dev/null") }
+        let big = [UInt8](repeating: UInt8(ascii: "z"), count: 600_000)
+        var failure: (errno: Int32, step: String)? = nil
+        for index in 0..<10 {
+            let result = Syscall.writeFile(mountpoint + "/notebook/Big \(index).md", chunks: [big])
+            if result.errno != 0 { failure = result; break }
+        }
+        XCTAssertEqual(failure?.errno, ENOSPC, "\(String(describing: failure))")
+        XCTAssertEqual(failure?.step, "close")
+        XCTAssertEqual(try String(contentsOfFile: mountpoint + "/notebook/Safe.md", encoding: .utf8), "keep me")
+        let status = try String(contentsOfFile: mountpoint + "/.quire/status", encoding: .utf8)
+        XCTAssertTrue(status.contains("disk full"), status)
+    }
+
+    func testKillNineLosesNoWriteWhoseCloseSucceeded() throws {
+        device = try MountedDevice()
+        let pid = try XCTUnwrap(device.daemonPID)
+        let confirmed = ConfirmedWrites()
+        let root = device.mountpoint
+        let writer = Thread {
+            var index = 0
+            while true {
+                let name = "notebook/Note \(index).md"
+                let body = "body \(index) " + String(repeating: "w", count: index % 500)
+                let result = Syscall.writeFile(root + "/" + name, chunks: [Array(body.utf8)], fsyncBeforeClose: index % 2 == 0)
+                if result.errno != 0 { break }
+                confirmed.append((name, body))
+                index += 1
+            }
+            confirmed.finish()
+        }
+        writer.start()
+        Thread.sleep(forTimeInterval: 1.0)
+        XCTAssertEqual(kill(pid, SIGKILL), 0)
+        XCTAssertTrue(confirmed.waitForFinish(timeout: 10), "the writer must see the mount fail")
+        let writes = confirmed.items
+        XCTAssertGreaterThan(writes.count, 10)
+        // Remounting cleans up the stale mount and says so.
+        let remount = try quire(["mount", device.mountpoint, "-o", "nosync"], home: device.home)
+        XCTAssertEqual(remount.status, 0, remount.stderr)
+        XCTAssertTrue(remount.stderr.contains("stale mount"), remount.stderr)
+        for (name, body) in writes {
+            XCTAssertEqual(try device.text(name), body, "\(name) returned success from close() but is not there")
+        }
+        XCTAssertEqual(try quire(["digest", "--verify"], home: device.home).status, 0)
+    }
+
+    func testStaleMountIsDetectedCleanedAndReported() throws {
+        device = try MountedDevice()
+        XCTAssertEqual(kill(try XCTUnwrap(device.daemonPID), SIGKILL), 0)
+        XCTAssertTrue(eventually(2) { access(self.device.path("notebook"), F_OK) != 0 && errno == ENOTCONN })
+        let remount = try quire(["mount", device.mountpoint, "-o", "nosync"], home: device.home)
+        XCTAssertEqual(remount.status, 0)
+        XCTAssertTrue(remount.stderr.contains("cleaned up a stale mount"), remount.stderr)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: device.path("notebook")))
+        // quire unmount also cleans a stale mount.
+        XCTAssertEqual(kill(try XCTUnwrap(device.daemonPID), SIGKILL), 0)
+        usleep(200_000)
+        let unmount = try device.unmount()
+        XCTAssertEqual(unmount.status, 0, unmount.stderr)
+        XCTAssertTrue(unmount.stdout.contains("stale"), unmount.stdout)
+        XCTAssertFalse(device.isMounted)
+    }
+
+    func testDaemonModesOptionsAndUnmounting() throws {
+        device = try MountedDevice()
+        let table = try String(contentsOfFile: "/proc/self/mounts", encoding: .utf8)
+        XCTAssertTrue(table.contains("\(device.home) \(device.mountpoint) fuse.quire "), table)
+        XCTAssertTrue(table.contains("default_permissions"))
+        XCTAssertFalse(table.split(separator: "\n").first { $0.contains(device.mountpoint) }!.contains("allow_other"))
+        // Mounting twice is refused; unknown options are a usage error.
+        XCTAssertEqual(try quire(["mount", device.mountpoint], home: device.home).status, 1)
+        XCTAssertEqual(try quire(["mount", device.mountpoint, "-o", "bogus"], home: device.home).status, 2)
+        // Busy: an open file blocks a plain unmount, which says so.
+        let descriptor = open(device.path("notebook/Open.md"), O_WRONLY | O_CREAT, 0o644)
+        XCTAssertGreaterThanOrEqual(descriptor, 0)
+        let busy = try device.unmount()
+        XCTAssertEqual(busy.status, 1)
+        XCTAssertTrue(busy.stderr.contains("busy"), busy.stderr)
+        _ = Array("closing commits".utf8).withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        XCTAssertEqual(close(descriptor), 0)
+        let pid = try XCTUnwrap(device.daemonPID)
+        let done = try device.unmount()
+        XCTAssertEqual(done.status, 0, done.stderr)
+        XCTAssertFalse(MountFaultTests.isAlive(pid), "unmount waits for the daemon to finish")
+        XCTAssertEqual(try quire(["get", "notebook", "Open"], home: device.home).stdout, "closing commits")
+        // fusermount3 -u works as well; ro mounts refuse writes.
+        try device.mount(["-o", "nosync,ro"])
+        XCTAssertEqual(Syscall.writeFile(device.path("notebook/No.md"), "x").errno, EROFS)
+        XCTAssertEqual(shell("fusermount3 -u '\(device.mountpoint)'").status, 0)
+        XCTAssertTrue(eventually(5) { !self.device.isMounted })
+        // Foreground mode serves until unmounted.
+        let foreground = Process()
+        foreground.executableURL = URL(fileURLWithPath: QuireBinary.path)
+        foreground.arguments = ["--home", device.home, "mount", device.mountpoint, "-f", "-o", "nosync"]
+        try foreground.run()
+        XCTAssertTrue(eventually(5) { FileManager.default.fileExists(atPath: self.device.path("notebook/Open.md")) })
+        foreground.terminate()   // SIGTERM unmounts cleanly
+        foreground.waitUntilExit()
+        XCTAssertEqual(foreground.terminationStatus, 0)
+        XCTAssertFalse(device.isMounted)
+    }
+
+    func testMountHelperForMountTypeFuseQuire() throws {
+        guard getuid() == 0 else { throw XCTSkip("installing /sbin/mount.fuse.quire needs root") }
+        device = try MountedDevice()
+        XCTAssertEqual(try device.unmount().status, 0)
+        let helper = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("mount/mount.quire").path
+        let installed = "/sbin/mount.fuse.quire"
+        let hadHelper = FileManager.default.fileExists(atPath: installed)
+        if !hadHelper { XCTAssertEqual(shell("install -m 0755 '\(helper)' \(installed)").status, 0) }
+        defer { if !hadHelper { try? FileManager.default.removeItem(atPath: installed) } }
+        let mounted = shell("QUIRE='\(QuireBinary.path)' mount -t fuse.quire '\(device.home)' '\(device.mountpoint)' -o nosync,noatime,_netdev")
+        XCTAssertEqual(mounted.status, 0, mounted.output)
+        XCTAssertTrue(device.isMounted)
+        XCTAssertEqual(Syscall.writeFile(device.path("notebook/Via helper.md"), "ok").errno, 0)
+        XCTAssertEqual(shell("umount '\(device.mountpoint)'").status, 0)
+        XCTAssertTrue(eventually(5) { !self.device.isMounted })
+        XCTAssertEqual(try quire(["get", "notebook", "Via helper"], home: device.home).stdout, "ok")
+    }
+
+    static func isAlive(_ pid: pid_t) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return false }
+        let state = stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).first
+        return state != "Z" && state != "X"
+    }
+}
+
+/// Writes whose close() returned success, collected by a writer thread.
+final class ConfirmedWrites: @unchecked Sendable {
+    private let lock = NSLock()
+    private var storage: [(String, String)] = []
+    private let done = DispatchSemaphore(value: 0)
+
+    func append(_ item: (String, String)) { lock.lock(); storage.append(item); lock.unlock() }
+    func finish() { done.signal() }
+    func waitForFinish(timeout: TimeInterval) -> Bool { done.wait(timeout: .now() + timeout) == .success }
+    var items: [(String, String)] { lock.lock(); defer { lock.unlock() }; return storage }
+}

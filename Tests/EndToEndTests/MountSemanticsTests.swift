@@ -1,0 +1,258 @@
+import Foundation
+import XCTest
+
+/// The semantics of issue 3, each through a real `quire mount`.
+final class MountSemanticsTests: XCTestCase {
+    var device: MountedDevice!
+
+    override func tearDown() {
+        device?.close()
+        device = nil
+    }
+
+    func testLayoutNamesSizesTimesAndStableInodes() throws {
+        device = try MountedDevice { home in
+            XCTAssertEqual(try quire(["put", "notebook", "First"], home: home, stdin: Array("hello\n".utf8)).status, 0)
+            XCTAssertEqual(try quire(["put", "plans", "Buy milk", "--notes", "oat", "--due", "2024-05-01"], home: home).status, 0)
+            XCTAssertEqual(try quire(["put", "contacts", "Ann Lee", "--email", "ann@example.org", "--phone", "+1 555"], home: home).status, 0)
+            XCTAssertEqual(try quire(["put", "settings", "theme", "dark"], home: home).status, 0)
+            XCTAssertEqual(try quire(["put", "saga", "2024-05-01"], home: home, stdin: Array("a day\n".utf8)).status, 0)
+            XCTAssertEqual(try quire(["put", "memory", "visit"], home: home, stdin: Array("went out".utf8)).status, 0)
+        }
+        let top = try FileManager.default.contentsOfDirectory(atPath: device.mountpoint).sorted()
+        XCTAssertEqual(top, [".quire", "contacts", "memory", "notebook", "plans", "saga", "settings"])
+        XCTAssertEqual(try device.text("notebook/First.md"), "hello\n")
+        XCTAssertEqual(try device.text("plans/Buy milk.txt"), "done: no\ndue: 2024-05-01\n\noat")
+        XCTAssertEqual(try device.text("contacts/Ann Lee.vcf"),
+                       "BEGIN:VCARD\r\nVERSION:4.0\r\nFN:Ann Lee\r\nEMAIL:ann@example.org\r\nTEL:+1 555\r\nEND:VCARD\r\n")
+        XCTAssertEqual(try device.text("settings/theme.txt"), "dark\n")
+        XCTAssertEqual(try device.text("saga/2024-05-01.md"), "a day\n")
+        let memory = try FileManager.default.contentsOfDirectory(atPath: device.path("memory"))
+        XCTAssertEqual(memory.count, 1)
+        XCTAssertTrue(memory[0].hasSuffix(" visit.txt"), memory[0])
+        XCTAssertTrue(try device.text("memory/" + memory[0]).hasSuffix("kind: visit\n\nwent out"))
+        XCTAssertTrue(try device.text(".quire/status").contains("holds 1 notebook"))
+        XCTAssertNotNil(try jsonObject(device.text(".quire/status.json")) as? [String: Any])
+        XCTAssertEqual(try device.text(".quire/digest").split(separator: "\n").first?.count, 2 * (1 + 32 * 7 + 8))
+
+        // st_size is the text's length, st_mtime the row's updatedAt.
+        for file in ["notebook/First.md", "plans/Buy milk.txt", "contacts/Ann Lee.vcf", "settings/theme.txt", "saga/2024-05-01.md"] {
+            XCTAssertEqual(Syscall.status(device.path(file))?.size, try device.read(file).count, file)
+        }
+        let row = try device.rows("notebook")[0]
+        let json = try jsonObject(quire(["get", "notebook", "--key", row.key, "--json"], home: device.home).stdout) as! [String: Any]
+        let before = Syscall.status(device.path("notebook/First.md"))!
+        XCTAssertEqual(before.modified, json["updatedAt"] as! Int)
+
+        // Inode numbers and times are the same after a remount.
+        XCTAssertEqual(try device.unmount().status, 0)
+        try device.mount()
+        let after = Syscall.status(device.path("notebook/First.md"))!
+        XCTAssertEqual(after.inode, before.inode)
+        XCTAssertEqual(after.modified, before.modified)
+    }
+
+    func testWritesAreBufferedAndOneCloseIsOneVersion() throws {
+        device = try MountedDevice()
+        let path = device.path("notebook/Draft.md")
+        XCTAssertEqual(Syscall.writeFile(path, chunks: (0..<50).map { Array("line \($0)\n".utf8) }).errno, 0)
+        let rows = try device.rows("notebook")
+        XCTAssertEqual(rows.count, 1)
+        XCTAssertEqual(rows[0].name, "Draft")
+        XCTAssertTrue(try device.version("notebook", key: rows[0].key).hasSuffix(":1}"), "50 writes, one close: one version")
+
+        // O_APPEND appends; O_TRUNC empties; ftruncate cuts.
+        XCTAssertEqual(Syscall.writeFile(path, "appended\n", flags: O_WRONLY | O_APPEND).errno, 0)
+        XCTAssertTrue(try device.text("notebook/Draft.md").hasSuffix("line 49\nappended\n"))
+        XCTAssertEqual(Syscall.writeFile(path, "fresh\n", flags: O_WRONLY | O_TRUNC).errno, 0)
+        XCTAssertEqual(try device.text("notebook/Draft.md"), "fresh\n")
+        let descriptor = open(path, O_RDWR)
+        XCTAssertEqual(ftruncate(descriptor, 3), 0)
+        XCTAssertEqual(close(descriptor), 0)
+        XCTAssertEqual(try quire(["get", "notebook", "Draft"], home: device.home).stdout, "fre")
+        XCTAssertTrue(try device.version("notebook", key: rows[0].key).hasSuffix(":4}"))
+        // truncate(2) by path is an edit of its own.
+        XCTAssertEqual(truncate(path, 1), 0)
+        XCTAssertEqual(try quire(["get", "notebook", "Draft"], home: device.home).stdout, "f")
+        // Saving unchanged content makes no version.
+        XCTAssertEqual(Syscall.writeFile(path, "f").errno, 0)
+        XCTAssertTrue(try device.version("notebook", key: rows[0].key).hasSuffix(":5}"))
+        // fsync commits before close.
+        let syncing = open(path, O_WRONLY | O_TRUNC)
+        _ = Array("synced".utf8).withUnsafeBytes { write(syncing, $0.baseAddress, $0.count) }
+        XCTAssertEqual(fsync(syncing), 0)
+        XCTAssertEqual(try quire(["get", "notebook", "Draft"], home: device.home).stdout, "synced")
+        XCTAssertEqual(close(syncing), 0)
+    }
+
+    func testUnlinkIsATombstoneAndRenameRetitles() throws {
+        device = try MountedDevice { home in
+            XCTAssertEqual(try quire(["put", "notebook", "Old title"], home: home, stdin: Array("body".utf8)).status, 0)
+            XCTAssertEqual(try quire(["put", "notebook", "Doomed"], home: home, stdin: Array("bye".utf8)).status, 0)
+        }
+        let keys = Dictionary(uniqueKeysWithValues: try device.rows("notebook").map { ($0.name, $0.key) })
+        XCTAssertEqual(rename(device.path("notebook/Old title.md"), device.path("notebook/New title.md")), 0)
+        XCTAssertEqual(try device.text("notebook/New title.md"), "body")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: device.path("notebook/Old title.md")))
+        XCTAssertEqual(unlink(device.path("notebook/Doomed.md")), 0)
+        let rows = try device.rows("notebook")
+        XCTAssertEqual(rows.first { $0.key == keys["Old title"] }?.name, "New title", "a rename keeps the key")
+        XCTAssertEqual(rows.first { $0.key == keys["Doomed"] }?.isTombstone, true)
+        // Renaming out of the namespace folder is not a move of the row.
+        XCTAssertEqual(Syscall.rename(device.path("notebook/New title.md"), device.path("plans/New title.txt")), EXDEV)
+        XCTAssertEqual(try device.rows("plans").count, 0)
+    }
+
+    func testSaveByRenameKeepsTheRowAndMakesOneVersion() throws {
+        device = try MountedDevice { home in
+            XCTAssertEqual(try quire(["put", "notebook", "Kept"], home: home, stdin: Array("one two\n".utf8)).status, 0)
+            XCTAssertEqual(try quire(["put", "contacts", "Bo"], home: home).status, 0)
+        }
+        let key = try device.rows("notebook")[0].key
+        // sed -i: temp file in the folder, renamed over the note.
+        XCTAssertEqual(shell("sed -i 's/two/three/' '\(device.path("notebook/Kept.md"))'").status, 0)
+        XCTAssertEqual(try device.text("notebook/Kept.md"), "one three\n")
+        // Python os.replace.
+        let python = "import os; p='\(device.path("notebook"))'; open(p+'/tmpXYZ.md','w').write('via python\\n'); os.replace(p+'/tmpXYZ.md', p+'/Kept.md')"
+        XCTAssertEqual(shell("python3 -c \"\(python)\"").status, 0)
+        XCTAssertEqual(try device.text("notebook/Kept.md"), "via python\n")
+        // gedit-style hidden temp file.
+        XCTAssertEqual(Syscall.writeFile(device.path("notebook/.goutputstream-AB12"), "gedit\n").errno, 0)
+        XCTAssertEqual(rename(device.path("notebook/.goutputstream-AB12"), device.path("notebook/Kept.md")), 0)
+        XCTAssertEqual(try device.text("notebook/Kept.md"), "gedit\n")
+        let rows = try device.rows("notebook")
+        XCTAssertEqual(rows.count, 1, "no new row and no tombstone: \(rows)")
+        XCTAssertEqual(rows[0].key, key)
+        XCTAssertTrue(try device.version("notebook", key: key).hasSuffix(":4}"), "one version per save")
+        // vim with backups (rename to name~, write a new file) keeps the row too.
+        let vim = "HOME=\(device.directory) vim -u NONE -N -es -c 'set backup writebackup backupcopy=no' -c '%s/gedit/vim/' -c wq '\(device.path("notebook/Kept.md"))'"
+        XCTAssertEqual(shell(vim).status, 0)
+        XCTAssertEqual(try device.text("notebook/Kept.md"), "vim\n")
+        // emacs (and vim where it can): rename to the backup name, write anew.
+        XCTAssertEqual(rename(device.path("notebook/Kept.md"), device.path("notebook/Kept.md~")), 0)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: device.path("notebook/Kept.md")))
+        XCTAssertEqual(Syscall.writeFile(device.path("notebook/Kept.md"), "emacs\n").errno, 0)
+        XCTAssertEqual(try device.text("notebook/Kept.md~"), "vim\n", "the backup is a local scratch file")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: device.home + "/scratch/notebook/Kept.md~"))
+        Thread.sleep(forTimeInterval: 6)   // past the grace a renamed-away row waits
+        let afterBackup = try device.rows("notebook")
+        XCTAssertEqual(afterBackup.map(\.key), [key], "\(afterBackup)")
+        XCTAssertEqual(afterBackup[0].isTombstone, false)
+        XCTAssertEqual(try device.text("notebook/Kept.md"), "emacs\n")
+        // A note renamed to a backup name and never written again is deleted.
+        XCTAssertEqual(Syscall.writeFile(device.path("notebook/Gone.md"), "bye\n").errno, 0)
+        let goneKey = try XCTUnwrap(try device.rows("notebook").first { $0.name == "Gone" }?.key)
+        XCTAssertEqual(rename(device.path("notebook/Gone.md"), device.path("notebook/Gone.md~")), 0)
+        Thread.sleep(forTimeInterval: 6)
+        XCTAssertFalse(try device.rows("notebook").contains { $0.key == goneKey && !$0.isTombstone })
+        XCTAssertEqual(try device.text("notebook/Gone.md~"), "bye\n")
+        // A contact saved by rename keeps its key as well.
+        let contactKey = try device.rows("contacts")[0].key
+        let card = "BEGIN:VCARD\nVERSION:4.0\nFN:Bo\nEMAIL:bo@example.org\nEND:VCARD\n"
+        XCTAssertEqual(Syscall.writeFile(device.path("contacts/.Bo.vcf.tmp"), card).errno, 0)
+        XCTAssertEqual(rename(device.path("contacts/.Bo.vcf.tmp"), device.path("contacts/Bo.vcf")), 0)
+        XCTAssertEqual(try device.rows("contacts").map(\.key), [contactKey])
+        XCTAssertTrue(try device.text("contacts/Bo.vcf").contains("EMAIL:bo@example.org\r\n"))
+    }
+
+    func testRenameNoReplaceAndExchange() throws {
+        device = try MountedDevice { home in
+            XCTAssertEqual(try quire(["put", "notebook", "A"], home: home, stdin: Array("alpha".utf8)).status, 0)
+            XCTAssertEqual(try quire(["put", "notebook", "B"], home: home, stdin: Array("beta".utf8)).status, 0)
+        }
+        let a = device.path("notebook/A.md"), b = device.path("notebook/B.md")
+        XCTAssertEqual(Syscall.rename(a, b, flags: Syscall.noReplace), EEXIST)
+        XCTAssertEqual(try device.text("notebook/B.md"), "beta")
+        XCTAssertEqual(Syscall.rename(a, b, flags: Syscall.exchange), 0)
+        XCTAssertEqual(try device.text("notebook/A.md"), "beta")
+        XCTAssertEqual(try device.text("notebook/B.md"), "alpha")
+        XCTAssertEqual(Syscall.rename(a, device.path("notebook/C.md"), flags: Syscall.exchange), ENOENT)
+        XCTAssertEqual(Syscall.rename(a, device.path("notebook/C.md"), flags: Syscall.noReplace), 0)
+        XCTAssertEqual(try device.rows("notebook").map(\.name).sorted(), ["B", "C"])
+        XCTAssertEqual(try device.rows("notebook").filter(\.isTombstone).count, 0)
+    }
+
+    func testEditorJunkLivesInTheScratchArea() throws {
+        device = try MountedDevice()
+        let junk = [".Note.md.swp", ".Note.md.swx", "Note.md~", "4913", "#Note.md#", ".#Note.md", "._Note.md", ".DS_Store"]
+        for name in junk {
+            XCTAssertEqual(Syscall.writeFile(device.path("notebook/" + name), "junk \(name)").errno, 0, name)
+            XCTAssertEqual(try device.text("notebook/" + name), "junk \(name)", name)
+            XCTAssertTrue(FileManager.default.fileExists(atPath: device.home + "/scratch/notebook/" + name), name)
+        }
+        XCTAssertEqual(try device.rows("notebook").count, 0, "junk never becomes a row")
+        XCTAssertEqual(unlink(device.path("notebook/4913")), 0)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: device.home + "/scratch/notebook/4913"))
+        // A name that is not a note name stays on this device and says so.
+        XCTAssertEqual(Syscall.writeFile(device.path("notebook/todo.txt"), "local").errno, 0)
+        XCTAssertEqual(try device.rows("notebook").count, 0)
+        XCTAssertTrue(try device.text(".quire/status").contains("notebook/todo.txt"))
+        // Subfolders are refused with EPERM and a line in the status.
+        XCTAssertEqual(mkdir(device.path("notebook/projects"), 0o755), -1)
+        XCTAssertEqual(errno, EPERM)
+        XCTAssertTrue(try device.text(".quire/status").contains("mkdir notebook/projects refused"))
+    }
+
+    func testExtendedAttributes() throws {
+        device = try MountedDevice { home in
+            XCTAssertEqual(try quire(["put", "notebook", "Tagged", "--tags", "b,a"], home: home, stdin: Array("x".utf8)).status, 0)
+        }
+        let file = device.path("notebook/Tagged.md")
+        let key = try device.rows("notebook")[0].key
+        XCTAssertEqual(Syscall.attribute(file, "user.quire.key").value, key)
+        XCTAssertEqual(Syscall.attribute(file, "user.quire.tags").value, "a,b")
+        XCTAssertEqual(Syscall.attribute(file, "user.quire.resident").value, "1")
+        XCTAssertEqual(Syscall.attribute(file, "user.quire.contentHash").value.count, 64)
+        XCTAssertEqual(Syscall.setAttribute(file, "user.quire.key", "0000"), EPERM)
+        XCTAssertEqual(Syscall.setAttribute(file, "user.quire.tags", "work, home"), 0)
+        let json = try jsonObject(quire(["get", "notebook", "Tagged", "--json"], home: device.home).stdout) as! [String: Any]
+        XCTAssertEqual(json["tags"] as? [String], ["home", "work"])
+        // Other user attributes are accepted for the session, never synced.
+        XCTAssertEqual(Syscall.setAttribute(file, "user.com.apple.TextEncoding", "utf-8;134217984"), 0)
+        XCTAssertEqual(Syscall.attribute(file, "user.com.apple.TextEncoding").value, "utf-8;134217984")
+        XCTAssertEqual(Syscall.attribute(file, "user.unknown").errno, ENODATA)
+    }
+
+    func testEscapedLongAndDuplicateTitles() throws {
+        let long = String(repeating: "é", count: 200)
+        device = try MountedDevice { home in
+            for title in ["a/b", "..", ".hidden", "50% off", long] {
+                XCTAssertEqual(try quire(["put", "notebook", title], home: home, stdin: Array(title.utf8)).status, 0, title)
+            }
+            XCTAssertEqual(try quire(["put", "notebook", "Same", "--new"], home: home, stdin: Array("one".utf8)).status, 0)
+            XCTAssertEqual(try quire(["put", "notebook", "Same", "--new"], home: home, stdin: Array("two".utf8)).status, 0)
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: device.path("notebook"))
+        XCTAssertTrue(names.contains("a%2Fb.md"), "\(names)")
+        XCTAssertTrue(names.contains("%2E..md"))
+        XCTAssertTrue(names.contains("%2Ehidden.md"))
+        XCTAssertTrue(names.contains("50%25 off.md"))
+        XCTAssertEqual(try device.text("notebook/a%2Fb.md"), "a/b")
+        let same = names.filter { $0.hasPrefix("Same") }.sorted { $0.count < $1.count }
+        XCTAssertEqual(same.count, 2, "\(names)")
+        XCTAssertEqual(same[0], "Same.md")
+        XCTAssertTrue(same[1].hasPrefix("Same%~"), same[1])
+        let sameKeys = try device.rows("notebook").filter { $0.name == "Same" }.map(\.key).sorted()
+        XCTAssertEqual(same[1], "Same%~" + sameKeys[1].prefix(8) + ".md", "the smallest key keeps the plain name")
+        XCTAssertEqual(Set(try same.map { try device.text("notebook/" + $0) }), ["one", "two"])
+        let longName = try XCTUnwrap(names.first { $0.hasPrefix("é") })
+        XCTAssertLessThanOrEqual(longName.utf8.count, 255)
+        XCTAssertEqual(try device.text("notebook/" + longName), long)
+        // Renames keep working on escaped names, and decode back to the title.
+        XCTAssertEqual(rename(device.path("notebook/a%2Fb.md"), device.path("notebook/c%2Fd.md")), 0)
+        XCTAssertTrue(try device.rows("notebook").contains { $0.name == "c/d" })
+    }
+
+    func testChangesFromAnotherProcessShowWithinOneSecond() throws {
+        device = try MountedDevice { home in
+            XCTAssertEqual(try quire(["put", "notebook", "Shared"], home: home, stdin: Array("v1".utf8)).status, 0)
+        }
+        XCTAssertEqual(try device.text("notebook/Shared.md"), "v1")   // cached by the kernel now
+        XCTAssertEqual(try quire(["put", "notebook", "Shared"], home: device.home, stdin: Array("version two".utf8)).status, 0)
+        XCTAssertEqual(try quire(["put", "notebook", "Arrived"], home: device.home, stdin: Array("new".utf8)).status, 0)
+        XCTAssertTrue(eventually(1) { (try? self.device.text("notebook/Shared.md")) == "version two" })
+        XCTAssertTrue(eventually(1) { (try? self.device.text("notebook/Arrived.md")) == "new" })
+        XCTAssertEqual(try quire(["rm", "notebook", "Arrived"], home: device.home).status, 0)
+        XCTAssertTrue(eventually(1) { !FileManager.default.fileExists(atPath: self.device.path("notebook/Arrived.md")) })
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import QuireCore
+import QuireStore
+@testable import QuireFS
+import XCTest
+
+final class FileNamesTests: XCTestCase {
+    func testEscapingIsReversibleAndNeverHidden() {
+        for title in ["plain", "a/b", ".", "..", ".hidden", "50% off", "tab\there", "nul\u{0}byte", "", "%", "%~1a2b3c4d", "ü/é", "end."] {
+            let stem = FileNames.escape(title)
+            XCTAssertFalse(stem.contains("/"), title)
+            XCTAssertFalse(stem.hasPrefix("."), title)
+            XCTAssertFalse(stem.unicodeScalars.contains { $0.value < 0x20 }, title)
+            XCTAssertEqual(FileNames.unescape(stem), title, title)
+            XCTAssertEqual(FileNames.meaning(of: stem + ".md", in: .notebook), .row(title: title), title)
+            XCTAssertFalse(FileNames.isJunk(stem + ".md"), title)
+        }
+    }
+
+    func testSeededRandomTitlesRoundTrip() {
+        var generator = SeededGenerator(seed: 0x5eed)
+        let alphabet = Array("ab /%.~#\u{0}\u{1}\téü漢😀-_")
+        for _ in 0..<2_000 {
+            let title = String((0..<Int.random(in: 0...20, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
+            let name = FileNames.name(stem: FileNames.escape(title), namespace: .notebook, key: RowKey(bytes: Array(repeating: 7, count: 16))!, isFirst: true)
+            XCTAssertEqual(FileNames.meaning(of: name, in: .notebook), .row(title: title), "seed 0x5eed, title \(title.debugDescription)")
+        }
+    }
+
+    func testJunkAndLocalOnlyNames() {
+        for junk in [".x.md.swp", "x.swx", "x.md~", "4913", "5036", "#x.md#", ".#x.md", "._x.md", ".DS_Store", ".goutputstream-AB"] {
+            XCTAssertEqual(FileNames.meaning(of: junk, in: .notebook), .junk, junk)
+        }
+        XCTAssertEqual(FileNames.meaning(of: "todo.txt", in: .notebook), .localOnly)
+        XCTAssertEqual(FileNames.meaning(of: "sedAbc123", in: .notebook), .localOnly)
+        XCTAssertEqual(FileNames.meaning(of: "2024-02-30.md", in: .saga), .localOnly)
+        XCTAssertEqual(FileNames.meaning(of: "2024-02-29.md", in: .saga), .row(title: "2024-02-29"))
+        XCTAssertEqual(FileNames.meaning(of: "4914", in: .settings), .localOnly)
+    }
+
+    func testLongTitlesAreCutAndMarked() {
+        let key = RowKey(bytes: Array(0..<16))!
+        let name = FileNames.name(stem: FileNames.escape(String(repeating: "é", count: 300)), namespace: .notebook, key: key, isFirst: true)
+        XCTAssertLessThanOrEqual(name.utf8.count, 255)
+        XCTAssertTrue(name.hasSuffix("%~00010203.md"), name)
+        let escapes = FileNames.name(stem: String(repeating: "%2F", count: 120), namespace: .notebook, key: key, isFirst: true)
+        XCTAssertTrue(escapes.hasSuffix("%2F%~00010203.md"), "never cut inside an escape: \(escapes)")
+    }
+
+    func testDuplicateTitlesGetDeterministicMarkers() {
+        let keys = [RowKey(bytes: Array(repeating: 9, count: 16))!, RowKey(bytes: Array(repeating: 1, count: 16))!]
+        func summary(_ key: RowKey, _ title: String) -> RowSummary {
+            RowSummary(row: Row(namespace: .notebook, key: key, version: RowVersion(vector: VersionVector(), isTombstone: false),
+                                content: .note(Note(title: title, body: [], createdAt: Timestamp(seconds: 1), updatedAt: Timestamp(seconds: 1)))),
+                       seq: 1)
+        }
+        var listing = NamespaceListing(namespace: .notebook, summaries: [summary(keys[0], "Same")])
+        XCTAssertEqual(listing.nameOfKey[keys[0]], "Same.md")
+        let changes = listing.apply(summary(keys[1], "Same"))
+        XCTAssertEqual(listing.nameOfKey[keys[1]], "Same.md", "the smallest key keeps the plain name")
+        XCTAssertEqual(listing.nameOfKey[keys[0]], "Same%~09090909.md")
+        XCTAssertEqual(Set(changes.map(\.key)), Set(keys))
+        _ = listing.remove(keys[1])
+        XCTAssertEqual(listing.nameOfKey[keys[0]], "Same.md")
+        XCTAssertEqual(listing.keyOfName.count, 1)
+    }
+}
+
+/// SplitMix64: a seeded, repeatable generator (print the seed on failure).
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
