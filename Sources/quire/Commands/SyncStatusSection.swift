@@ -26,7 +26,7 @@ enum SyncStatusSection {
         if alive {
             lines.append("sync: running (process \(s.pid)) on \(s.relay), \(phaseText(s.phase))")
         } else {
-            lines.append("sync: not running (last ran until \(Ago.text(now - s.updatedAt))); what follows is from then")
+            lines.append("sync: not running (last ran on \(s.relay) until \(Ago.text(now - s.updatedAt))); what follows is from then")
         }
         if s.phase == .revoked { lines.append("this device was REVOKED from the account: it no longer syncs") }
         if s.siblings.isEmpty { lines.append("no sibling devices on the roster yet ('quire invite' adds one)") }
