@@ -27,6 +27,11 @@ struct SiblingState {
     var bytesIn = 0
     var bytesOut = 0
     var lastIntroducedMs: UInt64?
+    /// While it has not answered since our introduction: when to introduce
+    /// again, and the current back-off (its channel may not have been
+    /// listening yet when the first one went out).
+    var nextIntroduceMs: UInt64?
+    var introduceBackoffMs: UInt64 = 1_000
 
     init(member: RosterMember, channel: String, configuration: SyncConfiguration) {
         self.member = member

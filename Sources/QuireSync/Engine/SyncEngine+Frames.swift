@@ -22,6 +22,7 @@ extension SyncEngine {
         if var sibling = siblings[inner.sender] {
             sibling.lastSeen = clock.now()
             sibling.lastSeenMs = nowMs
+            sibling.nextIntroduceMs = nil
             sibling.bytesIn += bytes.count
             siblings[inner.sender] = sibling
         }
@@ -111,7 +112,12 @@ extension SyncEngine {
             metrics.framesOut += 1
             metrics.bytesOut += frame.count
             sibling.bytesOut += frame.count
-            sibling.lastIntroducedMs = clock.monotonicMilliseconds()
+            let nowMs = clock.monotonicMilliseconds()
+            sibling.lastIntroducedMs = nowMs
+            if sibling.lastSeenMs == nil {
+                sibling.nextIntroduceMs = nowMs + sibling.introduceBackoffMs
+                sibling.introduceBackoffMs = min(sibling.introduceBackoffMs * 2, configuration.heartbeatMilliseconds)
+            }
             siblings[device] = sibling
         } catch {
             metrics.sendErrors += 1

@@ -218,6 +218,10 @@ public final class SyncEngine: @unchecked Sendable {
             broadcast(force: false, nowMs: now)
         }
         if now >= nextHeartbeatMs { heartbeat(nowMs: now) }
+        for (id, sibling) in siblings where sibling.lastSeenMs == nil && (sibling.nextIntroduceMs.map { now >= $0 } ?? false) {
+            introduce(to: id)
+            sendDigest(to: id)
+        }
         for (key, pull) in pulls where now &- pull.lastActivityMs >= configuration.sessionTimeoutMilliseconds {
             pullTimedOut(key, nowMs: now)
         }

@@ -20,8 +20,10 @@ enum SyncCommands {
                               answer to converge, then exit (at most --timeout,
                               default 10 s; exit 1 if one that answered did not)
           --until-converged   run until every sibling on the roster holds our
-                              digest and we hold theirs, then exit 0; exit 1 on
-                              --timeout (default 60 s) naming those that did not
+                              digest and we hold theirs (and at least 2 s, so
+                              devices that just joined can introduce themselves),
+                              then exit 0; exit 1 on --timeout (default 60 s)
+                              naming those that did not
           --timeout S         seconds, for --once and --until-converged
           --verbose           print sync events on standard error
           --json              with --once/--until-converged: the result as JSON
@@ -67,8 +69,11 @@ enum SyncCommands {
             let elapsed = Date().timeIntervalSince(started)
             let engine = service.engine
             if untilConverged {
+                // At least 2 s: a device that joined while nobody listened
+                // re-introduces itself after 1 s, and an empty roster would
+                // otherwise look converged at once.
                 stableChecks = engine.isConverged() ? stableChecks + 1 : 0
-                if stableChecks >= 3 { outcome = (true, "converged with every sibling"); break }
+                if stableChecks >= 5 && elapsed >= 2 { outcome = (true, "converged with every sibling"); break }
                 if elapsed > (timeout ?? 60) {
                     outcome = (false, "not converged after \(Int(timeout ?? 60)) s with: \(engine.unconvergedSiblings().joined(separator: ", "))")
                     break
