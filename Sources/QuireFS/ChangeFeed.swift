@@ -93,6 +93,8 @@ extension QuireFileSystem {
             for (ref, row) in detached where now.timeIntervalSince(row.since) > ChangeFeed.detachGrace {
                 finishDetach(ref)
             }
+            // A name that changed also changes its folder's cached listing.
+            for case .entry(let parent, _) in invalidations { invalidations.append(.inode(parent)) }
             var seen = Set<Invalidation>()
             let work = invalidations.filter { seen.insert($0).inserted }
             invalidations.removeAll()

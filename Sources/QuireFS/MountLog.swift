@@ -41,8 +41,8 @@ public final class MountLog: @unchecked Sendable {
         close(descriptor)
     }
 
+    /// UTC, whole seconds (a formatter per line would cost more than the write).
     private static func stamp() -> String {
-        let formatter = ISO8601DateFormatter()
-        return formatter.string(from: Date())
+        TextDates.formatDateTime(Int64(Date().timeIntervalSince1970))
     }
 }

@@ -43,7 +43,7 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
                     status: @escaping @Sendable (MountStatus) -> (text: String, json: [UInt8]),
                     digest: @escaping @Sendable () throws -> [UInt8],
                     recall: (@Sendable (RowKey, [UInt8], Double) throws -> [UInt8])? = nil,
-                    recallTimeout: Double = 10, cacheTimeout: Double = 1) {
+                    recallTimeout: Double = 10, cacheTimeout: Double = 5) {
             self.scratchPath = scratchPath
             self.mountpoint = mountpoint
             self.log = log
@@ -107,6 +107,10 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
         // processes): let a changed mtime or size drop cached pages.
         if connection.capable.contains(.autoInvalidateData) { connection.wanted.insert(.autoInvalidateData) }
         if connection.capable.contains(.readDirectoryPlus) { connection.wanted.insert(.readDirectoryPlus) }
+        // Let the kernel cache POSIX ACLs (there are none: ENODATA), so
+        // `ls -l` does not ask for system.posix_acl_access on every file.
+        let posixACL = FuseConnection.Capabilities(rawValue: 1 << 19)   // FUSE_CAP_POSIX_ACL
+        if connection.capable.contains(posixACL) { connection.wanted.insert(posixACL) }
         log.info("mounted at \(configuration.mountpoint)")
     }
 
@@ -133,6 +137,14 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
             return listing
         } catch {
             throw storeFailure(error, doing: "list \(namespace.name)")
+        }
+    }
+
+    /// Lists every namespace now, so the first `ls` after mounting does not
+    /// wait for a scan of the replica. Call before serving.
+    public func preloadListings() {
+        locked {
+            for namespace in MountLayout.namespaces { _ = try? listing(namespace) }
         }
     }
 

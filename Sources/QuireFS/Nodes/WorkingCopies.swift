@@ -119,9 +119,8 @@ extension QuireFileSystem {
     }
 
     func applyToListing(_ summary: RowSummary) {
-        guard var listing = listings[summary.namespace] else { return }
-        let changes = listing.apply(summary)
-        listings[summary.namespace] = listing
+        // Mutated in place: a copy would duplicate 10,000-entry tables per write.
+        guard let changes = listings[summary.namespace]?.apply(summary) else { return }
         let parent = InodeTable.folderInode(summary.namespace)
         for change in changes {
             if let old = change.oldName { invalidations.append(.entry(parent: parent, name: old)) }
@@ -183,9 +182,10 @@ extension QuireFileSystem {
         do {
             // A row that never left this device goes without a tombstone.
             if try store.purgeIfUnadvertised(ref.namespace, ref.key) {
-                if var listing = listings[ref.namespace] {
-                    _ = listing.remove(ref.key)
-                    listings[ref.namespace] = listing
+                if let changes = listings[ref.namespace]?.remove(ref.key) {
+                    for change in changes {
+                        if let old = change.oldName { invalidations.append(.entry(parent: InodeTable.folderInode(ref.namespace), name: old)) }
+                    }
                 }
                 return
             }

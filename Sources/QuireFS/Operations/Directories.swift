@@ -90,6 +90,8 @@ extension QuireFileSystem {
             let handle = nextDirectoryHandle
             nextDirectoryHandle += 1
             directorySnapshots[handle] = entries
+            // No readdir cache: a cached listing comes without attributes
+            // (readdirplus), which makes `ls -l` look up every name again.
             return FuseOpenReply(handle: handle)
         }
     }

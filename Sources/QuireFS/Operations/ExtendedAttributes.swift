@@ -64,6 +64,7 @@ extension QuireFileSystem {
                 try setTags(ref, text.split(separator: ",").map { String($0).trimmingSpaces })
                 return
             }
+            // ACLs and security labels are not kept (permissions are fixed).
             guard name.hasPrefix("user.") else { throw .operationNotSupported }
             let exists = transientAttributes[inode.rawValue]?[name] != nil
             if flags.contains(.create) && exists { throw .exists }

@@ -26,10 +26,12 @@ extension QuireFileSystem {
                 let bytes = controlContents(file)
                 // Generated text: always read fresh (this is not a note body).
                 return FuseOpenReply(handle: addHandle(OpenFile(target: .control(bytes), inode: inode.rawValue, flags: flags, shown: bytes)),
-                                     options: [.directIO])
+                                     options: [.directIO, .noFlush])
             case .scratch(let folder, let name):
                 let descriptor = try scratch.open(folder, name, flags: flags.rawValue & ~(O_CREAT | O_EXCL))
-                return FuseOpenReply(handle: addHandle(OpenFile(target: .scratch(descriptor), inode: inode.rawValue, flags: flags, shown: [])))
+                // Nothing happens at close for a local file: spare the kernel the flush.
+                return FuseOpenReply(handle: addHandle(OpenFile(target: .scratch(descriptor), inode: inode.rawValue, flags: flags, shown: [])),
+                                     options: [.noFlush])
             case .row(let ref):
                 if flags.isWritable && MountLayout.isReadOnly(ref.namespace) {
                     throw refuse(.permissionDenied, "\(ref.namespace.name)/\(displayName(ref)) is read-only: memory is append-only")
@@ -47,7 +49,10 @@ extension QuireFileSystem {
                 let keepsCache = !copy.isDirty && kernelCachedSeq[inode.rawValue] == copy.seq
                 kernelCachedSeq[inode.rawValue] = copy.isDirty ? nil : copy.seq
                 let handle = addHandle(OpenFile(target: .row(ref), inode: inode.rawValue, flags: flags, shown: shown))
-                return FuseOpenReply(handle: handle, options: keepsCache ? [.keepCache] : [])
+                // A reader's close commits nothing: no flush round trip.
+                var options: FuseOpenReply.Options = flags.isWritable ? [] : [.noFlush]
+                if keepsCache { options.insert(.keepCache) }
+                return FuseOpenReply(handle: handle, options: options)
             }
         }
     }
@@ -72,7 +77,7 @@ extension QuireFileSystem {
             case .junk:
                 return try createScratch(folder, name, mode: mode, flags: flags)
             case .localOnly:
-                log.info("\(namespace.name)/\(name) is not a \(namespace.name) file name (\(expectedName(namespace))): kept on this device only")
+                // Listed in .quire/status; not logged: every sed -i makes one.
                 return try createScratch(folder, name, mode: mode, flags: flags)
             case .row(let title):
                 return try createRow(namespace, name: name, title: title, flags: flags)
@@ -80,15 +85,11 @@ extension QuireFileSystem {
         }
     }
 
-    func expectedName(_ namespace: Namespace) -> String {
-        namespace == .saga ? "YYYY-MM-DD.md" : "TITLE" + FileNames.fileExtension(namespace)
-    }
-
     private func createScratch(_ folder: Folder, _ name: String, mode: UInt32, flags: FuseOpenFlags) throws(FuseError) -> FuseCreateReply {
         let descriptor = try scratch.open(folder, name, flags: flags.rawValue | O_CREAT, mode: mode_t(mode & 0o7777))
         let inode = inodes.inode(forScratch: folder, name)
         let handle = addHandle(OpenFile(target: .scratch(descriptor), inode: inode, flags: flags, shown: []))
-        return FuseCreateReply(entry: try entry(inode), open: FuseOpenReply(handle: handle))
+        return FuseCreateReply(entry: try entry(inode), open: FuseOpenReply(handle: handle, options: [.noFlush]))
     }
 
     private func createRow(_ namespace: Namespace, name: String, title: String, flags: FuseOpenFlags) throws(FuseError) -> FuseCreateReply {

@@ -173,9 +173,7 @@ extension QuireFileSystem {
                 working[source]?.isDirty = false
                 working[source]?.isNew = false
             }
-            if var listing = listings[namespace] {
-                let changes = listing.remove(source.key)
-                listings[namespace] = listing
+            if let changes = listings[namespace]?.remove(source.key) {
                 for change in changes {
                     if let old = change.oldName { invalidations.append(.entry(parent: InodeTable.folderInode(namespace), name: old)) }
                 }

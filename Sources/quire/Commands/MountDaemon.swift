@@ -102,6 +102,7 @@ enum MountDaemon {
             recall: nil,
             recallTimeout: options.recallTimeout ?? prefs?.recallTimeoutSeconds ?? 10)
         let fileSystem = try QuireFileSystem(store: store, configuration: configuration)
+        fileSystem.preloadListings()
 
         var sessionOptions = FuseSession.Options()
         sessionOptions.fileSystemName = options.fileSystemName ?? home.path
