@@ -29,14 +29,21 @@ public struct Envelope: Equatable, Sendable {
     /// so a digest, a pull and a row transfer all look alike from outside.
     public enum WakeClass: UInt8, Sendable { case silent = 0 }
 
-    public var wake: WakeClass
+    /// The raw wake byte: a class this build does not know is a newer
+    /// sender's hint, kept as it came (and treated as silent).
+    public var wakeByte: UInt8
+    public var wake: WakeClass { WakeClass(rawValue: wakeByte) ?? .silent }
     public var boxKind: BoxKind
     public var recipient: DeviceID
     public var claimedSender: DeviceID
     public var box: [UInt8]
 
     public init(wake: WakeClass = .silent, boxKind: BoxKind, recipient: DeviceID, claimedSender: DeviceID, box: [UInt8]) {
-        self.wake = wake
+        self.init(wakeByte: wake.rawValue, boxKind: boxKind, recipient: recipient, claimedSender: claimedSender, box: box)
+    }
+
+    init(wakeByte: UInt8, boxKind: BoxKind, recipient: DeviceID, claimedSender: DeviceID, box: [UInt8]) {
+        self.wakeByte = wakeByte
         self.boxKind = boxKind
         self.recipient = recipient
         self.claimedSender = claimedSender
@@ -47,7 +54,7 @@ public struct Envelope: Equatable, Sendable {
         var out = Envelope.magic
         out.reserveCapacity(Envelope.headerSize + box.count)
         out.append(Envelope.formatVersion)
-        out.append(wake.rawValue)
+        out.append(wakeByte)
         out.append(boxKind.rawValue)
         out += recipient.bytes
         out += claimedSender.bytes
@@ -69,8 +76,6 @@ public struct Envelope: Equatable, Sendable {
         guard bytes[0] == magic[0], bytes[1] == magic[1] else { return .failure(.malformed) }
         guard bytes[2] == formatVersion else { return .failure(.unsupportedFormat) }
         guard bytes.count >= headerSize else { return .failure(.truncated) }
-        // Unknown wake classes are a newer sender's hint, not an error.
-        let wake = WakeClass(rawValue: bytes[3]) ?? .silent
         guard let kind = BoxKind(rawValue: bytes[4]) else { return .failure(.malformed) }
         let recipient = ID16(bytes: Array(bytes[5..<21]))!
         let sender = ID16(bytes: Array(bytes[21..<37]))!
@@ -78,7 +83,7 @@ public struct Envelope: Equatable, Sendable {
         let available = bytes.count - headerSize
         if available < declared { return .failure(.truncated) }
         if available > declared { return .failure(.malformed) }
-        return .success(Envelope(wake: wake, boxKind: kind, recipient: recipient, claimedSender: sender,
+        return .success(Envelope(wakeByte: bytes[3], boxKind: kind, recipient: recipient, claimedSender: sender,
                                  box: Array(bytes[headerSize...])))
     }
 }
