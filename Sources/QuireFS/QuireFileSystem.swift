@@ -69,6 +69,9 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     var handles: [UInt64: OpenFile] = [:]
     var nextHandle: UInt64 = 1
     var working: [RowRef: WorkingCopy] = [:]
+    /// Per row, the bytes this device last showed (opened for reading or
+    /// wrote): the baseline a save-by-rename's deletions are computed against.
+    var lastShown: [RowRef: [UInt8]] = [:]
     /// Files created through the mount and not yet flushed: name → row.
     var pending: [Namespace: [String: RowRef]] = [:]
     /// Rows renamed into the scratch area (an editor's backup step); they

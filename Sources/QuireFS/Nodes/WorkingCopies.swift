@@ -94,7 +94,8 @@ extension QuireFileSystem {
             throw error.fuseError
         }
         let edit: ReplicaStore.MountEdit
-        do { edit = try store.putFromMount(content, key: ref.key) } catch { throw storeFailure(error, doing: "save \(name)") }
+        do { edit = try store.putFromMount(content, key: ref.key, shown: shown ?? lastShown[ref]) } catch { throw storeFailure(error, doing: "save \(name)") }
+        lastShown[ref] = edit.row.content.flatMap(RowFormat.render) ?? copy.content
         copy.isDirty = false
         copy.isNew = false
         if let seq = edit.seq { copy.seq = seq }

@@ -38,6 +38,8 @@ extension QuireFileSystem {
                 }
                 var copy = try workingCopy(ref)
                 let shown = copy.content
+                // What this device last showed of the row (issue: no word lost).
+                if !copy.isDirty { lastShown[ref] = shown }
                 if flags.isTruncating && flags.isWritable && !copy.content.isEmpty {
                     copy.content = []
                     copy.isDirty = true

@@ -162,11 +162,15 @@ extension QuireFileSystem {
         let sourceIsNew = source.map { working[$0]?.isNew == true } ?? true
         let edit: ReplicaStore.MountEdit
         do {
-            edit = try store.replaceFromMount(target: targetRef.key, with: content, removing: sourceIsNew ? nil : source?.key)
+            // The editor wrote the temp file from what this device last
+            // showed of the target: deletions are computed against that.
+            edit = try store.replaceFromMount(target: targetRef.key, with: content, removing: sourceIsNew ? nil : source?.key,
+                                              shown: lastShown[targetRef])
         } catch {
             throw storeFailure(error, doing: "save \(namespace.name)/\(sourceName) over its target")
         }
         recordWrite(targetRef, edit)
+        lastShown[targetRef] = edit.row.content.flatMap(RowFormat.render) ?? bytes
         if let source {
             if sourceIsNew { pending[namespace] = pending[namespace]?.filter { $0.value != source } }
             if working[source] != nil {

@@ -16,11 +16,14 @@ extension ReplicaStore {
     }
 
     /// `put` that also reports the change number of the write.
-    public func putFromMount(_ content: RowContent, key: RowKey?) throws(StoreError) -> MountEdit {
+    /// For prose (notebook, saga), `shown` is what this device last showed
+    /// of the row (the bytes the open file read): removed paragraphs become
+    /// paragraph tombstones computed against it, never against the record.
+    public func putFromMount(_ content: RowContent, key: RowKey?, shown: [UInt8]? = nil) throws(StoreError) -> MountEdit {
         try write { ctx in
             var before: RowRecord? = nil
             if let key { before = try RowRecord.load(ctx.db, content.namespace, key, withBody: false) }
-            let row = try ctx.putLocal(content, key: key)
+            let row = try ctx.putMountEdit(content, key: key, shown: shown)
             // putLocal hands back the stored row unchanged when nothing differs.
             let wrote = before == nil || before!.isTombstone || before!.vector != row.version.vector
             return MountEdit(row: row, seq: wrote ? ctx.seq : nil)
@@ -39,9 +42,10 @@ extension ReplicaStore {
     /// still waits in the outbox) is removed outright: no other device can
     /// know it, so a tombstone would only be noise. Otherwise it becomes a
     /// tombstone like any deletion.
-    public func replaceFromMount(target: RowKey, with content: RowContent, removing source: RowKey?) throws(StoreError) -> MountEdit {
+    public func replaceFromMount(target: RowKey, with content: RowContent, removing source: RowKey?,
+                                 shown: [UInt8]? = nil) throws(StoreError) -> MountEdit {
         try write { ctx in
-            var edit = MountEdit(row: try ctx.putLocal(content, key: target), seq: ctx.seq)
+            var edit = MountEdit(row: try ctx.putMountEdit(content, key: target, shown: shown), seq: ctx.seq)
             if let source, source != target {
                 edit.sourcePurged = try ctx.purgeIfUnadvertised(content.namespace, source)
                 if !edit.sourcePurged,
@@ -62,6 +66,14 @@ extension ReplicaStore {
 }
 
 extension WriteContext {
+    /// A mount edit: prose goes through the paragraph-aware save.
+    mutating func putMountEdit(_ content: RowContent, key: RowKey?, shown: [UInt8]?) throws(StoreError) -> Row {
+        switch content.namespace {
+        case .notebook, .saga: return try saveProse(content, key: key, shown: shown)
+        default: return try putLocal(content, key: key)
+        }
+    }
+
     /// See `ReplicaStore.replaceFromMount`. The leaf leaves the fingerprints
     /// in the same transaction, so the digest never counts a purged row.
     mutating func purgeIfUnadvertised(_ ns: Namespace, _ key: RowKey) throws(StoreError) -> Bool {
