@@ -82,8 +82,11 @@ public final class SyncEngine: @unchecked Sendable {
     // MARK: Inbox (relay threads → engine)
     let inboxCondition = NSCondition()
     var inbox: [[UInt8]] = []
+    var inboxBytes = 0
     var shedFrames = 0
+    /// Frames waiting for the engine thread, bounded in count and bytes.
     static let inboxLimit = 8192
+    static let inboxByteLimit = 64 << 20
     var isRunning = false
     var runnerDone: DispatchSemaphore?
 
@@ -182,7 +185,7 @@ public final class SyncEngine: @unchecked Sendable {
 
     func enqueue(_ frame: [UInt8]) {
         inboxCondition.lock()
-        if inbox.count >= SyncEngine.inboxLimit {
+        if inbox.count >= SyncEngine.inboxLimit || inboxBytes + frame.count > SyncEngine.inboxByteLimit {
             // Counted here, folded into the metrics by `step()`: a relay
             // thread never takes the engine lock.
             shedFrames += 1
@@ -190,6 +193,7 @@ public final class SyncEngine: @unchecked Sendable {
             return
         }
         inbox.append(frame)
+        inboxBytes += frame.count
         inboxCondition.signal()
         inboxCondition.unlock()
     }
@@ -200,6 +204,7 @@ public final class SyncEngine: @unchecked Sendable {
         inboxCondition.lock()
         let frames = inbox
         inbox.removeAll(keepingCapacity: true)
+        inboxBytes = 0
         let shed = shedFrames
         shedFrames = 0
         inboxCondition.unlock()

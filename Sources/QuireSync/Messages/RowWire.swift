@@ -12,7 +12,10 @@ public enum RowWire {
     public static func decode(_ item: CBOR, namespace: Namespace) -> Row? {
         guard let parts = try? item.asArray(), parts.count >= 3,
               let keyBytes = try? parts[0].asBytes(), let key = RowKey(bytes: keyBytes),
-              let vector = try? VersionVector(cbor: parts[1]) else { return nil }
+              let vector = try? VersionVector(cbor: parts[1]),
+              // No device ever counts this high; a counter near the top
+              // would make the next local edit of the row overflow.
+              vector.counters.values.allSatisfy({ $0 < 1 << 48 }) else { return nil }
         if parts[2] == .null {
             guard namespace.hasTombstones, !vector.counters.isEmpty else { return nil }
             return .tombstone(namespace, key, vector: vector)
