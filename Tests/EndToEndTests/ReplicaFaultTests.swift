@@ -122,6 +122,17 @@ final class ReplicaFaultTests: XCTestCase {
         XCTAssertEqual((st[.posixPermissions] as? Int), 0o600, "keys are created with mode 0600")
     }
 
+    func testInitOnAFreshAccountCreatesTheDefaultHomeAndItsParents() throws {
+        let fakeHome = makeTemporaryDirectory() + "/user"
+        try FileManager.default.createDirectory(atPath: fakeHome, withIntermediateDirectories: true)
+        let r = try quire(["init", "--name", "fresh"], env: ["HOME": fakeHome, "XDG_DATA_HOME": ""])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: fakeHome + "/.local/share/quire/prefs.json"))
+        let st = try FileManager.default.attributesOfItem(atPath: fakeHome + "/.local/share/quire")
+        XCTAssertEqual(st[.posixPermissions] as? Int, 0o700)
+        XCTAssertEqual(try quire(["status"], env: ["HOME": fakeHome, "XDG_DATA_HOME": ""]).status, 0)
+    }
+
     func testUsageErrorsExitTwoAndHelpIsOnStdout() throws {
         XCTAssertEqual(try quire(["frobnicate"]).status, 2)
         XCTAssertEqual(try quire(["put"]).status, 2)

@@ -40,6 +40,13 @@ public struct DeviceHome: Sendable {
                 throw StoreError(.conflict, "\(path) holds a replica database but no prefs; refusing to overwrite it")
             }
         }
+        // Parents such as ~/.local/share may not exist on a fresh machine.
+        let parent = (path as NSString).deletingLastPathComponent
+        if !parent.isEmpty && !fm.fileExists(atPath: parent) {
+            do { try fm.createDirectory(atPath: parent, withIntermediateDirectories: true) } catch {
+                throw StoreError(.permission, "cannot create \(parent): \(error.localizedDescription)")
+            }
+        }
         for dir in [path, keysPath, scratchPath] {
             if mkdir(dir, 0o700) != 0 && errno != EEXIST {
                 throw AtomicFile.posixError("cannot create directory \(dir)")
