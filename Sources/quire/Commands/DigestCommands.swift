@@ -107,7 +107,12 @@ struct StatusReport {
         }
         lines.append("holds " + held.joined(separator: ", "))
         let pending = try store.pendingEdits()
-        lines.append(pending == 0 ? "nothing waits to be advertised" : "\(pending) local edits wait to be advertised to siblings")
+        let devices = try store.counts(.devices).live
+        if devices <= 1 {
+            lines.append("this is the account's only device ('quire invite' adds another)")
+        } else {
+            lines.append(pending == 0 ? "nothing waits to be advertised" : "\(pending) local edits wait to be advertised to siblings")
+        }
         let merges = try store.mergeCount()
         lines.append("\(merges) concurrent merges done")
         let json: [String: Any] = ["device": identity.deviceID.hex, "name": prefs.deviceName, "role": prefs.role.rawValue,
