@@ -78,3 +78,23 @@ final class CBORTests: XCTestCase {
         XCTAssertThrowsError(try RowContent.decode(.notebook, fields: .map(pairs)))
     }
 }
+
+final class StoredFieldsTests: XCTestCase {
+    func testStreamedNoteFieldsEqualTheTreeEncoding() {
+        let dev = DeviceID(bytes: [UInt8](repeating: 4, count: 16))!
+        var notes = [
+            Note(title: "t", tags: ["b", "a"], body: Array("body".utf8), createdAt: Timestamp(seconds: -3), updatedAt: Timestamp(seconds: 70_000),
+                 deletedParagraphs: [[1, 2], [3]], editedBy: dev),
+            Note(title: "", body: [], createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0)),
+        ]
+        var offloaded = notes[0]
+        offloaded.body = nil
+        offloaded.length = 123_456
+        notes.append(offloaded)
+        for n in notes {
+            XCTAssertEqual(n.storedFields(), CBORWriter.encode(RowContent.note(n).fields(includeBody: false)))
+            XCTAssertEqual(VersionVector([dev: 3, DeviceID(bytes: [UInt8](repeating: 1, count: 16))!: 9]).encoded(),
+                           CBORWriter.encode(VersionVector([dev: 3, DeviceID(bytes: [UInt8](repeating: 1, count: 16))!: 9]).cbor))
+        }
+    }
+}

@@ -72,6 +72,9 @@ public struct CBORWriter: Sendable {
 
     public mutating func writeArrayHeader(_ count: Int) { head(4, UInt64(count)) }
 
+    /// A map header; the caller writes keys in canonical (sorted) order.
+    public mutating func writeMapHeader(_ count: Int) { head(5, UInt64(count)) }
+
     public mutating func writeBool(_ b: Bool) { bytes.append(b ? 0xF5 : 0xF4) }
 
     /// An optional with a presence marker: absent is an empty array (0x80),

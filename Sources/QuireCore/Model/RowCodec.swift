@@ -1,3 +1,24 @@
+extension Note {
+    /// The stored fields of a note without its body (it has its own column):
+    /// byte-identical to `RowContent.note(self).fields(includeBody: false)`,
+    /// streamed without building a tree, because every note write pays it.
+    public func storedFields() -> [UInt8] {
+        let length = body?.count ?? self.length
+        let count = 6 + (length != nil ? 1 : 0) + (editedBy != nil ? 1 : 0)
+        var w = CBORWriter(capacity: 96 + title.utf8.count)
+        w.writeMapHeader(count)
+        w.writeUInt(1); w.writeText(title)
+        w.writeUInt(2); w.writeArrayHeader(tags.count); for t in tags { w.writeText(t) }
+        w.writeUInt(4); w.writeBytes(contentHash)
+        w.writeUInt(5); w.writeInt(createdAt.seconds)
+        w.writeUInt(6); w.writeInt(updatedAt.seconds)
+        w.writeUInt(7); w.writeArrayHeader(deletedParagraphs.count); for h in deletedParagraphs { w.writeBytes(h) }
+        if let length { w.writeUInt(8); w.writeUInt(UInt64(length)) }
+        if let editedBy { w.writeUInt(15); w.writeBytes(editedBy.bytes) }
+        return w.bytes
+    }
+}
+
 /// Storage and wire encoding of row content: CBOR maps with small integer
 /// keys. Readers skip keys they do not know and treat missing optional keys
 /// as absent, so an older sibling's rows still parse after fields are added.

@@ -54,6 +54,13 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The canonical CBOR bytes, written without building a tree.
+    public func encoded() -> [UInt8] {
+        var w = CBORWriter(capacity: 8 + 20 * counters.count)
+        write(to: &w)
+        return w.bytes
+    }
+
     public var cbor: CBOR {
         .array(sortedEntries.map { .array([.bytes($0.0.bytes), .unsigned($0.1)]) })
     }

@@ -204,7 +204,7 @@ struct WriteContext {
             updated = content.updatedAt?.seconds ?? 0
             switch content {
             case .note(let n):
-                contentBytes = CBORWriter.encode(content.fields(includeBody: false))
+                contentBytes = n.storedFields()
                 body = n.body
                 offloaded = n.body == nil
                 size = n.body?.count ?? n.length ?? 0
@@ -224,7 +224,7 @@ struct WriteContext {
         if case .note(let n)? = row.content { hash = n.contentHash }
         let args: [SQLValue] = [
             .int(Int64(row.namespace.rawValue)), .blob(row.key.bytes),
-            .blob(CBORWriter.encode(row.version.vector.cbor)), .int(row.isTombstone ? 1 : 0),
+            .blob(row.version.vector.encoded()), .int(row.isTombstone ? 1 : 0),
             .text(name), .int(updated), .int(Int64(size)), leaf.map { .blob($0) } ?? .null, .int(seq),
             .int(offloaded ? 1 : 0), contentBytes.map { .blob($0) } ?? .null, body.map { .blob($0) } ?? .null,
             hash.map { .blob($0) } ?? .null,
