@@ -105,11 +105,9 @@ extension RowContent {
             let hash = try f.required(4, "contentHash").asBytes()
             guard hash.count == 32 else { throw .invalidValue("contentHash must be 32 bytes") }
             if let body, Note.bodyDigest(body) != hash { throw .invalidValue("note body does not match its contentHash") }
-            var note = Note(title: try f.required(1, "title").asText(), tags: try texts(2, "tags"), body: body ?? [],
+            var note = Note(title: try f.required(1, "title").asText(), tags: try texts(2, "tags"), body: body, checkedHash: hash,
                             createdAt: try ts(5, "createdAt"), updatedAt: try ts(6, "updatedAt"),
                             deletedParagraphs: try hashes(7), editedBy: try editor())
-            note.body = body
-            note.contentHash = hash
             if body == nil, let length = try f.optional(8)?.asUInt() { note.length = Int(clamping: length) }
             return .note(note)
         case .plans:

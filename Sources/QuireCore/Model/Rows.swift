@@ -6,7 +6,12 @@ public struct Note: Equatable, Sendable {
     public var title: String
     /// A set: kept sorted and unique so one tag list has one encoding.
     public var tags: [String] { didSet { tags = Note.canonicalTags(tags) } }
-    public var body: [UInt8]?
+    /// Setting a body restamps `contentHash`, so a resident note's hash
+    /// always names its bytes (the store and the leaf rely on it). Only a
+    /// pointer (nil body) has a hash set by hand.
+    public var body: [UInt8]? {
+        didSet { if let body, body != oldValue { contentHash = Note.bodyDigest(body) } }
+    }
     public var contentHash: [UInt8]
     public var createdAt: Timestamp
     public var updatedAt: Timestamp
@@ -23,6 +28,19 @@ public struct Note: Equatable, Sendable {
         self.tags = Note.canonicalTags(tags)
         self.body = body
         self.contentHash = Note.bodyDigest(body)
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.deletedParagraphs = Array(Set(deletedParagraphs)).sorted { $0.lexicographicallyPrecedes($1) }
+        self.editedBy = editedBy
+    }
+
+    /// A note whose hash was already checked against its body (decoding).
+    init(title: String, tags: [String], body: [UInt8]?, checkedHash: [UInt8], createdAt: Timestamp, updatedAt: Timestamp,
+         deletedParagraphs: [[UInt8]], editedBy: DeviceID?) {
+        self.title = title
+        self.tags = Note.canonicalTags(tags)
+        self.body = body
+        self.contentHash = checkedHash
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.deletedParagraphs = Array(Set(deletedParagraphs)).sorted { $0.lexicographicallyPrecedes($1) }

@@ -75,6 +75,35 @@ extension ReplicaStore {
         try sync()
     }
 
+    /// Many bodies at once (a homebase answering a burst of offload_puts):
+    /// each checked against its hash, all committed in one transaction and
+    /// made durable before any of them is acknowledged.
+    public func holdBodies(_ items: [(body: [UInt8], contentHash: [UInt8], owner: DeviceID)]) throws(StoreError) {
+        for item in items where Note.bodyDigest(item.body) != item.contentHash {
+            throw StoreError(.invalidInput, "offered body does not match content hash \(Hex.encode(item.contentHash.prefix(8))); refused")
+        }
+        guard !items.isEmpty else { return }
+        try write { ctx in
+            for item in items {
+                try ctx.db.run("INSERT OR IGNORE INTO held_bodies(hash, body, size, owner, at) VALUES (?, ?, ?, ?, ?)",
+                               [.blob(item.contentHash), .blob(item.body), .int(Int64(item.body.count)), .blob(item.owner.bytes),
+                                .int(ctx.now.seconds)])
+            }
+        }
+        try sync()
+    }
+
+    /// The holders recorded for an offloaded note (empty when resident).
+    public func offloadHolders(_ key: RowKey) throws(StoreError) -> [DeviceID] {
+        try read { () throws(StoreError) -> [DeviceID] in
+            guard let blob = try db.queryOne("SELECT holders FROM rows WHERE ns = ? AND key = ? AND offloaded = 1",
+                                             [.int(Int64(Namespace.notebook.rawValue)), .blob(key.bytes)], { $0.blob(0) }) ?? nil else { return [] }
+            do { return try CBORReader.decode(blob).asArray().compactMap { ID16(bytes: try $0.asBytes()) } } catch {
+                throw StoreError(.corrupt, "\(path): holders of note \(key) do not decode: \(error)")
+            }
+        }
+    }
+
     /// A body this device can serve for `contentHash`: held for someone,
     /// or resident in its own note `key` (the requester names the note it
     /// wants). Re-checked against the hash before it is handed out.

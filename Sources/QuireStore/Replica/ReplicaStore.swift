@@ -109,10 +109,15 @@ public final class ReplicaStore: @unchecked Sendable {
     /// Many new rows as local edits in one transaction (bulk import).
     @discardableResult
     public func putMany(_ contents: [RowContent]) throws(StoreError) -> [Row] {
-        try write { ctx in
+        // Keys drawn in one call: one trip to the system's randomness, not one per row.
+        let randomness = random.bytes(16 * contents.count)
+        return try write { ctx in
             var rows: [Row] = []
             rows.reserveCapacity(contents.count)
-            for c in contents { rows.append(try ctx.putLocal(c, key: nil)) }
+            for (i, c) in contents.enumerated() {
+                let key = ID16(bytes: Array(randomness[(16 * i)..<(16 * i + 16)]))!
+                rows.append(try ctx.putLocal(c, key: nil, freshRandomKey: key))
+            }
             return rows
         }
     }

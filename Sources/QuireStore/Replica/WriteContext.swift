@@ -50,10 +50,20 @@ struct WriteContext {
 
     // MARK: Local edits
 
-    mutating func putLocal(_ content: RowContent, key explicitKey: RowKey?) throws(StoreError) -> Row {
-        let ns = content.namespace
+    mutating func putLocal(_ content: RowContent, key explicitKey: RowKey?, freshRandomKey: RowKey? = nil) throws(StoreError) -> Row {
+        if let fresh = freshRandomKey, naturalKeyIsRandom(content) { return try putLocal(content, newKey: fresh) }
         let freshKey = explicitKey == nil && naturalKeyIsRandom(content)
         let key = explicitKey ?? naturalKey(content)
+        return try putLocal(content, key: key, isFresh: freshKey)
+    }
+
+    /// A new row under a freshly drawn random key (bulk imports draw them all at once).
+    mutating func putLocal(_ content: RowContent, newKey: RowKey) throws(StoreError) -> Row {
+        try putLocal(content, key: newKey, isFresh: true)
+    }
+
+    private mutating func putLocal(_ content: RowContent, key: RowKey, isFresh freshKey: Bool) throws(StoreError) -> Row {
+        let ns = content.namespace
         // A freshly drawn random key cannot exist yet (the unique index
         // would refuse a 128-bit collision); skip the lookup on bulk imports.
         let existing = freshKey ? nil : try RowRecord.load(db, ns, key, withBody: true)
@@ -115,7 +125,6 @@ struct WriteContext {
             if case .note(let old)? = previous { n.createdAt = old.createdAt } else if n.createdAt.seconds == 0 { n.createdAt = now }
             n.updatedAt = now
             n.editedBy = me
-            if let body = n.body { n.contentHash = Note.bodyDigest(body) }
             return .note(n)
         case .plan(var p):
             if case .plan(let old)? = previous { p.createdAt = old.createdAt } else if p.createdAt.seconds == 0 { p.createdAt = now }
