@@ -53,6 +53,8 @@ extension SyncEngine {
                 try handleResponse(try ReconcileResponse.decode(message.payload), from: sender, nowMs: nowMs)
             case .introduce:
                 try handleIntroduce(try IntroduceMessage.decode(message.payload), from: sender, nowMs: nowMs)
+            case .offloadPut, .offloadAck, .recallRequest, .recallResponse, .holdQuery, .holdAnswer:
+                try handleOffloadMessage(message, from: sender, nowMs: nowMs)
             default:
                 count(.unknownSubKind)
             }

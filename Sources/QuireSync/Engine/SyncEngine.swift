@@ -78,6 +78,8 @@ public final class SyncEngine: @unchecked Sendable {
     var events: [String] = []
     var reportedErrors = Set<String>()
     var subscription: RelaySubscription?
+    /// Offloads, recalls and hold queries in flight (Offload/).
+    var offloadBook = OffloadBook()
 
     // MARK: Inbox (relay threads → engine)
     let inboxCondition = NSCondition()
@@ -230,6 +232,7 @@ public final class SyncEngine: @unchecked Sendable {
         for (key, pull) in pulls where now &- pull.lastActivityMs >= configuration.sessionTimeoutMilliseconds {
             pullTimedOut(key, nowMs: now)
         }
+        offloadTick(nowMs: now)
         chunks.expire(nowMs: now)
         updatePhase(nowMs: now)
         writeStatus(force: false)

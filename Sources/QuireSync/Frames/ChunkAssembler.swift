@@ -62,7 +62,8 @@ public struct Chunk: Equatable, Sendable {
 /// total, and a timeout after which an incomplete message is dropped.
 public struct ChunkAssembler: Sendable {
     public static let maxChunks = 4096
-    public static let maxMessageBytes = 64 << 20
+    /// A 64 MiB note body (offload_put, recall_resp) plus its framing.
+    public static let maxMessageBytes = (64 << 20) + (64 << 10)
     public static let maxTotalBytes = 128 << 20
     public static let maxPerSender = 4
     public static let timeoutMilliseconds: UInt64 = 30_000

@@ -16,7 +16,8 @@ public struct SubKind: Hashable, Sendable, CustomStringConvertible {
     /// One piece of a message larger than the relay's frame limit.
     public static let chunk = SubKind("chunk")
 
-    public static let known: Set<SubKind> = [.stateDigest, .reconcileRequest, .reconcileResponse, .introduce, .chunk]
+    public static let known: Set<SubKind> = Set<SubKind>([.stateDigest, .reconcileRequest, .reconcileResponse, .introduce, .chunk])
+        .union(SubKind.offloadKinds)
     public var description: String { name }
 }
 

@@ -1,0 +1,140 @@
+import Foundation
+import QuireCore
+
+/// What became of one note asked to be offloaded or recalled.
+public struct OffloadOutcome: Equatable, Sendable {
+    public enum Result: String, Sendable {
+        /// Done: offloaded (body cleared here) or recalled (body resident again).
+        case done
+        /// Nothing to do (already offloaded, already resident, empty body).
+        case skipped
+        /// Not done; `reason` says why. For an offload the body stays resident.
+        case failed
+    }
+
+    public var key: RowKey
+    public var title: String
+    public var bytes: Int
+    public var result: Result
+    public var reason: String?
+    /// The devices that confirmed a copy (offload), or answered (recall).
+    public var holders: [DeviceID]
+
+    public init(key: RowKey, title: String, bytes: Int, result: Result, reason: String? = nil, holders: [DeviceID] = []) {
+        self.key = key; self.title = title; self.bytes = bytes; self.result = result; self.reason = reason; self.holders = holders
+    }
+}
+
+/// A recall or verification that could not be done, in one line naming the
+/// note and the holders that were asked.
+public struct OffloadError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Faults injected by tests only (the CLI reads them from QUIRE_TEST_*
+/// variables, see OffloadRuntime): a holder that dies between receiving a
+/// body and committing it, one that answers recalls with wrong bytes, one
+/// that is slow to acknowledge.
+public struct OffloadFaults: Sendable {
+    /// Called after an offload_put arrived and before anything is committed
+    /// (the CLI exits the process there).
+    public var beforeHold: (@Sendable () -> Void)?
+    /// Serve recalled bodies with one byte flipped.
+    public var corruptsRecalls = false
+    /// Wait this long before committing held bodies (so a test can edit a
+    /// note while its offload is in flight).
+    public var holdDelayMilliseconds: UInt64 = 0
+
+    public init() {}
+}
+
+/// Timing of offload traffic; all in the engine's injected clock.
+public struct OffloadTiming: Sendable {
+    /// Resend a put (same op id) or a query that got no answer after this long.
+    public var retryMilliseconds: UInt64 = 1_500
+    /// Ask the next holder when the current one has not answered a recall.
+    public var recallRetryMilliseconds: UInt64 = 700
+    /// Notes in flight per offload batch, and their bytes.
+    public var window = 16
+    public var windowBytes = 16 << 20
+
+    public init() {}
+}
+
+/// One note being offloaded: sent to the homebases, waiting for durable acks.
+struct OffloadOperation {
+    let opID: [UInt8]
+    let key: RowKey
+    let title: String
+    let contentHash: [UInt8]
+    let body: [UInt8]
+    let homebases: [DeviceID]
+    var acked: [DeviceID] = []
+    var refused: [DeviceID: String] = [:]
+    /// Non-homebase siblings that said they hold this body resident.
+    var residentElsewhere: [DeviceID] = []
+    var nextRetryMs: UInt64
+}
+
+struct OffloadBatch {
+    let copies: Int
+    let timeoutMs: UInt64
+    var queue: [RowKey]
+    var active: [[UInt8]: OffloadOperation] = [:]
+    var outcomes: [OffloadOutcome] = []
+    var lastProgressMs: UInt64
+    var activeBytes: Int { active.values.reduce(0) { $0 + $1.body.count } }
+    var isFinished: Bool { queue.isEmpty && active.isEmpty }
+}
+
+/// One body being recalled. Several callers asking for the same content
+/// share it.
+struct PendingRecall {
+    let contentHash: [UInt8]
+    let key: RowKey?
+    let title: String
+    var candidates: [DeviceID]
+    var next = 0
+    /// Holders that refused or sent wrong bytes: not asked again.
+    var excluded: Set<DeviceID> = []
+    var asked: [DeviceID] = []
+    var problems: [String] = []
+    var deadlineMs: UInt64
+    var nextAttemptMs: UInt64 = 0
+    var result: Result<[UInt8], OffloadError>?
+    var answeredBy: DeviceID?
+}
+
+/// A hold query to one sibling.
+struct PendingQuery {
+    let target: DeviceID
+    let items: [HoldQuery.Item]
+    var answer: HoldAnswer?
+    var nextRetryMs: UInt64
+    /// Offload batch whose copies this query counts (nil: a verification).
+    var batch: UInt64?
+}
+
+/// Per-engine offload state, guarded by the engine lock.
+struct OffloadBook {
+    var batches: [UInt64: OffloadBatch] = [:]
+    var nextID: UInt64 = 1
+    /// opID → the batch it belongs to.
+    var batchOfOperation: [[UInt8]: UInt64] = [:]
+    var recalls: [[UInt8]: PendingRecall] = [:]
+    var queries: [[UInt8]: PendingQuery] = [:]
+    /// Verified bodies received by this holder, committed together at the
+    /// end of the engine step, then acknowledged.
+    var holdsToCommit: [(put: OffloadPut, from: DeviceID)] = []
+    var faults = OffloadFaults()
+    var timing = OffloadTiming()
+    /// Woken whenever an offload, recall or query makes progress, for
+    /// callers blocked on another thread.
+    let progress = NSCondition()
+
+    mutating func makeID() -> UInt64 {
+        defer { nextID += 1 }
+        return nextID
+    }
+}

@@ -1,0 +1,191 @@
+import Foundation
+import QuireCore
+import QuireCrypto
+import QuireRelay
+import QuireStore
+import XCTest
+@testable import QuireSync
+
+/// Offload and recall driven step by step on the simulated fleet: a phone,
+/// a homebase and a tablet that keeps everything resident.
+final class OffloadEngineTests: XCTestCase {
+    var base = ""
+    override func setUp() { base = makeShortTemporaryDirectory() }
+    override func tearDown() { try? FileManager.default.removeItem(atPath: base) }
+
+    /// phone (0), home (1, homebase), tablet (2).
+    func makeFleet(seed: UInt64 = 1) throws -> SimFleet {
+        let fleet = try SimFleet(["phone", "home", "tablet"], base: base, seed: seed)
+        let home = fleet.devices[1]
+        let cert = home.identity.signedCertificate(name: "home", role: "homebase", issuedAt: fleet.clock.now())
+        try home.store.putRosterEntry(DeviceRecord(name: "home", certificate: cert), key: home.id)
+        for d in fleet.devices where d !== home { try d.store.apply([try home.rosterRow()]) }
+        try fleet.attachAll()
+        return fleet
+    }
+
+    func body(_ i: Int, size: Int = 3000) -> String {
+        String(repeating: "paragraph \(i) of a long note. ", count: size / 28)
+    }
+
+    func runOffload(_ fleet: SimFleet, _ keys: [RowKey], copies: Int = 1, timeoutMs: UInt64 = 5000,
+                    network: ((MemoryRelay) -> Void)? = nil) -> [OffloadOutcome] {
+        let id = fleet.engines[0].beginOffload(keys, copies: copies, timeoutMilliseconds: timeoutMs)
+        for _ in 0..<2000 {
+            fleet.tick(ms: 20, network: network)
+            let (outcomes, done) = fleet.engines[0].offloadProgress(id)
+            if done { return outcomes }
+        }
+        XCTFail("offload did not finish")
+        return []
+    }
+
+    func runRecall(_ fleet: SimFleet, _ key: RowKey, _ hash: [UInt8], timeoutMs: UInt64 = 3000,
+                   network: ((MemoryRelay) -> Void)? = nil) -> Result<[UInt8], OffloadError>? {
+        fleet.engines[0].beginRecall(key: key, contentHash: hash, timeoutMilliseconds: timeoutMs)
+        for _ in 0..<2000 {
+            fleet.tick(ms: 20, network: network)
+            if let r = fleet.engines[0].recallResult(contentHash: hash) { return r }
+        }
+        return nil
+    }
+
+    func hash(_ store: ReplicaStore, _ key: RowKey) throws -> [UInt8] {
+        guard case .note(let n)? = try store.row(.notebook, key)?.content else { return [] }
+        return n.contentHash
+    }
+
+    func testOffloadThenRecallLeaveTheRootAloneAndTheBytesExact() throws {
+        let fleet = try makeFleet()
+        let phone = fleet.devices[0], home = fleet.devices[1], tablet = fleet.devices[2]
+        let keys = try (0..<40).map { try phone.store.put(note("n\($0)", body($0))).key }
+        XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
+        let before = try phone.digest()
+        let outcomes = runOffload(fleet, keys)
+        XCTAssertEqual(outcomes.count, 40)
+        XCTAssertTrue(outcomes.allSatisfy { $0.result == .done && $0.holders == [home.id] }, "\(outcomes.filter { $0.result != .done })")
+        XCTAssertEqual(try phone.store.offloadedNotes().count, 40)
+        XCTAssertEqual(try home.store.heldBodies().first?.count, 40)
+        XCTAssertEqual(try phone.digest(), before, "offloading is not an edit")
+        XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
+        XCTAssertEqual(try tablet.digest(), try phone.digest(), "offloading and resident devices compute the same root")
+        XCTAssertEqual(try tablet.store.offloadedNotes().count, 0)
+        // Recall brings back the exact bytes without a new version.
+        let h = try hash(phone.store, keys[3])
+        let result = try XCTUnwrap(runRecall(fleet, keys[3], h))
+        XCTAssertEqual(try result.get(), Array(body(3).utf8))
+        guard case .note(let n)? = try phone.store.row(.notebook, keys[3])?.content else { return XCTFail() }
+        XCTAssertEqual(n.body, Array(body(3).utf8))
+        XCTAssertEqual(try phone.digest(), before)
+        // Offloading again: the repeated put is harmless on the homebase.
+        XCTAssertEqual(runOffload(fleet, [keys[3]]).first?.result, .done)
+        XCTAssertEqual(try home.store.heldBodies().first?.count, 40)
+        // Already offloaded: skipped.
+        XCTAssertEqual(runOffload(fleet, [keys[3]]).first?.result, .skipped)
+    }
+
+    func testHomebaseOfflineClearsNothing() throws {
+        let fleet = try makeFleet()
+        let phone = fleet.devices[0]
+        let keys = try (0..<20).map { try phone.store.put(note("n\($0)", body($0))).key }
+        XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
+        fleet.engines[1].stop()
+        let outcomes = runOffload(fleet, keys, timeoutMs: 1000)
+        XCTAssertEqual(outcomes.count, 20)
+        XCTAssertTrue(outcomes.allSatisfy { $0.result == .failed }, "\(outcomes)")
+        XCTAssertTrue(outcomes[0].reason?.contains("'home' did not answer") == true, outcomes[0].reason ?? "")
+        XCTAssertEqual(try phone.store.offloadedNotes().count, 0)
+    }
+
+    func testLostFramesAreRetriedWithTheSameOpID() throws {
+        let fleet = try makeFleet(seed: 7)
+        let phone = fleet.devices[0], home = fleet.devices[1]
+        let keys = try (0..<30).map { try phone.store.put(note("n\($0)", body($0, size: 200_000))).key }
+        XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
+        let random = SeededRandom(seed: 99)
+        // Drop 15% of all frames: puts, chunks and acks get lost.
+        let lossy: (MemoryRelay) -> Void = { relay in
+            while !relay.pending.isEmpty {
+                if random.chance(0.15) { relay.drop(at: 0) } else { relay.deliver(at: 0) }
+            }
+        }
+        let outcomes = runOffload(fleet, keys, timeoutMs: 20_000, network: lossy)
+        XCTAssertTrue(outcomes.allSatisfy { $0.result == .done }, "\(outcomes.filter { $0.result != .done }.map { $0.reason ?? "" })")
+        XCTAssertEqual(try home.store.heldBodies().first?.count, 30)
+    }
+
+    func testAnEditInFlightKeepsTheNewBody() throws {
+        let fleet = try makeFleet()
+        let phone = fleet.devices[0]
+        let key = try phone.store.put(note("n", body(1))).key
+        XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
+        let id = fleet.engines[0].beginOffload([key], copies: 1, timeoutMilliseconds: 5000)
+        // The put is on its way; the note changes before the ack returns.
+        try phone.store.put(note("n", "a brand new body"), key: key)
+        var outcomes: [OffloadOutcome] = []
+        for _ in 0..<200 {
+            fleet.tick(ms: 20)
+            let p = fleet.engines[0].offloadProgress(id)
+            if p.isFinished { outcomes = p.outcomes; break }
+        }
+        XCTAssertEqual(outcomes.first?.result, .failed)
+        XCTAssertTrue(outcomes.first?.reason?.contains("changed while its offload was in flight") == true, "\(outcomes)")
+        guard case .note(let n)? = try phone.store.row(.notebook, key)?.content else { return XCTFail() }
+        XCTAssertEqual(n.body, Array("a brand new body".utf8))
+    }
+
+    func testWrongBytesAreRejectedAndAnotherHolderAsked() throws {
+        let fleet = try makeFleet()
+        let phone = fleet.devices[0], tablet = fleet.devices[2]
+        let key = try phone.store.put(note("n", body(5))).key
+        XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
+        XCTAssertEqual(runOffload(fleet, [key]).first?.result, .done)
+        fleet.engines[1].setOffloadFaults({ var f = OffloadFaults(); f.corruptsRecalls = true; return f }())
+        let h = try hash(phone.store, key)
+        let result = try XCTUnwrap(runRecall(fleet, key, h))
+        // The tablet holds the note resident and serves it.
+        XCTAssertEqual(try result.get(), Array(body(5).utf8))
+        XCTAssertTrue(fleet.engines[0].status().events.contains { $0.contains("'home' answered the recall of 'n' with wrong bytes") },
+                      "\(fleet.engines[0].status().events)")
+        _ = tablet
+        // With the tablet gone too, the recall fails and says why; nothing is stored.
+        XCTAssertEqual(runOffload(fleet, [key]).first?.result, .done)
+        fleet.engines[2].stop()
+        let failed = try XCTUnwrap(runRecall(fleet, key, h, timeoutMs: 1500))
+        guard case .failure(let error) = failed else { return XCTFail("a corrupt body was accepted") }
+        XCTAssertTrue(error.description.contains("wrong bytes"), error.description)
+        XCTAssertTrue(error.description.contains("'tablet'"), error.description)
+        XCTAssertEqual(try phone.store.offloadedNotes().count, 1)
+    }
+
+    func testCopiesCountResidentSiblingsAndFsckVerifiesHolders() throws {
+        let fleet = try makeFleet()
+        let phone = fleet.devices[0], home = fleet.devices[1], tablet = fleet.devices[2]
+        let keys = try (0..<5).map { try phone.store.put(note("n\($0)", body($0))).key }
+        XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
+        let outcomes = runOffload(fleet, keys, copies: 2)
+        XCTAssertTrue(outcomes.allSatisfy { $0.result == .done && Set($0.holders) == [home.id, tablet.id] }, "\(outcomes)")
+        // Three copies cannot exist here: said, nothing cleared.
+        let k = try phone.store.put(note("more", body(9))).key
+        XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
+        let three = runOffload(fleet, [k], copies: 3, timeoutMs: 1000)
+        XCTAssertEqual(three.first?.result, .failed)
+        XCTAssertTrue(three.first?.reason?.contains("2 of 3 required copies") == true, three.first?.reason ?? "")
+        // Verification: the holder re-hashes; a stopped holder does not answer.
+        let items = try phone.store.offloadedNotes().map { HoldQuery.Item(contentHash: $0.contentHash, key: $0.key) }
+        let box = UncheckedBox(fleet)
+        let stepper = Thread { for _ in 0..<100 { box.value.tick(ms: 20); usleep(2000) } }
+        stepper.start()
+        fleet.engines[2].stop()
+        let verified = fleet.engines[0].verifyHolds([home.id: items, tablet.id: items], timeout: 1)
+        XCTAssertEqual(verified[home.id]??.count, 5)
+        XCTAssertEqual(verified.count, 2)
+        XCTAssertTrue(verified[tablet.id].map { $0 == nil } == true, "a holder that does not answer is reported as such")
+    }
+}
+
+/// Hands a test object to a helper thread (the engines it drives lock themselves).
+final class UncheckedBox<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}
