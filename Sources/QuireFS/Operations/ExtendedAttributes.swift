@@ -7,6 +7,7 @@ import QuireStore
 ///   user.quire.tags         a note's tags, comma-separated (read/write: a new version)
 ///   user.quire.contentHash  a note's body hash, hex (read-only)
 ///   user.quire.resident     "1" when the body is on this device, "0" when offloaded (read-only)
+///   user.quire.holder       while offloaded: the devices holding the body, "name (id)" comma-separated (read-only)
 /// Other `user.*` attributes (editors add their own) are kept for the
 /// session only, never synced; other namespaces get EOPNOTSUPP.
 extension QuireFileSystem {
@@ -14,6 +15,7 @@ extension QuireFileSystem {
     static let tagsAttribute = "user.quire.tags"
     static let hashAttribute = "user.quire.contentHash"
     static let residentAttribute = "user.quire.resident"
+    static let holderAttribute = "user.quire.holder"
 
     private func quireAttributes(_ ref: RowRef) throws(FuseError) -> [String: [UInt8]] {
         var values: [String: [UInt8]] = [Self.keyAttribute: Array(ref.key.hex.utf8)]
@@ -24,6 +26,14 @@ extension QuireFileSystem {
         values[Self.tagsAttribute] = Array(note.tags.joined(separator: ",").utf8)
         values[Self.hashAttribute] = Array(Hex.encode(note.contentHash).utf8)
         values[Self.residentAttribute] = Array((note.body == nil ? "0" : "1").utf8)
+        if note.body == nil {
+            let holders = (try? store.offloadHolders(ref.key)) ?? []
+            values[Self.holderAttribute] = Array(holders.map { id -> String in
+                // The roster row's name (its certificate was verified when it arrived).
+                if case .device(let record)? = (try? store.row(.devices, id))??.content { return "\(record.name) (\(id.hex.prefix(12)))" }
+                return id.hex
+            }.joined(separator: ", ").utf8)
+        }
         return values
     }
 

@@ -48,12 +48,12 @@ extension SyncEngine {
     /// Offloads and waits. `progress` sees each outcome as it happens (on
     /// the calling thread). Returns one outcome per key.
     public func offload(_ keys: [RowKey], copies: Int = 1, timeout: Double = 10,
-                        progress: ((OffloadOutcome) -> Void)? = nil) -> [OffloadOutcome] {
+                        progress: (OffloadOutcome) -> Void = { _ in }) -> [OffloadOutcome] {
         let id = beginOffload(keys, copies: copies, timeoutMilliseconds: UInt64(max(timeout, 0.1) * 1000))
         var reported = 0
         while true {
             let (outcomes, finished) = offloadProgress(id)
-            for o in outcomes.dropFirst(reported) { progress?(o) }
+            for o in outcomes.dropFirst(reported) { progress(o) }
             reported = outcomes.count
             if finished { return outcomes }
             waitForOffloadProgress()

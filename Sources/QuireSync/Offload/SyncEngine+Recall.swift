@@ -65,6 +65,51 @@ extension SyncEngine {
         }
     }
 
+    /// Recalls many notes, a window at a time, and waits. `progress` sees
+    /// each outcome as it happens (on the calling thread).
+    public func recall(_ notes: [(key: RowKey, contentHash: [UInt8], title: String, size: Int)], timeout: Double, window: Int = 16,
+                       progress: (OffloadOutcome) -> Void = { _ in }) -> [OffloadOutcome] {
+        var queue = notes[...]
+        var active: [(key: RowKey, contentHash: [UInt8], title: String, size: Int)] = []
+        var outcomes: [OffloadOutcome] = []
+        let timeoutMs = UInt64(max(timeout, 0.05) * 1000)
+        while !queue.isEmpty || !active.isEmpty {
+            while active.count < window, let next = queue.popFirst() {
+                beginRecall(key: next.key, contentHash: next.contentHash, timeoutMilliseconds: timeoutMs)
+                active.append(next)
+            }
+            var still: [(key: RowKey, contentHash: [UInt8], title: String, size: Int)] = []
+            for item in active {
+                guard let result = peekRecall(item.contentHash, key: item.key) else { still.append(item); continue }
+                lock.lock()
+                let holder = offloadBook.recalls.removeValue(forKey: item.contentHash)?.answeredBy
+                lock.unlock()
+                let outcome: OffloadOutcome
+                switch result {
+                case .success(let body):
+                    outcome = OffloadOutcome(key: item.key, title: item.title, bytes: body.count, result: .done, holders: holder.map { [$0] } ?? [])
+                case .failure(let error):
+                    outcome = OffloadOutcome(key: item.key, title: item.title, bytes: item.size, result: .failed, reason: error.description)
+                }
+                outcomes.append(outcome)
+                progress(outcome)
+            }
+            active = still
+            if !active.isEmpty {
+                guard isRunningForCallers else {
+                    for item in active + Array(queue) {
+                        let o = OffloadOutcome(key: item.key, title: item.title, bytes: item.size, result: .failed, reason: "sync stopped")
+                        outcomes.append(o)
+                        progress(o)
+                    }
+                    return outcomes
+                }
+                waitForOffloadProgress()
+            }
+        }
+        return outcomes
+    }
+
     private func peekRecall(_ hash: [UInt8], key: RowKey?) -> Result<[UInt8], OffloadError>? {
         lock.lock(); defer { lock.unlock() }
         if let recall = offloadBook.recalls[hash] { return recall.result }

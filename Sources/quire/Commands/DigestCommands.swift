@@ -119,5 +119,6 @@ struct StatusReport {
                                    "home": home.path, "generation": prefs.generation, "namespaces": counts,
                                    "outboxPending": pending, "merges": merges, "account": Hex.encode(identity.userIDHash)]
         return StatusReport(json: json, text: lines.joined(separator: "\n")).addingSync(home: home)
+            .addingOffload(home: home, identity: identity, store: store)
     }
 }

@@ -3,5 +3,6 @@ enum ExtensionCommands {
     static let all: [Command] = [
         SyncCommands.sync, SyncCommands.up, InviteCommand.command, DevicesCommands.devices,
         MountCommands.mount, MountCommands.unmount,
+        OffloadCommands.offload, OffloadCommands.recall, FsckCommand.command, RoleCommand.command,
     ]
 }

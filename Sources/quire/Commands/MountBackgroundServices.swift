@@ -16,7 +16,9 @@ enum MountBackgroundServices {
         MountBackgroundService(name: "sync") { context in
             guard context.options.startsSync else { return nil }
             let sync = try SyncService.start(home: context.home, store: context.store, identity: context.identity)
-            return { sync.stop() }
+            // Recalls for reads in the mount, and 'quire offload/recall/fsck' (OffloadRuntime).
+            OffloadRuntime.shared.attach(sync.engine, home: context.home, store: context.store) { context.log.info("offload: " + $0) }
+            return { OffloadRuntime.shared.detach(); sync.stop() }
         },
     ]
 }

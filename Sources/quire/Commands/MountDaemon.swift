@@ -99,7 +99,10 @@ enum MountDaemon {
             scratchPath: home.scratchPath, mountpoint: mountpoint, log: log,
             status: { mount in MountStatusWords.make(home: home, identity: identity, store: store, mount: mount) },
             digest: { try MountStatusWords.digestText(home: home, store: store) },
-            recall: nil,
+            // Through this daemon's own engine, once its sync service runs.
+            recall: { key, contentHash, timeout in
+                try OffloadRuntime.shared.recall(key: key, contentHash: contentHash, timeout: timeout)
+            },
             recallTimeout: options.recallTimeout ?? prefs?.recallTimeoutSeconds ?? 10)
         let fileSystem = try QuireFileSystem(store: store, configuration: configuration)
         fileSystem.preloadListings()

@@ -60,6 +60,9 @@ enum SyncCommands {
         } catch let e as SyncServiceError {
             throw CommandFailure(e.description)
         }
+        // Serves 'quire offload/recall/fsck' run meanwhile (OffloadRuntime).
+        OffloadRuntime.shared.attach(service.engine, home: inv.home, store: store, log: printEvent)
+        defer { OffloadRuntime.shared.detach() }
         let stop = StopSignal()
         let started = Date()
         var outcome: (ok: Bool, message: String)? = nil

@@ -1,0 +1,101 @@
+import Foundation
+import QuireCore
+import QuireStore
+import QuireSync
+
+/// `quire fsck`: the replica's roots recomputed from content, and every
+/// offloaded body still held by its holders, re-hashed on the holder.
+enum FsckCommand {
+    static let command = Command(
+        name: "fsck",
+        summary: "verify the replica and that every offloaded body is still held",
+        usage: """
+            usage: quire fsck [--timeout S] [--json]
+
+            Recomputes every namespace root from the rows' content and compares it
+            with the maintained one. Then asks the holders of every offloaded note
+            whether they still hold its body; each holder re-hashes the bytes it
+            keeps before it says yes. Reports every body held by fewer devices than
+            the copies it was offloaded with ('quire offload --copies'), naming the
+            holders that did not answer or no longer hold it.
+
+              --timeout S   seconds to wait for the holders (default 10)
+              --json        the findings as JSON
+
+            Runs through the sync engine like 'quire offload'. Exit status 1 when
+            anything is wrong.
+            """,
+        valued: ["timeout"], flags: ["json"]
+    ) { args, inv in
+        try args.expectPositional(0...0, "")
+        let timeout = try OffloadCommands.timeoutValue(args)
+        let (identity, store) = try inv.open()
+        var problems: [String] = []
+        let rootsOK = try store.recomputedRoots() == store.roots()
+        if !rootsOK { problems.append("the maintained state digest differs from the one recomputed from content: the replica is damaged") }
+
+        let offloaded = try store.offloadedNotes()
+        let required = OffloadCopiesFile(home: inv.home).load()
+        var items: [String: [[String]]] = [:]
+        for n in offloaded {
+            for h in n.holders { items[h.hex, default: []].append([Hex.encode(n.contentHash), n.key.hex]) }
+        }
+        var answers: [String: Any] = [:]
+        if !items.isEmpty {
+            let channel = try OffloadChannel(inv)
+            defer { channel.close() }
+            try channel.perform(["op": "verify", "items": items, "timeout": timeout]) { event in
+                if event["event"] as? String == "verified" { answers = event["holders"] as? [String: Any] ?? [:] }
+            }
+        }
+        let names = holderNames(store: store, identity: identity)
+        var notes: [[String: Any]] = []
+        var short = 0
+        for n in offloaded {
+            let hash = Hex.encode(n.contentHash)
+            var confirmed: [String] = [], silent: [String] = [], lost: [String] = []
+            for h in n.holders {
+                let name = names[h] ?? h.hex.prefix(12).description
+                switch answers[h.hex] {
+                case let held as [String]: if held.contains(hash) { confirmed.append(name) } else { lost.append(name) }
+                default: silent.append(name)
+                }
+            }
+            let need = required[hash] ?? 1
+            var entry: [String: Any] = ["key": n.key.hex, "title": n.title, "required": need, "confirmed": confirmed,
+                                        "silent": silent, "lost": lost]
+            if confirmed.count < need {
+                short += 1
+                var why: [String] = []
+                if !confirmed.isEmpty { why.append("held by " + confirmed.joined(separator: ", ")) }
+                if !lost.isEmpty { why.append(lost.joined(separator: ", ") + " no longer hold\(lost.count == 1 ? "s" : "") it") }
+                if !silent.isEmpty { why.append(silent.joined(separator: ", ") + " did not answer (unreachable?)") }
+                let text = "'\(n.title)' (\(n.key.hex.prefix(12))): body held by \(confirmed.count) of \(need) required copies: " + why.joined(separator: "; ")
+                problems.append(text)
+                entry["problem"] = text
+            }
+            notes.append(entry)
+        }
+        if args.has("json") {
+            Output.json(["ok": problems.isEmpty, "rootsVerified": rootsOK, "offloaded": offloaded.count, "belowRequiredCopies": short,
+                         "notes": notes, "problems": problems])
+        } else {
+            Output.line(rootsOK ? "state digest: every root matches the content" : "state digest: DAMAGED")
+            if offloaded.isEmpty {
+                Output.line("no offloaded notes: nothing to verify on holders")
+            } else {
+                Output.line("offloaded bodies: \(offloaded.count) checked, \(offloaded.count - short) held with their required copies, \(short) below")
+            }
+            for p in problems { Output.line("  " + p) }
+        }
+        if !problems.isEmpty { throw CommandFailure("fsck found \(problems.count) problem\(problems.count == 1 ? "" : "s")") }
+    }
+
+    /// Device names from the verified roster, quoted.
+    static func holderNames(store: ReplicaStore, identity: Identity) -> [DeviceID: String] {
+        guard let (roster, _) = try? Roster.load(from: store, accountKey: identity.account.publicKey) else { return [:] }
+        var names: [DeviceID: String] = [:]
+        for (id, member) in roster.members { names[id] = "'\(member.name)'" }
+        return names
+    }
+}

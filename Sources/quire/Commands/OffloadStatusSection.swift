@@ -1,0 +1,53 @@
+import Foundation
+import QuireCore
+import QuireStore
+import QuireSync
+
+/// The offload part of `quire status` (and of the mount's `.quire/status`):
+/// on a homebase, the bodies it holds for whom; on any device, its
+/// offloaded notes by holder, and which holders cannot be reached now.
+extension StatusReport {
+    func addingOffload(home: DeviceHome, identity: Identity, store: ReplicaStore) -> StatusReport {
+        var report = self
+        var lines: [String] = []
+        var json: [String: Any] = [:]
+        let names = FsckCommand.holderNames(store: store, identity: identity)
+        func name(_ id: DeviceID) -> String { names[id] ?? id.hex.prefix(12).description }
+        if let held = try? store.heldBodies(), !held.isEmpty {
+            let total = held.reduce(0) { $0 + $1.count }
+            lines.append("homebase: holds \(total) bodies for other devices: "
+                         + held.map { "\(name($0.owner)) \($0.count) (\(ByteText.text(Int($0.bytes))))" }.joined(separator: ", "))
+            json["held"] = held.map { ["owner": $0.owner.hex, "name": name($0.owner), "count": $0.count, "bytes": $0.bytes] as [String: Any] }
+        }
+        let offloaded = (try? store.offloadedNotes()) ?? []
+        json["offloadedNotes"] = offloaded.count
+        json["offloadedBytes"] = offloaded.reduce(0) { $0 + $1.size }
+        if !offloaded.isEmpty {
+            var byHolder: [DeviceID: Int] = [:]
+            for n in offloaded { for h in n.holders { byHolder[h, default: 0] += 1 } }
+            lines.append("\(offloaded.count) notes offloaded (\(ByteText.text(offloaded.reduce(0) { $0 + $1.size })) of bodies), held by "
+                         + byHolder.sorted { $0.key < $1.key }.map { "\(name($0.key)) (\($0.value))" }.joined(separator: ", "))
+            // A holder is reachable when the running sync heard from it lately.
+            let sync = SyncStatus.load(from: home)
+            let now = SystemClock().now().seconds
+            var unreachable: [String] = []
+            for holder in byHolder.keys.sorted() {
+                let sibling = sync?.siblings.first { $0.device == holder.hex }
+                let why: String?
+                if sync?.isProcessAlive != true {
+                    why = "sync is not running, so offloaded bodies cannot be recalled until it runs ('quire sync' or a mount)"
+                } else if let seen = sibling?.lastSeen {
+                    why = now - seen > 60 ? "holder \(name(holder)) UNREACHABLE: last heard from \(Ago.text(now - seen)); its notes cannot be read here" : nil
+                } else {
+                    why = "holder \(name(holder)) UNREACHABLE: not heard from since sync started; its notes cannot be read here"
+                }
+                if let why, !unreachable.contains(why) { unreachable.append(why) }
+            }
+            lines += unreachable
+            json["unreachableHolders"] = unreachable
+        }
+        if !lines.isEmpty { report.text += "\n" + lines.joined(separator: "\n") }
+        report.json["offload"] = json
+        return report
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import QuireCore
+import QuireStore
+import QuireSync
+
+/// `quire role [homebase|device]`: shows or changes this device's role. The
+/// role lives in prefs and in the device's certificate, re-signed here with
+/// the account key, so every sibling learns it through the roster.
+enum RoleCommand {
+    static let command = Command(
+        name: "role",
+        summary: "show or change this device's role (homebase or device)",
+        usage: """
+            usage: quire role [homebase|device] [--json]
+
+            Without an argument, prints this device's role. With one, changes it:
+              homebase   this device keeps every note body resident and holds the
+                         bodies other devices offload (a device with a big disk)
+              device     an ordinary device, which may offload bodies to a homebase
+            The new role is written into this device's certificate (signed by the
+            account key) and reaches the siblings when they sync. A device with
+            offloaded notes must recall them before it becomes a homebase; a
+            homebase that holds bodies for others keeps serving them until they
+            are recalled, and says so.
+            """,
+        flags: ["json"]
+    ) { args, inv in
+        try args.expectPositional(0...1, "")
+        let (identity, store) = try inv.open()
+        let prefs = try inv.home.prefs.load()
+        guard let wanted = args.positional.first else {
+            let held = try store.heldBodies()
+            if args.has("json") {
+                Output.json(["role": prefs.role.rawValue, "heldBodies": held.reduce(0) { $0 + $1.count }])
+            } else {
+                Output.line("\(prefs.role.rawValue)")
+            }
+            return
+        }
+        guard let role = Prefs.Role(rawValue: wanted) else { throw UsageError("a role is 'homebase' or 'device', not '\(wanted)'") }
+        var note: String? = nil
+        if role == .homebase {
+            let offloaded = try store.offloadedNotes()
+            if !offloaded.isEmpty {
+                throw CommandFailure("\(offloaded.count) notes of this device are offloaded; a homebase keeps every body resident: run 'quire recall --all' first")
+            }
+        } else {
+            let held = try store.heldBodies().reduce(0) { $0 + $1.count }
+            if held > 0 {
+                note = "it still holds \(held) bodies for other devices and serves their recalls; they should recall them or offload to another homebase"
+            }
+        }
+        guard let row = try store.row(.devices, identity.deviceID), case .device(var record)? = row.content else {
+            throw CommandFailure("this device's roster entry is missing; the device directory is incomplete")
+        }
+        let changed = prefs.role != role
+        if changed || (try? DeviceCertificate.verify(record.certificate, accountKey: identity.account.publicKey).role) != role.rawValue {
+            record.certificate = identity.signedCertificate(name: record.name, role: role.rawValue, issuedAt: SystemClock().now())
+            try store.putRosterEntry(record, key: identity.deviceID)
+            try inv.home.prefs.update { $0.role = role }
+        }
+        if args.has("json") {
+            var o: [String: Any] = ["role": role.rawValue, "changed": changed]
+            if let note { o["note"] = note }
+            Output.json(o)
+        } else {
+            Output.line(changed ? "this device is now a \(role.rawValue); siblings learn it when they sync" : "this device is already a \(role.rawValue)")
+            if let note { Output.line("note: " + note) }
+        }
+    }
+}
