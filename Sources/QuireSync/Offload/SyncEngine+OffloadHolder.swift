@@ -118,7 +118,10 @@ extension SyncEngine {
     private func advanceQueries(nowMs: UInt64) {
         for (id, query) in offloadBook.queries where query.answer == nil && query.batch == nil && nowMs >= query.nextRetryMs {
             send(.holdQuery, HoldQuery(queryID: id, items: query.items).encoded(), to: query.target)
-            offloadBook.queries[id]?.nextRetryMs = nowMs + offloadBook.timing.retryMilliseconds
+            // Computed first: an optional-chained assignment holds its write
+            // access while evaluating the right-hand side.
+            let next = nowMs + offloadBook.timing.retryMilliseconds
+            offloadBook.queries[id]?.nextRetryMs = next
         }
     }
 

@@ -82,12 +82,16 @@ extension SyncEngine {
             for item in active {
                 guard let result = peekRecall(item.contentHash, key: item.key) else { still.append(item); continue }
                 lock.lock()
-                let holder = offloadBook.recalls.removeValue(forKey: item.contentHash)?.answeredBy
+                let finished = offloadBook.recalls.removeValue(forKey: item.contentHash)
                 lock.unlock()
+                let holder = finished?.answeredBy
+                // A success after a refusal or wrong bytes still reports them.
+                let problems = finished?.problems ?? []
                 let outcome: OffloadOutcome
                 switch result {
                 case .success(let body):
-                    outcome = OffloadOutcome(key: item.key, title: item.title, bytes: body.count, result: .done, holders: holder.map { [$0] } ?? [])
+                    outcome = OffloadOutcome(key: item.key, title: item.title, bytes: body.count, result: .done,
+                                             reason: problems.isEmpty ? nil : problems.joined(separator: "; "), holders: holder.map { [$0] } ?? [])
                 case .failure(let error):
                     outcome = OffloadOutcome(key: item.key, title: item.title, bytes: item.size, result: .failed, reason: error.description)
                 }

@@ -140,6 +140,9 @@ enum OffloadCommands {
                          "bytesFetched": fetched, "notes": outcomes.map(\.json)])
         } else {
             for o in outcomes where o.result == .skipped { Output.line("skipped '\(o.title)': \(o.reason ?? "")") }
+            for o in outcomes where o.result == .done && o.reason != nil {
+                Output.error("recalled '\(o.title)' from another holder after: \(o.reason!)")
+            }
             Output.line(keys.isEmpty ? "no offloaded notes to recall" : "recalled \(done.count) of \(outcomes.count) notes, \(ByteText.text(fetched)) fetched")
         }
         try failIfAny(failed, verb: "recalled")
