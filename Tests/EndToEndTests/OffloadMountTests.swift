@@ -1,0 +1,88 @@
+import Foundation
+import XCTest
+
+/// Offloaded notes through a real mount of the phone (its daemon runs the
+/// sync engine and recalls through it), with a real homebase process.
+final class OffloadMountTests: OffloadFleetBase {
+    var mountpoint: String { dir + "/mnt" }
+
+    override func tearDown() {
+        _ = try? quire(["unmount", mountpoint], home: home("phone"))
+        shell("fusermount3 -u -z '\(mountpoint)' 2>/dev/null")
+        super.tearDown()
+    }
+
+    /// The fleet, with the phone served by a mount (recall timeout 2 s) instead of `quire sync`.
+    func makeMountedFleet() throws -> String {
+        try makeFleet()
+        let body = Self.body(8, size: 100_000)
+        try put("phone", "field notes", body)
+        XCTAssertTrue(try waitForEqualDigests([home("phone"), home("home")], timeout: 30))
+        stop("phone")
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        try quireOK(["mount", mountpoint, "-o", "recall_timeout=2"], home: home("phone"))
+        _ = eventually(5) { FileManager.default.fileExists(atPath: self.home("phone") + "/offload.sock") }
+        usleep(500_000)
+        return body
+    }
+
+    func testReadingAnOffloadedNoteRecallsTheExactBytes() throws {
+        let body = try makeMountedFleet()
+        let file = mountpoint + "/notebook/field notes.md"
+        XCTAssertEqual(Syscall.attribute(file, "user.quire.resident").value, "1")
+        // Offloaded through the mount daemon's engine (the control channel).
+        let r = try quire(["offload", "field notes", "--json"], home: home("phone"))
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(eventually(7) { Syscall.attribute(file, "user.quire.resident").value == "0" })
+        var info = stat()
+        XCTAssertTrue(eventually(7) { stat(file, &info) == 0 && info.st_blocks == 0 }, "st_blocks is 0 while offloaded")
+        XCTAssertEqual(Int(info.st_size), body.utf8.count, "st_size stays the real length")
+        let holder = Syscall.attribute(file, "user.quire.holder")
+        XCTAssertEqual(holder.errno, 0)
+        XCTAssertTrue(holder.value.hasPrefix("home ("), holder.value)
+        let digest = try encodedDigest("phone")
+
+        let started = Date()
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+        XCTAssertLessThan(Date().timeIntervalSince(started), 2)
+        XCTAssertEqual(String(decoding: bytes, as: UTF8.self), body, "the exact bytes")
+        XCTAssertEqual(Syscall.attribute(file, "user.quire.resident").value, "1")
+        XCTAssertEqual(try offloadedTitles("phone"), [])
+        XCTAssertEqual(try encodedDigest("phone"), digest, "a recall through the mount is not an edit")
+
+        // Opening for writing recalls too, and the edit is an ordinary new version.
+        try quireOK(["offload", "field notes"], home: home("phone"))
+        XCTAssertTrue(eventually(7) { Syscall.attribute(file, "user.quire.resident").value == "0" })
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: file))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data("One more paragraph.\n".utf8))
+        try handle.close()
+        XCTAssertEqual(try quireOK(["get", "notebook", "field notes"], home: home("phone")).stdout, body + "One more paragraph.\n")
+    }
+
+    func testReadingWithTheHomebaseDownFailsWithEIOWithinTheTimeout() throws {
+        _ = try makeMountedFleet()
+        let file = mountpoint + "/notebook/field notes.md"
+        try quireOK(["offload", "field notes"], home: home("phone"))
+        stop("home")
+        stop("tablet")
+        XCTAssertTrue(eventually(7) { Syscall.attribute(file, "user.quire.resident").value == "0" })
+        let started = Date()
+        let fd = open(file, O_RDONLY)
+        var error: Int32 = 0
+        if fd < 0 { error = errno } else {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            if read(fd, &buffer, buffer.count) < 0 { error = errno }
+            close(fd)
+        }
+        let elapsed = Date().timeIntervalSince(started)
+        XCTAssertEqual(error, EIO, "never empty or made-up bytes")
+        XCTAssertGreaterThan(elapsed, 1.5)
+        XCTAssertLessThan(elapsed, 6, "within the 2 s recall timeout (plus slack)")
+        let status = try String(contentsOfFile: mountpoint + "/.quire/status", encoding: .utf8)
+        XCTAssertTrue(status.contains("cannot recall 'field notes'"), status)
+        XCTAssertTrue(status.contains("holder 'home'"), status)
+        XCTAssertTrue(status.contains("unreachable"), status)
+        XCTAssertEqual(try offloadedTitles("phone"), ["field notes"])
+    }
+}
