@@ -98,6 +98,7 @@ enum OffloadCommands {
                 return (olderThan.map { s.updatedAt.seconds < now - $0 } ?? true) && (largerThan.map { s.size > $0 } ?? true)
             }
         }
+        try? store.compact()   // a fair "before": the WAL folded into the database
         let sizeBefore = databaseSize(inv.home)
         let outcomes = try perform(["op": "offload", "keys": keys.map(\.hex), "copies": copies, "timeout": timeout],
                                    inv: inv, count: keys.count, verb: "offloading", json: args.has("json"))
