@@ -34,6 +34,19 @@ final class OffloadStoreTests: XCTestCase {
         XCTAssertEqual(try s.row(.notebook, r.key), r)
     }
 
+    func testOffloadingDropsAShadowEqualToTheBodyButKeepsOneThatDiffers() throws {
+        let s = try makeStore(temporaryDirectory())
+        let a = try s.saveProse(note("a", "text written here\n"))
+        XCTAssertNotNil(try s.shadow(.notebook, a.key))
+        try s.markOffloaded(a.key, contentHash: hash(a), holders: [homebase])
+        XCTAssertNil(try s.shadow(.notebook, a.key), "the offloaded bytes are not kept twice")
+        let b = try s.saveProse(note("b", "first words\n"))
+        try s.put(note("b", "other words\n"), key: b.key)     // not a prose save: the shadow stays at "first words"
+        let current = try XCTUnwrap(try s.row(.notebook, b.key))
+        try s.markOffloaded(b.key, contentHash: hash(current), holders: [homebase])
+        XCTAssertEqual(try s.shadow(.notebook, b.key), Array("first words\n".utf8), "a shadow that differs is this device's only copy")
+    }
+
     func testAnEditInFlightKeepsItsNewBody() throws {
         let s = try makeStore(temporaryDirectory())
         let r = try s.put(note("n", "old content"))
