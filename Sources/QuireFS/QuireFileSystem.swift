@@ -71,7 +71,7 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     var working: [RowRef: WorkingCopy] = [:]
     /// Per row, the bytes this device last showed (opened for reading or
     /// wrote): the baseline a save-by-rename's deletions are computed against.
-    var lastShown: [RowRef: [UInt8]] = [:]
+    var lastShown = ShownBaselines()
     /// Files created through the mount and not yet flushed: name → row.
     var pending: [Namespace: [String: RowRef]] = [:]
     /// Rows renamed into the scratch area (an editor's backup step); they
