@@ -26,7 +26,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard size > 0 else { return 0 }
     let selector = data[0]
     let input = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
-    switch selector % 9 {
+    switch selector % 10 {
     case 0:
         if case .success(let e) = Envelope.parse(input, maxSize: 1 << 20) { check(e.encoded() == input, "envelope round trip") }
     case 1:
@@ -46,6 +46,14 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         _ = try? IntroduceMessage.decode(input)
     case 7:
         if let value = try? CBORReader.decode(input) { check(CBORWriter.encode(value) == input, "CBOR is canonical") }
+    case 8:
+        // Offload and recall messages (bodies from a homebase are hostile too).
+        _ = try? OffloadPut.decode(input)
+        _ = try? OffloadAck.decode(input)
+        _ = try? RecallRequest.decode(input)
+        _ = try? RecallResponse.decode(input)
+        _ = try? HoldQuery.decode(input)
+        _ = try? HoldAnswer.decode(input)
     default:
         _ = SyncMessage.decodeFromChunks(input)
         var assembler = ChunkAssembler()

@@ -32,6 +32,12 @@ struct SiblingState {
     /// listening yet when the first one went out).
     var nextIntroduceMs: UInt64?
     var introduceBackoffMs: UInt64 = 1_000
+    /// An advertisement of a digest that differs from the sibling's went out
+    /// and nothing came back yet: the relay keeps no mailbox, so it may be
+    /// lost (the relay was down, the sibling offline). Re-send at this time,
+    /// doubling the wait up to the heartbeat, until the sibling answers.
+    var nextAdvertRetryMs: UInt64?
+    var advertRetryBackoffMs: UInt64 = 1_000
 
     init(member: RosterMember, channel: String, configuration: SyncConfiguration) {
         self.member = member

@@ -58,8 +58,26 @@ extension SyncEngine {
         if ok {
             metrics.digestsSent += 1
             siblings[device]?.lastSentDigest = digest.bytes
+            if var sibling = siblings[device], sibling.lastDigestBytes != digest.bytes, sibling.nextAdvertRetryMs == nil {
+                sibling.nextAdvertRetryMs = clock.monotonicMilliseconds() + sibling.advertRetryBackoffMs
+                siblings[device] = sibling
+            }
         }
         return ok
+    }
+
+    /// Re-sends an unanswered advertisement on a doubling back-off (1 s up
+    /// to the heartbeat): after the relay comes back, a pair whose digests
+    /// were lost converges in about a second instead of a heartbeat.
+    func retryUnansweredAdvertisements(nowMs: UInt64) {
+        for (id, sibling) in siblings {
+            guard let due = sibling.nextAdvertRetryMs, nowMs >= due else { continue }
+            var s = sibling
+            s.nextAdvertRetryMs = nil
+            s.advertRetryBackoffMs = min(s.advertRetryBackoffMs * 2, configuration.heartbeatMilliseconds)
+            siblings[id] = s
+            sendDigest(to: id)
+        }
     }
 
     /// The relay has no mailbox: re-advertise now and then so one lost frame

@@ -23,6 +23,9 @@ extension SyncEngine {
             sibling.lastSeen = clock.now()
             sibling.lastSeenMs = nowMs
             sibling.nextIntroduceMs = nil
+            // It answered: the advertisement got through.
+            sibling.nextAdvertRetryMs = nil
+            sibling.advertRetryBackoffMs = 1_000
             sibling.bytesIn += bytes.count
             siblings[inner.sender] = sibling
         }

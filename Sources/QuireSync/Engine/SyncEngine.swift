@@ -225,6 +225,7 @@ public final class SyncEngine: @unchecked Sendable {
             broadcast(force: false, nowMs: now)
         }
         if now >= nextHeartbeatMs { heartbeat(nowMs: now) }
+        retryUnansweredAdvertisements(nowMs: now)
         for (id, sibling) in siblings where sibling.lastSeenMs == nil && (sibling.nextIntroduceMs.map { now >= $0 } ?? false) {
             introduce(to: id)
             sendDigest(to: id)
