@@ -48,16 +48,31 @@ func serve<Result>(
 
 func replyError(_ request: fuse_req_t?, _ error: any Error, _ operation: StaticString, _ core: SessionCore) {
     let errno = FuseError.replying(to: error)
-    if !(error is FuseError) && !(error is any FuseErrorConvertible) {
+    // Unexpected errors, and names refused before the filesystem saw them,
+    // are reported so the mount can log them (nothing else would).
+    if error is InvalidName || (!(error is FuseError) && !(error is any FuseErrorConvertible)) {
         core.reportUnexpectedError?("\(operation)", error)
     }
     _ = fuse_reply_err(request, errno.rawValue)
 }
 
+/// A name from the kernel that is not UTF-8: refused with EILSEQ.
+struct InvalidName: Error, FuseErrorConvertible, CustomStringConvertible {
+    let bytes: [UInt8]
+    var fuseError: FuseError { .illegalByteSequence }
+    var description: String {
+        let shown = bytes.prefix(64).map { $0 >= 0x20 && $0 < 0x7F ? String(UnicodeScalar($0)) : "\\x" + ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+        return "refused the name '\(shown)': it is not UTF-8 (file names here are UTF-8 titles)"
+    }
+}
+
 /// A name from the kernel. Linux names are bytes; Quire's are UTF-8, so a name
 /// that is not valid UTF-8 cannot exist here.
-func decodeName(_ name: UnsafePointer<CChar>?) throws(FuseError) -> String {
-    guard let name, let decoded = String(validatingCString: name) else { throw .illegalByteSequence }
+func decodeName(_ name: UnsafePointer<CChar>?) throws -> String {
+    guard let name else { throw FuseError.illegalByteSequence }
+    guard let decoded = String(validatingCString: name) else {
+        throw InvalidName(bytes: Array(UnsafeBufferPointer(start: UnsafeRawPointer(name).assumingMemoryBound(to: UInt8.self), count: strlen(name))))
+    }
     return decoded
 }
 

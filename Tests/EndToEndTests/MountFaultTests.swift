@@ -20,6 +20,7 @@ final class MountFaultTests: XCTestCase {
         let invalid: [CChar] = Array(device.path("notebook/").utf8CString.dropLast()) + [CChar(bitPattern: 0xFF), CChar(bitPattern: 0xFE)] + Array(".md".utf8CString)
         XCTAssertEqual(invalid.withUnsafeBufferPointer { open($0.baseAddress!, O_WRONLY | O_CREAT, 0o644) }, -1)
         XCTAssertEqual(errno, EILSEQ)
+        XCTAssertTrue(try device.text(".quire/status").contains("is not UTF-8"), "the refused name is reported")
         // 10,000 characters, and a name just over the 255-byte limit.
         XCTAssertEqual(Syscall.writeFile(device.path("notebook/" + String(repeating: "x", count: 10_000) + ".md"), "x").errno, ENAMETOOLONG)
         XCTAssertEqual(Syscall.writeFile(device.path("notebook/" + String(repeating: "y", count: 300) + ".md"), "y").errno, ENAMETOOLONG)
