@@ -21,12 +21,10 @@ extension ReplicaStore {
     /// paragraph tombstones computed against it, never against the record.
     public func putFromMount(_ content: RowContent, key: RowKey?, shown: [UInt8]? = nil) throws(StoreError) -> MountEdit {
         try write { ctx in
-            var before: RowRecord? = nil
-            if let key { before = try RowRecord.load(ctx.db, content.namespace, key, withBody: false) }
+            let before = ctx.rowsWritten
             let row = try ctx.putMountEdit(content, key: key, shown: shown)
-            // putLocal hands back the stored row unchanged when nothing differs.
-            let wrote = before == nil || before!.isTombstone || before!.vector != row.version.vector
-            return MountEdit(row: row, seq: wrote ? ctx.seq : nil)
+            // An edit equal to the stored row writes nothing and has no change number.
+            return MountEdit(row: row, seq: ctx.rowsWritten > before ? ctx.seq : nil)
         }
     }
 

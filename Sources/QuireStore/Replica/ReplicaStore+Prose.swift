@@ -61,7 +61,10 @@ extension WriteContext {
             if case .saga(let s) = content { return SagaEntry.key(for: s.date) }
             return nil
         }()
-        if let key, let existing = try RowRecord.load(db, content.namespace, key, withBody: true), !existing.isTombstone,
+        // Loaded once here and handed to putLocal: a save reads its row once.
+        var loaded: RowRecord? = nil
+        if let key { loaded = try RowRecord.load(db, content.namespace, key, withBody: true) }
+        if let existing = loaded, !existing.isTombstone,
            let stored = try existing.row(path: store.path).content,
            let record = ProseText.of(stored), let edit = ProseText.of(content) {
             let baseline = shown ?? record.text
@@ -82,7 +85,8 @@ extension WriteContext {
                 content = ProseText.replacing(content, text: text, deleted: Array(deleted))
             }
         }
-        let row = try putLocal(content, key: key)
+        let row: Row
+        if let key { row = try putLocal(content, key: key, loaded: loaded) } else { row = try putLocal(content, key: nil) }
         if let prose = row.content.flatMap(ProseText.of) { try setShadow(row.namespace, row.key, prose.text) }
         return row
     }

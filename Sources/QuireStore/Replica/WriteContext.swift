@@ -7,6 +7,9 @@ struct WriteContext {
     let db: Connection
     let seq: Int64
     var deltas = Buckets.Deltas()
+    /// Rows written so far in this transaction (a caller can tell whether
+    /// an edit changed anything without loading the row again).
+    var rowsWritten = 0
     var now: Timestamp
     /// Local edits of this transaction, per namespace: (last key, count, highest counter).
     var outbox: [Namespace: (key: RowKey, edits: Int, counter: UInt64)] = [:]
@@ -57,16 +60,23 @@ struct WriteContext {
         return try putLocal(content, key: key, isFresh: freshKey)
     }
 
+    /// A local edit of a row the caller already loaded in this transaction.
+    mutating func putLocal(_ content: RowContent, key: RowKey, loaded: RowRecord?) throws(StoreError) -> Row {
+        try putLocal(content, key: key, isFresh: false, preloaded: .some(loaded))
+    }
+
     /// A new row under a freshly drawn random key (bulk imports draw them all at once).
     mutating func putLocal(_ content: RowContent, newKey: RowKey) throws(StoreError) -> Row {
         try putLocal(content, key: newKey, isFresh: true)
     }
 
-    private mutating func putLocal(_ content: RowContent, key: RowKey, isFresh freshKey: Bool) throws(StoreError) -> Row {
+    private mutating func putLocal(_ content: RowContent, key: RowKey, isFresh freshKey: Bool,
+                                   preloaded: RowRecord?? = nil) throws(StoreError) -> Row {
         let ns = content.namespace
         // A freshly drawn random key cannot exist yet (the unique index
         // would refuse a 128-bit collision); skip the lookup on bulk imports.
-        let existing = freshKey ? nil : try RowRecord.load(db, ns, key, withBody: true)
+        let existing: RowRecord?
+        if let preloaded { existing = preloaded } else { existing = freshKey ? nil : try RowRecord.load(db, ns, key, withBody: true) }
         let existingRow = try existing?.row(path: store.path)
         if ns == .memory, existingRow != nil {
             throw StoreError(.conflict, "memory is append-only: event \(key) already exists; record a new event instead")
@@ -193,6 +203,7 @@ struct WriteContext {
     // MARK: The one place a row is written
 
     mutating func writeRow(_ row: Row, previousLeaf: [UInt8]?, exists: Bool) throws(StoreError) {
+        rowsWritten += 1
         // Every stored note satisfies contentHash == digest(body) (stamped on
         // local edits, checked when a sibling's row is decoded), so the leaf
         // uses the stamped hash instead of hashing the body again.
