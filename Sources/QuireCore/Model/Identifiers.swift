@@ -62,14 +62,15 @@ public enum Hex {
         out.reserveCapacity(chars.count / 2)
         var i = 0
         while i < chars.count {
-            guard let hi = value(chars[i]), let lo = value(chars[i + 1]) else { return nil }
+            guard let hi = digitValue(chars[i]), let lo = digitValue(chars[i + 1]) else { return nil }
             out.append(hi << 4 | lo)
             i += 2
         }
         return out
     }
 
-    private static func value(_ c: UInt8) -> UInt8? {
+    /// The value of one hex digit (either case), or nil.
+    public static func digitValue(_ c: UInt8) -> UInt8? {
         switch c {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10

@@ -46,7 +46,7 @@ enum FileNames {
         var index = 0
         while index < bytes.count {
             if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
-               let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) {
+               let high = Hex.digitValue(bytes[index + 1]), let low = Hex.digitValue(bytes[index + 2]) {
                 out.append(high << 4 | low)
                 index += 3
             } else {
@@ -144,14 +144,5 @@ enum FileNames {
 
     private static func isLowercaseHexDigit(_ c: UInt8) -> Bool {
         (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9")) || (c >= UInt8(ascii: "a") && c <= UInt8(ascii: "f"))
-    }
-
-    private static func hexValue(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-        default: return nil
-        }
     }
 }

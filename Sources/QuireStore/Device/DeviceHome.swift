@@ -59,10 +59,8 @@ public struct DeviceHome: Sendable {
         prefs.role = role
         try self.prefs.save(prefs)
         let store = try ReplicaStore(path: databasePath, deviceID: identity.deviceID, create: true, clock: clock)
-        let cert = DeviceCertificate(accountKey: identity.account.publicKey.bytes, deviceID: identity.deviceID, name: name,
-                                     signingKey: identity.deviceSigning.publicKey.bytes, boxKey: identity.deviceBox.publicKey.bytes,
-                                     role: role.rawValue, issuedAt: clock.now())
-        try store.putRosterEntry(DeviceRecord(name: name, certificate: cert.signed(by: identity.account)), key: identity.deviceID)
+        let certificate = identity.signedCertificate(name: name, role: role.rawValue, issuedAt: clock.now())
+        try store.putRosterEntry(DeviceRecord(name: name, certificate: certificate), key: identity.deviceID)
         return (identity, store)
     }
 

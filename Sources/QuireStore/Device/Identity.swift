@@ -115,3 +115,13 @@ public struct DeviceCertificate: Equatable, Sendable {
         return cert
     }
 }
+
+extension Identity {
+    /// This device's certificate, signed by the account key: what its roster
+    /// row carries (tests, benchmarks and the simulator build rosters with it).
+    public func signedCertificate(name: String, role: String = "device", issuedAt: Timestamp) -> [UInt8] {
+        DeviceCertificate(accountKey: account.publicKey.bytes, deviceID: deviceID, name: name,
+                          signingKey: deviceSigning.publicKey.bytes, boxKey: deviceBox.publicKey.bytes,
+                          role: role, issuedAt: issuedAt).signed(by: account)
+    }
+}

@@ -72,3 +72,10 @@ enum KeyBound {
     static func less(_ a: [UInt8], _ b: [UInt8]) -> Bool { a.lexicographicallyPrecedes(b) }
     static func lessOrEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool { !b.lexicographicallyPrecedes(a) }
 }
+
+extension Statement {
+    /// A bucket's fingerprint from its (count, sum) columns.
+    func fingerprint(countColumn c: Int32) -> Fingerprint {
+        Fingerprint(count: UInt64(bitPattern: int(c)), sum: blob(c + 1) ?? [UInt8](repeating: 0, count: 32))
+    }
+}

@@ -94,7 +94,7 @@ extension ReplicaStore {
     private func bucket(_ ns: Namespace, level: Int, prefix: Int64) throws(StoreError) -> Fingerprint {
         try db.queryOne("SELECT count, sum FROM buckets WHERE ns = ? AND level = ? AND prefix = ?",
                         [.int(Int64(ns.rawValue)), .int(Int64(level)), .int(prefix)]) {
-            Fingerprint(count: UInt64(bitPattern: $0.int(0)), sum: $0.blob(1) ?? [UInt8](repeating: 0, count: 32))
+            $0.fingerprint(countColumn: 0)
         } ?? .zero
     }
 
@@ -124,13 +124,7 @@ extension ReplicaStore {
 
     /// Every tombstone of a namespace (they ride each reconcile response).
     public func tombstones(_ ns: Namespace) throws(StoreError) -> [Row] {
-        try read { () throws(StoreError) -> [Row] in
-            try db.query("SELECT key, vv FROM rows WHERE ns = ? AND tombstone = 1 ORDER BY key", [.int(Int64(ns.rawValue))]) { s throws(StoreError) in
-                do {
-                    return Row.tombstone(ns, ID16(bytes: s.blob(0) ?? [])!, vector: try VersionVector(cbor: try CBORReader.decode(s.blob(1) ?? [])))
-                } catch { throw StoreError(.corrupt, "\(path): tombstone in \(ns) does not decode: \(error)") }
-            }
-        }
+        try tombstones(ns, from: [], to: nil)
     }
 
     /// Merges rows from a sibling in one transaction. Returns how many

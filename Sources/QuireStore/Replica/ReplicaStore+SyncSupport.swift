@@ -30,7 +30,7 @@ extension ReplicaStore {
             var out = [Fingerprint](repeating: .zero, count: 16)
             let rows = try db.query("SELECT prefix, count, sum FROM buckets WHERE ns = ? AND level = ? AND prefix >= ? AND prefix < ?",
                                     [.int(Int64(ns.rawValue)), .int(Int64(level)), .int(parent << 4), .int((parent + 1) << 4)]) {
-                (Int($0.int(0) & 0x0F), Fingerprint(count: UInt64(bitPattern: $0.int(1)), sum: $0.blob(2) ?? [UInt8](repeating: 0, count: 32)))
+                (Int($0.int(0) & 0x0F), $0.fingerprint(countColumn: 1))
             }
             for (child, fp) in rows { out[child] = fp }
             return out
@@ -43,15 +43,5 @@ extension ReplicaStore {
         try read { () throws(StoreError) -> Int64? in
             try db.queryOne("SELECT max(id) FROM outbox") { $0.isNull(0) ? nil : $0.int(0) } ?? nil
         }
-    }
-}
-
-extension Identity {
-    /// This device's certificate, signed by the account key: what its roster
-    /// row carries (tests, benchmarks and the simulator build rosters with it).
-    public func signedCertificate(name: String, role: String = "device", issuedAt: Timestamp) -> [UInt8] {
-        DeviceCertificate(accountKey: account.publicKey.bytes, deviceID: deviceID, name: name,
-                          signingKey: deviceSigning.publicKey.bytes, boxKey: deviceBox.publicKey.bytes,
-                          role: role, issuedAt: issuedAt).signed(by: account)
     }
 }

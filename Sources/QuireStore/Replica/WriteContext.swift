@@ -25,7 +25,7 @@ struct WriteContext {
         for (id, delta) in deltas.all where delta != .zero {
             let old = try db.queryOne("SELECT count, sum FROM buckets WHERE ns = ? AND level = ? AND prefix = ?",
                                       [.int(Int64(id.ns)), .int(Int64(id.level)), .int(id.prefix)]) {
-                Fingerprint(count: UInt64(bitPattern: $0.int(0)), sum: $0.blob(1) ?? [UInt8](repeating: 0, count: 32))
+                $0.fingerprint(countColumn: 0)
             } ?? .zero
             let new = old + delta
             if new.count == 0 {

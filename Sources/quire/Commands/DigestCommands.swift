@@ -76,13 +76,7 @@ enum DigestCommands {
             """,
         valued: ["key"]
     ) { args, inv in
-        guard let nsName = args.positional.first else { throw UsageError("missing namespace") }
-        let ns = try RowCommands.namespace(nsName)
-        let (_, store) = try inv.open()
-        guard let key = try RowCommands.resolve(store, ns, name: args.positional.count > 1 ? args.positional[1] : nil,
-                                                key: args.value("key"), creating: false, forceNew: false) else {
-            throw CommandFailure("no such \(ns.name) row")
-        }
+        let (ns, store, key) = try RowCommands.existingRow(args, inv)
         let merges = try store.mergeHistory(ns, key)
         if merges.isEmpty { Output.line("no merges recorded for \(ns.name)/\(key.hex)") }
         for m in merges { Output.line("\(DateText.format(m.at.seconds, time: true))  \(m.detail)") }

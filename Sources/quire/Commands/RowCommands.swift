@@ -111,14 +111,9 @@ enum RowCommands {
             """,
         valued: ["key"], flags: ["json"]
     ) { args, inv in
-        guard let nsName = args.positional.first else { throw UsageError("missing namespace") }
-        let ns = try namespace(nsName)
-        try args.expectPositional(args.value("key") == nil ? 2...2 : 1...2, "name")
-        let (_, store) = try inv.open()
-        guard let key = try resolve(store, ns, name: args.positional.count > 1 ? args.positional[1] : nil, key: args.value("key"),
-                                    creating: false, forceNew: false),
-              let row = try store.row(ns, key), let content = row.content else {
-            throw CommandFailure("no \(ns.name) row named '\(args.positional.count > 1 ? args.positional[1] : args.value("key") ?? "")'")
+        let (ns, store, key) = try existingRow(args, inv)
+        guard let row = try store.row(ns, key), let content = row.content else {
+            throw CommandFailure("no live \(ns.name) row \(key.hex)")
         }
         if args.has("json") {
             var object = RowText.json(content)
@@ -180,16 +175,23 @@ enum RowCommands {
             """,
         valued: ["key"]
     ) { args, inv in
+        let (ns, store, key) = try existingRow(args, inv)
+        try store.delete(ns, key)
+        Output.line("deleted \(ns.name)/\(key.hex)")
+    }
+
+    /// `<namespace> <name>` or `<namespace> --key HEX` naming a live row:
+    /// the shared addressing of get, rm and history.
+    static func existingRow(_ args: Arguments, _ inv: Invocation) throws -> (Namespace, ReplicaStore, RowKey) {
         guard let nsName = args.positional.first else { throw UsageError("missing namespace") }
         let ns = try namespace(nsName)
         try args.expectPositional(args.value("key") == nil ? 2...2 : 1...2, "name")
         let (_, store) = try inv.open()
-        guard let key = try resolve(store, ns, name: args.positional.count > 1 ? args.positional[1] : nil, key: args.value("key"),
-                                    creating: false, forceNew: false) else {
-            throw CommandFailure("no \(ns.name) row named '\(args.positional.count > 1 ? args.positional[1] : "")'")
+        let name = args.positional.count > 1 ? args.positional[1] : nil
+        guard let key = try resolve(store, ns, name: name, key: args.value("key"), creating: false, forceNew: false) else {
+            throw CommandFailure("no \(ns.name) row named '\(name ?? "")'")
         }
-        try store.delete(ns, key)
-        Output.line("deleted \(ns.name)/\(key.hex)")
+        return (ns, store, key)
     }
 
     static func namespace(_ name: String) throws(UsageError) -> Namespace {
