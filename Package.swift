@@ -37,12 +37,14 @@ let package = Package(
         .executableTarget(name: "bench-digest", dependencies: ["QuireStore", "QuireCore"], path: "tools/BenchDigest"),
         .executableTarget(name: "bench-sync", dependencies: ["QuireSync", "QuireStore", "QuireCore", "QuireRelay"], path: "tools/BenchSync"),
 
+        // Loopback helpers shared by the relay, sync and end-to-end tests.
+        .target(name: "QuireTestSupport", path: "Tests/Support"),
         .testTarget(name: "QuireCoreTests", dependencies: ["QuireCore", "QuireCrypto"]),
         .testTarget(name: "QuireStoreTests", dependencies: ["QuireStore", "QuireCore"]),
-        .testTarget(name: "QuireRelayTests", dependencies: ["QuireRelay", "QuireCrypto"]),
-        .testTarget(name: "QuireSyncTests", dependencies: ["QuireSync", "QuireStore", "QuireCore", "QuireCrypto", "QuireRelay"]),
+        .testTarget(name: "QuireRelayTests", dependencies: ["QuireTestSupport", "QuireRelay", "QuireCrypto"]),
+        .testTarget(name: "QuireSyncTests", dependencies: ["QuireTestSupport", "QuireSync", "QuireStore", "QuireCore", "QuireCrypto", "QuireRelay"]),
         .testTarget(name: "QuireFuseTests", dependencies: ["QuireFuse"]),
         .testTarget(name: "QuireFSTests", dependencies: ["QuireFS", "QuireStore", "QuireCore"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["QuireCore", "QuireStore", "QuireSync", "QuireRelay", "QuireCrypto"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["QuireTestSupport", "QuireCore", "QuireStore", "QuireSync", "QuireRelay", "QuireCrypto"]),
     ]
 )

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import QuireTestSupport
 
 /// A `quire sync` daemon running as a real process, stopped with SIGTERM.
 final class SyncDaemon: @unchecked Sendable {
@@ -74,64 +75,6 @@ func makeShortDirectory() -> String {
     return String(cString: made)
 }
 
-func freePort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let ok = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    guard ok else { throw NSError(domain: "EndToEnd", code: 1, userInfo: [NSLocalizedDescriptionKey: "no free port"]) }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
+func freePort() throws -> Int { try freeTCPPort() }
 
-/// A private redis-server for one test class (or QUIRE_TEST_REDIS_URL).
-/// A missing redis-server fails the tests: the Redis path is tested for real.
-final class RedisForTests: @unchecked Sendable {
-    let url: String
-    private var process: Process?
-
-    init() throws {
-        if let url = ProcessInfo.processInfo.environment["QUIRE_TEST_REDIS_URL"], !url.isEmpty { self.url = url; return }
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/redis-server") else {
-            throw NSError(domain: "EndToEnd", code: 2, userInfo: [NSLocalizedDescriptionKey:
-                "redis-server is not installed (/usr/bin/redis-server); run tools/setup: these tests need a real Redis"])
-        }
-        let port = try freePort()
-        url = "redis://127.0.0.1:\(port)"
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
-        p.arguments = ["--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning"]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        process = p
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var a = sockaddr_in()
-            a.sin_family = sa_family_t(AF_INET)
-            a.sin_addr.s_addr = inet_addr("127.0.0.1")
-            a.sin_port = UInt16(port).bigEndian
-            let connected = withUnsafePointer(to: &a) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-            }
-            close(fd)
-            if connected { return }
-            usleep(50_000)
-        }
-        throw NSError(domain: "EndToEnd", code: 3, userInfo: [NSLocalizedDescriptionKey: "redis-server did not start on \(port)"])
-    }
-
-    func stop() {
-        guard let p = process, p.isRunning else { return }
-        p.terminate()
-        p.waitUntilExit()
-        process = nil
-    }
-
-    deinit { stop() }
-}
+typealias RedisForTests = TestRedisServer

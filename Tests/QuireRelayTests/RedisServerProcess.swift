@@ -1,4 +1,5 @@
 import Foundation
+import QuireTestSupport
 import XCTest
 
 /// A throwaway `redis-server` on a free port, with nothing persisted.

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import XCTest
+import QuireTestSupport
 
 /// Frames a handler received, safe to fill from the relay's threads and to
 /// wait on from the test's.
@@ -58,18 +59,3 @@ func patternBytes(count: Int, seed: UInt64) -> [UInt8] {
     return out
 }
 
-/// A free TCP port on 127.0.0.1, found by binding port 0.
-func freeTCPPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    guard bound else { throw NSError(domain: "QuireRelayTests", code: 1, userInfo: [NSLocalizedDescriptionKey: "no free port"]) }
-    return Int(UInt16(bigEndian: address.sin_port))
-}

@@ -2,6 +2,7 @@ import Foundation
 import QuireCore
 import QuireCrypto
 import QuireRelay
+import QuireTestSupport
 @testable import QuireStore
 @testable import QuireSync
 
@@ -141,59 +142,4 @@ func waitUntil(timeout: TimeInterval, _ predicate: () throws -> Bool) rethrows -
     return try predicate()
 }
 
-func freeTCPPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    guard bound else { throw NSError(domain: "QuireSyncTests", code: 1, userInfo: [NSLocalizedDescriptionKey: "no free port"]) }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
-
-/// A throwaway `redis-server` on a free port (or QUIRE_TEST_REDIS_URL).
-/// Missing redis-server is a failure, never a skip: the Redis path is real.
-final class TestRedis: @unchecked Sendable {
-    let url: String
-    private var process: Process?
-
-    init() throws {
-        if let url = ProcessInfo.processInfo.environment["QUIRE_TEST_REDIS_URL"], !url.isEmpty {
-            self.url = url
-            return
-        }
-        let port = try freeTCPPort()
-        url = "redis://127.0.0.1:\(port)"
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/redis-server") else {
-            throw NSError(domain: "QuireSyncTests", code: 2, userInfo: [NSLocalizedDescriptionKey:
-                "redis-server is not installed (/usr/bin/redis-server): run tools/setup; these tests need a real Redis"])
-        }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
-        p.arguments = ["--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning"]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        process = p
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            if (try? makeRelay(from: url)).map({ relay -> Bool in relay.close(); return true }) == true { return }
-            usleep(50_000)
-        }
-        throw NSError(domain: "QuireSyncTests", code: 3, userInfo: [NSLocalizedDescriptionKey: "redis-server on port \(port) did not start"])
-    }
-
-    func stop() {
-        guard let p = process, p.isRunning else { return }
-        p.terminate()
-        p.waitUntilExit()
-        process = nil
-    }
-
-    deinit { stop() }
-}
+typealias TestRedis = TestRedisServer
