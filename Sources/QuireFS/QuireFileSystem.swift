@@ -110,10 +110,9 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
         // processes): let a changed mtime or size drop cached pages.
         if connection.capable.contains(.autoInvalidateData) { connection.wanted.insert(.autoInvalidateData) }
         if connection.capable.contains(.readDirectoryPlus) { connection.wanted.insert(.readDirectoryPlus) }
-        // Let the kernel cache POSIX ACLs (there are none: ENODATA), so
-        // `ls -l` does not ask for system.posix_acl_access on every file.
-        let posixACL = FuseConnection.Capabilities(rawValue: 1 << 19)   // FUSE_CAP_POSIX_ACL
-        if connection.capable.contains(posixACL) { connection.wanted.insert(posixACL) }
+        // No FUSE_CAP_POSIX_ACL: quire keeps no ACLs (permissions are
+        // fixed), so ACL and security-label names answer EOPNOTSUPP, and
+        // `ls -l` (coreutils) remembers that per device and stops asking.
         log.info("mounted at \(configuration.mountpoint)")
     }
 

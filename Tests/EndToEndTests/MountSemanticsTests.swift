@@ -211,6 +211,13 @@ final class MountSemanticsTests: XCTestCase {
         XCTAssertEqual(Syscall.setAttribute(file, "user.com.apple.TextEncoding", "utf-8;134217984"), 0)
         XCTAssertEqual(Syscall.attribute(file, "user.com.apple.TextEncoding").value, "utf-8;134217984")
         XCTAssertEqual(Syscall.attribute(file, "user.unknown").errno, ENODATA)
+        // Labels and ACLs are not kept: "not supported", which `ls -l`
+        // remembers per device instead of asking again for every file.
+        for name in ["security.selinux", "system.posix_acl_access", "trusted.x"] {
+            XCTAssertEqual(Syscall.attribute(file, name).errno, EOPNOTSUPP, name)
+            XCTAssertEqual(Syscall.attribute(device.path("notebook"), name).errno, EOPNOTSUPP, name)
+        }
+        XCTAssertEqual(Syscall.setAttribute(file, "security.selinux", "x"), EOPNOTSUPP)
     }
 
     func testEscapedLongAndDuplicateTitles() throws {

@@ -29,47 +29,64 @@ public enum ParagraphRevision {
 
     /// True when `p` and `q` are revisions of one another. Symmetric.
     public static func areRevisions(_ p: String, _ q: String) -> Bool {
-        areRevisions(words: words(p), words(q))
+        areRevisions(ParagraphWords(p), ParagraphWords(q))
     }
 
-    static func areRevisions(words p: [String], _ q: [String]) -> Bool {
-        if p.isEmpty || q.isEmpty { return false }
-        let (short, long) = p.count <= q.count ? (p, q) : (q, p)
-        if contains(long, short) { return true }
-        guard short.count >= minimumWordsForOverlap else { return false }
-        let (shared, total) = multisetOverlap(p, q)
+    /// The same test on words computed once: callers compare one paragraph
+    /// with many, so each side is tokenized and counted only once.
+    static func areRevisions(_ p: ParagraphWords, _ q: ParagraphWords) -> Bool {
+        if p.words.isEmpty || q.words.isEmpty { return false }
+        let (short, long) = p.words.count <= q.words.count ? (p, q) : (q, p)
+        if contains(long.words, short.words) { return true }
+        guard short.words.count >= minimumWordsForOverlap else { return false }
+        // shared <= |short| and total >= |long|: a length ratio under 3/5
+        // fails without counting (most pairs a save compares end here).
+        guard short.words.count * overlapDenominator >= long.words.count * overlapNumerator else { return false }
+        let shared = sharedCount(short.counts, long.counts)
+        // Sum of max counts = |p| + |q| - sum of min counts.
+        let total = p.words.count + q.words.count - shared
         return shared * overlapDenominator >= total * overlapNumerator
     }
 
     /// The words of a paragraph: runs of letters and digits, lowercased.
+    /// ASCII is decided without the Unicode tables (same answer, far
+    /// cheaper); anything else asks the scalar's properties.
     public static func words(_ paragraph: String) -> [String] {
         var result: [String] = []
-        var current = String.UnicodeScalarView()
+        var current: [UInt8] = []     // UTF-8 of the word so far
+        var isASCII = true
+        func finish() {
+            guard !current.isEmpty else { return }
+            let word = String(decoding: current, as: UTF8.self)
+            result.append(isASCII ? word : word.lowercased())
+            current.removeAll(keepingCapacity: true)
+            isASCII = true
+        }
         for scalar in paragraph.unicodeScalars {
-            let properties = scalar.properties
-            if properties.isAlphabetic || properties.numericType != nil {
-                current.append(scalar)
-            } else if !current.isEmpty {
-                result.append(String(current).lowercased())
-                current = String.UnicodeScalarView()
+            let value = scalar.value
+            if value < 0x80 {
+                switch value {
+                case 0x41...0x5A: current.append(UInt8(value) | 0x20)   // A-Z, lowercased here
+                case 0x61...0x7A, 0x30...0x39: current.append(UInt8(value))
+                default: finish()
+                }
+            } else if scalar.properties.isAlphabetic || scalar.properties.numericType != nil {
+                current.append(contentsOf: UTF8.encode(scalar)!)
+                isASCII = false
+            } else {
+                finish()
             }
         }
-        if !current.isEmpty { result.append(String(current).lowercased()) }
+        finish()
         return result
     }
 
-    /// (sum of min counts, sum of max counts) over the two word multisets.
-    static func multisetOverlap(_ p: [String], _ q: [String]) -> (shared: Int, total: Int) {
-        var counts: [String: (Int, Int)] = [:]
-        for w in p { counts[w, default: (0, 0)].0 += 1 }
-        for w in q { counts[w, default: (0, 0)].1 += 1 }
+    /// Sum over words of the smaller of the two counts.
+    static func sharedCount(_ p: [String: Int], _ q: [String: Int]) -> Int {
+        let (small, large) = p.count <= q.count ? (p, q) : (q, p)
         var shared = 0
-        var total = 0
-        for (x, y) in counts.values {
-            shared += min(x, y)
-            total += max(x, y)
-        }
-        return (shared, total)
+        for (word, count) in small { shared += min(count, large[word] ?? 0) }
+        return shared
     }
 
     /// True when `needle` occurs as a contiguous run inside `hay`.
@@ -80,5 +97,20 @@ public enum ParagraphRevision {
             return true
         }
         return false
+    }
+}
+
+/// A paragraph's words, tokenized once for many comparisons; their counts
+/// only when a comparison gets as far as the overlap test.
+final class ParagraphWords {
+    let words: [String]
+    private(set) lazy var counts: [String: Int] = {
+        var counts: [String: Int] = [:]
+        for word in words { counts[word, default: 0] += 1 }
+        return counts
+    }()
+
+    init(_ text: String) {
+        words = ParagraphRevision.words(text)
     }
 }

@@ -122,11 +122,11 @@ public enum ProseMerge {
         let beforeIDs = Set(before.map(\.hash))
         let afterIDs = Set(after.map(\.hash))
         // Only paragraphs the edit created can be rewrites of a removed one.
-        let createdWords = after.filter { !beforeIDs.contains($0.hash) }.map { ParagraphRevision.words($0.text) }
+        let createdWords = after.filter { !beforeIDs.contains($0.hash) }.map { ParagraphWords($0.text) }
         var summary = ProseEditSummary()
         for paragraph in before where !afterIDs.contains(paragraph.hash) {
-            let words = ParagraphRevision.words(paragraph.text)
-            if createdWords.contains(where: { ParagraphRevision.areRevisions(words: words, $0) }) {
+            let words = ParagraphWords(paragraph.text)
+            if createdWords.contains(where: { ParagraphRevision.areRevisions(words, $0) }) {
                 summary.revised.insert(paragraph.hash)
             } else {
                 summary.deleted.insert(paragraph.hash)
@@ -211,7 +211,7 @@ public enum ProseMerge {
         for (index, p) in leading.enumerated() { positions[p.hash, default: []].append(index) }
         // Words of the paragraphs only `leading` has: the candidate rewrites.
         // Computed only if a tombstoned paragraph needs them.
-        var rewriteWords: [(index: Int, words: [String])]?
+        var rewriteWords: [(index: Int, words: ParagraphWords)]?
         var copiesSeen: [ParagraphHash: Int] = [:]
         var slot = 0
         for p in other {
@@ -219,11 +219,11 @@ public enum ProseMerge {
             if tombstones.contains(id) {
                 if rewriteWords == nil {
                     rewriteWords = leading.indices.filter { !otherIDs.contains(leading[$0].hash) }
-                        .map { ($0, ParagraphRevision.words(leading[$0].text)) }
+                        .map { ($0, ParagraphWords(leading[$0].text)) }
                 }
                 guard let candidates = rewriteWords, !candidates.isEmpty else { continue }
-                let words = ParagraphRevision.words(p.text)
-                if let rewrite = candidates.first(where: { ParagraphRevision.areRevisions(words: words, $0.words) }) {
+                let words = ParagraphWords(p.text)
+                if let rewrite = candidates.first(where: { ParagraphRevision.areRevisions(words, $0.words) }) {
                     slot = rewrite.index + 1
                 }
                 continue

@@ -31,11 +31,11 @@ public struct ProseMergeReport: Hashable, Sendable {
         var report = ProseMergeReport()
         report.keptFromA = multisetDifference(result, minus: b)
         report.keptFromB = multisetDifference(result, minus: a)
-        let resultWords = result.map { ParagraphRevision.words($0.text) }
+        let resultWords = result.map { ParagraphWords($0.text) }
         var seen: Set<ParagraphHash> = []
         for paragraph in a + b where tombstones.contains(paragraph.hash) && seen.insert(paragraph.hash).inserted {
-            let words = ParagraphRevision.words(paragraph.text)
-            if resultWords.contains(where: { ParagraphRevision.areRevisions(words: words, $0) }) {
+            let words = ParagraphWords(paragraph.text)
+            if resultWords.contains(where: { ParagraphRevision.areRevisions(words, $0) }) {
                 report.droppedAsRevised.append(paragraph.hash)
             } else {
                 report.droppedAsDeleted.append(paragraph.hash)

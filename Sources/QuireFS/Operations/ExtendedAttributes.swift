@@ -44,6 +44,10 @@ extension QuireFileSystem {
                 guard let value = try quireAttributes(ref)[name] else { throw .noData }
                 return value
             }
+            // Not "no such attribute" but "no such namespace here": coreutils'
+            // ls caches an unsupported answer per device, so `ls -l` stops
+            // asking for security.selinux and system.posix_acl_access.
+            guard name.hasPrefix("user.") else { throw .operationNotSupported }
             guard let value = transientAttributes[inode.rawValue]?[name] else { throw .noData }
             return value
         }
@@ -91,6 +95,7 @@ extension QuireFileSystem {
                 try setTags(ref, [])
                 return
             }
+            guard name.hasPrefix("user.") else { throw .operationNotSupported }
             guard transientAttributes[inode.rawValue]?.removeValue(forKey: name) != nil else { throw .noData }
         }
     }

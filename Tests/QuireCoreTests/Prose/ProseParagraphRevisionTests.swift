@@ -48,4 +48,38 @@ final class ProseParagraphRevisionTests: XCTestCase {
             }
         }
     }
+
+    /// The ASCII shortcut in `words` gives what the Unicode definition
+    /// (letters and digits by scalar properties, lowercased) gives.
+    func testWordsMatchTheUnicodeDefinition() {
+        func reference(_ text: String) -> [String] {
+            var result: [String] = [], current = String.UnicodeScalarView()
+            for scalar in text.unicodeScalars {
+                if scalar.properties.isAlphabetic || scalar.properties.numericType != nil {
+                    current.append(scalar)
+                } else if !current.isEmpty {
+                    result.append(String(current).lowercased()); current = String.UnicodeScalarView()
+                }
+            }
+            if !current.isEmpty { result.append(String(current).lowercased()) }
+            return result
+        }
+        let pieces = ["Hello", "WORLD", "ça", "Ÿes", "ΣΟΦΊΑ", "straße", "İstanbul", "٣٤", "½", "x2", "'", "-", " ", "\n",
+                      ",", "🙂", "日本語", "Ⅻ", "_", "ﬁne", "\u{301}", "9", "Z"]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 {
+            let text = (0..<Int.random(in: 0...12, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
+            XCTAssertEqual(ParagraphRevision.words(text), reference(text), text)
+        }
+    }
+
+    /// The counting shortcuts (containment needs every word; shared counts
+    /// bound the overlap) give the definition's answers.
+    func testLengthBoundAgreesWithTheOverlap() {
+        let long = Array(repeating: "we walked along the lake", count: 8).joined(separator: " ")
+        XCTAssertFalse(ParagraphRevision.areRevisions(eight + " and more words here", long))
+        XCTAssertTrue(ParagraphRevision.areRevisions(long, long + " twice over"))
+        // 10 of 16 words shared: exactly 3/5 of the union, a revision.
+        XCTAssertTrue(ParagraphRevision.areRevisions("a b c d e f g h i j k l m", "a b c d e f g h i j n o p"))
+    }
 }
