@@ -120,6 +120,37 @@ final class ReplicaStoreTests: XCTestCase {
         }
     }
 
+    /// A replica from before the tombstone index (schema 2) gains it on
+    /// open; status counts and the offloaded list then read indexes, not
+    /// every row.
+    func testOlderSchemaIsUpgradedAndStatusQueriesUseIndexes() throws {
+        let path = temporaryDirectory() + "/replica.sqlite"
+        do {
+            let s = try ReplicaStore(path: path, deviceID: deviceA, create: true)
+            let rows = try s.putMany((0..<30).map { note("n\($0)", "b\($0)") })
+            for r in rows.prefix(4) { try s.delete(.notebook, r.key) }
+        }
+        do {
+            let c = try Connection(path: path)
+            try c.execute("DROP INDEX rows_tombstones; PRAGMA user_version=2")
+        }
+        let s = try ReplicaStore(path: path, deviceID: deviceA)
+        XCTAssertEqual(try s.counts(.notebook).live, 26)
+        XCTAssertEqual(try s.counts(.notebook).tombstones, 4)
+        XCTAssertEqual(try s.counts(.plans).live, 0)
+        let c = try Connection(path: path)
+        XCTAssertEqual(try c.queryOne("PRAGMA user_version") { $0.int(0) }, Int64(Schema.migrations.count))
+        func plan(_ sql: String) throws -> String {
+            try c.query("EXPLAIN QUERY PLAN " + sql, [.int(1)]) { $0.text(3) ?? "" }.joined(separator: "; ")
+        }
+        XCTAssertTrue(try plan("SELECT count(*) FROM rows WHERE ns = ? AND tombstone = 1").contains("COVERING INDEX rows_tombstones"))
+        XCTAssertTrue(try plan("SELECT count(*) FROM rows WHERE ns = ?").contains("COVERING INDEX rows_key"))
+        XCTAssertTrue(try plan("SELECT key, vv FROM rows WHERE ns = ? AND tombstone = 1 AND key >= x'00' ORDER BY key")
+            .contains("INDEX rows_tombstones (ns=? AND tombstone=? AND key>?)"))
+        let offloaded = try plan("SELECT key FROM rows INDEXED BY rows_offloaded_hash WHERE ns = ? AND offloaded = 1 AND tombstone = 0 ORDER BY key")
+        XCTAssertTrue(offloaded.contains("rows_offloaded_hash"))
+    }
+
     func testPrefsGenerationNeverMovesBackward() throws {
         let dir = temporaryDirectory()
         let prefs = PrefsFile(path: dir + "/prefs.json")

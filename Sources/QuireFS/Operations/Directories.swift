@@ -96,6 +96,19 @@ extension QuireFileSystem {
         }
     }
 
+    /// Does, right after mounting, what the first listing would otherwise
+    /// pay for: each folder's names and inode numbers, and a first
+    /// rendering of the control files (which loads Foundation's locale
+    /// data once; their sizes are rendered afresh for every stat, since
+    /// readers trust st_size). One step per turn of the lock, so a request
+    /// arriving meanwhile waits for one step at most.
+    public func prepare() {
+        for namespace in MountLayout.namespaces {
+            locked { _ = try? directoryEntries(InodeTable.folderInode(namespace)) }
+        }
+        for file in ControlFile.allCases { locked { _ = controlContents(file) } }
+    }
+
     private func directoryEntries(_ inode: UInt64) throws(FuseError) -> [DirectoryEntry] {
         var entries = [DirectoryEntry(name: ".", inode: inode, kind: .directory),
                        DirectoryEntry(name: "..", inode: FuseInode.root.rawValue, kind: .directory)]

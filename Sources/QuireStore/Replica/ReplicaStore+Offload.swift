@@ -55,7 +55,9 @@ extension ReplicaStore {
     /// Offloaded notes: key, title, content hash, size, holders.
     public func offloadedNotes() throws(StoreError) -> [OffloadedNote] {
         try read { () throws(StoreError) -> [OffloadedNote] in
-            try db.query("SELECT key, name, size, content, holders FROM rows WHERE ns = ? AND offloaded = 1 AND tombstone = 0 ORDER BY key",
+            // Through the offloaded-only index: the key index would read every note.
+            try db.query("SELECT key, name, size, content, holders FROM rows INDEXED BY rows_offloaded_hash"
+                         + " WHERE ns = ? AND offloaded = 1 AND tombstone = 0 ORDER BY key",
                          [.int(Int64(Namespace.notebook.rawValue))]) { s throws(StoreError) in
                 let key = ID16(bytes: s.blob(0) ?? [])!
                 do {

@@ -65,5 +65,12 @@ enum Schema {
         ALTER TABLE rows ADD COLUMN hash BLOB;
         CREATE INDEX rows_offloaded_hash ON rows(hash) WHERE offloaded = 1;
         """,
+        """
+        -- Tombstones by namespace and key: counting them (status, the
+        -- mount's .quire/status) and serving them by key range (sync) read
+        -- only tombstones, not every row. Live rows never enter it, so an
+        -- insert pays nothing.
+        CREATE INDEX rows_tombstones ON rows(ns, tombstone, key) WHERE tombstone = 1;
+        """,
     ]
 }

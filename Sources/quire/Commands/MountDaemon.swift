@@ -135,6 +135,9 @@ enum MountDaemon {
                 log.problem("\(service.name) did not start while mounted: \(error)")
             }
         }
+        // Listings and .quire sizes are built in the background, not by
+        // whoever lists the folder first.
+        Thread.detachNewThread { fileSystem.prepare() }
         notifier.send("ok")
         log.info("serving \(mountpoint) (pid \(getpid()))")
         let ending: FuseSession.Ending
