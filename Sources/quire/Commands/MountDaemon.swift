@@ -135,8 +135,8 @@ enum MountDaemon {
                 log.problem("\(service.name) did not start while mounted: \(error)")
             }
         }
-        // Listings and .quire sizes are built in the background, not by
-        // whoever lists the folder first.
+        // Folder listings and a first rendering of .quire are made in the
+        // background, not by whoever lists the folder first.
         Thread.detachNewThread { fileSystem.prepare() }
         notifier.send("ok")
         log.info("serving \(mountpoint) (pid \(getpid()))")
