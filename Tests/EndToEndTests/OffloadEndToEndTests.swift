@@ -92,18 +92,11 @@ class OffloadFleetBase: XCTestCase {
 
     func json(_ r: RunResult) throws -> [String: Any] { try jsonObject(r.stdout) as? [String: Any] ?? [:] }
 
-    static func body(_ seed: Int, size: Int) -> String {
-        var out = ""
-        var i = 0
-        while out.utf8.count < size { out += "Paragraph \(i) of note \(seed): words that matter.\n\n"; i += 1 }
-        return out
-    }
-}
-
-final class OffloadEndToEndTests: OffloadFleetBase {
-    func testOffloadAndRecallLeaveTheDigestBitIdenticalAndResidentDevicesAgree() throws {
+    /// Offload every note (large ones travel in chunks) through the running
+    /// sync, check that nothing an observer can compare moved, recall them
+    /// all byte for byte. Shared by the local-relay and Redis runs.
+    func runOffloadAndRecallScenario(sizes: [Int]) throws {
         try makeFleet()
-        let sizes = [10, 5_000, 100_000, 300_000]   // the large ones travel in chunks
         for (i, size) in sizes.enumerated() { try put("phone", "note \(i)", Self.body(i, size: size)) }
         XCTAssertTrue(try waitForEqualDigests([home("phone"), home("home"), home("tablet")], timeout: 30))
         let before = try encodedDigest("phone")
@@ -143,6 +136,19 @@ final class OffloadEndToEndTests: OffloadFleetBase {
         try quireOK(["offload", "note 2"], home: home("phone"))
         try quireOK(["offload", "note 2"], home: home("phone"))
         XCTAssertEqual(try encodedDigest("phone"), before)
+    }
+
+    static func body(_ seed: Int, size: Int) -> String {
+        var out = ""
+        var i = 0
+        while out.utf8.count < size { out += "Paragraph \(i) of note \(seed): words that matter.\n\n"; i += 1 }
+        return out
+    }
+}
+
+final class OffloadEndToEndTests: OffloadFleetBase {
+    func testOffloadAndRecallLeaveTheDigestBitIdenticalAndResidentDevicesAgree() throws {
+        try runOffloadAndRecallScenario(sizes: [10, 5_000, 100_000, 300_000])   // 64 KiB datagrams: the large ones in chunks
     }
 
     func testPointersNamingDifferentHoldersAgreeAndOtherContentDiverges() throws {
@@ -284,5 +290,31 @@ final class OffloadEndToEndTests: OffloadFleetBase {
         try quireOK(["role", "homebase"], home: home("tablet"))
         let devices = try quireOK(["devices", "--json"], home: home("tablet")).stdout
         XCTAssertTrue(devices.contains("\"role\" : \"homebase\""), devices)
+    }
+}
+
+/// The same fleet on a real redis-server: offload frames, chunked bodies
+/// and recalls cross Redis pub/sub instead of local datagrams.
+final class OffloadRedisEndToEndTests: OffloadFleetBase {
+    nonisolated(unsafe) static var redis: RedisForTests?
+    nonisolated(unsafe) static var setUpError = ""
+
+    override class func setUp() {
+        super.setUp()
+        do { redis = try RedisForTests() } catch { redis = nil; setUpError = "\(error)" }
+    }
+
+    override class func tearDown() {
+        redis?.stop()
+        redis = nil
+        super.tearDown()
+    }
+
+    override var relay: String { Self.redis?.url ?? "redis://127.0.0.1:1" }
+
+    func testOffloadAndRecallOverRedis() throws {
+        guard Self.redis != nil else { return XCTFail("no Redis: \(Self.setUpError)") }
+        try runOffloadAndRecallScenario(sizes: [10, 5_000, 300_000, 2_500_000])   // 1 MiB messages: the last in chunks
+        XCTAssertTrue(try quireOK(["status"], home: home("home")).stdout.contains("redis://"), "status names the relay")
     }
 }
