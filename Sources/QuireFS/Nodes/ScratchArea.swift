@@ -45,10 +45,15 @@ struct ScratchArea: Sendable {
     }
 
     func read(_ descriptor: Int32, offset: UInt64, size: Int) throws(FuseError) -> [UInt8] {
-        var buffer = [UInt8](repeating: 0, count: size)
-        let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, size, off_t(offset)) }
-        guard count >= 0 else { throw FuseError(errno) }
-        return Array(buffer.prefix(count))
+        // Read straight into the array's storage: no zeroing, no copy.
+        var failure: Int32 = 0
+        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+            let count = pread(descriptor, buffer.baseAddress, size, off_t(offset))
+            if count < 0 { failure = errno }
+            initialized = max(count, 0)
+        }
+        guard failure == 0 else { throw FuseError(failure) }
+        return bytes
     }
 
     func write(_ descriptor: Int32, offset: UInt64, data: [UInt8]) throws(FuseError) -> Int {
