@@ -41,6 +41,10 @@ struct OpenFile {
 extension QuireFileSystem {
     /// The working copy of a row, loading the stored text if none is open.
     /// Throws EIO for an offloaded body that cannot be recalled.
+    /// A loaded copy is not kept: the caller stores it when a handle holds
+    /// it. A copy kept with no handle is never released, so it went stale
+    /// (a saga date or setting name written again after a rename got the
+    /// new text over the old row's tail).
     func workingCopy(_ ref: RowRef) throws(FuseError) -> WorkingCopy {
         if let copy = working[ref] { return copy }
         let row: Row?
@@ -51,9 +55,17 @@ extension QuireFileSystem {
             bytes = try recall(ref, note: note)
         }
         let seq = (try? listing(ref.namespace).rows[ref.key]?.seq) ?? nil
-        let copy = WorkingCopy(title: content.displayName, content: bytes ?? [], seq: seq ?? 0)
+        return WorkingCopy(title: content.displayName, content: bytes ?? [], seq: seq ?? 0)
+    }
+
+    /// A row's text was replaced behind its open files (RENAME_EXCHANGE with
+    /// a scratch file): a clean working copy takes the stored text, so the
+    /// next open of the name does not show the text it had before.
+    func followStoredText(_ ref: RowRef) {
+        guard var copy = working[ref], !copy.isDirty, let bytes = try? renderedContent(ref) else { return }
+        copy.content = bytes
+        copy.seq = listings[ref.namespace]?.rows[ref.key]?.seq ?? copy.seq
         working[ref] = copy
-        return copy
     }
 
     /// An offloaded body, through the recall hook (issue 5).

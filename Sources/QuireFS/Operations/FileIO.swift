@@ -248,8 +248,9 @@ extension QuireFileSystem {
         copy.modifiedAt = .now
         working[ref] = copy
         if !byHandle {
+            // Not kept when the commit fails either: no handle would ever release it.
+            defer { if working[ref]?.openCount == 0 { working.removeValue(forKey: ref) } }
             try commit(ref, shown: nil)
-            if working[ref]?.openCount == 0 { working.removeValue(forKey: ref) }
         }
     }
 

@@ -236,6 +236,7 @@ extension QuireFileSystem {
             if exchange {
                 let targetBytes = try currentBytes(targetRef)
                 try replace(targetRef, titled: nil, with: bytes, removing: nil, sourceName: name)
+                followStoredText(targetRef)
                 try scratch.replaceContents(folder, name, with: targetBytes)
                 inodes.repoint(sourceInode, to: .row(targetRef))
                 inodes.repoint(targetInode, to: .scratch(folder, name))
@@ -265,6 +266,7 @@ extension QuireFileSystem {
             let targetInode = inodes.inode(forScratch: folder, newName)
             let scratchBytes = try scratch.contents(folder, newName)
             try replace(ref, titled: nil, with: scratchBytes, removing: nil, sourceName: newName)
+            followStoredText(ref)
             try scratch.replaceContents(folder, newName, with: bytes)
             inodes.repoint(sourceInode, to: .scratch(folder, newName))
             inodes.repoint(targetInode, to: .row(ref))

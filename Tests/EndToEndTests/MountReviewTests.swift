@@ -1,0 +1,65 @@
+import Foundation
+import XCTest
+
+/// Bookkeeping corners of the mount found in review, each through a real
+/// `quire mount`: renames, exchanges and unlinks while rows are loaded or
+/// open.
+final class MountReviewTests: XCTestCase {
+    var device: MountedDevice!
+
+    override func tearDown() {
+        device?.close()
+        device = nil
+    }
+
+    /// A saga entry (its key is its date) renamed away, then its date
+    /// written anew: the new file holds exactly the new text, not the new
+    /// text over the old entry's tail.
+    func testSagaDateWrittenAgainAfterARenameHoldsOnlyTheNewText() throws {
+        device = try MountedDevice { home in
+            XCTAssertEqual(try quire(["put", "saga", "2024-05-01"], home: home, stdin: Array("a long and busy day\n".utf8)).status, 0)
+            XCTAssertEqual(try quire(["put", "settings", "theme", "solarized"], home: home).status, 0)
+        }
+        XCTAssertEqual(rename(device.path("saga/2024-05-01.md"), device.path("saga/2024-05-02.md")), 0)
+        XCTAssertEqual(Syscall.writeFile(device.path("saga/2024-05-01.md"), "hi\n").errno, 0)
+        XCTAssertEqual(try device.text("saga/2024-05-01.md"), "hi\n")
+        XCTAssertEqual(try quire(["get", "saga", "2024-05-01"], home: device.home).stdout, "hi\n")
+        XCTAssertEqual(try device.text("saga/2024-05-02.md"), "a long and busy day\n")
+
+        // The same for a setting (its key is its name).
+        XCTAssertEqual(rename(device.path("settings/theme.txt"), device.path("settings/colours.txt")), 0)
+        XCTAssertEqual(Syscall.writeFile(device.path("settings/theme.txt"), "dark\n").errno, 0)
+        XCTAssertEqual(try device.text("settings/theme.txt"), "dark\n")
+        XCTAssertEqual(try device.text("settings/colours.txt"), "solarized\n")
+    }
+
+    /// RENAME_EXCHANGE of a scratch file and a note: the note's name shows
+    /// the scratch file's text at once, and the scratch name the note's.
+    func testExchangeOfAScratchFileAndANoteShowsTheNewTextAtOnce() throws {
+        device = try MountedDevice { home in
+            XCTAssertEqual(try quire(["put", "notebook", "Plan"], home: home, stdin: Array("old plan\n".utf8)).status, 0)
+        }
+        XCTAssertEqual(Syscall.writeFile(device.path("notebook/.Plan.md.new"), "new plan\n").errno, 0)
+        XCTAssertEqual(Syscall.rename(device.path("notebook/.Plan.md.new"), device.path("notebook/Plan.md"), flags: Syscall.exchange), 0)
+        XCTAssertEqual(try quire(["get", "notebook", "Plan"], home: device.home).stdout, "new plan\n")
+        XCTAssertEqual(try device.text("notebook/Plan.md"), "new plan\n")
+        XCTAssertEqual(try device.text("notebook/.Plan.md.new"), "old plan\n")
+
+        // And the other way round (the note is the source).
+        XCTAssertEqual(Syscall.writeFile(device.path("notebook/.Plan.md.newer"), "newer plan\n").errno, 0)
+        XCTAssertEqual(Syscall.rename(device.path("notebook/Plan.md"), device.path("notebook/.Plan.md.newer"), flags: Syscall.exchange), 0)
+        XCTAssertEqual(try quire(["get", "notebook", "Plan"], home: device.home).stdout, "newer plan\n")
+        XCTAssertEqual(try device.text("notebook/Plan.md"), "newer plan\n")
+        XCTAssertEqual(try device.text("notebook/.Plan.md.newer"), "new plan\n")
+
+        // While a reader holds the note open, too.
+        let reader = open(device.path("notebook/Plan.md"), O_RDONLY)
+        XCTAssertGreaterThanOrEqual(reader, 0)
+        defer { close(reader) }
+        XCTAssertEqual(Syscall.writeFile(device.path("notebook/.Plan.md.last"), "last plan\n").errno, 0)
+        XCTAssertEqual(Syscall.rename(device.path("notebook/.Plan.md.last"), device.path("notebook/Plan.md"), flags: Syscall.exchange), 0)
+        XCTAssertEqual(try quire(["get", "notebook", "Plan"], home: device.home).stdout, "last plan\n")
+        XCTAssertEqual(try device.text("notebook/Plan.md"), "last plan\n")
+        XCTAssertEqual(try device.text("notebook/.Plan.md.last"), "newer plan\n")
+    }
+}
