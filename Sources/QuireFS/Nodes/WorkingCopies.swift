@@ -18,6 +18,10 @@ struct WorkingCopy {
     var modifiedAt: FuseTimestamp = .now
     /// The change number of the stored version `content` came from.
     var seq: Int64 = 0
+
+    /// Applies `change` to this copy where it stands (`working[ref]!.modify`),
+    /// so its text is not copied.
+    mutating func modify(_ change: (inout WorkingCopy) -> Void) { change(&self) }
 }
 
 /// One open file.
