@@ -164,7 +164,14 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
         case .controlFile(let file):
             return FuseAttributes(inode: FuseInode(inode), kind: .regular, permissions: 0o444, uid: owner.uid, gid: owner.gid,
                                   size: UInt64(controlContents(file).count), accessTime: .now, modificationTime: .now, changeTime: .now)
-        case .row(let ref): return try rowAttributes(ref, inode: inode)
+        case .row(let ref):
+            // A file removed or replaced while open: its descriptors still
+            // stat it (and the kernel checks before each read).
+            if let orphan = orphanAttributes(inode),
+               inodes.primaryInode(of: ref) != inode || (try? rowAttributes(ref, inode: inode)) == nil {
+                return orphan
+            }
+            return try rowAttributes(ref, inode: inode)
         case .scratch(let folder, let name):
             guard let info = scratch.status(folder, name) else { throw .noEntry }
             return FuseAttributes(inode: FuseInode(inode), kind: .regular, permissions: UInt32(info.st_mode) & 0o7777,
@@ -192,6 +199,16 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
         return FuseAttributes(inode: FuseInode(inode), kind: .regular, permissions: permissions, uid: owner.uid, gid: owner.gid,
                               size: UInt64(size), blocks: listed.isOffloaded ? 0 : nil,
                               accessTime: time, modificationTime: time, changeTime: time)
+    }
+
+    /// The attributes of a removed row file that handles still hold open.
+    func orphanAttributes(_ inode: UInt64) -> FuseAttributes? {
+        for file in handles.values where file.inode == inode {
+            guard case .orphan(let bytes, let modifiedAt) = file.target else { continue }
+            return FuseAttributes(inode: FuseInode(inode), kind: .regular, permissions: 0o644, uid: owner.uid, gid: owner.gid,
+                                  size: UInt64(bytes.count), accessTime: modifiedAt, modificationTime: modifiedAt, changeTime: modifiedAt)
+        }
+        return nil
     }
 
     /// Structured rows have no stored text length: render once per version.

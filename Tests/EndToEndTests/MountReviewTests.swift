@@ -87,4 +87,51 @@ final class MountReviewTests: XCTestCase {
         close(descriptor)
         XCTAssertEqual(try device.rows("notebook").filter { !$0.isTombstone }.count, 0)
     }
+
+    /// A file removed while open (rm, or a save by rename over it from
+    /// another program) stays usable through its descriptor, as on any
+    /// filesystem: writes succeed and go nowhere, reads and fstat work.
+    func testAFileRemovedWhileOpenStaysUsableThroughItsDescriptor() throws {
+        device = try MountedDevice { home in
+            XCTAssertEqual(try quire(["put", "notebook", "Log"], home: home, stdin: Array("one\n".utf8)).status, 0)
+            XCTAssertEqual(try quire(["put", "notebook", "Gone"], home: home, stdin: Array("bye\n".utf8)).status, 0)
+        }
+        func write(_ descriptor: Int32, _ text: String) -> Int32 {
+            Array(text.utf8).withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) } == text.utf8.count ? 0 : errno
+        }
+        func readAll(_ descriptor: Int32) -> String {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+            return count < 0 ? "errno \(errno)" : String(decoding: buffer.prefix(count), as: UTF8.self)
+        }
+        let goneKey = try XCTUnwrap(try device.rows("notebook").first { $0.name == "Gone" }?.key)
+        // A logger holds Log.md open for appending; sed -i saves over it.
+        let logger = open(device.path("notebook/Log.md"), O_RDWR | O_APPEND)
+        XCTAssertGreaterThanOrEqual(logger, 0)
+        XCTAssertEqual(write(logger, "two\n"), 0)
+        XCTAssertEqual(fsync(logger), 0)
+        XCTAssertEqual(shell("sed -i 's/one/uno/' '\(device.path("notebook/Log.md"))'").status, 0)
+        XCTAssertEqual(write(logger, "three\n"), 0, "a write to the replaced file must not fail")
+        XCTAssertEqual(readAll(logger), "one\ntwo\nthree\n")
+        // ftruncate through it cuts the replaced text, never the note now at its name.
+        XCTAssertEqual(ftruncate(logger, 4), 0)
+        XCTAssertEqual(readAll(logger), "one\n")
+        XCTAssertEqual(try device.text("notebook/Log.md"), "uno\ntwo\n")
+
+        // rm while open.
+        let holder = open(device.path("notebook/Gone.md"), O_RDWR)
+        XCTAssertGreaterThanOrEqual(holder, 0)
+        XCTAssertEqual(unlink(device.path("notebook/Gone.md")), 0)
+        XCTAssertEqual(write(holder, "BYE"), 0, "a write to an unlinked file must not fail")
+        XCTAssertEqual(readAll(holder), "BYE\n")
+        var info = stat()
+        XCTAssertEqual(fstat(holder, &info), 0, "fstat of an unlinked file: errno \(errno)")
+        XCTAssertEqual(info.st_size, 4)
+        XCTAssertEqual(close(holder), 0)
+        XCTAssertEqual(close(logger), 0)
+        XCTAssertEqual(try device.rows("notebook").first { $0.key == goneKey }?.isTombstone, true)
+        XCTAssertEqual(try device.text("notebook/Log.md"), "uno\ntwo\n")
+        XCTAssertEqual(try device.unmount().status, 0)
+        XCTAssertEqual(try quire(["get", "notebook", "Log"], home: device.home).stdout, "uno\ntwo\n")
+    }
 }

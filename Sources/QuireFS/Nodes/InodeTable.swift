@@ -88,6 +88,9 @@ struct InodeTable {
 
     func object(_ inode: UInt64) -> NodeObject? { objects[inode] }
 
+    /// The inode a row's name answers with now, if it has one yet.
+    func primaryInode(of ref: RowRef) -> UInt64? { primary[ref] }
+
     mutating func inode(for ref: RowRef) -> UInt64 {
         if let inode = primary[ref] { return inode }
         let derived = Self.derivedInode(ref)

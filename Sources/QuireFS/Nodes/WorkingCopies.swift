@@ -30,6 +30,11 @@ struct OpenFile {
         case row(RowRef)
         case scratch(Int32)
         case control([UInt8])
+        /// A row file removed (rm, or a save by rename over it) while this
+        /// handle was open: it keeps its text and takes writes, which go
+        /// nowhere, as on any filesystem (they used to fail with EBADF, and
+        /// fstat and reads with ENOENT).
+        case orphan([UInt8], modifiedAt: FuseTimestamp)
     }
 
     var target: Target

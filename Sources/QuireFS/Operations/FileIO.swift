@@ -141,7 +141,7 @@ extension QuireFileSystem {
             }
             switch file.target {
             case .row(let ref): return slice(working[ref]?.content ?? [])
-            case .control(let bytes): return slice(bytes)
+            case .control(let bytes), .orphan(let bytes, _): return slice(bytes)
             case .scratch(let descriptor): return try scratch.read(descriptor, offset: offset, size: size)
             }
         }
@@ -153,6 +153,14 @@ extension QuireFileSystem {
             guard let file = handles[handle], file.flags.isWritable else { throw .badFileHandle }
             switch file.target {
             case .control: throw .badFileHandle
+            case .orphan:
+                try changeOrphan(inode.rawValue, handle: handle) { (bytes: inout [UInt8]) throws(FuseError) in
+                    let start = file.flags.isAppending ? bytes.count : Int(clamping: offset)
+                    guard start + data.count <= Self.maximumFileSize else { throw .fileTooLarge }
+                    if start > bytes.count { bytes += [UInt8](repeating: 0, count: start - bytes.count) }
+                    bytes.replaceSubrange(start..<min(bytes.count, start + data.count), with: data)
+                }
+                return data.count
             case .scratch(let descriptor): return try scratch.write(descriptor, offset: offset, data: data)
             case .row(let ref):
                 guard let count = working[ref]?.content.count else { throw .badFileHandle }
@@ -193,7 +201,7 @@ extension QuireFileSystem {
             switch file.target {
             case .scratch(let descriptor):
                 if fsync(descriptor) != 0 { throw FuseError(errno) }
-            case .control:
+            case .control, .orphan:
                 return
             case .row(let ref):
                 try commit(ref, shown: file.shown)
@@ -208,7 +216,7 @@ extension QuireFileSystem {
             guard let file = handles.removeValue(forKey: handle) else { return }
             switch file.target {
             case .scratch(let descriptor): close(descriptor)
-            case .control: break
+            case .control, .orphan: break
             case .row(let ref): releaseWorkingCopy(ref)
             }
         }
@@ -218,6 +226,17 @@ extension QuireFileSystem {
                               request: FuseRequest) throws -> FuseAttributeReply {
         try locked { () throws(FuseError) -> FuseAttributeReply in
             guard let object = inodes.object(inode.rawValue) else { throw .noEntry }
+            if let handle, case .orphan? = handles[handle]?.target {
+                // ftruncate of a removed file: never the row that now has its name.
+                if changes.fields.contains(.size) {
+                    let size = Int(clamping: changes.size)
+                    guard size <= Self.maximumFileSize else { throw .fileTooLarge }
+                    try changeOrphan(inode.rawValue, handle: handle) { (bytes: inout [UInt8]) throws(FuseError) in
+                        if size < bytes.count { bytes.removeSubrange(size...) } else { bytes += [UInt8](repeating: 0, count: size - bytes.count) }
+                    }
+                }
+                return FuseAttributeReply(try attributes(inode.rawValue), timeout: configuration.cacheTimeout)
+            }
             switch object {
             case .row(let ref) where changes.fields.contains(.size):
                 if MountLayout.isReadOnly(ref.namespace) {
@@ -234,6 +253,16 @@ extension QuireFileSystem {
                 break
             }
             return FuseAttributeReply(try attributes(inode.rawValue), timeout: configuration.cacheTimeout)
+        }
+    }
+
+    /// Changes the text of a removed file: every handle open on it sees it.
+    private func changeOrphan(_ inode: UInt64, handle: UInt64,
+                              _ change: (inout [UInt8]) throws(FuseError) -> Void) throws(FuseError) {
+        guard case .orphan(var bytes, _)? = handles[handle]?.target else { throw .badFileHandle }
+        try change(&bytes)
+        for (other, file) in handles where other == handle || file.inode == inode {
+            if case .orphan = file.target { handles[other]?.target = .orphan(bytes, modifiedAt: .now) }
         }
     }
 

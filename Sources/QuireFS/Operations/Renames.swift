@@ -327,7 +327,7 @@ extension QuireFileSystem {
     func orphanOpenFiles(of ref: RowRef) {
         guard let copy = working.removeValue(forKey: ref) else { return }
         for (handle, file) in handles {
-            if case .row(let open) = file.target, open == ref { handles[handle]?.target = .control(copy.content) }
+            if case .row(let open) = file.target, open == ref { handles[handle]?.target = .orphan(copy.content, modifiedAt: copy.modifiedAt) }
         }
         if copy.isNew { pending[ref.namespace] = pending[ref.namespace]?.filter { $0.value != ref } }
     }
