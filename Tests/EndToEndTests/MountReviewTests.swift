@@ -134,4 +134,43 @@ final class MountReviewTests: XCTestCase {
         XCTAssertEqual(try device.unmount().status, 0)
         XCTAssertEqual(try quire(["get", "notebook", "Log"], home: device.home).stdout, "uno\ntwo\n")
     }
+
+    /// RENAME_EXCHANGE while the files are open: each descriptor follows
+    /// its file (now under the other name), and text written before the
+    /// exchange and not yet closed ends up under the name the file went to.
+    func testExchangeWhileOpenKeepsEachDescriptorWithItsFile() throws {
+        device = try MountedDevice { home in
+            XCTAssertEqual(try quire(["put", "notebook", "A"], home: home, stdin: Array("alpha\n".utf8)).status, 0)
+            XCTAssertEqual(try quire(["put", "notebook", "B"], home: home, stdin: Array("beta\n".utf8)).status, 0)
+        }
+        func readAll(_ descriptor: Int32) -> String {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+            return count < 0 ? "errno \(errno)" : String(decoding: buffer.prefix(count), as: UTF8.self)
+        }
+        let a = device.path("notebook/A.md"), b = device.path("notebook/B.md")
+        // A reader of A.
+        let reader = open(a, O_RDONLY)
+        XCTAssertGreaterThanOrEqual(reader, 0)
+        XCTAssertEqual(readAll(reader), "alpha\n")
+        XCTAssertEqual(Syscall.rename(a, b, flags: Syscall.exchange), 0)
+        XCTAssertEqual(readAll(reader), "alpha\n", "the descriptor follows its file to B.md")
+        XCTAssertEqual(try device.text("notebook/A.md"), "beta\n")
+        XCTAssertEqual(try device.text("notebook/B.md"), "alpha\n")
+        XCTAssertEqual(close(reader), 0)
+
+        // A writer of A.md (now "beta") with text not yet saved.
+        let writer = open(a, O_WRONLY | O_TRUNC)
+        XCTAssertGreaterThanOrEqual(writer, 0)
+        let text = Array("gamma\n".utf8)
+        XCTAssertEqual(text.withUnsafeBytes { write(writer, $0.baseAddress, $0.count) }, text.count)
+        XCTAssertEqual(Syscall.rename(a, b, flags: Syscall.exchange), 0)
+        XCTAssertEqual(text.withUnsafeBytes { write(writer, $0.baseAddress, $0.count) }, text.count, "errno \(errno)")
+        XCTAssertEqual(close(writer), 0)
+        XCTAssertEqual(try device.text("notebook/B.md"), "gamma\ngamma\n")
+        XCTAssertEqual(try device.text("notebook/A.md"), "alpha\n")
+        XCTAssertEqual(try device.unmount().status, 0)
+        XCTAssertEqual(try quire(["get", "notebook", "B"], home: device.home).stdout, "gamma\ngamma\n")
+        XCTAssertEqual(try quire(["get", "notebook", "A"], home: device.home).stdout, "alpha\n")
+    }
 }

@@ -219,9 +219,6 @@ extension QuireFileSystem {
         } catch {
             throw storeFailure(error, doing: "exchange \(displayName(a)) and \(displayName(b))")
         }
-        for (ref, bytes) in [(a, aBytes), (b, bBytes)] where working[ref] != nil && working[ref]?.isDirty == false {
-            working[ref]?.content = bytes
-        }
     }
 
     // MARK: Rows and scratch files
@@ -349,18 +346,41 @@ extension QuireFileSystem {
         }
     }
 
+    /// After RENAME_EXCHANGE each file's text (and its open handles) went
+    /// with its inode to the other row, and both texts are committed. The
+    /// working copies go along too: a copy left behind kept a handle-less,
+    /// dirty text that unmount committed over the exchange, and a handle
+    /// moved to a row with no copy failed its writes with EBADF.
     private func swapOpenFiles(_ aInode: UInt64, _ bInode: UInt64, _ a: RowRef, _ b: RowRef) {
         for (handle, file) in handles {
             guard case .row(let open) = file.target else { continue }
             if file.inode == aInode && open == a { handles[handle]?.target = .row(b) }
             if file.inode == bInode && open == b { handles[handle]?.target = .row(a) }
         }
-        // Recount: each working copy lives while a handle points at it.
-        for ref in [a, b] {
-            working[ref]?.openCount = handles.values.filter { file in
+        let copyOfA = working.removeValue(forKey: a), copyOfB = working.removeValue(forKey: b)
+        for (ref, moved) in [(b, copyOfA), (a, copyOfB)] {
+            let stored = try? renderedContent(ref)
+            if let stored { lastShown[ref] = stored }
+            let open = handles.filter { _, file in
                 if case .row(let open) = file.target { return open == ref }
                 return false
-            }.count
+            }.keys
+            // What each handle shows is committed now: the baseline of its
+            // next save (a stale one made a prose merge repeat paragraphs).
+            for handle in open { handles[handle]?.shown = stored ?? [] }
+            let count = open.count
+            // Each working copy lives while a handle points at it.
+            guard count > 0, var copy = moved ?? (try? workingCopy(ref)) else { continue }
+            if moved != nil, let stored {
+                // The exchange committed the moved text to this row.
+                copy.content = stored
+                copy.isDirty = false
+                copy.isNew = false
+                copy.title = listings[ref.namespace]?.rows[ref.key]?.title ?? copy.title
+                copy.seq = listings[ref.namespace]?.rows[ref.key]?.seq ?? copy.seq
+            }
+            copy.openCount = count
+            working[ref] = copy
         }
     }
 }
