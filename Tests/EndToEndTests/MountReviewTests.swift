@@ -173,4 +173,35 @@ final class MountReviewTests: XCTestCase {
         XCTAssertEqual(try quire(["get", "notebook", "B"], home: device.home).stdout, "gamma\ngamma\n")
         XCTAssertEqual(try quire(["get", "notebook", "A"], home: device.home).stdout, "alpha\n")
     }
+
+    /// A note renamed to a name that is not a row name while a program
+    /// still writes to it: the writes go to the file under its new name
+    /// (they went to the row, which then reappeared or was deleted with
+    /// them).
+    func testWritesAfterARenameToAScratchNameFollowTheFile() throws {
+        device = try MountedDevice { home in
+            XCTAssertEqual(try quire(["put", "notebook", "Kept"], home: home, stdin: Array("first\n".utf8)).status, 0)
+        }
+        func write(_ descriptor: Int32, _ text: String) -> Int {
+            Array(text.utf8).withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+        }
+        // A new file.
+        let fresh = open(device.path("notebook/Draft.md"), O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        XCTAssertGreaterThanOrEqual(fresh, 0)
+        XCTAssertEqual(write(fresh, "a\n"), 2)
+        XCTAssertEqual(rename(device.path("notebook/Draft.md"), device.path("notebook/Draft.txt")), 0)
+        XCTAssertEqual(write(fresh, "b\n"), 2)
+        XCTAssertEqual(close(fresh), 0)
+        XCTAssertEqual(try device.text("notebook/Draft.txt"), "a\nb\n")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: device.path("notebook/Draft.md")))
+        XCTAssertEqual(try device.rows("notebook").filter { $0.name == "Draft" }.count, 0, "no row for a file that was renamed away")
+
+        // A stored note.
+        let kept = open(device.path("notebook/Kept.md"), O_WRONLY | O_APPEND)
+        XCTAssertGreaterThanOrEqual(kept, 0)
+        XCTAssertEqual(rename(device.path("notebook/Kept.md"), device.path("notebook/Kept.txt")), 0)
+        XCTAssertEqual(write(kept, "second\n"), 7)
+        XCTAssertEqual(close(kept), 0)
+        XCTAssertEqual(try device.text("notebook/Kept.txt"), "first\nsecond\n")
+    }
 }

@@ -282,6 +282,19 @@ extension QuireFileSystem {
             detached[ref] = DetachedRow(title: title, name: name, since: Date())
         }
         inodes.repoint(sourceInode, to: .scratch(folder, newName))
+        // Files still open go with the file to its new name: their writes
+        // went to the row, which then came back as a row nobody named or
+        // was deleted with them. Their unsaved text is in `bytes` already.
+        for (handle, file) in handles {
+            guard case .row(let open) = file.target, open == ref else { continue }
+            let flags = file.flags.rawValue & ~(O_CREAT | O_EXCL | O_TRUNC)
+            if let descriptor = try? scratch.open(folder, newName, flags: flags) {
+                handles[handle]?.target = .scratch(descriptor)
+            } else {
+                handles[handle]?.target = .orphan(bytes, modifiedAt: .now)
+            }
+        }
+        working.removeValue(forKey: ref)
     }
 
     private func reclaimOrNewRef(_ namespace: Namespace, title: String) -> RowRef {
