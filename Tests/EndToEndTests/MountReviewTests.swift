@@ -205,3 +205,60 @@ final class MountReviewTests: XCTestCase {
         XCTAssertEqual(try device.text("notebook/Kept.txt"), "first\nsecond\n")
     }
 }
+
+/// Offloaded notes opened by two programs at once, through a real mount
+/// of the phone with a real homebase process.
+final class MountReviewOffloadTests: OffloadFleetBase {
+    var mountpoint: String { dir + "/mnt" }
+
+    override func tearDown() {
+        _ = try? quire(["unmount", mountpoint], home: home("phone"))
+        shell("fusermount3 -u -z '\(mountpoint)' 2>/dev/null")
+        super.tearDown()
+    }
+
+    /// Both opens wait for the same recall; the later one used to replace
+    /// the first one's working copy, so closing one file left the other
+    /// reading an empty note (and failing its writes with EBADF).
+    func testTwoOpensDuringOneRecallShareTheText() throws {
+        try makeFleet()
+        let body = Self.body(8, size: 100_000)
+        try put("phone", "field notes", body)
+        XCTAssertTrue(try waitForEqualDigests([home("phone"), home("home")], timeout: 30))
+        stop("phone")
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        try quireOK(["mount", mountpoint, "-o", "recall_timeout=5"], home: home("phone"))
+        _ = eventually(5) { FileManager.default.fileExists(atPath: self.home("phone") + "/offload.sock") }
+        usleep(500_000)
+        let file = mountpoint + "/notebook/field notes.md"
+        try quireOK(["offload", "field notes"], home: home("phone"))
+        XCTAssertTrue(eventually(7) { Syscall.attribute(file, "user.quire.resident").value == "0" })
+
+        let descriptors = OpenedDescriptors()
+        let group = DispatchGroup()
+        for _ in 0..<2 {
+            group.enter()
+            Thread { descriptors.append(open(file, O_RDWR)); group.leave() }.start()
+        }
+        XCTAssertEqual(group.wait(timeout: .now() + 10), .success)
+        let both = descriptors.items
+        XCTAssertEqual(both.count, 2)
+        XCTAssertTrue(both.allSatisfy { $0 >= 0 }, "\(both)")
+        XCTAssertEqual(close(both[0]), 0)
+        var buffer = [UInt8](repeating: 0, count: body.utf8.count + 4096)
+        let count = buffer.withUnsafeMutableBytes { pread(both[1], $0.baseAddress, $0.count, 0) }
+        XCTAssertEqual(count, body.utf8.count)
+        XCTAssertEqual(String(decoding: buffer.prefix(max(count, 0)), as: UTF8.self), body, "the other file still reads the note")
+        let more = Array("One more.\n".utf8)
+        XCTAssertEqual(more.withUnsafeBytes { pwrite(both[1], $0.baseAddress, $0.count, off_t(body.utf8.count)) }, more.count, "errno \(errno)")
+        XCTAssertEqual(close(both[1]), 0)
+        XCTAssertEqual(try quireOK(["get", "notebook", "field notes"], home: home("phone")).stdout, body + "One more.\n")
+    }
+}
+
+final class OpenedDescriptors: @unchecked Sendable {
+    private let lock = NSLock()
+    private var storage: [Int32] = []
+    func append(_ descriptor: Int32) { lock.lock(); storage.append(descriptor); lock.unlock() }
+    var items: [Int32] { lock.lock(); defer { lock.unlock() }; return storage }
+}

@@ -62,6 +62,10 @@ extension QuireFileSystem {
         var bytes = RowFormat.render(content)
         if bytes == nil, case .note(let note) = content {
             bytes = try recall(ref, note: note)
+            // The lock was let go during the recall: a concurrent open may
+            // have made the copy meanwhile. Replacing it lost its handle
+            // count, and its other files read an empty note once one closed.
+            if let copy = working[ref] { return copy }
         }
         let seq = (try? listing(ref.namespace).rows[ref.key]?.seq) ?? nil
         return WorkingCopy(title: content.displayName, content: bytes ?? [], seq: seq ?? 0)
