@@ -184,12 +184,16 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
 
     func rowAttributes(_ ref: RowRef, inode: UInt64) throws(FuseError) -> FuseAttributes {
         let permissions: UInt32 = MountLayout.isReadOnly(ref.namespace) ? 0o444 : 0o644
-        if let copy = working[ref], copy.isDirty || copy.isNew {
+        let listed = detached[ref] == nil ? try listing(ref.namespace).rows[ref.key] : nil
+        // A row deleted elsewhere while files are open on it: they keep
+        // their text (and a write brings the row back), so they still stat
+        // it; the kernel checks before each read, which failed with ENOENT.
+        if let copy = working[ref], copy.isDirty || copy.isNew || (listed == nil && copy.openCount > 0) {
             return FuseAttributes(inode: FuseInode(inode), kind: .regular, permissions: permissions, uid: owner.uid, gid: owner.gid,
                                   size: UInt64(copy.content.count), accessTime: copy.modifiedAt,
                                   modificationTime: copy.modifiedAt, changeTime: copy.modifiedAt)
         }
-        guard let listed = try listing(ref.namespace).rows[ref.key], detached[ref] == nil else { throw .noEntry }
+        guard let listed else { throw .noEntry }
         let size: Int
         switch ref.namespace {
         case .notebook, .saga: size = listed.size

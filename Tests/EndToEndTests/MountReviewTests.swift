@@ -204,7 +204,30 @@ final class MountReviewTests: XCTestCase {
         XCTAssertEqual(close(kept), 0)
         XCTAssertEqual(try device.text("notebook/Kept.txt"), "first\nsecond\n")
     }
+
+    /// A note deleted elsewhere (another quire command, sync) while a
+    /// program reads it: the open file keeps reading the text it had, as
+    /// after a local rm, instead of failing with ENOENT.
+    func testAReaderOfANoteDeletedElsewhereKeepsReading() throws {
+        device = try MountedDevice { home in
+            XCTAssertEqual(try quire(["put", "notebook", "Shared"], home: home, stdin: Array("still here\n".utf8)).status, 0)
+        }
+        let reader = open(device.path("notebook/Shared.md"), O_RDONLY)
+        XCTAssertGreaterThanOrEqual(reader, 0)
+        defer { close(reader) }
+        var buffer = [UInt8](repeating: 0, count: 100)
+        XCTAssertEqual(buffer.withUnsafeMutableBytes { pread(reader, $0.baseAddress, $0.count, 0) }, 11)
+        XCTAssertEqual(try quire(["rm", "notebook", "Shared"], home: device.home).status, 0)
+        XCTAssertTrue(eventually(2) { !FileManager.default.fileExists(atPath: self.device.path("notebook/Shared.md")) })
+        buffer = [UInt8](repeating: 0, count: 100)
+        let count = buffer.withUnsafeMutableBytes { pread(reader, $0.baseAddress, $0.count, 0) }
+        XCTAssertEqual(count, 11, "errno \(errno)")
+        XCTAssertEqual(String(decoding: buffer.prefix(max(count, 0)), as: UTF8.self), "still here\n")
+        var info = stat()
+        XCTAssertEqual(fstat(reader, &info), 0, "errno \(errno)")
+    }
 }
+
 
 /// Offloaded notes opened by two programs at once, through a real mount
 /// of the phone with a real homebase process.
