@@ -226,6 +226,28 @@ final class MountReviewTests: XCTestCase {
         var info = stat()
         XCTAssertEqual(fstat(reader, &info), 0, "errno \(errno)")
     }
+
+    /// A temp file renamed over a note before it is closed (Python code
+    /// that calls os.replace inside its `with` block; the text is still
+    /// in its buffer): what is written after the rename lands in the note,
+    /// as on any filesystem, instead of in the removed temp file.
+    func testWritesToATempFileAfterItWasRenamedOverANoteLandInTheNote() throws {
+        device = try MountedDevice { home in
+            XCTAssertEqual(try quire(["put", "notebook", "Kept"], home: home, stdin: Array("old\n".utf8)).status, 0)
+        }
+        let folder = device.path("notebook")
+        // Kept.md is replaced; New.md does not exist yet.
+        for name in ["Kept", "New"] {
+            let script = "import os; f=open('\(folder)/.\(name).tmp','w'); f.write('first\\n'); f.flush(); f.write('second\\n'); "
+                + "os.replace('\(folder)/.\(name).tmp', '\(folder)/\(name).md'); f.close()"
+            let result = shell("python3 -c \"\(script)\"")
+            XCTAssertEqual(result.status, 0, result.output)
+            XCTAssertTrue(eventually(2) { (try? self.device.text("notebook/\(name).md")) == "first\nsecond\n" },
+                          "\(name): \(String(describing: try? self.device.text("notebook/\(name).md")))")
+            XCTAssertTrue(eventually(2) { (try? quire(["get", "notebook", name], home: self.device.home).stdout) == "first\nsecond\n" })
+        }
+        XCTAssertEqual(try device.rows("notebook").count, 2)
+    }
 }
 
 

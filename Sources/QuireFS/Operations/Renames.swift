@@ -242,15 +242,37 @@ extension QuireFileSystem {
                 try? scratch.remove(folder, name)
                 orphanOpenFiles(of: targetRef)
                 inodes.repoint(sourceInode, to: .row(targetRef))
+                adoptScratchHandles(of: sourceInode, to: targetRef)
             }
         case .none:
             let ref = reclaimOrNewRef(namespace, title: title)
             try replace(ref, titled: title, with: bytes, removing: nil, sourceName: name)
             try? scratch.remove(folder, name)
             inodes.repoint(sourceInode, to: .row(ref))
+            adoptScratchHandles(of: sourceInode, to: ref)
         case .scratch:
             throw .crossDevice
         }
+    }
+
+    /// Files still open on a temp file renamed over a row name follow it:
+    /// what they write later (Python flushes its buffer at close, after an
+    /// os.replace inside its `with` block) went to the removed temp file.
+    /// They were opened without flush, so their text is committed when the
+    /// last of them is released.
+    private func adoptScratchHandles(of inode: UInt64, to ref: RowRef) {
+        let open = handles.filter { _, file in
+            if case .scratch = file.target { return file.inode == inode }
+            return false
+        }
+        guard !open.isEmpty, var copy = try? workingCopy(ref) else { return }
+        for (handle, file) in open {
+            if case .scratch(let descriptor) = file.target { close(descriptor) }
+            handles[handle]?.target = .row(ref)
+            handles[handle]?.shown = copy.content
+        }
+        copy.openCount += open.count
+        working[ref] = copy
     }
 
     private func moveRowToScratch(_ ref: RowRef, from name: String, to newName: String,
