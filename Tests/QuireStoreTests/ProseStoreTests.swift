@@ -35,6 +35,29 @@ final class ProseStoreTests: XCTestCase {
         XCTAssertEqual(n.deletedParagraphs.first, ParagraphHash(paragraph: "beta two").bytes)
     }
 
+    /// RENAME_EXCHANGE of two notes is a prose save of each: the text each
+    /// name had is deleted with paragraph tombstones, so a sibling's
+    /// concurrent edit of the old text does not bring it back beside the
+    /// swapped-in text (a plain put wrote no tombstones).
+    func testAnExchangeTombstonesTheTextEachNoteHad() throws {
+        let s = try makeStore(temporaryDirectory())
+        let a = try s.saveProse(noteContent("alpha para\n", title: "a"))
+        let b = try s.saveProse(noteContent("beta para\n", title: "b"))
+        var remote = try XCTUnwrap(try s.row(.notebook, a.key))   // the sibling edits a's old text
+        remote.version.vector = remote.version.vector.bumped(for: deviceB)
+        if case .note(var n)? = remote.content {
+            n.body = Array("alpha para\n\nsibling para\n".utf8)
+            n.contentHash = Note.bodyDigest(n.body!)
+            remote.content = .note(n)
+        }
+        _ = try s.putAllFromMount([(noteContent("beta para\n", title: "a"), a.key), (noteContent("alpha para\n", title: "b"), b.key)])
+        try s.apply([remote])
+        let merged = body(try s.row(.notebook, a.key))
+        XCTAssertTrue(merged.contains("beta para") && merged.contains("sibling para"), merged)
+        XCTAssertFalse(merged.contains("alpha para"), "the exchanged-away text stays away: \(merged)")
+        XCTAssertEqual(body(try s.row(.notebook, b.key)), "alpha para\n")
+    }
+
     func testUnchangedBaselineKeepsTheUsersBytes() throws {
         let s = try makeStore(temporaryDirectory())
         let r = try s.saveProse(noteContent("one\n\n\n\ntwo   \n"))

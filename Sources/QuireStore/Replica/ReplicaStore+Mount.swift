@@ -111,11 +111,14 @@ extension RowSummary {
 
 extension ReplicaStore {
     /// Several local edits as one transaction (RENAME_EXCHANGE swaps two
-    /// rows' contents: both happen or neither does).
+    /// rows' contents: both happen or neither does). Each is a mount edit,
+    /// so prose gets paragraph tombstones for the text it replaced (against
+    /// the stored record): a sibling's concurrent edit of the old text must
+    /// not bring it back beside the swapped-in one.
     public func putAllFromMount(_ edits: [(content: RowContent, key: RowKey)]) throws(StoreError) -> [MountEdit] {
         try write { ctx in
             var out: [MountEdit] = []
-            for edit in edits { out.append(MountEdit(row: try ctx.putLocal(edit.content, key: edit.key), seq: ctx.seq)) }
+            for edit in edits { out.append(MountEdit(row: try ctx.putMountEdit(edit.content, key: edit.key, shown: nil), seq: ctx.seq)) }
             return out
         }
     }
