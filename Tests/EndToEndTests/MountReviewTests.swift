@@ -251,6 +251,36 @@ final class MountReviewTests: XCTestCase {
         }
         XCTAssertEqual(try device.rows("notebook").count, 2)
     }
+
+    /// A card renamed while open with unsaved edits keeps its new name at
+    /// close: the FN in the user's text is the one the file showed (they
+    /// did not change it), so it does not undo the rename.
+    func testRenamingAnOpenContactKeepsTheNewNameAtClose() throws {
+        device = try MountedDevice { home in
+            XCTAssertEqual(try quire(["put", "contacts", "Ann", "--email", "ann@example.org"], home: home).status, 0)
+        }
+        let descriptor = open(device.path("contacts/Ann.vcf"), O_RDWR)
+        XCTAssertGreaterThanOrEqual(descriptor, 0)
+        let shown = try device.text("contacts/Ann.vcf")
+        let edited = Array(shown.replacingOccurrences(of: "ann@example.org", with: "ann@work.example").utf8)
+        XCTAssertEqual(ftruncate(descriptor, 0), 0)
+        XCTAssertEqual(edited.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }, edited.count)
+        XCTAssertEqual(rename(device.path("contacts/Ann.vcf"), device.path("contacts/Anna.vcf")), 0)
+        XCTAssertEqual(close(descriptor), 0)
+        let card = try device.text("contacts/Anna.vcf")
+        XCTAssertTrue(card.contains("FN:Anna") && card.contains("ann@work.example"), card)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: device.path("contacts/Ann.vcf")))
+        XCTAssertEqual(try device.rows("contacts").filter { !$0.isTombstone }.map(\.name), ["Anna"])
+
+        // A user who did change FN in the open card still gets their FN.
+        let second = open(device.path("contacts/Anna.vcf"), O_RDWR)
+        let renamedInText = Array(card.replacingOccurrences(of: "FN:Anna", with: "FN:Annabel").utf8)
+        XCTAssertEqual(ftruncate(second, 0), 0)
+        XCTAssertEqual(renamedInText.withUnsafeBytes { pwrite(second, $0.baseAddress, $0.count, 0) }, renamedInText.count)
+        XCTAssertEqual(rename(device.path("contacts/Anna.vcf"), device.path("contacts/Ana.vcf")), 0)
+        XCTAssertEqual(close(second), 0)
+        XCTAssertEqual(try device.rows("contacts").filter { !$0.isTombstone }.map(\.name), ["Annabel"])
+    }
 }
 
 

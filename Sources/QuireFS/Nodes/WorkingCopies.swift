@@ -111,12 +111,21 @@ extension QuireFileSystem {
         if !copy.isNew {
             do { previous = try store.row(ref.namespace, ref.key)?.content } catch { throw storeFailure(error, doing: "read \(name)") }
         }
-        let content: RowContent
+        var content: RowContent
         do {
             content = try RowFormat.parse(ref.namespace, title: copy.title, bytes: copy.content, previous: previous)
         } catch {
             reject(ref, copy: copy, previous: previous, error: error, name: name)
             throw error.fuseError
+        }
+        // A card renamed while open: its FN is still the one the file showed
+        // (the user did not change it), so the rename's name stands; it
+        // used to come back as the old name at close.
+        if case .contact(var contact) = content, contact.name != copy.title, let baseline = shown ?? lastShown[ref],
+           case .contact(let before)? = try? RowFormat.parse(.contacts, title: copy.title, bytes: baseline, previous: nil),
+           before.name == contact.name {
+            contact.name = copy.title
+            content = .contact(contact)
         }
         let edit: ReplicaStore.MountEdit
         do { edit = try store.putFromMount(content, key: ref.key, shown: shown ?? lastShown[ref]) } catch { throw storeFailure(error, doing: "save \(name)") }
