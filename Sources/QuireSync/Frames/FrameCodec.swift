@@ -99,7 +99,17 @@ public enum FrameOpener {
         guard header.sender == envelope.claimedSender else { return .failure(.unauthenticated) }
         guard header.userIDHash == me.userIDHash else { return .failure(.otherAccount) }
         guard let inner = InnerFrame.parse(plain) else { return .failure(.badPayload) }
-        if envelope.boxKind == .anonymous && inner.subKind != .introduce { return .failure(.unexpected) }
+        if envelope.boxKind == .anonymous {
+            guard inner.subKind == .introduce else { return .failure(.unexpected) }
+            // An anonymous box proves nothing about its sender: anyone who
+            // knows our userIDHash (a revoked device does) can claim a live
+            // sibling's id. Letting it into the replay guard would let a
+            // forged session start poison that sibling's window (its real
+            // frames refused as replays, the floor persisted) and let made-up
+            // ids grow the guard without bound. `introduce` is idempotent and
+            // its row must verify against the account key, so it needs none.
+            return .success(inner)
+        }
         guard replay.accept(sender: inner.sender, session: inner.session, start: inner.sessionStart, sequence: inner.sequence) else {
             return .failure(.replay)
         }
