@@ -252,6 +252,19 @@ final class MountReviewTests: XCTestCase {
         XCTAssertEqual(try device.rows("notebook").count, 2)
     }
 
+    /// A saga date deleted and written again is a new file: it does not
+    /// inherit the session attributes the old one had (same inode number).
+    func testADateWrittenAgainStartsWithoutTheOldSessionAttributes() throws {
+        device = try MountedDevice()
+        let path = device.path("saga/2024-05-01.md")
+        XCTAssertEqual(Syscall.writeFile(path, "first\n").errno, 0)
+        XCTAssertEqual(Syscall.setAttribute(path, "user.mime_type", "text/markdown"), 0)
+        XCTAssertEqual(Syscall.attribute(path, "user.mime_type").value, "text/markdown")
+        XCTAssertEqual(unlink(path), 0)
+        XCTAssertEqual(Syscall.writeFile(path, "second\n").errno, 0)
+        XCTAssertEqual(Syscall.attribute(path, "user.mime_type").errno, ENODATA)
+    }
+
     /// A card renamed while open with unsaved edits keeps its new name at
     /// close: the FN in the user's text is the one the file showed (they
     /// did not change it), so it does not undo the rename.

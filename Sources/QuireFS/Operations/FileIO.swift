@@ -127,6 +127,9 @@ extension QuireFileSystem {
         working[ref] = copy
         let inode = inodes.inode(for: ref)
         kernelCachedSeq.removeValue(forKey: inode)
+        // A new row starts without session attributes: a saga date or
+        // setting name created again gets its old inode number back.
+        if isNew { transientAttributes.removeValue(forKey: inode) }
         let handle = addHandle(OpenFile(target: .row(ref), inode: inode, flags: flags, shown: shown))
         return FuseCreateReply(entry: try entry(inode), open: FuseOpenReply(handle: handle))
     }
