@@ -59,4 +59,25 @@ final class SyncReviewFrameTests: XCTestCase {
         fleet.tick()
         XCTAssertEqual(fleet.engines[0].replay.floors.count, before)
     }
+
+    /// Nor may such a frame make a silent sibling look alive: it proves
+    /// nothing about who sent it, so it does not move "last seen" or cancel
+    /// the retries aimed at that sibling.
+    func testAnonymousFrameDoesNotMakeASilentSiblingLookSeen() throws {
+        let fleet = try SimFleet(["a", "b"], base: base)
+        let (a, b) = (fleet.devices[0], fleet.devices[1])
+        try fleet.attachAll()
+        XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
+        fleet.engines[1].stop()
+        for _ in 0..<200 { fleet.tick(ms: 500) }   // b silent for 100 s
+        func lastSeen() -> Int64? { fleet.engines[0].status().siblings.first { $0.device == b.id.hex }?.lastSeen }
+        let seenBefore = try XCTUnwrap(lastSeen())
+        let forged = FrameIdentity(deviceID: b.id, userIDHash: a.identity.userIDHash, box: BoxKeyPair())
+        var sealer = FrameSealer(identity: forged, session: [9, 9, 9, 9, 9, 9, 9, 9], sessionStart: 1, maxFrameSize: 64 << 10)
+        let frame = sealer.sealAnonymously(SyncMessage(subKind: .introduce, payload: IntroduceMessage(row: try b.rosterRow()).encoded()),
+                                           to: a.id, boxKey: a.identity.deviceBox.publicKey)
+        try fleet.relay.publish(frame, to: fleet.engines[0].channel)
+        fleet.tick()
+        XCTAssertEqual(lastSeen(), seenBefore, "a forged introduce is not a sign of life")
+    }
 }

@@ -19,7 +19,10 @@ extension SyncEngine {
             inner = frame
         }
         let nowMs = clock.monotonicMilliseconds()
-        if var sibling = siblings[inner.sender] {
+        // An introduce comes in an anonymous box, which anyone who knows the
+        // account hash can seal with any sender id: no sign of life, so it
+        // neither moves "last seen" nor cancels retries to that sibling.
+        if inner.subKind != .introduce, var sibling = siblings[inner.sender] {
             sibling.lastSeen = clock.now()
             sibling.lastSeenMs = nowMs
             sibling.nextIntroduceMs = nil
@@ -144,11 +147,9 @@ extension SyncEngine {
             try reloadRoster()
             if !known { note("device '\(member.name)' (\(sender.hex.prefix(12))) joined the account") }
         }
-        guard var sibling = siblings[sender] else { return }
-        sibling.lastSeen = clock.now()
-        sibling.lastSeenMs = nowMs
-        siblings[sender] = sibling
-        // It sealed to us, so it knows us: give it our digest to pull from.
+        guard siblings[sender] != nil else { return }
+        // Its answers (sealed with its roster key) will show it is alive;
+        // the introduce itself cannot. Give it our digest to pull from.
         sendDigest(to: sender)
     }
 
