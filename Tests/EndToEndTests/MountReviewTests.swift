@@ -299,28 +299,13 @@ final class MountReviewTests: XCTestCase {
 
 /// Offloaded notes opened by two programs at once, through a real mount
 /// of the phone with a real homebase process.
-final class MountReviewOffloadTests: OffloadFleetBase {
-    var mountpoint: String { dir + "/mnt" }
-
-    override func tearDown() {
-        _ = try? quire(["unmount", mountpoint], home: home("phone"))
-        shell("fusermount3 -u -z '\(mountpoint)' 2>/dev/null")
-        super.tearDown()
-    }
+final class MountReviewOffloadTests: OffloadMountBase {
 
     /// Both opens wait for the same recall; the later one used to replace
     /// the first one's working copy, so closing one file left the other
     /// reading an empty note (and failing its writes with EBADF).
     func testTwoOpensDuringOneRecallShareTheText() throws {
-        try makeFleet()
-        let body = Self.body(8, size: 100_000)
-        try put("phone", "field notes", body)
-        XCTAssertTrue(try waitForEqualDigests([home("phone"), home("home")], timeout: 30))
-        stop("phone")
-        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
-        try quireOK(["mount", mountpoint, "-o", "recall_timeout=5"], home: home("phone"))
-        _ = eventually(5) { FileManager.default.fileExists(atPath: self.home("phone") + "/offload.sock") }
-        usleep(500_000)
+        let body = try makeMountedFleet(recallTimeout: 5)
         let file = mountpoint + "/notebook/field notes.md"
         try quireOK(["offload", "field notes"], home: home("phone"))
         XCTAssertTrue(eventually(7) { Syscall.attribute(file, "user.quire.resident").value == "0" })

@@ -1,4 +1,5 @@
 import Foundation
+import QuireTestSupport
 import XCTest
 
 /// A `quire sync` process with its own environment (for the test-only
@@ -296,24 +297,22 @@ final class OffloadEndToEndTests: OffloadFleetBase {
 /// The same fleet on a real redis-server: offload frames, chunked bodies
 /// and recalls cross Redis pub/sub instead of local datagrams.
 final class OffloadRedisEndToEndTests: OffloadFleetBase {
-    nonisolated(unsafe) static var redis: RedisForTests?
-    nonisolated(unsafe) static var setUpError = ""
+    static let redis = ClassRedisServer()
 
     override class func setUp() {
         super.setUp()
-        do { redis = try RedisForTests() } catch { redis = nil; setUpError = "\(error)" }
+        redis.start()
     }
 
     override class func tearDown() {
-        redis?.stop()
-        redis = nil
+        redis.stop()
         super.tearDown()
     }
 
-    override var relay: String { Self.redis?.url ?? "redis://127.0.0.1:1" }
+    override var relay: String { Self.redis.url }
 
     func testOffloadAndRecallOverRedis() throws {
-        guard Self.redis != nil else { return XCTFail("no Redis: \(Self.setUpError)") }
+        guard Self.redis.server != nil else { return XCTFail("no Redis: \(Self.redis.startError)") }
         try runOffloadAndRecallScenario(sizes: [10, 5_000, 300_000, 2_500_000])   // 1 MiB messages: the last in chunks
         XCTAssertTrue(try quireOK(["status"], home: home("home")).stdout.contains("redis://"), "status names the relay")
     }

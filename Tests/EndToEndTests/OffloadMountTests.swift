@@ -1,9 +1,9 @@
 import Foundation
 import XCTest
 
-/// Offloaded notes through a real mount of the phone (its daemon runs the
-/// sync engine and recalls through it), with a real homebase process.
-final class OffloadMountTests: OffloadFleetBase {
+/// The offload fleet with the phone served by a real mount (its daemon runs
+/// the sync engine and recalls through it) instead of `quire sync`.
+class OffloadMountBase: OffloadFleetBase {
     var mountpoint: String { dir + "/mnt" }
 
     override func tearDown() {
@@ -12,19 +12,24 @@ final class OffloadMountTests: OffloadFleetBase {
         super.tearDown()
     }
 
-    /// The fleet, with the phone served by a mount (recall timeout 2 s) instead of `quire sync`.
-    func makeMountedFleet() throws -> String {
+    /// The fleet, "field notes" (100 KB) on every device, the phone mounted
+    /// with `recall_timeout` seconds. Returns the note's text.
+    func makeMountedFleet(recallTimeout: Int = 2) throws -> String {
         try makeFleet()
         let body = Self.body(8, size: 100_000)
         try put("phone", "field notes", body)
         XCTAssertTrue(try waitForEqualDigests([home("phone"), home("home")], timeout: 30))
         stop("phone")
         try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
-        try quireOK(["mount", mountpoint, "-o", "recall_timeout=2"], home: home("phone"))
+        try quireOK(["mount", mountpoint, "-o", "recall_timeout=\(recallTimeout)"], home: home("phone"))
         _ = eventually(5) { FileManager.default.fileExists(atPath: self.home("phone") + "/offload.sock") }
         usleep(500_000)
         return body
     }
+}
+
+/// Offloaded notes through a real mount of the phone, with a real homebase process.
+final class OffloadMountTests: OffloadMountBase {
 
     func testReadingAnOffloadedNoteRecallsTheExactBytes() throws {
         let body = try makeMountedFleet()

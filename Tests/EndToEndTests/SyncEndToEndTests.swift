@@ -1,4 +1,5 @@
 import Foundation
+import QuireTestSupport
 import XCTest
 
 /// Three devices made with init + invite + join, each a real `quire sync`
@@ -144,25 +145,22 @@ final class SyncLocalRelayEndToEndTests: SyncEndToEndBase {
 }
 
 final class SyncRedisEndToEndTests: SyncEndToEndBase {
-    nonisolated(unsafe) static var redis: RedisForTests?
+    static let redis = ClassRedisServer()
 
     override class func setUp() {
         super.setUp()
-        do { redis = try RedisForTests() } catch { redis = nil; setUpError = "\(error)" }
+        redis.start()
     }
 
-    nonisolated(unsafe) static var setUpError = ""
-
     override class func tearDown() {
-        redis?.stop()
-        redis = nil
+        redis.stop()
         super.tearDown()
     }
 
-    override var relay: String { Self.redis?.url ?? "redis://127.0.0.1:1" }
+    override var relay: String { Self.redis.url }
 
     func testThreeDevicesConvergeOverRedis() throws {
-        guard Self.redis != nil else { return XCTFail("no Redis: \(Self.setUpError)") }
+        guard Self.redis.server != nil else { return XCTFail("no Redis: \(Self.redis.startError)") }
         try runConvergenceScenario()
         XCTAssertTrue(try quire(["status"], home: home("a")).stdout.contains("redis://"), "status names the relay")
     }

@@ -4,6 +4,7 @@ import QuireCrypto
 import QuireRelay
 import QuireStore
 import QuireSync
+import QuireTestSupport
 import XCTest
 
 /// Frames that are random bytes, truncated, from another account, from a
@@ -104,24 +105,22 @@ final class SyncHostileFramesLocalRelayTests: SyncHostileFramesBase {
 }
 
 final class SyncHostileFramesRedisTests: SyncHostileFramesBase {
-    nonisolated(unsafe) static var redis: RedisForTests?
-    nonisolated(unsafe) static var setUpError = ""
+    static let redis = ClassRedisServer()
 
     override class func setUp() {
         super.setUp()
-        do { redis = try RedisForTests() } catch { redis = nil; setUpError = "\(error)" }
+        redis.start()
     }
 
     override class func tearDown() {
-        redis?.stop()
-        redis = nil
+        redis.stop()
         super.tearDown()
     }
 
-    override var relay: String { Self.redis?.url ?? "redis://127.0.0.1:1" }
+    override var relay: String { Self.redis.url }
 
     func testHostileFramesOverRedisChangeNothingAndAreCounted() throws {
-        guard Self.redis != nil else { return XCTFail("no Redis: \(Self.setUpError)") }
+        guard Self.redis.server != nil else { return XCTFail("no Redis: \(Self.redis.startError)") }
         try runHostileScenario()
     }
 }

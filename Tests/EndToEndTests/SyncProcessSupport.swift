@@ -76,5 +76,3 @@ func makeShortDirectory() -> String {
 }
 
 func freePort() throws -> Int { try freeTCPPort() }
-
-typealias RedisForTests = TestRedisServer

@@ -77,3 +77,26 @@ public final class TestRedisServer: @unchecked Sendable {
 
     deinit { stop() }
 }
+
+/// The redis-server of one test class: started by the class's `setUp`,
+/// stopped by its `tearDown`. A start failure is kept, so each test can
+/// fail with its reason.
+public final class ClassRedisServer: @unchecked Sendable {
+    public private(set) var server: TestRedisServer?
+    public private(set) var startError = ""
+
+    public init() {}
+
+    public func start() {
+        do { server = try TestRedisServer() } catch { server = nil; startError = "\(error)" }
+    }
+
+    public func stop() {
+        server?.stop()
+        server = nil
+    }
+
+    /// The server's URL, or an unreachable one when it did not start.
+    public var url: String { server?.url ?? "redis://127.0.0.1:1" }
+}
+
