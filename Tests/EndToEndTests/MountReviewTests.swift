@@ -252,6 +252,37 @@ final class MountReviewTests: XCTestCase {
         XCTAssertEqual(try device.rows("notebook").count, 2)
     }
 
+    /// RENAME_EXCHANGE of a note and a scratch file while both are open:
+    /// each open file follows its inode, so the temp file's descriptor now
+    /// writes the note and the note's descriptor the temp file.
+    func testExchangeWithAScratchFileMovesTheOpenFilesWithTheirInodes() throws {
+        device = try MountedDevice { home in
+            XCTAssertEqual(try quire(["put", "notebook", "Plan"], home: home, stdin: Array("old plan\n".utf8)).status, 0)
+        }
+        let note = device.path("notebook/Plan.md"), temp = device.path("notebook/.Plan.md.new")
+        let onNote = open(note, O_RDWR)
+        XCTAssertEqual(Syscall.writeFile(temp, "new plan\n").errno, 0)
+        let onTemp = open(temp, O_WRONLY | O_APPEND)
+        XCTAssertTrue(onNote >= 0 && onTemp >= 0)
+        XCTAssertEqual(Syscall.rename(temp, note, flags: Syscall.exchange), 0)
+
+        let more = Array("and more\n".utf8)
+        XCTAssertEqual(more.withUnsafeBytes { write(onTemp, $0.baseAddress, $0.count) }, more.count)
+        XCTAssertEqual(close(onTemp), 0)
+        XCTAssertTrue(eventually(5) { (try? quire(["get", "notebook", "Plan"], home: self.device.home).stdout) == "new plan\nand more\n" },
+                      "the temp file's descriptor writes the note now")
+
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = buffer.withUnsafeMutableBytes { pread(onNote, $0.baseAddress, $0.count, 0) }
+        XCTAssertEqual(String(decoding: buffer.prefix(max(count, 0)), as: UTF8.self), "old plan\n", "the note's descriptor now reads the temp file")
+        XCTAssertEqual(Array("OLD".utf8).withUnsafeBytes { pwrite(onNote, $0.baseAddress, 3, 0) }, 3)
+        XCTAssertEqual(close(onNote), 0)
+        XCTAssertEqual(try device.text("notebook/.Plan.md.new"), "OLD plan\n")
+        usleep(300_000)
+        XCTAssertEqual(try quire(["get", "notebook", "Plan"], home: device.home).stdout, "new plan\nand more\n")
+        XCTAssertEqual(try device.text("notebook/Plan.md"), "new plan\nand more\n")
+    }
+
     /// A saga date deleted and written again is a new file: it does not
     /// inherit the session attributes the old one had (same inode number).
     func testADateWrittenAgainStartsWithoutTheOldSessionAttributes() throws {

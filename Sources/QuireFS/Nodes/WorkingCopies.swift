@@ -71,16 +71,6 @@ extension QuireFileSystem {
         return WorkingCopy(title: content.displayName, content: bytes ?? [], seq: seq ?? 0)
     }
 
-    /// A row's text was replaced behind its open files (RENAME_EXCHANGE with
-    /// a scratch file): a clean working copy takes the stored text, so the
-    /// next open of the name does not show the text it had before.
-    func followStoredText(_ ref: RowRef) {
-        guard var copy = working[ref], !copy.isDirty, let bytes = try? renderedContent(ref) else { return }
-        copy.content = bytes
-        copy.seq = listings[ref.namespace]?.rows[ref.key]?.seq ?? copy.seq
-        working[ref] = copy
-    }
-
     /// An offloaded body, through the recall hook (issue 5).
     private func recall(_ ref: RowRef, note: Note) throws(FuseError) -> [UInt8] {
         guard let recall = configuration.recall else {

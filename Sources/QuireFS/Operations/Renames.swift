@@ -233,10 +233,13 @@ extension QuireFileSystem {
             if exchange {
                 let targetBytes = try currentBytes(targetRef)
                 try replace(targetRef, titled: nil, with: bytes, removing: nil, sourceName: name)
-                followStoredText(targetRef)
                 try scratch.replaceContents(folder, name, with: targetBytes)
                 inodes.repoint(sourceInode, to: .row(targetRef))
                 inodes.repoint(targetInode, to: .scratch(folder, name))
+                // Open files follow their inodes: the note's to the scratch
+                // name, the scratch file's into the note.
+                moveRowHandles(of: targetRef, toScratch: folder, name, bytes: targetBytes)
+                adoptScratchHandles(of: sourceInode, to: targetRef)
             } else {
                 try replace(targetRef, titled: nil, with: bytes, removing: nil, sourceName: name)
                 try? scratch.remove(folder, name)
@@ -285,10 +288,11 @@ extension QuireFileSystem {
             let targetInode = inodes.inode(forScratch: folder, newName)
             let scratchBytes = try scratch.contents(folder, newName)
             try replace(ref, titled: nil, with: scratchBytes, removing: nil, sourceName: newName)
-            followStoredText(ref)
             try scratch.replaceContents(folder, newName, with: bytes)
             inodes.repoint(sourceInode, to: .scratch(folder, newName))
             inodes.repoint(targetInode, to: .row(ref))
+            moveRowHandles(of: ref, toScratch: folder, newName, bytes: bytes)
+            adoptScratchHandles(of: targetInode, to: ref)
             return
         }
         // An editor's backup step (vim, emacs: rename to name~, write a new
@@ -307,10 +311,17 @@ extension QuireFileSystem {
         // Files still open go with the file to its new name: their writes
         // went to the row, which then came back as a row nobody named or
         // was deleted with them. Their unsaved text is in `bytes` already.
+        moveRowHandles(of: ref, toScratch: folder, newName, bytes: bytes)
+    }
+
+    /// Files open on `ref` follow its inode to the scratch file
+    /// `folder/name`, which holds their text (`bytes`, unsaved edits
+    /// included); the row's working copy goes with them.
+    private func moveRowHandles(of ref: RowRef, toScratch folder: Folder, _ name: String, bytes: [UInt8]) {
         for (handle, file) in handles {
             guard case .row(let open) = file.target, open == ref else { continue }
             let flags = file.flags.rawValue & ~(O_CREAT | O_EXCL | O_TRUNC)
-            if let descriptor = try? scratch.open(folder, newName, flags: flags) {
+            if let descriptor = try? scratch.open(folder, name, flags: flags) {
                 handles[handle]?.target = .scratch(descriptor)
             } else {
                 handles[handle]?.target = .orphan(bytes, modifiedAt: .now)
