@@ -2,46 +2,11 @@ import Foundation
 import QuireTestSupport
 import XCTest
 
-/// A `quire sync` process with its own environment (for the test-only
-/// faults of a holder), stopped with SIGTERM.
-final class OffloadDaemon: @unchecked Sendable {
-    let process = Process()
-    let log: String
-
-    init(home: String, relay: String, env: [String: String] = [:]) throws {
-        log = home + ".daemon-\(UUID().uuidString.prefix(6)).log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        process.executableURL = URL(fileURLWithPath: QuireBinary.path)
-        process.arguments = ["--home", home, "sync", "--relay", relay, "--verbose"]
-        var environment = ProcessInfo.processInfo.environment
-        for (k, v) in env { environment[k] = v }
-        process.environment = environment
-        let handle = FileHandle(forWritingAtPath: log)!
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        // Serving once the control channel answers (or a short while).
-        let socket = home + "/offload.sock"
-        _ = eventually(5) { FileManager.default.fileExists(atPath: socket) }
-        usleep(300_000)
-    }
-
-    func stop() {
-        guard process.isRunning else { return }
-        process.terminate()
-        process.waitUntilExit()
-    }
-
-    var output: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
-
-    deinit { stop() }
-}
-
 /// phone (a device), home (a homebase) and tablet (a device that keeps
 /// everything resident), made with init + invite + join on a local relay.
 class OffloadFleetBase: XCTestCase {
     var dir = ""
-    var daemons: [String: OffloadDaemon] = [:]
+    var daemons: [String: SyncDaemon] = [:]
     let env = ["QUIRE_PASSPHRASE": "a long shared secret"]
 
     override func setUp() { dir = makeShortDirectory() }
@@ -69,7 +34,7 @@ class OffloadFleetBase: XCTestCase {
 
     func start(_ name: String, env: [String: String] = [:]) throws {
         daemons[name]?.stop()
-        daemons[name] = try OffloadDaemon(home: home(name), relay: relay, env: env)
+        daemons[name] = try SyncDaemon(home: home(name), relay: relay, env: env, waitsForControlChannel: true)
     }
 
     func stop(_ name: String) {
@@ -209,8 +174,8 @@ final class OffloadEndToEndTests: OffloadFleetBase {
         XCTAssertEqual(r.status, 1, r.stdout)
         XCTAssertTrue(r.stderr.contains("not offloaded: 'precious'"), r.stderr)
         let crashed = daemons["home"]!
-        XCTAssertTrue(eventually(5) { !crashed.process.isRunning })
-        XCTAssertEqual(crashed.process.terminationStatus, 75, crashed.output)
+        XCTAssertTrue(eventually(5) { !crashed.isRunning })
+        XCTAssertEqual(crashed.terminationStatus, 75, crashed.output)
         XCTAssertEqual(try offloadedTitles("phone"), [], "no ack, so the body stays resident")
         let homeStatus = try json(try quireOK(["status", "--json"], home: home("home")))
         XCTAssertNil((homeStatus["offload"] as? [String: Any])?["held"], "nothing was committed on the homebase")
@@ -297,22 +262,10 @@ final class OffloadEndToEndTests: OffloadFleetBase {
 /// The same fleet on a real redis-server: offload frames, chunked bodies
 /// and recalls cross Redis pub/sub instead of local datagrams.
 final class OffloadRedisEndToEndTests: OffloadFleetBase {
-    static let redis = ClassRedisServer()
-
-    override class func setUp() {
-        super.setUp()
-        redis.start()
-    }
-
-    override class func tearDown() {
-        redis.stop()
-        super.tearDown()
-    }
-
-    override var relay: String { Self.redis.url }
+    override var relay: String { (try? SharedTestRedis.url()) ?? "redis://127.0.0.1:1" }
 
     func testOffloadAndRecallOverRedis() throws {
-        guard Self.redis.server != nil else { return XCTFail("no Redis: \(Self.redis.startError)") }
+        _ = try SharedTestRedis.url()   // fails the test with the reason when Redis is missing
         try runOffloadAndRecallScenario(sizes: [10, 5_000, 300_000, 2_500_000])   // 1 MiB messages: the last in chunks
         XCTAssertTrue(try quireOK(["status"], home: home("home")).stdout.contains("redis://"), "status names the relay")
     }

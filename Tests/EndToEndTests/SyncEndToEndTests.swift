@@ -145,22 +145,10 @@ final class SyncLocalRelayEndToEndTests: SyncEndToEndBase {
 }
 
 final class SyncRedisEndToEndTests: SyncEndToEndBase {
-    static let redis = ClassRedisServer()
-
-    override class func setUp() {
-        super.setUp()
-        redis.start()
-    }
-
-    override class func tearDown() {
-        redis.stop()
-        super.tearDown()
-    }
-
-    override var relay: String { Self.redis.url }
+    override var relay: String { (try? SharedTestRedis.url()) ?? "redis://127.0.0.1:1" }
 
     func testThreeDevicesConvergeOverRedis() throws {
-        guard Self.redis.server != nil else { return XCTFail("no Redis: \(Self.redis.startError)") }
+        _ = try SharedTestRedis.url()   // fails the test with the reason when Redis is missing
         try runConvergenceScenario()
         XCTAssertTrue(try quire(["status"], home: home("a")).stdout.contains("redis://"), "status names the relay")
     }

@@ -3,24 +3,35 @@ import XCTest
 import QuireTestSupport
 
 /// A `quire sync` daemon running as a real process, stopped with SIGTERM.
+/// `env` adds to the environment (the test-only faults of a holder);
+/// `waitsForControlChannel` returns once its offload socket answers.
 final class SyncDaemon: @unchecked Sendable {
     let home: String
     private let process = Process()
     private let log: String
 
-    init(home: String, relay: String, extra: [String] = []) throws {
+    init(home: String, relay: String, extra: [String] = [], env: [String: String] = [:],
+         waitsForControlChannel: Bool = false) throws {
         self.home = home
-        log = home + ".daemon.log"
+        // One log per process: a restarted daemon does not wipe the last one's.
+        log = home + ".daemon-\(UUID().uuidString.prefix(6)).log"
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         process.executableURL = URL(fileURLWithPath: QuireBinary.path)
         process.arguments = ["--home", home, "sync", "--relay", relay, "--verbose"] + extra
+        process.environment = ProcessInfo.processInfo.environment.merging(env) { _, added in added }
         let handle = FileHandle(forWritingAtPath: log)!
         process.standardOutput = handle
         process.standardError = handle
         try process.run()
+        if waitsForControlChannel {
+            _ = eventually(5) { FileManager.default.fileExists(atPath: home + "/offload.sock") }
+            usleep(300_000)
+        }
     }
 
     var isRunning: Bool { process.isRunning }
+    /// The exit status, once it is no longer running.
+    var terminationStatus: Int32 { process.terminationStatus }
 
     func stop() {
         guard process.isRunning else { return }

@@ -78,25 +78,25 @@ public final class TestRedisServer: @unchecked Sendable {
     deinit { stop() }
 }
 
-/// The redis-server of one test class: started by the class's `setUp`,
-/// stopped by its `tearDown`. A start failure is kept, so each test can
-/// fail with its reason.
-public final class ClassRedisServer: @unchecked Sendable {
-    public private(set) var server: TestRedisServer?
-    public private(set) var startError = ""
+/// One redis-server shared by the end-to-end test classes that sync over
+/// Redis (each test uses its own account, so its own channels), started on
+/// first use and stopped when the test process exits. Tests that kill and
+/// restart Redis start their own `TestRedisServer`.
+public enum SharedTestRedis {
+    private static let started: Result<TestRedisServer, TestSupportError> = {
+        do {
+            let server = try TestRedisServer()
+            atexit { SharedTestRedis.stopAtExit() }
+            return .success(server)
+        } catch {
+            return .failure(TestSupportError("no Redis: \(error)"))
+        }
+    }()
 
-    public init() {}
+    /// The server's URL; throws (failing the calling test with the reason)
+    /// when it could not start.
+    public static func url() throws -> String { try started.get().url }
 
-    public func start() {
-        do { server = try TestRedisServer() } catch { server = nil; startError = "\(error)" }
-    }
-
-    public func stop() {
-        server?.stop()
-        server = nil
-    }
-
-    /// The server's URL, or an unreachable one when it did not start.
-    public var url: String { server?.url ?? "redis://127.0.0.1:1" }
+    private static func stopAtExit() { if case .success(let server) = started { server.stop() } }
 }
 
