@@ -39,12 +39,12 @@ let package = Package(
 
         // Loopback helpers shared by the relay, sync and end-to-end tests.
         .target(name: "QuireTestSupport", path: "Tests/Support"),
-        .testTarget(name: "QuireCoreTests", dependencies: ["QuireCore", "QuireCrypto"]),
+        .testTarget(name: "QuireCoreTests", dependencies: ["QuireTestSupport", "QuireCore", "QuireCrypto"]),
         .testTarget(name: "QuireStoreTests", dependencies: ["QuireStore", "QuireCore"]),
         .testTarget(name: "QuireRelayTests", dependencies: ["QuireTestSupport", "QuireRelay", "QuireCrypto"]),
         .testTarget(name: "QuireSyncTests", dependencies: ["QuireTestSupport", "QuireSync", "QuireStore", "QuireCore", "QuireCrypto", "QuireRelay"]),
         .testTarget(name: "QuireFuseTests", dependencies: ["QuireFuse"]),
-        .testTarget(name: "QuireFSTests", dependencies: ["QuireFS", "QuireStore", "QuireCore"]),
+        .testTarget(name: "QuireFSTests", dependencies: ["QuireTestSupport", "QuireFS", "QuireStore", "QuireCore"]),
         .testTarget(name: "EndToEndTests", dependencies: ["QuireTestSupport", "QuireCore", "QuireStore", "QuireSync", "QuireRelay", "QuireCrypto"]),
     ]
 )

@@ -1,19 +1,14 @@
 import XCTest
 import QuireCore
+import QuireTestSupport
 
 /// Seeded property tests of the row merges: any delivery order, any
 /// duplication, gives the same row. Replay a failure with QUIRE_SEED=<seed>.
 final class MergePropertyTests: XCTestCase {
     struct Rand {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func int(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+        var generator: SplitMix64
+        init(state: UInt64) { generator = SplitMix64(seed: state) }
+        mutating func int(_ n: Int) -> Int { Int(generator.next() % UInt64(n)) }
     }
 
     let devices = (1...4).map { DeviceID(bytes: [UInt8](repeating: UInt8($0), count: 16))! }

@@ -2,6 +2,7 @@ import Foundation
 import QuireCore
 import QuireStore
 @testable import QuireFS
+import QuireTestSupport
 import XCTest
 
 final class FileNamesTests: XCTestCase {
@@ -18,7 +19,7 @@ final class FileNamesTests: XCTestCase {
     }
 
     func testSeededRandomTitlesRoundTrip() {
-        var generator = SeededGenerator(seed: 0x5eed)
+        var generator = SplitMix64(seed: 0x5eed)
         let alphabet = Array("ab /%.~#\u{0}\u{1}\téü漢😀-_")
         for _ in 0..<2_000 {
             let title = String((0..<Int.random(in: 0...20, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
@@ -63,18 +64,5 @@ final class FileNamesTests: XCTestCase {
         _ = listing.remove(keys[1])
         XCTAssertEqual(listing.nameOfKey[keys[0]], "Same.md")
         XCTAssertEqual(listing.keyOfName.count, 1)
-    }
-}
-
-/// SplitMix64: a seeded, repeatable generator (print the seed on failure).
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

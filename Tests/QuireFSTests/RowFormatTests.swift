@@ -2,13 +2,14 @@ import Foundation
 import QuireCore
 import QuireStore
 @testable import QuireFS
+import QuireTestSupport
 import XCTest
 
 final class RowFormatTests: XCTestCase {
     let zero = Timestamp(seconds: 0)
 
     func testEveryFormatRoundTrips() throws {
-        var generator = SeededGenerator(seed: 42)
+        var generator = SplitMix64(seed: 42)
         let alphabet = Array("ab ,;:\\\n\"é漢😀-=BEGIN")
         func text(_ maximum: Int) -> String {
             String((0..<Int.random(in: 0...maximum, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })

@@ -31,7 +31,7 @@ final class RedisServerProcess: @unchecked Sendable {
         // Ready when the port accepts a connection.
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
-            if Self.canConnect(port: port) { return }
+            if acceptsConnections(port: port) { return }
             guard process.isRunning else { break }
             usleep(20_000)
         }
@@ -55,17 +55,5 @@ final class RedisServerProcess: @unchecked Sendable {
             process.waitUntilExit()
         }
         self.process = nil
-    }
-
-    static func canConnect(port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
     }
 }

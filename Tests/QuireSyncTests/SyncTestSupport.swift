@@ -9,16 +9,12 @@ import QuireTestSupport
 /// A seeded, repeatable generator (SplitMix64). Failing tests print the seed.
 final class SeededRandom: RandomSource, @unchecked Sendable {
     private let lock = NSLock()
-    private var value: UInt64
-    init(seed: UInt64) { value = seed }
+    private var generator: SplitMix64
+    init(seed: UInt64) { generator = SplitMix64(seed: seed) }
 
     func next() -> UInt64 {
         lock.lock(); defer { lock.unlock() }
-        value &+= 0x9E37_79B9_7F4A_7C15
-        var z = value
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+        return generator.next()
     }
 
     func int(_ range: Range<Int>) -> Int { range.lowerBound + Int(next() % UInt64(range.count)) }

@@ -1,4 +1,5 @@
 import QuireCore
+import QuireTestSupport
 import XCTest
 
 final class ProseParagraphRevisionTests: XCTestCase {
@@ -66,7 +67,7 @@ final class ProseParagraphRevisionTests: XCTestCase {
         }
         let pieces = ["Hello", "WORLD", "ça", "Ÿes", "ΣΟΦΊΑ", "straße", "İstanbul", "٣٤", "½", "x2", "'", "-", " ", "\n",
                       ",", "🙂", "日本語", "Ⅻ", "_", "ﬁne", "\u{301}", "9", "Z"]
-        var generator = SystemRandomNumberGenerator()
+        var generator = SplitMix64(seed: 0x3d5)   // repeatable: a failure prints its text
         for _ in 0..<2_000 {
             let text = (0..<Int.random(in: 0...12, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
             XCTAssertEqual(ParagraphRevision.words(text), reference(text), text)

@@ -1,20 +1,15 @@
 import Foundation
+import QuireTestSupport
 
 /// SplitMix64: a tiny, fast generator whose stream depends only on the seed,
 /// so a failing property case replays exactly on any machine and toolchain
 /// (we avoid `Int.random(in:using:)`, whose algorithm is not a promise).
 struct ProseSeededRandom {
-    private var state: UInt64
+    private var generator: SplitMix64
 
-    init(seed: UInt64) { state = seed }
+    init(seed: UInt64) { generator = SplitMix64(seed: seed) }
 
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    mutating func next() -> UInt64 { generator.next() }
 
     /// Uniform enough in 0..<n for tests (modulo bias is negligible here).
     mutating func below(_ n: Int) -> Int {
