@@ -37,8 +37,7 @@ public func acceptsConnections(port: Int) -> Bool {
     }
 }
 
-/// A private redis-server for one test class, or QUIRE_TEST_REDIS_URL when
-/// set. A missing redis-server fails the tests: the Redis path is real.
+/// A private redis-server on a free port, or QUIRE_TEST_REDIS_URL when set. A missing redis-server fails the tests: the Redis path is real.
 public final class TestRedisServer: @unchecked Sendable {
     public let url: String
     private var process: Process?
@@ -81,7 +80,7 @@ public final class TestRedisServer: @unchecked Sendable {
 /// One redis-server shared by the end-to-end test classes that sync over
 /// Redis (each test uses its own account, so its own channels), started on
 /// first use and stopped when the test process exits. Tests that kill and
-/// restart Redis start their own `TestRedisServer`.
+/// restart Redis (the relay tests) run a server of their own.
 public enum SharedTestRedis {
     private static let started: Result<TestRedisServer, TestSupportError> = {
         do {
