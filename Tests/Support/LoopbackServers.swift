@@ -37,7 +37,8 @@ public func acceptsConnections(port: Int) -> Bool {
     }
 }
 
-/// A private redis-server on a free port, or QUIRE_TEST_REDIS_URL when set. A missing redis-server fails the tests: the Redis path is real.
+/// A private redis-server on a free port, or QUIRE_TEST_REDIS_URL when set.
+/// A missing redis-server fails the tests: the Redis path is real.
 public final class TestRedisServer: @unchecked Sendable {
     public let url: String
     private var process: Process?
