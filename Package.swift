@@ -45,6 +45,7 @@ let package = Package(
         .testTarget(name: "QuireSyncTests", dependencies: ["QuireTestSupport", "QuireSync", "QuireStore", "QuireCore", "QuireCrypto", "QuireRelay"]),
         .testTarget(name: "QuireFuseTests", dependencies: ["QuireFuse"]),
         .testTarget(name: "QuireFSTests", dependencies: ["QuireTestSupport", "QuireFS", "QuireStore", "QuireCore"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["QuireTestSupport", "QuireCore", "QuireStore", "QuireSync", "QuireRelay", "QuireCrypto"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["QuireTestSupport", "QuireCore", "QuireStore", "QuireSync", "QuireRelay", "QuireCrypto"],
+                    exclude: ["Fixtures"]),
     ]
 )

@@ -51,7 +51,7 @@ final class FileNamesTests: XCTestCase {
     func testDuplicateTitlesGetDeterministicMarkers() {
         let keys = [RowKey(bytes: Array(repeating: 9, count: 16))!, RowKey(bytes: Array(repeating: 1, count: 16))!]
         func summary(_ key: RowKey, _ title: String) -> RowSummary {
-            RowSummary(row: Row(namespace: .notebook, key: key, version: RowVersion(vector: VersionVector(), isTombstone: false),
+            RowSummary(row: Row.single(.notebook, key, dot: Dot(actor: Actor(device: key, incarnation: 1), counter: 1), context: VersionVector(),
                                 content: .note(Note(title: title, body: [], createdAt: Timestamp(seconds: 1), updatedAt: Timestamp(seconds: 1)))),
                        seq: 1)
         }

@@ -210,8 +210,8 @@ final class EngineTests: XCTestCase {
         // B's replica holds a roster row signed by some other account (as if
         // a bug or an attacker put it there); A must not take it.
         let stranger = Identity(account: SigningKeyPair(), deviceSigning: SigningKeyPair(), deviceBox: BoxKeyPair(), backupKey: SecretBytes(randomCount: 32))
-        let bogus = Row(namespace: .devices, key: stranger.deviceID,
-                        version: RowVersion(vector: VersionVector([b.id: 1]), isTombstone: false),
+        let bogus = Row.single(.devices, stranger.deviceID,
+                        dot: Dot(actor: Actor(device: b.id, incarnation: 1), counter: 1), context: VersionVector(),
                         content: .device(DeviceRecord(name: "intruder", certificate: certificate(for: stranger, name: "intruder", at: Timestamp(seconds: 1)))))
         try b.store.apply([bogus])
         try fleet.attachAll()

@@ -50,9 +50,8 @@ final class BenchDevice: @unchecked Sendable {
 
 func certificateRow(_ identity: Identity, name: String) -> Row {
     let cert = identity.signedCertificate(name: name, issuedAt: SystemClock().now())
-    return Row(namespace: .devices, key: identity.deviceID,
-               version: RowVersion(vector: VersionVector([identity.deviceID: 1]), isTombstone: false),
-               content: .device(DeviceRecord(name: name, certificate: cert)))
+    return .single(.devices, identity.deviceID, dot: Dot(actor: Actor(device: identity.deviceID, incarnation: 1), counter: 1),
+                   context: VersionVector(), content: .device(DeviceRecord(name: name, certificate: cert)))
 }
 
 /// `count` devices holding the same `rows` notebook rows (one built, the rest copied).

@@ -74,10 +74,10 @@ enum FuzzSeeds {
         let request = ReconcileRequest(namespace: .notebook, session: Array(repeating: 7, count: 8), step: 1, generation: 0,
                                        items: [.children(prefix, summaries), .keys(.root, [KeyLeaf(key: key, leaf: Array(repeating: 1, count: 32))]),
                                                .probe(prefix), .want([key]), .whole])
-        let note = Row(namespace: .notebook, key: key, version: RowVersion(vector: VersionVector([key: 3]), isTombstone: false),
+        let note = Row.single(.notebook, key, dot: Dot(actor: Actor(device: key, incarnation: 1), counter: 3), context: VersionVector(),
                        content: .note(Note(title: "t", tags: ["a"], body: Array("body".utf8), createdAt: Timestamp(seconds: 1), updatedAt: Timestamp(seconds: 2))))
         let response = ReconcileResponse(namespace: .notebook, session: Array(repeating: 7, count: 8), step: 1,
-                                         rows: [note, .tombstone(.notebook, key, vector: VersionVector([key: 4]))],
+                                         rows: [note, .tombstone(.notebook, key, context: VersionVector([Actor(device: key, incarnation: 1): 4]))],
                                          items: [.mismatch(prefix), .children(prefix, summaries), .keyList(prefix, [])], isTruncated: false)
         var roots: [Namespace: [UInt8]] = [:]
         for ns in Namespace.allCases { roots[ns] = Array(repeating: ns.rawValue, count: 32) }

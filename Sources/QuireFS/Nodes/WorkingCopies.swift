@@ -205,15 +205,8 @@ extension QuireFileSystem {
     func finishDetach(_ ref: RowRef) {
         guard detached.removeValue(forKey: ref) != nil else { return }
         do {
-            // A row that never left this device goes without a tombstone.
-            if try store.purgeIfUnadvertised(ref.namespace, ref.key) {
-                if let changes = listings[ref.namespace]?.remove(ref.key) {
-                    for change in changes {
-                        if let old = change.oldName { invalidations.append(.entry(parent: InodeTable.folderInode(ref.namespace), name: old)) }
-                    }
-                }
-                return
-            }
+            // Always a tombstone: a sibling may have pulled the row already,
+            // and only a tombstone keeps it from coming back from there.
             recordWrite(ref, try store.deleteFromMount(ref.namespace, ref.key))
         } catch {
             log.problem("could not delete \(ref.namespace.name)/\(ref.key.hex) after it was renamed away: \(error)")

@@ -105,9 +105,8 @@ extension ReplicaStore {
 extension WriteContext {
     mutating func putRoster(_ record: DeviceRecord, key: RowKey) throws(StoreError) {
         let existing = try RowRecord.load(db, .devices, key, withBody: false)
-        let vector = (existing?.vector ?? VersionVector()).bumped(for: store.deviceID)
-        let row = Row(namespace: .devices, key: key, version: RowVersion(vector: vector, isTombstone: false), content: .device(record))
-        try writeRow(row, previousLeaf: existing?.leaf, exists: existing != nil)
-        noteOutbox(.devices, key, counter: vector[store.deviceID])
+        let existingRow = try existing?.row(path: store.path)
+        if case .device(let old)? = existingRow?.content, old == record, existingRow?.heads.count == 1 { return }
+        _ = try writeLocalVersion(.device(record), key: key, existing: existing, existingRow: existingRow)
     }
 }

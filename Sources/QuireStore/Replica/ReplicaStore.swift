@@ -55,13 +55,15 @@ public final class ReplicaStore: @unchecked Sendable {
             // to the file system. It must be chosen before the first table.
             try db.execute("PRAGMA auto_vacuum=INCREMENTAL")
         }
-        if version > Schema.migrations.count {
+        let migrations = Schema.all
+        if version > migrations.count {
             throw StoreError(.foreign, "\(path) was written by a newer quire (schema \(version)); upgrade quire")
         }
-        for (index, sql) in Schema.migrations.enumerated() where index >= version {
+        for (index, migration) in migrations.enumerated() where index >= version {
             do {
                 try db.transaction {
-                    try db.execute(sql)
+                    try db.execute(migration.sql)
+                    try migration.convert?(db, random)
                     try db.execute("PRAGMA user_version=\(index + 1)")
                     try db.execute("PRAGMA application_id=\(Schema.applicationID)")
                 }

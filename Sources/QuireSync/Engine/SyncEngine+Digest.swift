@@ -137,6 +137,12 @@ extension SyncEngine {
         let divergent = mine.digest.divergentNamespaces(from: theirs)
         sibling.divergent = divergent
         siblings[sender] = sibling
+        // A namespace whose roots agree is held whole by the sibling: our
+        // writes in it are confirmed, and a later replacement of them is
+        // a real one, not a sign that this device was rolled back.
+        for ns in StateDigest.namespaces where !divergent.contains(ns) {
+            if let root = theirs.roots[ns] { try store.confirmShipped(ns, root: root) }
+        }
         endSettledPulls(with: sender, nowMs: nowMs)
         guard var sibling = siblings[sender] else { return }
         if divergent.isEmpty {

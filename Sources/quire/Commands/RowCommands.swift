@@ -92,7 +92,7 @@ enum RowCommands {
             ? try store.saveProse(content, key: existingKey, shown: nil)
             : try store.put(content, key: ns == .memory ? nil : existingKey)
         if args.has("json") {
-            Output.json(["namespace": ns.name, "key": row.key.hex, "version": row.version.vector.description])
+            Output.json(["namespace": ns.name, "key": row.key.hex, "version": row.context.description])
         } else {
             Output.line("\(ns.name)/\(row.content?.displayName ?? name) \(row.key.hex)")
         }
@@ -118,7 +118,9 @@ enum RowCommands {
         if args.has("json") {
             var object = RowText.json(content)
             object["key"] = key.hex
-            object["version"] = row.version.vector.description
+            object["version"] = row.context.description
+            // Concurrent versions the shown content was resolved from.
+            object["heads"] = row.heads.map { $0.dot.description }
             Output.json(object)
             return
         }
