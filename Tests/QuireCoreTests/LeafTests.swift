@@ -44,9 +44,9 @@ final class LeafTests: XCTestCase {
         for (field, variant) in variants {
             XCTAssertNotEqual(leaf(.note(variant)), baseLeaf, "changing \(field) must change the leaf")
         }
-        XCTAssertNotEqual(LeafEncoding.leaf(of: row(.note(base), context: vv.adding(Dot(actor: actor, counter: 4)))), baseLeaf, "dot and context")
+        XCTAssertNotEqual(LeafEncoding.leaf(of: row(.note(base), context: vv.adding(Dot(actor: actor, counter: 4), tag: 0))), baseLeaf, "dot and context")
         let other = Actor(device: dev, incarnation: 6)
-        XCTAssertNotEqual(LeafEncoding.leaf(of: row(.note(base), context: vv.adding(Dot(actor: other, counter: 1)))), baseLeaf, "context only")
+        XCTAssertNotEqual(LeafEncoding.leaf(of: row(.note(base), context: vv.adding(Dot(actor: other, counter: 1), tag: 0))), baseLeaf, "context only")
         XCTAssertNotEqual(LeafEncoding.leaf(of: row(.note(base), key: RowKey(bytes: Array(1..<17))!)), baseLeaf, "row key")
     }
 
@@ -128,6 +128,6 @@ final class LeafTests: XCTestCase {
     // head = sha256(len16("quire.head.notebook") ‖ "quire.head.notebook" ‖
     //   87 61 74 80 58 20<bodyDigest> 01 02 80 80):
     // sha256(len16("quire.state.notebook") ‖ "quire.state.notebook" ‖
-    //   83 50<key> 81 83 50<dev> 05 03 81 82 83 50<dev> 05 03 58 20<head>)
-    static let pinnedNoteLeaf = "feee1ded376290e700ccef49a761e558f20d708d2c73ed0cf937df33b8b60866"
+    //   83 50<key> 81 84 50<dev> 05 03 00 81 82 83 50<dev> 05 03 58 20<head>)
+    static let pinnedNoteLeaf = "a45ed9494b6eac59ce8d9b4e9fe9a9ec3d0e61f01f39786f6183cf4cae788a24"
 }

@@ -38,13 +38,13 @@ final class ReplicaStoreTests: XCTestCase {
         let me = try s.actor()
         XCTAssertEqual(me.device, deviceA)
         let r1 = try s.put(note("t", "v1"))
-        XCTAssertEqual(r1.context, VersionVector([me: 1]))
+        XCTAssertEqual(r1.context.counters, [me: 1])
         XCTAssertEqual(r1.heads.map(\.dot), [Dot(actor: me, counter: 1)])
         clock.advance(5)
         guard case .note(var n)? = r1.content else { return XCTFail() }
         n.body = Array("v2".utf8)
         let r2 = try s.put(.note(n), key: r1.key)
-        XCTAssertEqual(r2.context, VersionVector([me: 2]))
+        XCTAssertEqual(r2.context.counters, [me: 2])
         XCTAssertEqual(r2.heads.map(\.dot), [Dot(actor: me, counter: 2)], "an edit replaces the head it saw")
         guard case .note(let stored)? = try s.row(.notebook, r1.key)?.content else { return XCTFail() }
         XCTAssertEqual(stored.updatedAt.seconds, clock.now().seconds)
@@ -52,12 +52,12 @@ final class ReplicaStoreTests: XCTestCase {
         XCTAssertEqual(try s.pendingOutbox().count, 2)
         // Writing identical content is not an edit.
         let r3 = try s.put(.note(n), key: r1.key)
-        XCTAssertEqual(r3.context, VersionVector([me: 2]))
+        XCTAssertEqual(r3.context.counters, [me: 2])
         XCTAssertEqual(try s.pendingOutbox().count, 2)
         // A delete is a tombstone whose context is what it removed, and it is kept.
         let t = try s.delete(.notebook, r1.key)
         XCTAssertTrue(t.isTombstone)
-        XCTAssertEqual(t.context, VersionVector([me: 2]))
+        XCTAssertEqual(t.context.counters, [me: 2])
         XCTAssertEqual(try s.counts(.notebook).tombstones, 1)
         XCTAssertEqual(try s.pendingOutbox().count, 3)
         let pending = try s.pendingOutbox()
@@ -86,7 +86,7 @@ final class ReplicaStoreTests: XCTestCase {
         let result = try s.apply([remote])
         XCTAssertEqual(result.merged, 1)
         let merged = try XCTUnwrap(try s.row(.plans, r.key))
-        XCTAssertEqual(merged.context, VersionVector([try s.actor(): 1, b: 1]), "join, no bump")
+        XCTAssertEqual(merged.context.counters, [try s.actor(): 1, b: 1], "join, no bump")
         XCTAssertEqual(merged.heads.count, 2, "both concurrent versions are kept")
         guard case .plan(let p)? = merged.content else { return XCTFail() }
         XCTAssertEqual(p.notes, "remote", "the later whole-second updatedAt is shown")
@@ -108,7 +108,7 @@ final class ReplicaStoreTests: XCTestCase {
         try s.apply([seen.deleted()])
         let survivor = try XCTUnwrap(try s.row(.notebook, r2.key))
         XCTAssertFalse(survivor.isTombstone)
-        XCTAssertEqual(survivor.context, VersionVector([try s.actor(): 1, b: 1]))
+        XCTAssertEqual(survivor.context.counters, [try s.actor(): 1, b: 1])
         XCTAssertEqual(survivor.heads.map(\.dot.actor), [try s.actor()])
     }
 

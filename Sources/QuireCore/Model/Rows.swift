@@ -290,6 +290,9 @@ public struct RowHead: Equatable, Sendable {
         self.content = content
     }
 
+    /// What a context records of this write beside its dot.
+    public var tag: UInt64 { LeafEncoding.headDigest(self).prefix(8).reduce(0) { $0 << 8 | UInt64($1) } }
+
     /// The canonical order of heads: by dot, then (only for two versions
     /// under one dot, a collision) by the content's leaf bytes.
     static func precedes(_ a: RowHead, _ b: RowHead) -> Bool {
@@ -327,7 +330,8 @@ public struct Row: Equatable, Sendable {
     /// A row with one version: `dot` wrote `content` having seen `context`.
     public static func single(_ namespace: Namespace, _ key: RowKey, dot: Dot, context: VersionVector,
                               content: RowContent) -> Row {
-        Row(namespace: namespace, key: key, context: context.adding(dot), heads: [RowHead(dot: dot, content: content)])
+        let head = RowHead(dot: dot, content: content)
+        return Row(namespace: namespace, key: key, context: context.adding(dot, tag: head.tag), heads: [head])
     }
 
     public static func tombstone(_ namespace: Namespace, _ key: RowKey, context: VersionVector) -> Row {

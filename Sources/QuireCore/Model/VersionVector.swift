@@ -56,50 +56,74 @@ public struct Dot: Hashable, Comparable, Sendable, CustomStringConvertible {
     }
 }
 
-/// A causal context: for each actor, the highest counter seen. Because an
-/// actor's dots on one row are made in sequence by one replica that held all
-/// earlier ones, "counter ≤ entry" means "this dot was seen". Join is the
-/// pointwise maximum; no operation here ever mints a dot.
+/// A causal context: for each actor, the highest counter seen, and a tag
+/// of the write at that counter (the first 8 bytes of its head digest; 0
+/// when not known). Because an actor's dots on one row are made in sequence
+/// by one replica that held all earlier ones, "counter ≤ entry" means "this
+/// dot was seen". The tag tells a write that was seen from another write
+/// under the same dot (a device that came back from a copy of itself): a
+/// sibling whose context names our dot with our tag saw our write.
+/// Join is the pointwise maximum of (counter, tag); nothing here mints a dot.
 public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
-    /// Entries with a zero counter are never stored, so equal vectors have
-    /// one representation.
-    public private(set) var counters: [Actor: UInt64]
-
-    public init(_ counters: [Actor: UInt64] = [:]) {
-        self.counters = counters.filter { $0.value > 0 }
+    public struct Entry: Hashable, Comparable, Sendable {
+        public var counter: UInt64
+        public var tag: UInt64
+        public static func < (a: Entry, b: Entry) -> Bool { a.counter != b.counter ? a.counter < b.counter : a.tag < b.tag }
     }
 
-    public subscript(actor: Actor) -> UInt64 { counters[actor] ?? 0 }
+    /// Entries with a zero counter are never stored, so equal vectors have
+    /// one representation.
+    public private(set) var entries: [Actor: Entry]
 
-    public var isEmpty: Bool { counters.isEmpty }
+    public init(_ counters: [Actor: UInt64] = [:]) {
+        entries = [:]
+        for (actor, counter) in counters where counter > 0 { entries[actor] = Entry(counter: counter, tag: 0) }
+    }
+
+    init(entries: [Actor: Entry]) { self.entries = entries.filter { $0.value.counter > 0 } }
+
+    public var counters: [Actor: UInt64] { entries.mapValues(\.counter) }
+
+    public subscript(actor: Actor) -> UInt64 { entries[actor]?.counter ?? 0 }
+
+    /// The tag of the write at this actor's counter (0: unknown).
+    public func tag(_ actor: Actor) -> UInt64 { entries[actor]?.tag ?? 0 }
+
+    public var isEmpty: Bool { entries.isEmpty }
 
     public func covers(_ dot: Dot) -> Bool { self[dot.actor] >= dot.counter }
 
     /// The next dot of `actor` on the row this context belongs to.
     public func nextDot(for actor: Actor) -> Dot { Dot(actor: actor, counter: self[actor] + 1) }
 
-    public func adding(_ dot: Dot) -> VersionVector {
+    /// This context after seeing `dot`, which wrote content tagged `tag`.
+    public func adding(_ dot: Dot, tag: UInt64) -> VersionVector {
         var copy = self
-        copy.counters[dot.actor] = max(copy[dot.actor], dot.counter)
+        let entry = Entry(counter: dot.counter, tag: tag)
+        if let old = copy.entries[dot.actor], !(old < entry) { return copy }
+        copy.entries[dot.actor] = entry
         return copy
     }
 
-    /// The same context with `actor`'s entry set to `counter` (0 removes it).
-    public func setting(_ actor: Actor, to counter: UInt64) -> VersionVector {
+    /// The same context with `actor`'s entry lowered to `counter` (0
+    /// removes it); the write at a lowered counter is not known (tag 0).
+    public func lowering(_ actor: Actor, to counter: UInt64) -> VersionVector {
+        guard counter < self[actor] else { return self }
         var copy = self
-        copy.counters[actor] = counter > 0 ? counter : nil
+        copy.entries[actor] = counter > 0 ? Entry(counter: counter, tag: 0) : nil
         return copy
     }
 
     public func joined(with other: VersionVector) -> VersionVector {
-        VersionVector(counters.merging(other.counters, uniquingKeysWith: max))
+        VersionVector(entries: entries.merging(other.entries, uniquingKeysWith: max))
     }
 
     public enum Order: Sendable, Equatable { case equal, dominates, dominated, concurrent }
 
+    /// Causal order by counters alone (tags only tell writes apart).
     public func compare(_ other: VersionVector) -> Order {
         var greater = false, less = false
-        for actor in Set(counters.keys).union(other.counters.keys) {
+        for actor in Set(entries.keys).union(other.entries.keys) {
             let a = self[actor], b = other[actor]
             if a > b { greater = true } else if a < b { less = true }
             if greater && less { return .concurrent }
@@ -113,43 +137,53 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Entries sorted by actor: the canonical order for encoding.
-    public var sortedEntries: [(Actor, UInt64)] {
-        counters.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    public var sortedEntries: [(Actor, Entry)] {
+        entries.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
-    /// Canonical CBOR: an array of [device, incarnation, counter], sorted.
+    /// Canonical CBOR: an array of [device, incarnation, counter, tag], sorted by actor.
     public func write(to w: inout CBORWriter) {
-        let entries = sortedEntries
-        w.writeArrayHeader(entries.count)
-        for (actor, counter) in entries { Dot(actor: actor, counter: counter).write(to: &w) }
+        let sorted = sortedEntries
+        w.writeArrayHeader(sorted.count)
+        for (actor, entry) in sorted {
+            w.writeArrayHeader(4)
+            w.writeBytes(actor.device.bytes)
+            w.writeUInt(actor.incarnation)
+            w.writeUInt(entry.counter)
+            w.writeUInt(entry.tag)
+        }
     }
 
     public func encoded() -> [UInt8] {
-        var w = CBORWriter(capacity: 8 + 32 * counters.count)
+        var w = CBORWriter(capacity: 8 + 40 * entries.count)
         write(to: &w)
         return w.bytes
     }
 
     public var cbor: CBOR {
-        .array(sortedEntries.map { Dot(actor: $0.0, counter: $0.1).cbor })
+        .array(sortedEntries.map { .array([.bytes($0.0.device.bytes), .unsigned($0.0.incarnation), .unsigned($0.1.counter), .unsigned($0.1.tag)]) })
     }
 
     /// Decodes a context; every entry must be a distinct actor in canonical
     /// order with a non-zero counter, so one context has one encoding.
     public init(cbor: CBOR) throws(CBORError) {
-        var counters: [Actor: UInt64] = [:]
+        var entries: [Actor: Entry] = [:]
         var previous: Actor? = nil
-        for entry in try cbor.asArray() {
-            let dot = try Dot(cbor: entry)
-            if let previous, !(previous < dot.actor) { throw .invalidValue("causal context entries out of order") }
-            previous = dot.actor
-            counters[dot.actor] = dot.counter
+        for item in try cbor.asArray() {
+            let parts = try item.asArray()
+            guard parts.count == 4, let device = ID16(bytes: try parts[0].asBytes()) else { throw .invalidValue("causal context entry") }
+            let actor = Actor(device: device, incarnation: try parts[1].asUInt())
+            let entry = Entry(counter: try parts[2].asUInt(), tag: try parts[3].asUInt())
+            guard entry.counter > 0 else { throw .invalidValue("causal context entry with counter 0") }
+            if let previous, !(previous < actor) { throw .invalidValue("causal context entries out of order") }
+            previous = actor
+            entries[actor] = entry
         }
-        self.init(counters)
+        self.init(entries: entries)
     }
 
     /// A vector of the first schema ([device, counter] pairs): every entry
-    /// becomes the legacy incarnation 0 of its device.
+    /// becomes the legacy incarnation 0 of its device, tag unknown.
     public init(legacyCBOR cbor: CBOR) throws(CBORError) {
         var counters: [Actor: UInt64] = [:]
         for entry in try cbor.asArray() {
@@ -163,6 +197,6 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        "{" + sortedEntries.map { "\($0.0):\($0.1)" }.joined(separator: ",") + "}"
+        "{" + sortedEntries.map { "\($0.0):\($0.1.counter)" }.joined(separator: ",") + "}"
     }
 }

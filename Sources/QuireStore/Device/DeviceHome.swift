@@ -8,7 +8,13 @@ import QuireCrypto
 public struct DeviceHome: Sendable {
     public let path: String
 
-    public init(path: String) { self.path = path }
+    /// A relative `path` is taken from the current directory and kept
+    /// absolute, so every file named from it survives a change of directory
+    /// (the mount daemon changes to /).
+    public init(path: String) {
+        self.path = path.hasPrefix("/") || path.isEmpty
+            ? path : FileManager.default.currentDirectoryPath + "/" + path
+    }
 
     /// `$XDG_DATA_HOME/quire`, else `~/.local/share/quire`.
     public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {

@@ -1,37 +1,36 @@
 import QuireCore
 
 /// Incarnations: how a device that came back from a copy of itself never
-/// mints a dot twice.
+/// mints a dot twice, and never loses what it wrote in between.
 ///
 /// The actor of every local write is (device id, incarnation). The
 /// incarnation lives in the replica (meta), so a copy of the device
 /// directory carries the incarnation of the moment it was taken. A new,
 /// random one is minted at init, at every restore, and whenever this device
-/// learns it was rolled back. The signs, checked on every row a sibling
-/// sends, before it is merged (only the current incarnation counts; a dot of
-/// an older one can never be minted again):
-///  1. the sibling has seen more writes of this actor on the row than this
-///     device holds (its context entry is higher): they were made here and
-///     lost here;
-///  2. the sibling holds a version under a dot of this actor that this
-///     device holds with other content: the dot was minted twice;
-///  3. the sibling's context covers a version this device wrote, still
-///     holds, and has not yet seen confirmed anywhere (the `unshipped`
-///     record), while the sibling does not hold it: either the sibling saw
-///     it and replaced it, or it replaced a same-numbered write from before
-///     the rollback. The two cannot be told apart, so it is treated as a
-///     rollback; the cost of being wrong is one spare incarnation and a
-///     duplicate head, never a lost write.
-/// Recovery, in the same transaction as the merge that noticed: mint a new
-/// incarnation, then re-issue every unconfirmed write of the old one under
-/// the new actor, with the row's context lowered below the first
-/// unconfirmed dot so that it no longer claims to have seen writes it never
-/// saw. Siblings then merge the re-issued versions as concurrent edits
-/// instead of discarding them as already seen.
+/// learns it was rolled back: a sibling has seen more writes of the current
+/// actor on a row than this device holds, or holds or replaced a different
+/// write under one of its dots.
+///
+/// Each row a sibling sends is checked, before it is merged, for versions
+/// this device wrote (any incarnation) that the merge would drop or that
+/// collide with the sibling's:
+///  - the sibling holds another version under the same dot: a dot minted
+///    twice;
+///  - the sibling replaced it (its context covers the dot, it does not hold
+///    it) and its context's tag for that dot names another write;
+///  - the sibling replaced it without naming which write it saw (a higher
+///    counter of that actor, or an unknown tag), and this device never saw
+///    the write confirmed by a sibling (`unshipped`): keeping it costs a
+///    spare version, dropping it could lose words.
+/// Such a version is re-issued under the current actor (a new incarnation
+/// first, if the current one is the one rolled back), and the row's context
+/// is lowered below it so that it no longer claims writes it never saw; the
+/// sibling then merges it as a concurrent edit instead of discarding it.
+/// Versions the sibling holds alike, or replaced knowing them, merge as usual.
 ///
 /// A write is confirmed (its `unshipped` record cleared) when a sibling
-/// sends the row back holding that very version, or when a sibling's root
-/// for the namespace equals ours (it holds every leaf we hold).
+/// sends the row back holding that very version or naming it in its
+/// context, or when a sibling's root for the namespace equals ours.
 extension ReplicaStore {
     /// The actor this device writes as now.
     public func actor() throws(StoreError) -> Actor {
@@ -39,12 +38,12 @@ extension ReplicaStore {
     }
 
     /// Mints a new incarnation (a restore does this before anything else):
-    /// every later write is a fresh actor, and every unconfirmed write of
-    /// the old one is re-issued under it.
+    /// every later write is a fresh actor. Versions of the old one are
+    /// checked against each sibling's rows as they arrive.
     @discardableResult
     public func mintIncarnation(reason: String) throws(StoreError) -> Actor {
         try write { ctx in
-            try ctx.recoverFromRollback(reason: reason)
+            try ctx.mintIncarnation(reason: reason, reissued: 0)
             return try ctx.currentActor()
         }
     }
@@ -134,71 +133,86 @@ extension WriteContext {
                         [.int(Int64(ns.rawValue)), .blob(key.bytes), .int(Int64(bitPattern: actor.incarnation))]) { UInt64($0.int(0)) }
     }
 
-    /// Why `incoming` shows this device was rolled back, or nil.
-    func rollbackSign(local: Row?, incoming: Row) throws(StoreError) -> String? {
+    /// This device's versions in `local` that merging `incoming` would drop
+    /// although the sibling never saw them, or that collide with its own.
+    func versionsAtRisk(local: Row?, incoming: Row) throws(StoreError) -> [RowHead] {
+        guard let local else { return [] }
+        var atRisk: [RowHead] = []
+        for h in local.heads where h.dot.actor.device == store.deviceID {
+            if let same = incoming.heads.first(where: { $0.dot == h.dot }) {
+                if LeafEncoding.headDigest(same) != LeafEncoding.headDigest(h) { atRisk.append(h) }
+                continue
+            }
+            guard incoming.context.covers(h.dot) else { continue }
+            let theirs = incoming.context[h.dot.actor], tag = incoming.context.tag(h.dot.actor)
+            if theirs == h.dot.counter && tag != 0 {
+                if tag != h.tag { atRisk.append(h) }
+                continue
+            }
+            if let first = try firstUnshipped(incoming.namespace, incoming.key, actor: h.dot.actor), h.dot.counter >= first {
+                atRisk.append(h)
+            }
+        }
+        return atRisk
+    }
+
+    /// Whether `incoming` shows that the current incarnation was rolled back.
+    func rollbackSign(local: Row?, incoming: Row, atRisk: [RowHead]) throws(StoreError) -> String? {
         let me = try currentActor()
-        let theirs = incoming.context[me], mine = local?.context[me] ?? 0
-        guard theirs > 0 else { return nil }
         let what = "\(incoming.namespace) row \(incoming.key.hex.prefix(8))"
+        let theirs = incoming.context[me], mine = local?.context[me] ?? 0
         if theirs > mine {
             return "a sibling has seen write \(theirs) of this device on \(what), which this device holds only up to \(mine)"
         }
-        guard let local else { return nil }
-        for h in incoming.heads where h.dot.actor == me {
-            if let same = local.heads.first(where: { $0.dot == h.dot }),
-               LeafEncoding.headDigest(same) != LeafEncoding.headDigest(h) {
-                return "a sibling holds other content under this device's write \(h.dot) on \(what)"
-            }
-        }
-        if let first = try firstUnshipped(incoming.namespace, incoming.key, actor: me) {
-            let incomingDots = Set(incoming.heads.map(\.dot))
-            for h in local.heads where h.dot.actor == me && h.dot.counter >= first
-                && incoming.context.covers(h.dot) && !incomingDots.contains(h.dot) {
-                return "a sibling's \(what) replaces this device's unconfirmed write \(h.dot)"
-            }
+        if let h = atRisk.first(where: { $0.dot.actor == me }) {
+            return "a sibling holds or replaced another write made under this device's \(h.dot) on \(what)"
         }
         return nil
     }
 
-    /// Mints a new incarnation and re-issues the old one's unconfirmed
-    /// writes under it (see the comment at the top of this file).
-    mutating func recoverFromRollback(reason: String) throws(StoreError) {
+    /// Mints a new incarnation: every later write is a fresh actor.
+    mutating func mintIncarnation(reason: String, reissued: Int) throws(StoreError) {
         let old = try currentActor()
         var fresh: UInt64 = 0
         repeat { fresh = store.random.bytes(8).reduce(0) { $0 << 8 | UInt64($1) } } while fresh == 0 || fresh == old.incarnation
         try db.run("UPDATE meta SET value = ? WHERE name = 'incarnation'", [.int(Int64(bitPattern: fresh))])
-        let new = Actor(device: store.deviceID, incarnation: fresh)
-        let marks = try db.query("SELECT ns, key, counter FROM unshipped WHERE incarnation = ?", [.int(Int64(bitPattern: old.incarnation))]) {
-            (Namespace(rawValue: UInt8($0.int(0)))!, ID16(bytes: $0.blob(1) ?? [])!, UInt64($0.int(2)))
-        }
-        try db.run("DELETE FROM unshipped WHERE incarnation = ?", [.int(Int64(bitPattern: old.incarnation))])
-        var reissued = 0
-        for (ns, key, first) in marks {
-            guard let record = try RowRecord.load(db, ns, key, withBody: true) else { continue }
-            let row = try record.row(path: store.path)
-            // The context no longer claims old-actor writes from the first
-            // unconfirmed one on: those numbers may name other writes.
-            var context = row.context.setting(old, to: min(row.context[old], first - 1))
-            var heads: [RowHead] = []
-            var newDots: [Dot] = []
-            for h in row.heads {
-                if h.dot.actor == old && h.dot.counter >= first {
-                    let dot = context.nextDot(for: new)
-                    context = context.adding(dot)
-                    heads.append(RowHead(dot: dot, content: h.content))
-                    newDots.append(dot)
-                    reissued += 1
-                } else {
-                    heads.append(h)
-                }
-            }
-            let updated = Row(namespace: ns, key: key, context: context, heads: heads)
-            try writeRow(updated, previousLeaf: record.leaf, exists: true)
-            noteOutbox(ns, key, counter: context[new])
-            for dot in newDots { try noteUnshipped(ns, key, dot) }
-        }
         try db.run("INSERT INTO rollbacks(at, old, new, reason, reissued) VALUES (?, ?, ?, ?, ?)",
                    [.int(now.seconds), .int(Int64(bitPattern: old.incarnation)), .int(Int64(bitPattern: fresh)), .text(reason), .int(Int64(reissued))])
+    }
+
+    /// Re-issues `atRisk` versions of `local` under the current actor, the
+    /// context lowered below the first of them per actor; returns the row.
+    mutating func reissue(_ atRisk: [RowHead], in local: Row, previousLeaf: [UInt8]?) throws(StoreError) -> Row {
+        let me = try currentActor()
+        var context = local.context
+        for actor in Set(atRisk.map(\.dot.actor)) {
+            let first = atRisk.filter { $0.dot.actor == actor }.map(\.dot.counter).min()!
+            context = context.lowering(actor, to: first - 1)
+        }
+        let risky = Set(atRisk.map(\.dot))
+        var heads: [RowHead] = []
+        var newDots: [Dot] = []
+        for h in local.heads {
+            if risky.contains(h.dot) {
+                let head = RowHead(dot: context.nextDot(for: me), content: h.content)
+                context = context.adding(head.dot, tag: head.tag)
+                heads.append(head)
+                newDots.append(head.dot)
+            } else {
+                // A version kept here stays covered (lowering may have
+                // passed it: a collision pair under one dot).
+                context = context.adding(h.dot, tag: h.tag)
+                heads.append(h)
+            }
+        }
+        let row = Row(namespace: local.namespace, key: local.key, context: context, heads: heads)
+        try writeRow(row, previousLeaf: previousLeaf, exists: true)
+        noteOutbox(row.namespace, row.key, counter: context[me])
+        for dot in newDots { try noteUnshipped(row.namespace, row.key, dot) }
+        try db.run("INSERT INTO merges(ns, key, at, detail) VALUES (?, ?, ?, ?)",
+                   [.int(Int64(row.namespace.rawValue)), .blob(row.key.bytes), .int(now.seconds),
+                    .text("re-issued \(atRisk.map(\.dot.description).joined(separator: " ")) as \(newDots.map(\.description).joined(separator: " ")): a sibling never saw them")])
+        return row
     }
 
     mutating func recordCollision(_ row: Row, _ dot: Dot) throws(StoreError) {
@@ -214,7 +228,10 @@ extension WriteContext {
         guard let first = try firstUnshipped(incoming.namespace, incoming.key, actor: me),
               let local = try RowRecord.load(db, incoming.namespace, incoming.key, withBody: false)?.row(path: store.path) else { return }
         let mine = local.heads.filter { $0.dot.actor == me && $0.dot.counter >= first }
-        let held = mine.allSatisfy { h in incoming.heads.contains { $0.dot == h.dot && LeafEncoding.headDigest($0) == LeafEncoding.headDigest(h) } }
+        let held = mine.allSatisfy { h in
+            incoming.heads.contains { $0.dot == h.dot && LeafEncoding.headDigest($0) == LeafEncoding.headDigest(h) }
+                || (incoming.context[me] == h.dot.counter && incoming.context.tag(me) == h.tag)
+        }
         if held && (!mine.isEmpty || incoming.context[me] >= local.context[me]) {
             try db.run("DELETE FROM unshipped WHERE ns = ? AND key = ?", [.int(Int64(incoming.namespace.rawValue)), .blob(incoming.key.bytes)])
         }

@@ -28,8 +28,8 @@ enum RowsToHeads {
                     content = .note(n)
                 }
                 let dot = legacyDot(context, editor: content.editedBy)
-                converted.append((s.int(0), Row(namespace: ns, key: key, context: context.adding(dot),
-                                                 heads: [RowHead(dot: dot, content: content)])))
+                let head = RowHead(dot: dot, content: content)
+                converted.append((s.int(0), Row(namespace: ns, key: key, context: context.adding(dot, tag: head.tag), heads: [head])))
             } catch {
                 throw StoreError(.corrupt, "\(db.path): row \(ns)/\(key) does not decode; not upgraded: \(error)")
             }
@@ -60,8 +60,8 @@ enum RowsToHeads {
             let actor = Actor(device: editor, incarnation: 0)
             if context[actor] > 0 { return Dot(actor: actor, counter: context[actor]) }
         }
-        if let top = context.sortedEntries.max(by: { $0.1 != $1.1 ? $0.1 < $1.1 : $0.0 < $1.0 }) {
-            return Dot(actor: top.0, counter: top.1)
+        if let top = context.counters.max(by: { $0.value != $1.value ? $0.value < $1.value : $0.key < $1.key }) {
+            return Dot(actor: top.key, counter: top.value)
         }
         return Dot(actor: Actor(device: ID16(bytes: [UInt8](repeating: 0, count: 16))!, incarnation: 0), counter: 1)
     }

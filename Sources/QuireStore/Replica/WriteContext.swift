@@ -189,16 +189,19 @@ struct WriteContext {
 
     // MARK: Remote rows
 
-    /// Merges a row from a sibling. Never mints a dot, except that a sign
-    /// of a rollback of this device first re-issues its unconfirmed writes
-    /// under a new incarnation (`ReplicaStore+Incarnation`).
+    /// Merges a row from a sibling. Never mints a dot, except to re-issue
+    /// this device's own versions the sibling never saw (after a rollback,
+    /// under a new incarnation; `ReplicaStore+Incarnation`).
     mutating func applyRemote(_ incoming: Row) throws(StoreError) -> RowMerge.Outcome {
         var existing = try RowRecord.load(db, incoming.namespace, incoming.key, withBody: true)
         var local = try existing?.row(path: store.path)
-        if let reason = try rollbackSign(local: local, incoming: incoming) {
-            try recoverFromRollback(reason: reason)
-            existing = try RowRecord.load(db, incoming.namespace, incoming.key, withBody: true)
-            local = try existing?.row(path: store.path)
+        let atRisk = try versionsAtRisk(local: local, incoming: incoming)
+        if let reason = try rollbackSign(local: local, incoming: incoming, atRisk: atRisk) {
+            try mintIncarnation(reason: reason, reissued: atRisk.count)
+        }
+        if let row = local, !atRisk.isEmpty {
+            local = try reissue(atRisk, in: row, previousLeaf: existing?.leaf)
+            existing = try RowRecord.load(db, incoming.namespace, incoming.key, withBody: false)
         }
         let outcome = RowMerge.merge(local: local, incoming: incoming)
         if case .store(let row, let merged) = outcome {

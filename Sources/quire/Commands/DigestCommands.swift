@@ -109,9 +109,26 @@ struct StatusReport {
         }
         let merges = try store.mergeCount()
         lines.append("\(merges) concurrent merges done")
+        let actor = try store.actor()
+        let rollbacks = try store.rollbacks()
+        if let last = rollbacks.first {
+            lines.append("this device learned \(rollbacks.count == 1 ? "once" : "\(rollbacks.count) times") that it had been rolled back "
+                         + "(put back from a copy of itself); the last time, \(DateText.format(last.at.seconds, time: true)): \(last.reason). "
+                         + "It now writes as a new incarnation, so nothing it writes can be mistaken for what it wrote before")
+        }
+        let collisions = try store.collisions()
+        if !collisions.isEmpty {
+            let names = collisions.prefix(5).map { "\($0.namespace.name)/\($0.name.isEmpty ? $0.key.hex : $0.name)" }
+            lines.append("\(collisions.count) rows hold two versions written under one device counter (a device put back from a copy "
+                         + "wrote before it knew); both are kept and shown: " + names.joined(separator: ", ")
+                         + (collisions.count > 5 ? ", …" : "") + ". Editing such a row joins them")
+        }
         let json: [String: Any] = ["device": identity.deviceID.hex, "name": prefs.deviceName, "role": prefs.role.rawValue,
                                    "home": home.path, "generation": prefs.generation, "namespaces": counts,
-                                   "outboxPending": pending, "merges": merges, "account": Hex.encode(identity.userIDHash)]
+                                   "outboxPending": pending, "merges": merges, "account": Hex.encode(identity.userIDHash),
+                                   "incarnation": String(actor.incarnation, radix: 16),
+                                   "rollbacks": rollbacks.map { ["at": $0.at.seconds, "reason": $0.reason, "reissued": $0.reissued] as [String: Any] },
+                                   "collisions": collisions.map { ["namespace": $0.namespace.name, "key": $0.key.hex, "dot": $0.dot] }]
         return StatusReport(json: json, text: lines.joined(separator: "\n")).addingSync(home: home)
             .addingOffload(home: home, identity: identity, store: store)
     }

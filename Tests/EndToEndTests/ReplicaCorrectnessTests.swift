@@ -1,0 +1,108 @@
+import Foundation
+import XCTest
+
+/// The cases that made rows a join-semilattice, end to end: real `quire`
+/// processes, devices made with init + invite + join, `quire sync` daemons
+/// on a local relay between chosen pairs, a device directory copied back.
+final class ReplicaCorrectnessTests: XCTestCase {
+    var dir = ""
+    let env = ["QUIRE_PASSPHRASE": "correct horse battery staple"]
+    var relay: String { "local:\(dir)/relay" }
+    override func setUp() { dir = makeShortDirectory() }
+    override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
+
+    func home(_ name: String) -> String { dir + "/" + name }
+
+    func makeDevices(_ names: [String]) throws {
+        try quireOK(["init", "--name", names[0], "--relay", relay], home: home(names[0]))
+        try quireOK(["invite", "--out", dir + "/invite", "--kdf", "interactive"], home: home(names[0]), env: env)
+        for n in names.dropFirst() {
+            try quireOK(["init", "--join", dir + "/invite", "--name", n, "--relay", relay], home: home(n), env: env)
+        }
+    }
+
+    /// Runs `quire sync` on exactly these devices until their digests agree.
+    func sync(_ names: [String], file: StaticString = #filePath, line: UInt = #line) throws {
+        let daemons = try names.map { try SyncDaemon(home: home($0), relay: relay) }
+        let ok = try waitForEqualDigests(names.map(home), timeout: 30)
+        daemons.forEach { $0.stop() }
+        XCTAssertTrue(ok, "did not converge: \(daemons.map(\.output).joined(separator: "\n"))", file: file, line: line)
+    }
+
+    func setting(_ name: String, _ device: String) throws -> String? {
+        let r = try quire(["get", "settings", name], home: home(device))
+        return r.status == 0 ? r.stdout.trimmingCharacters(in: .newlines) : nil
+    }
+
+    /// Case 1: the delete saw B's edit, not A's; whatever the meeting
+    /// order, every device ends with A's value and B's never comes back.
+    func testTheSameEditsGiveTheSameAnswerWhateverTheMeetingOrder() throws {
+        try makeDevices(["a", "b", "c"])
+        try quireOK(["put", "settings", "color", "p0"], home: home("a"))
+        try sync(["a", "b", "c"])
+        try quireOK(["put", "settings", "color", "a"], home: home("a"))
+        sleep(1)
+        try quireOK(["put", "settings", "color", "b"], home: home("b"))
+        try sync(["b", "c"])
+        try quireOK(["rm", "settings", "color"], home: home("c"))
+        let snapshot = dir + "/snapshot"
+        XCTAssertEqual(shell("mkdir '\(snapshot)' && cp -a '\(home("a"))' '\(home("b"))' '\(home("c"))' '\(snapshot)/'").status, 0)
+
+        // A and B meet first, then all three.
+        try sync(["a", "b"])
+        try sync(["a", "b", "c"])
+        let first = try ["a", "b", "c"].map { try setting("color", $0) }
+        // Same devices from the same point, A and C meet first.
+        for n in ["a", "b", "c"] { XCTAssertEqual(shell("rm -rf '\(home(n))' && cp -a '\(snapshot)/\(n)' '\(home(n))'").status, 0) }
+        try sync(["a", "c"])
+        try sync(["a", "b", "c"])
+        let second = try ["a", "b", "c"].map { try setting("color", $0) }
+        XCTAssertEqual(first, ["a", "a", "a"], "the one write the delete never saw survives, everywhere")
+        XCTAssertEqual(second, first, "the meeting order does not decide the outcome")
+    }
+
+    /// Case 2: a device directory copied back, an edit that synced lost,
+    /// an offline edit under the counter the fleet already saw: both edits
+    /// survive on every device, and status says what happened.
+    func testADeviceCopiedBackKeepsItsOfflineEditAndSaysSo() throws {
+        try makeDevices(["a", "b"])
+        try quireOK(["put", "plans", "Trip", "--notes", "v1"], home: home("a"))
+        try quireOK(["put", "contacts", "Ada", "--email", "ada@example.org"], home: home("a"))
+        try sync(["a", "b"])
+        XCTAssertEqual(shell("cp -a '\(home("a"))' '\(dir)/a-copy'").status, 0)
+        try quireOK(["put", "plans", "Trip", "--notes", "v2 before the copy came back"], home: home("a"))
+        try sync(["a", "b"])
+        try quireOK(["put", "plans", "Trip", "--notes", "v3 by the phone"], home: home("b"))
+        XCTAssertEqual(shell("rm -rf '\(home("a"))' && mv '\(dir)/a-copy' '\(home("a"))'").status, 0)
+        try quireOK(["put", "plans", "Trip", "--notes", "written offline after the copy came back"], home: home("a"))
+        try quireOK(["put", "contacts", "Ada", "--email", "ada@example.org", "--phone", "123"], home: home("a"))
+        try sync(["a", "b"])
+        for n in ["a", "b"] {
+            let trip = try jsonObject(try quireOK(["get", "plans", "Trip", "--json"], home: home(n)).stdout) as! [String: Any]
+            XCTAssertEqual((trip["heads"] as? [String])?.count, 2, "both edits are kept on \(n): \(trip)")
+            let ada = try quireOK(["get", "contacts", "Ada"], home: home(n)).stdout
+            XCTAssertTrue(ada.contains("123"), "the contact edit made offline reached \(n): \(ada)")
+        }
+        let status = try quireOK(["status"], home: home("a")).stdout
+        XCTAssertTrue(status.contains("rolled back"), status)
+        // Editing the plan joins both versions.
+        try quireOK(["put", "plans", "Trip", "--notes", "read both"], home: home("a"))
+        try sync(["a", "b"])
+        let joined = try jsonObject(try quireOK(["get", "plans", "Trip", "--json"], home: home("b")).stdout) as! [String: Any]
+        XCTAssertEqual((joined["heads"] as? [String])?.count, 1)
+    }
+
+    /// Case 5: a value that changes only its Unicode normalization is an
+    /// edit, it syncs, and the fleet settles (no storm).
+    func testANormalizationOnlyEditSyncsAndSettles() throws {
+        try makeDevices(["a", "b"])
+        try quireOK(["put", "settings", "cafe", "caf\u{e9}"], home: home("a"))
+        try sync(["a", "b"])
+        let before = try quireOK(["get", "settings", "cafe", "--json"], home: home("b")).stdout
+        try quireOK(["put", "settings", "cafe", "cafe\u{301}"], home: home("b"))
+        let after = try quireOK(["get", "settings", "cafe", "--json"], home: home("b")).stdout
+        XCTAssertNotEqual(before, after, "a new version")
+        try sync(["a", "b"])
+        XCTAssertEqual(Array(try quireOK(["get", "settings", "cafe"], home: home("a")).stdoutBytes), Array("cafe\u{301}\n".utf8))
+    }
+}
