@@ -105,4 +105,25 @@ final class ReplicaCorrectnessTests: XCTestCase {
         try sync(["a", "b"])
         XCTAssertEqual(Array(try quireOK(["get", "settings", "cafe"], home: home("a")).stdoutBytes), Array("cafe\u{301}\n".utf8))
     }
+
+    /// A body that no longer matches its hash (a flipped byte on disk) is
+    /// never shown or served; fsck finds it, status names it, and a good
+    /// copy comes back from a sibling.
+    func testADamagedBodyIsSetAsideAndRepairedFromASibling() throws {
+        try makeDevices(["a", "b"])
+        try quireOK(["put", "notebook", "Diary"], home: home("a"), stdin: Array("every word counts\n".utf8))
+        try sync(["a", "b"])
+        let flip = "UPDATE rows SET body = CAST('every word count$\n' AS BLOB) WHERE name = 'Diary'"
+        XCTAssertEqual(shell("sqlite3 '\(home("a"))/replica.sqlite' \"\(flip)\"").status, 0)
+        let fsck = try quire(["fsck"], home: home("a"))
+        XCTAssertEqual(fsck.status, 1)
+        XCTAssertTrue(fsck.stdout.contains("did not match"), fsck.stdout)
+        XCTAssertFalse(try quire(["get", "notebook", "Diary"], home: home("a")).stdout.contains("count$"), "never shown")
+        XCTAssertTrue(try quireOK(["status"], home: home("a")).stdout.contains("found damaged on disk"))
+        let b = try SyncDaemon(home: home("b"), relay: relay)
+        defer { b.stop() }
+        try quireOK(["recall", "--all", "--timeout", "20"], home: home("a"))
+        XCTAssertEqual(try quireOK(["get", "notebook", "Diary"], home: home("a")).stdout, "every word counts\n")
+        XCTAssertTrue(try quireOK(["status"], home: home("a")).stdout.contains("repaired from a good copy"))
+    }
 }

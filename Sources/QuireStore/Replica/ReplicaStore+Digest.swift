@@ -114,7 +114,7 @@ extension ReplicaStore {
         try read { () throws(StoreError) -> [Row] in
             var out: [Row] = []
             for (key, _) in try leafList(ns, lower, upper) {
-                if let r = try RowRecord.load(db, ns, key, withBody: true) { out.append(try r.row(path: path)) }
+                if let row = try loadRow(ns, key).row { out.append(row) }
             }
             return out
         }

@@ -52,6 +52,8 @@ extension ReplicaStore {
             for key in try ctx.offloadedKeys(contentHash: contentHash) {
                 try ctx.db.run("UPDATE rows SET body = ?, offloaded = 0, holders = NULL, seq = ? WHERE ns = ? AND key = ?",
                                [.blob(body), .int(ctx.seq), .int(Int64(Namespace.notebook.rawValue)), .blob(key.bytes)])
+                try ctx.db.run("UPDATE damaged SET repaired = ? WHERE key = ? AND hash = ? AND repaired IS NULL",
+                               [.int(ctx.now.seconds), .blob(key.bytes), .blob(contentHash)])
                 restored += 1
             }
             return restored

@@ -133,8 +133,10 @@ public final class ReplicaStore: @unchecked Sendable {
 
     // MARK: - Reads
 
+    /// A row, bodies included where resident (a body that fails its hash
+    /// is set aside and the row comes back as a pointer: see +Damage).
     public func row(_ namespace: Namespace, _ key: RowKey) throws(StoreError) -> Row? {
-        try read { () throws(StoreError) -> Row? in try RowRecord.load(db, namespace, key, withBody: true)?.row(path: path) }
+        try loadRow(namespace, key).row
     }
 
     /// Live rows (and, if asked, tombstones) of a namespace, in key order,

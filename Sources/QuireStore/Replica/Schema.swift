@@ -28,6 +28,13 @@ enum Schema {
             id INTEGER PRIMARY KEY, at INTEGER NOT NULL, old INTEGER NOT NULL, new INTEGER NOT NULL,
             reason TEXT NOT NULL, reissued INTEGER NOT NULL
         );
+        -- Note bodies found not to match their hash (damaged on disk): the
+        -- body is set aside like an offloaded one and fetched again from a
+        -- sibling or the homebase; `repaired` is when a good copy landed.
+        CREATE TABLE damaged(
+            id INTEGER PRIMARY KEY, key BLOB NOT NULL, hash BLOB NOT NULL, name TEXT NOT NULL,
+            at INTEGER NOT NULL, repaired INTEGER
+        );
         -- Rows that hold two versions under one dot (both kept).
         CREATE TABLE collisions(
             id INTEGER PRIMARY KEY, ns INTEGER NOT NULL, key BLOB NOT NULL, dot TEXT NOT NULL,

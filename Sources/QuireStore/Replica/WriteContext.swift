@@ -77,7 +77,7 @@ struct WriteContext {
         // would refuse a 128-bit collision); skip the lookup on bulk imports.
         let existing: RowRecord?
         if let preloaded { existing = preloaded } else { existing = freshKey ? nil : try RowRecord.load(db, ns, key, withBody: true) }
-        let existingRow = try existing?.row(path: store.path)
+        let existingRow = try existing.map { record throws(StoreError) in try decodeSettingAside(record) }
         if ns == .memory, existingRow != nil {
             throw StoreError(.conflict, "memory is append-only: event \(key) already exists; record a new event instead")
         }
@@ -194,7 +194,7 @@ struct WriteContext {
     /// under a new incarnation; `ReplicaStore+Incarnation`).
     mutating func applyRemote(_ incoming: Row) throws(StoreError) -> RowMerge.Outcome {
         var existing = try RowRecord.load(db, incoming.namespace, incoming.key, withBody: true)
-        var local = try existing?.row(path: store.path)
+        var local = try existing.map { record throws(StoreError) in try decodeSettingAside(record) }
         let atRisk = try versionsAtRisk(local: local, incoming: incoming)
         if let reason = try rollbackSign(local: local, incoming: incoming, atRisk: atRisk) {
             try mintIncarnation(reason: reason, reissued: atRisk.count)
