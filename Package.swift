@@ -36,6 +36,7 @@ let package = Package(
         // Benchmarks (run through the scripts in tools/).
         .executableTarget(name: "bench-digest", dependencies: ["QuireStore", "QuireCore"], path: "tools/BenchDigest"),
         .executableTarget(name: "bench-sync", dependencies: ["QuireSync", "QuireStore", "QuireCore", "QuireRelay"], path: "tools/BenchSync"),
+        .executableTarget(name: "bench-context", dependencies: ["QuireCore"], path: "tools/BenchContext"),
 
         // Loopback helpers shared by the relay, sync and end-to-end tests.
         .target(name: "QuireTestSupport", path: "Tests/Support"),
