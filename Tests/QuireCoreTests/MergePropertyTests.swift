@@ -19,6 +19,9 @@ final class MergePropertyTests: XCTestCase {
         UInt64(ProcessInfo.processInfo.environment["QUIRE_SEED"] ?? "") ?? UInt64.random(in: 0...UInt64.max)
     }
 
+    /// QUIRE_MERGE_SCALE multiplies the rounds (tools/ci-extras.d/merge-soak).
+    func rounds(_ n: Int) -> Int { n * (Int(ProcessInfo.processInfo.environment["QUIRE_MERGE_SCALE"] ?? "") ?? 1) }
+
     func actors(_ n: Int) -> [Actor] {
         (1...n).map { Actor(device: DeviceID(bytes: [UInt8](repeating: UInt8($0), count: 16))!, incarnation: UInt64($0) * 1000) }
     }
@@ -76,7 +79,7 @@ final class MergePropertyTests: XCTestCase {
     func testJoinIsCommutativeAssociativeAndIdempotent() {
         let seed = self.seed
         var r = Rand(state: seed)
-        for round in 0..<1500 {
+        for round in 0..<rounds(1500) {
             let ns = namespaces[r.int(namespaces.count)]
             let (states, _) = history(ns, &r, devices: 2 + r.int(3))
             guard states.count >= 3 else { continue }
@@ -95,7 +98,7 @@ final class MergePropertyTests: XCTestCase {
     func testEveryDeliveryOrderKeepsExactlyTheWritesNothingReplaced() {
         let seed = self.seed
         var r = Rand(state: seed)
-        for round in 0..<800 {
+        for round in 0..<rounds(800) {
             let ns = namespaces[r.int(namespaces.count)]
             let (states, ops) = history(ns, &r, devices: 2 + r.int(4))
             guard !states.isEmpty else { continue }
