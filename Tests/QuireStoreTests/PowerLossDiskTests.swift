@@ -170,6 +170,32 @@ final class PowerLossDiskTests: XCTestCase {
         XCTAssertGreaterThan(lostSomething, 0, "some cut must have lost unsynced commits, or this test shows nothing")
     }
 
+    /// The rollback journal too: a transaction cut half-way, with pages
+    /// already spilled into the database file, is rolled back from its hot
+    /// journal on the next open (the dead connection may not delete it).
+    func testARollbackJournalTransactionCutHalfWayIsRolledBack() throws {
+        let disk = PowerLossDisk()
+        let path = temporaryDirectory() + "/t.sqlite"
+        var db: Connection? = try Connection(path: path, vfs: disk)
+        XCTAssertEqual(try db!.queryOne("PRAGMA journal_mode=DELETE") { $0.text(0) }, "delete")
+        try db!.execute("PRAGMA synchronous=FULL")
+        try db!.execute("PRAGMA cache_size=10")
+        try db!.execute("CREATE TABLE t(v TEXT)")
+        for i in 0..<20 { try db!.run("INSERT INTO t(v) VALUES (?)", [.text("kept \(i) " + String(repeating: "x", count: 500))]) }
+        XCTAssertEqual(disk.unsyncedBytes, 0)
+        try db!.execute("BEGIN")
+        for i in 0..<400 { try db!.run("INSERT INTO t(v) VALUES (?)", [.text("cut \(i) " + String(repeating: "y", count: 500))]) }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: path + "-journal"), "a transaction in progress")
+        XCTAssertGreaterThan(disk.unsyncedFiles.keys.filter { !$0.hasSuffix("-journal") }.count, 0, "pages spilled into the database file")
+        try disk.powerLoss()
+        db = nil
+        XCTAssertTrue(FileManager.default.fileExists(atPath: path + "-journal"), "the hot journal outlives the dead connection")
+        let again = try Connection(path: path, vfs: disk)
+        XCTAssertEqual(try again.queryOne("SELECT count(*) FROM t") { $0.int(0) }, 20)
+        XCTAssertEqual(try again.queryOne("SELECT count(*) FROM t WHERE v LIKE 'cut%'") { $0.int(0) }, 0)
+        XCTAssertEqual(try integrity(again), "ok")
+    }
+
     func testSeveralDisksCoexistAndTheDefaultVFSIsUntouched() throws {
         let a = PowerLossDisk(), b = PowerLossDisk(forwardsSync: false)
         XCTAssertNotEqual(a.name, b.name)

@@ -76,7 +76,10 @@ public final class PowerLossDisk: @unchecked Sendable {
     }
 
     deinit {
-        // Every connection on this disk holds the disk, so none is open now.
+        // Every connection on this disk holds the disk, so no file should be
+        // open now; if SQLite still holds one (a close it deferred), the VFS
+        // is left registered rather than freed under it.
+        if core.withLock({ core.liveOpen + core.deadOpen }) > 0 { return }
         sqlite3_vfs_unregister(vfs)
         vfs.deinitialize(count: 1)
         vfs.deallocate()
@@ -144,8 +147,8 @@ final class PowerLossCore: @unchecked Sendable {
         defer { lock.unlock() }
         epoch += 1
         // Everything open now belongs to the process the power cut killed.
-        deadOpen += images.values.reduce(0) { $0 + $1.openCount } + anonymousOpen
-        anonymousOpen = 0
+        deadOpen += liveOpen
+        liveOpen = 0
         var failures: [String] = []
         for image in images.values where image.isDirty {
             if let failure = restore(image) { failures.append(failure) }
@@ -156,8 +159,8 @@ final class PowerLossCore: @unchecked Sendable {
         }
     }
 
-    /// Files open without a name (temporary files), counted for the power cut.
-    var anonymousOpen = 0
+    /// Files opened since the last power cut and not closed yet.
+    var liveOpen = 0
 
     /// Writes the saved durable blocks back and cuts the file to its durable
     /// size, through a fresh handle of the underlying VFS.
@@ -169,7 +172,8 @@ final class PowerLossCore: @unchecked Sendable {
         guard let path = strdup(image.path) else { return "\(image.path): out of memory" }
         defer { free(path) }
         var outFlags: Int32 = 0
-        let flags = (image.openFlags & ~(SQLITE_OPEN_EXCLUSIVE | SQLITE_OPEN_DELETEONCLOSE | SQLITE_OPEN_READONLY))
+        // Not URI: this name is a plain C string with no parameters after it.
+        let flags = (image.openFlags & ~(SQLITE_OPEN_EXCLUSIVE | SQLITE_OPEN_DELETEONCLOSE | SQLITE_OPEN_READONLY | SQLITE_OPEN_URI))
             | SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
         var rc = real.pointee.xOpen!(real, path, file, flags, &outFlags)
         guard rc == SQLITE_OK, let io = file.pointee.pMethods else {
@@ -373,9 +377,8 @@ private func plOpen(_ vfs: UnsafeMutablePointer<sqlite3_vfs>?, _ name: sqlite3_f
             core.images[path] = known
             known.openCount += 1
             image = known
-        } else {
-            core.anonymousOpen += 1
         }
+        core.liveOpen += 1
         return OpenFile(core: core, real: real, io: io, image: image, epoch: core.epoch)
     }
     raw.storeBytes(of: Unmanaged.passRetained(open).toOpaque(), toByteOffset: PowerLossLayout.stateOffset, as: UnsafeMutableRawPointer.self)
@@ -402,13 +405,15 @@ private func plClose(_ file: UnsafeMutablePointer<sqlite3_file>?) -> Int32 {
     s.core.withLock {
         if s.isDead {
             s.core.deadOpen -= 1
-        } else if let image = s.image {
-            image.openCount -= 1
-            if image.openCount == 0 && !image.isDirty && s.core.images[image.path] === image {
-                s.core.images[image.path] = nil
-            }
         } else {
-            s.core.anonymousOpen -= 1
+            s.core.liveOpen -= 1
+            if let image = s.image {
+                image.openCount -= 1
+                // A closed file keeps its unsynced writes (in the page cache).
+                if image.openCount == 0 && !image.isDirty && s.core.images[image.path] === image {
+                    s.core.images[image.path] = nil
+                }
+            }
         }
     }
     let pointer = UnsafeMutableRawPointer(file!).load(fromByteOffset: PowerLossLayout.stateOffset, as: UnsafeMutableRawPointer.self)
