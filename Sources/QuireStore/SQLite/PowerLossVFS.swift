@@ -120,7 +120,11 @@ final class PowerLossCore: @unchecked Sendable {
     private let lock = NSLock()
     /// Files with an open handle or unsynced changes, by SQLite's full path.
     var images: [String: FileImage] = [:]
+    /// Advanced by each power cut; a file opened in an earlier epoch is dead.
     var epoch = 0
+    /// Files opened since the last power cut and not closed yet.
+    var liveOpen = 0
+    /// Files opened before it and not closed yet.
     var deadOpen = 0
     var syncCount = 0
 
@@ -158,9 +162,6 @@ final class PowerLossCore: @unchecked Sendable {
             throw StoreError(.sqlite(SQLITE_IOERR), "power loss could not put files back: " + failures.joined(separator: "; "))
         }
     }
-
-    /// Files opened since the last power cut and not closed yet.
-    var liveOpen = 0
 
     /// Writes the saved durable blocks back and cuts the file to its durable
     /// size, through a fresh handle of the underlying VFS.
