@@ -197,7 +197,7 @@ extension QuireFileSystem {
         }
     }
 
-    /// fsync(2): committed and checkpointed, so it survives a power cut too.
+    /// fsync(2): committed and fsynced (`store.sync()`), so it survives a power cut too.
     public func synchronize(_ inode: FuseInode, handle: UInt64, dataOnly: Bool, request: FuseRequest) throws {
         try locked { () throws(FuseError) in
             guard let file = handles[handle] else { throw .badFileHandle }
