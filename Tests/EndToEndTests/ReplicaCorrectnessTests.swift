@@ -126,4 +126,43 @@ final class ReplicaCorrectnessTests: XCTestCase {
         XCTAssertEqual(try quireOK(["get", "notebook", "Diary"], home: home("a")).stdout, "every word counts\n")
         XCTAssertTrue(try quireOK(["status"], home: home("a")).stdout.contains("repaired from a good copy"))
     }
+
+    /// `quire backup` while the device syncs, `quire restore` refused while
+    /// it syncs, then put back: the restored device writes as a new
+    /// incarnation, so its offline edit and the phone's later one both
+    /// survive, and what it wrote after the backup comes back from the phone.
+    func testBackupWhileSyncingAndRestoreWithANewIncarnation() throws {
+        try makeDevices(["a", "b"])
+        try quireOK(["put", "plans", "Trip", "--notes", "v1"], home: home("a"))
+        try sync(["a", "b"])
+        let running = try SyncDaemon(home: home("a"), relay: relay)
+        _ = eventually(5) { FileManager.default.fileExists(atPath: self.home("a") + "/sync-status.json") }
+        let file = dir + "/a.qbackup"
+        try quireOK(["backup", "--to", file], home: home("a"))
+        var mode = stat()
+        XCTAssertEqual(stat(file, &mode), 0)
+        XCTAssertEqual(mode.st_mode & 0o777, 0o600, "the backup holds private keys")
+        let refused = try quire(["restore", "--from", file], home: home("a"))
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.stderr.contains("syncing or mounted"), refused.stderr)
+        running.stop()
+        try quireOK(["put", "notebook", "After the backup"], home: home("a"), stdin: Array("kept by the phone\n".utf8))
+        try quireOK(["put", "plans", "Trip", "--notes", "v2"], home: home("a"))
+        try sync(["a", "b"])
+        try quireOK(["put", "plans", "Trip", "--notes", "v3 by the phone"], home: home("b"))
+        let dry = try quireOK(["restore", "--from", file, "--dry-run"], home: home("a")).stdout
+        XCTAssertTrue(dry.contains("move what is there now"), dry)
+        XCTAssertTrue(try quireOK(["ls", "notebook"], home: home("a")).stdout.contains("After the backup"), "a dry run changes nothing")
+        try quireOK(["restore", "--from", file], home: home("a"))
+        XCTAssertFalse(try quireOK(["ls", "notebook"], home: home("a")).stdout.contains("After the backup"))
+        let aside = try FileManager.default.contentsOfDirectory(atPath: home("a")).filter { $0.hasPrefix("before-restore-") }
+        XCTAssertEqual(aside.count, 1, "the replica that was there is kept")
+        try quireOK(["put", "plans", "Trip", "--notes", "offline after the restore"], home: home("a"))
+        try sync(["a", "b"])
+        XCTAssertTrue(try quireOK(["get", "notebook", "After the backup"], home: home("a")).stdout.contains("kept by the phone"))
+        for n in ["a", "b"] {
+            let trip = try jsonObject(try quireOK(["get", "plans", "Trip", "--json"], home: home(n)).stdout) as! [String: Any]
+            XCTAssertEqual((trip["heads"] as? [String])?.count, 2, "the phone's edit and the restored device's both kept on \(n): \(trip)")
+        }
+    }
 }

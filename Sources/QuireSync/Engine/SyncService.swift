@@ -71,12 +71,12 @@ public struct SyncServiceError: Error, CustomStringConvertible, Sendable {
 
 /// `flock` on `<home>/sync.lock`: one sync engine per device directory,
 /// across processes (the daemon, the mount, `quire sync --once`).
-final class DeviceLock: @unchecked Sendable {
+public final class DeviceLock: @unchecked Sendable {
     private var fd: Int32
 
     private init(fd: Int32) { self.fd = fd }
 
-    static func acquire(path: String) throws -> DeviceLock {
+    public static func acquire(path: String) throws -> DeviceLock {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw SyncServiceError("cannot open \(path): \(String(cString: strerror(errno)))") }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
@@ -92,7 +92,7 @@ final class DeviceLock: @unchecked Sendable {
         return DeviceLock(fd: fd)
     }
 
-    func release() {
+    public func release() {
         guard fd >= 0 else { return }
         flock(fd, LOCK_UN)
         close(fd)
