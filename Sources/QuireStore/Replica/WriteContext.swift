@@ -240,6 +240,10 @@ struct WriteContext {
         var body: [UInt8]? = nil
         var offloaded = false
         var hash: [UInt8]? = nil
+        if row.isTombstone {
+            // When this device learned of the delete: the barrier's age threshold.
+            updated = now.seconds
+        }
         if let view = row.content {
             name = view.displayName
             updated = view.updatedAt?.seconds ?? 0

@@ -148,6 +148,8 @@ extension SyncEngine {
         if divergent.isEmpty {
             sibling.inSync = true
             sibling.lastMatch = clock.now()
+            // The one moment the fleet is known to agree about something.
+            scheduleBarrier(nowMs: nowMs)
             let shouldReturn = (sibling.isReconciling || sibling.lastSentDigest == nil) && sibling.lastSentDigest != mine.bytes
             sibling.isReconciling = false
             siblings[sender] = sibling

@@ -61,6 +61,12 @@ extension SyncEngine {
                 try handleIntroduce(try IntroduceMessage.decode(message.payload), from: sender, nowMs: nowMs)
             case .offloadPut, .offloadAck, .recallRequest, .recallResponse, .holdQuery, .holdAnswer:
                 try handleOffloadMessage(message, from: sender, nowMs: nowMs)
+            case .gcPropose:
+                try handlePropose(try BarrierPropose.decode(message.payload), from: sender, nowMs: nowMs)
+            case .gcAck:
+                try handleAck(try BarrierAck.decode(message.payload), from: sender, nowMs: nowMs)
+            case .gcCommit:
+                try handleCommit(try BarrierCommit.decode(message.payload), from: sender, nowMs: nowMs)
             default:
                 count(.unknownSubKind)
             }
@@ -167,6 +173,9 @@ extension SyncEngine {
         }
         let current = roster.siblings(of: me.deviceID)
         let ids = Set(current.map(\.deviceID))
+        if let round = barrier.round, round.roster != ids {
+            abandonRound("a device was added or revoked while the round was open")
+        }
         for gone in siblings.keys where !ids.contains(gone) {
             if roster[gone]?.isRevoked == true { note("device \(name(of: gone)) was revoked: its frames are refused") }
             siblings[gone] = nil

@@ -33,6 +33,13 @@ public final class SyncEngine: @unchecked Sendable {
         /// Every frame in and out and every pull step, for diagnosing a
         /// fleet (the benchmark's BENCH_TRACE); nil in normal use.
         public var trace: (@Sendable (String) -> Void)?
+        /// The cloud folder holding the anchor; nil: this device cannot lead
+        /// a barrier (it has nowhere to write the anchor).
+        public var cloud: CloudFolder?
+        /// This device's cloud-anchor switch (prefs); off: it never acks.
+        public var isAnchorEnabled: @Sendable () -> Bool = { true }
+        /// Records a new local generation (prefs; refuses to move backward).
+        public var setGeneration: @Sendable (UInt64) throws -> Void = { _ in }
 
         public init(store: ReplicaStore, identity: Identity, relay: any Relay, clock: any Clock, random: any RandomSource,
                     generation: @escaping @Sendable () -> UInt64 = { 0 }, log: @escaping @Sendable (String) -> Void = { _ in },
@@ -80,6 +87,8 @@ public final class SyncEngine: @unchecked Sendable {
     var subscription: RelaySubscription?
     /// Offloads, recalls and hold queries in flight (Offload/).
     var offloadBook = OffloadBook()
+    /// The tombstone barrier (Barrier/).
+    var barrier = BarrierState()
 
     // MARK: Inbox (relay threads → engine)
     let inboxCondition = NSCondition()
@@ -234,6 +243,7 @@ public final class SyncEngine: @unchecked Sendable {
             pullTimedOut(key, nowMs: now)
         }
         offloadTick(nowMs: now)
+        barrierTick(nowMs: now)
         chunks.expire(nowMs: now)
         updatePhase(nowMs: now)
         writeStatus(force: false)

@@ -32,12 +32,19 @@ public final class SyncService: @unchecked Sendable {
             do { relay = try makeRelay(from: spec) } catch { throw SyncServiceError("cannot open relay \(spec): \(error)") }
             let log = LogFile(path: home.logPath)
             let generation = GenerationReader(prefs: home.prefs, initial: prefs.generation)
-            let deps = SyncEngine.Dependencies(
+            var deps = SyncEngine.Dependencies(
                 store: store, identity: identity, relay: relay, clock: SystemClock(), random: SystemRandom(),
                 generation: { generation.value() },
                 log: { line in log.write("sync: " + line); echo?(line) },
                 statusPath: SyncStatus.path(in: home), statePath: home.path + "/sync-state.json",
                 relayDescription: (try? RelaySpec(parsing: spec).description) ?? spec)
+            deps.cloud = prefs.cloud.map { CloudFolder(path: $0, accountID: identity.userIDHash) }
+            let prefsFile = home.prefs
+            deps.isAnchorEnabled = { (try? prefsFile.load().backupEnabled) ?? false }
+            deps.setGeneration = { value in
+                try prefsFile.setGeneration(value)
+                generation.set(value)
+            }
             let engine = SyncEngine(deps, configuration: configuration)
             try engine.start()
             log.write("sync: started on \(deps.relayDescription) as channel \(engine.channel)")
@@ -131,6 +138,13 @@ final class GenerationReader: @unchecked Sendable {
     init(prefs: PrefsFile, initial: UInt64) {
         self.prefs = prefs
         self.cached = initial
+    }
+
+    /// A generation this process just recorded (a barrier commit).
+    func set(_ value: UInt64) {
+        lock.lock(); defer { lock.unlock() }
+        cached = value
+        readAt = Date()
     }
 
     func value() -> UInt64 {

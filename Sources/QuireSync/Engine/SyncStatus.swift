@@ -57,6 +57,8 @@ public struct SyncStatus: Codable, Equatable, Sendable {
     public var sendErrors: Int
     /// The last few notable events, newest last, for `quire status`.
     public var events: [String]
+    /// The tombstone barrier's last outcome, in words.
+    public var barrier: String? = nil
 
     public static func path(in home: DeviceHome) -> String { home.path + "/sync-status.json" }
 

@@ -128,6 +128,9 @@ public enum FrameDrop: String, CaseIterable, Sendable, Error, CustomStringConver
     case unexpected
     /// Arrived faster than the engine could process them; shed at the door.
     case backlog
+    /// A barrier commit for a round this device did not ack, already
+    /// committed (a replay), or whose digest is no longer this device's.
+    case barrierRefused
 
     public var description: String {
         switch self {
@@ -138,6 +141,7 @@ public enum FrameDrop: String, CaseIterable, Sendable, Error, CustomStringConver
         case .misaddressed: return "addressed to another device"
         case .unknownSender: return "unknown sender (another account, or not yet introduced)"
         case .revoked: return "from a revoked device"
+        case .barrierRefused: return "barrier commit refused (not acked here, a replay, or a moved digest)"
         case .unauthenticated: return "failed to authenticate"
         case .otherAccount: return "from another account"
         case .replay: return "replayed"
