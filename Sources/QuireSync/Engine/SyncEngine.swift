@@ -80,6 +80,10 @@ public final class SyncEngine: @unchecked Sendable {
     var subscription: RelaySubscription?
     /// Offloads, recalls and hold queries in flight (Offload/).
     var offloadBook = OffloadBook()
+    /// Rows of ours too large to travel, named in the status (SyncEngine+RowLimits).
+    var unsyncable: [RowID: UnsyncableRow] = [:]
+    /// Siblings' oversize rows already logged (sender, key, reason).
+    var refusedOversize = Set<String>()
 
     // MARK: Inbox (relay threads → engine)
     let inboxCondition = NSCondition()

@@ -4,14 +4,25 @@ import QuireStore
 /// Answers one `reconcile_req` from the store. Stateless: every request
 /// carries all the responder needs, so a lost or duplicated request costs
 /// nothing but its bytes. Returns nil when nothing differs (no frame is sent).
+///
+/// No row stops the others: a row larger than the response budget travels
+/// in a response of its own (chunked by the frame layer), a row that does
+/// not fit what is left of the budget waits for the next round while
+/// smaller rows after it still go, and a row that cannot travel at all
+/// (`RowLimits`) is left out and named, so whatever the key order every row
+/// that can sync does.
 struct ReconcileResponder {
     let store: ReplicaStore
     /// Ranges holding at most this many rows travel as key lists.
     let threshold: Int
-    /// Rows stop being added past this many bytes; the response says so.
+    /// Row bytes in the main response; larger rows go on their own.
     let maxRowBytes: Int
 
     func respond(to request: ReconcileRequest) throws -> ReconcileResponse? {
+        try answer(request).response
+    }
+
+    func answer(_ request: ReconcileRequest) throws -> ReconcileAnswer {
         let ns = request.namespace
         let reader = RangeReader(store: store, namespace: ns)
         var rows = RowBudget(limit: maxRowBytes)
@@ -54,39 +65,77 @@ struct ReconcileResponder {
                 rows.add(try store.tombstones(ns))
             }
         }
-        if rows.rows.isEmpty && items.isEmpty { return nil }
-        return ReconcileResponse(namespace: ns, session: request.session, step: request.step, rows: rows.rows,
-                                 items: items, isTruncated: rows.isTruncated)
+        let alone = rows.alone.map {
+            var r = ReconcileResponse(namespace: ns, session: request.session, step: request.step, rows: [$0], items: [], isTruncated: false)
+            r.isRowsOnly = true
+            return r
+        }
+        // The main response goes even when empty if rows went alone: it is
+        // what moves (or ends) the puller's session.
+        let main: ReconcileResponse? = rows.rows.isEmpty && items.isEmpty && alone.isEmpty && !rows.isTruncated ? nil
+            : ReconcileResponse(namespace: ns, session: request.session, step: request.step, rows: rows.rows,
+                                items: items, isTruncated: rows.isTruncated)
+        return ReconcileAnswer(alone: alone, response: main, unsendable: rows.unsendable)
     }
 }
 
-/// Rows for one response, up to a byte budget (bounded memory on both ends;
-/// the rest follows in the next round).
+/// What answers one request: responses that each carry one large row
+/// (sent first), the response proper, and the rows that cannot travel.
+struct ReconcileAnswer {
+    var alone: [ReconcileResponse]
+    var response: ReconcileResponse?
+    var unsendable: [UnsendableRow]
+}
+
+/// A row the responder left out because no message may carry it.
+struct UnsendableRow: Equatable {
+    var row: Row
+    var violation: RowLimits.Violation
+}
+
+/// Rows for one response, up to a byte budget (bounded memory on both
+/// ends; the rest follows in the next round). A row over the budget never
+/// truncates the rows after it:
+///  - a row that cannot travel at all (`RowLimits.check`) is set aside as
+///    unsendable, and the rows after it are still considered;
+///  - a row larger than the budget goes alone, in a response of its own, up
+///    to `aloneLimit` bytes of such rows per answer (always at least one);
+///  - a row that fits the budget but not what is left of it waits for the
+///    next round (`isTruncated`), and smaller rows after it may still go.
 struct RowBudget {
     let limit: Int
+    let aloneLimit: Int
     private(set) var rows: [Row] = []
     private(set) var bytes = 0
+    private(set) var alone: [Row] = []
+    private(set) var aloneBytes = 0
+    private(set) var unsendable: [UnsendableRow] = []
     private(set) var isTruncated = false
     private var keys = Set<RowKey>()
 
-    init(limit: Int) { self.limit = limit }
+    init(limit: Int, aloneLimit: Int = RowLimits.maxRowWireBytes) {
+        self.limit = limit
+        self.aloneLimit = aloneLimit
+    }
 
     mutating func add(_ more: [Row]) {
         for row in more where !keys.contains(row.key) {
-            let size = RowBudget.estimate(row)
-            if bytes + size > limit && !rows.isEmpty { isTruncated = true; return }
-            rows.append(row)
+            if let violation = RowLimits.check(row) {
+                keys.insert(row.key)
+                unsendable.append(UnsendableRow(row: row, violation: violation))
+                continue
+            }
+            let size = RowLimits.wireBytes(of: row)
+            if size > limit {
+                guard alone.isEmpty || aloneBytes + size <= aloneLimit else { isTruncated = true; continue }
+                alone.append(row)
+                aloneBytes += size
+            } else {
+                guard bytes + size <= limit else { isTruncated = true; continue }
+                rows.append(row)
+                bytes += size
+            }
             keys.insert(row.key)
-            bytes += size
-        }
-    }
-
-    static func estimate(_ row: Row) -> Int {
-        switch row.content {
-        case .note(let n)?: return 160 + (n.body?.count ?? 0) + n.title.utf8.count
-        case .saga(let s)?: return 120 + s.text.count
-        case nil: return 60
-        default: return 200
         }
     }
 }
