@@ -64,8 +64,10 @@ extension SyncEngine {
             return
         }
         siblings[sender]?.isReconciling = true
+        var known: [RowKey: [UInt8]] = [:]
+        for (id, row) in unsyncable where id.namespace == request.namespace { if let leaf = row.leaf { known[id.key] = leaf } }
         let responder = ReconcileResponder(store: store, threshold: configuration.keyListThreshold,
-                                           maxRowBytes: configuration.maxResponseRowBytes)
+                                           maxRowBytes: configuration.maxResponseRowBytes, knownUnsendable: known)
         let answer = try responder.answer(request)
         recordUnsendable(answer.unsendable, asked: request.namespace)
         // Rows too large for the response go first, each alone (chunked):

@@ -17,6 +17,10 @@ struct ReconcileResponder {
     let threshold: Int
     /// Row bytes in the main response; larger rows go on their own.
     let maxRowBytes: Int
+    /// Rows already found too large to travel, by key, with their leaf
+    /// then: not read again while unchanged (a row written before the limit
+    /// may be hundreds of MiB, and siblings ask for it every round).
+    var knownUnsendable: [RowKey: [UInt8]] = [:]
 
     func respond(to request: ReconcileRequest) throws -> ReconcileResponse? {
         try answer(request).response
@@ -49,7 +53,8 @@ struct ReconcileResponder {
                 var mineLive = Set<RowKey>()
                 for e in try reader.entries(range) {
                     mineLive.insert(e.key)
-                    if theirLeaves[e.key] != e.leaf, let row = try store.row(ns, e.key) { rows.add([row]) }
+                    if theirLeaves[e.key] != e.leaf, try !isKnownUnsendable(ns, e.key, leaf: e.leaf),
+                       let row = try store.row(ns, e.key) { rows.add([row]) }
                 }
                 // Keys they hold live that we deleted: our tombstones bury them.
                 for key in theirLeaves.keys.sorted() where !mineLive.contains(key) {
@@ -59,7 +64,9 @@ struct ReconcileResponder {
                 items.append(.keyList(range, try reader.entries(range)))
                 rows.add(try reader.tombstones(range))
             case .want(let keys):
-                for key in keys { if let row = try store.row(ns, key) { rows.add([row]) } }
+                for key in keys where try !isKnownUnsendable(ns, key, leaf: nil) {
+                    if let row = try store.row(ns, key) { rows.add([row]) }
+                }
             case .whole:
                 rows.add(try store.rows(ns, from: [], to: nil))
                 rows.add(try store.tombstones(ns))
@@ -76,6 +83,17 @@ struct ReconcileResponder {
             : ReconcileResponse(namespace: ns, session: request.session, step: request.step, rows: rows.rows,
                                 items: items, isTruncated: rows.isTruncated)
         return ReconcileAnswer(alone: alone, response: main, unsendable: rows.unsendable)
+    }
+}
+
+extension ReconcileResponder {
+    /// True for a row found unsendable before and unchanged since (its
+    /// leaf, or the first bytes of it a key list carries, still match).
+    func isKnownUnsendable(_ ns: Namespace, _ key: RowKey, leaf: [UInt8]?) throws -> Bool {
+        guard let known = knownUnsendable[key] else { return false }
+        guard let current = try leaf ?? store.leaves(ns, from: key.bytes, to: key.bytes + [0]).first?.leaf else { return false }
+        let n = min(KeyLeaf.leafSize, current.count, known.count)
+        return n > 0 && current.prefix(n).elementsEqual(known.prefix(n))
     }
 }
 
