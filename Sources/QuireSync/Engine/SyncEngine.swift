@@ -92,7 +92,10 @@ public final class SyncEngine: @unchecked Sendable {
     var shedFrames = 0
     /// Frames waiting for the engine thread, bounded in count and bytes.
     static let inboxLimit = 8192
-    static let inboxByteLimit = 64 << 20
+    /// A whole message at the size limit (`RowLimits`) with its frames'
+    /// overhead, and room besides: a row sent alone must not be shed
+    /// while the engine is busy applying the one before it.
+    static let inboxByteLimit = RowLimits.maxMessageBytes + (16 << 20)
     var isRunning = false
     var runnerDone: DispatchSemaphore?
 
