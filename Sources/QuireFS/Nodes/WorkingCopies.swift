@@ -108,6 +108,15 @@ extension QuireFileSystem {
             reject(ref, copy: copy, previous: previous, error: error, name: name)
             throw error.fuseError
         }
+        // The file's size was checked as it was written; this is the same
+        // limit on what the text became (a plan's title comes from its name).
+        let bodyBytes = RowLimits.bodyBytes(of: content)
+        guard bodyBytes <= RowLimits.maxBodyBytes else {
+            let error = FormatError(.tooLarge, "holds \(RowLimits.describe(bodyBytes)), over the \(RowLimits.describe(RowLimits.maxBodyBytes)) "
+                                    + "one version of a row may hold and still sync (EFBIG)")
+            reject(ref, copy: copy, previous: previous, error: error, name: name)
+            throw error.fuseError
+        }
         // A card renamed while open: its FN is still the one the file showed
         // (the user did not change it), so the rename's name stands; it
         // used to come back as the old name at close.

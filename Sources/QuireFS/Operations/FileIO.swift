@@ -4,9 +4,17 @@ import QuireFuse
 import QuireStore
 
 extension QuireFileSystem {
-    /// Larger writes fail with EFBIG: a note is prose, and the whole body
-    /// lives in memory while the file is open.
-    static let maximumFileSize = 256 << 20
+    /// Larger writes fail with EFBIG: one version of a row holds at most
+    /// `RowLimits.maxBodyBytes` (the most that can sync to a sibling; see
+    /// RowLimits for why), and the whole body lives in memory while the
+    /// file is open. Removed files still open (orphans) keep the same limit.
+    static let maximumFileSize = RowLimits.maxBodyBytes
+
+    /// The sentence in the log and `.quire/status` for a refused size.
+    func tooLargeMessage(_ ref: RowRef, size: Int) -> String {
+        "\(ref.namespace.name)/\(displayName(ref)): would grow to \(RowLimits.describe(size)), but a file here is at most "
+            + "\(RowLimits.describe(Self.maximumFileSize)) (the most one version of a row may hold and still sync); refused with EFBIG"
+    }
 
     func addHandle(_ file: OpenFile) -> UInt64 {
         let handle = nextHandle
@@ -169,7 +177,7 @@ extension QuireFileSystem {
                 guard let count = working[ref]?.content.count else { throw .badFileHandle }
                 let start = file.flags.isAppending ? count : Int(clamping: offset)
                 guard start + data.count <= Self.maximumFileSize else {
-                    throw refuse(.fileTooLarge, "\(ref.namespace.name)/\(displayName(ref)): files here are at most 256 MiB")
+                    throw refuse(.fileTooLarge, tooLargeMessage(ref, size: start + data.count))
                 }
                 // Changed in place in the table: a `var copy` shares the
                 // text's storage with the table, so each write() copied the
@@ -272,7 +280,7 @@ extension QuireFileSystem {
     /// ftruncate on an open file changes its working copy (committed at
     /// close); truncate(2) by path is a complete edit of its own.
     private func resize(_ ref: RowRef, to size: Int, byHandle: Bool) throws(FuseError) {
-        guard size <= Self.maximumFileSize else { throw .fileTooLarge }
+        guard size <= Self.maximumFileSize else { throw refuse(.fileTooLarge, tooLargeMessage(ref, size: size)) }
         var copy = try workingCopy(ref)
         if size == copy.content.count { return }
         if size < copy.content.count {

@@ -12,6 +12,7 @@ extension SyncEngine {
             guard seq != lastSeq else { return }
             lastSeq = seq
             invalidateDigest()
+            if !unsyncable.isEmpty { revalidateUnsyncable() }
             let digest = try currentDigest()
             if digest.digest.roots[.devices] != rosterRoot { try reloadRoster() }
             if let mark = try store.outboxHighWater(), mark > lastOutboxMark { markDirty(nowMs: nowMs) }

@@ -34,6 +34,10 @@ extension SyncEngine {
         }
         if inner.subKind == .chunk {
             guard let chunk = Chunk.decode(inner.payload) else { count(.badPayload); return }
+            // A large response still arriving keeps its pull alive: a row
+            // near the size limit may take longer than the pull's timeout
+            // to cross, and a retry would only send it all again.
+            for key in pulls.keys where key.sibling == inner.sender { pulls[key]?.lastActivityMs = nowMs }
             let before = chunks.expired
             let whole = chunks.add(chunk, from: inner.sender, nowMs: nowMs)
             if chunks.expired > before { count(.chunkExpired, chunks.expired - before) }

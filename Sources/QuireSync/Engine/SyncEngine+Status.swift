@@ -23,7 +23,8 @@ extension SyncEngine {
                           generation: (try? currentDigest().digest.generation) ?? deps.generation(),
                           siblings: siblingStatus, dropped: dropped, framesIn: metrics.framesIn, framesOut: metrics.framesOut,
                           bytesIn: metrics.bytesIn, bytesOut: metrics.bytesOut, rounds: metrics.rounds,
-                          rowsApplied: metrics.rowsApplied, sendErrors: metrics.sendErrors, events: events, barrier: barrier.lastOutcome)
+                          rowsApplied: metrics.rowsApplied, sendErrors: metrics.sendErrors, events: events,
+                          unsyncableRows: unsyncable.isEmpty ? nil : unsyncableStatus, barrier: barrier.lastOutcome)
     }
 
     /// Rewrites the snapshot when something in it changed (at most every

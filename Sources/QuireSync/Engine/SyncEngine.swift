@@ -89,6 +89,10 @@ public final class SyncEngine: @unchecked Sendable {
     var offloadBook = OffloadBook()
     /// The tombstone barrier (Barrier/).
     var barrier = BarrierState()
+    /// Rows of ours too large to travel, named in the status (SyncEngine+RowLimits).
+    var unsyncable: [RowID: UnsyncableRow] = [:]
+    /// Siblings' oversize rows already logged (sender, key, reason).
+    var refusedOversize = Set<String>()
 
     // MARK: Inbox (relay threads → engine)
     let inboxCondition = NSCondition()
@@ -97,7 +101,10 @@ public final class SyncEngine: @unchecked Sendable {
     var shedFrames = 0
     /// Frames waiting for the engine thread, bounded in count and bytes.
     static let inboxLimit = 8192
-    static let inboxByteLimit = 64 << 20
+    /// A whole message at the size limit (`RowLimits`) with its frames'
+    /// overhead, and room besides: a row sent alone must not be shed
+    /// while the engine is busy applying the one before it.
+    static let inboxByteLimit = RowLimits.maxMessageBytes + (16 << 20)
     var isRunning = false
     var runnerDone: DispatchSemaphore?
 

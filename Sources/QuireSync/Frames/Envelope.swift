@@ -124,6 +124,9 @@ public enum FrameDrop: String, CaseIterable, Sendable, Error, CustomStringConver
     case generationGap
     /// Chunks that could not be reassembled in time or within memory bounds.
     case chunkExpired
+    /// A row from a sibling larger than `RowLimits` allows: refused, the
+    /// rest of its message applied (the sender names the row in its status).
+    case rowOverLimit
     /// Our own echo, or an anonymous box carrying anything but `introduce`.
     case unexpected
     /// Arrived faster than the engine could process them; shed at the door.
@@ -151,6 +154,7 @@ public enum FrameDrop: String, CaseIterable, Sendable, Error, CustomStringConver
         case .uncertifiedRoster: return "uncertified roster row"
         case .generationGap: return "across a generation gap"
         case .chunkExpired: return "chunks expired or over budget"
+        case .rowOverLimit: return "rows over the size limit (refused)"
         case .unexpected: return "unexpected"
         case .backlog: return "shed under backlog"
         }
