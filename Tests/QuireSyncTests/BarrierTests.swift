@@ -1,0 +1,175 @@
+import Foundation
+import QuireCore
+import QuireCrypto
+import QuireRelay
+import XCTest
+@testable import QuireStore
+@testable import QuireSync
+
+/// The tombstone barrier on a simulated fleet: real stores and engines, a
+/// memory relay, a shared cloud folder, a clock moved by hand.
+final class BarrierTests: XCTestCase {
+    final class Generation: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value: UInt64 = 0
+        func get() -> UInt64 { lock.lock(); defer { lock.unlock() }; return value }
+        func set(_ v: UInt64) throws {
+            lock.lock(); defer { lock.unlock() }
+            guard v >= value else { throw StoreError(.conflict, "generation backward") }
+            value = v
+        }
+    }
+    final class Switch: @unchecked Sendable { var isOn = true }
+
+    var base = ""
+    var cloud = ""
+    var devices: [TestDevice] = []
+    var engines: [SyncEngine] = []
+    var generations: [Generation] = []
+    var anchorSwitches: [Switch] = []
+    let relay = MemoryRelay(maxFrameSize: 64 << 10)
+    let clock = SimClock()
+
+    override func setUp() {
+        base = makeShortTemporaryDirectory()
+        cloud = base + "/cloud"
+        try? FileManager.default.createDirectory(atPath: cloud, withIntermediateDirectories: true)
+    }
+    override func tearDown() { try? FileManager.default.removeItem(atPath: base) }
+
+    func makeFleet3(cloudPath: String? = nil) throws {
+        devices = try makeFleet(["a", "b", "c"], in: base, clock: clock)
+        var config = SyncConfiguration()
+        config.barrierMinimumTombstones = 1
+        config.quietWindowMilliseconds = 1_000
+        for (i, d) in devices.enumerated() {
+            let generation = Generation(), anchor = Switch()
+            var deps = SyncEngine.Dependencies(store: d.store, identity: d.identity, relay: relay, clock: clock,
+                                               random: SeededRandom(seed: UInt64(i + 1) * 977), generation: { generation.get() })
+            deps.cloud = CloudFolder(path: cloudPath ?? cloud, accountID: d.identity.userIDHash)
+            deps.isAnchorEnabled = { anchor.isOn }
+            deps.setGeneration = { try generation.set($0) }
+            engines.append(SyncEngine(deps, configuration: config))
+            generations.append(generation)
+            anchorSwitches.append(anchor)
+        }
+    }
+
+    /// Index of the roster's leader (lowest signing key).
+    var leader: Int {
+        devices.indices.min { devices[$0].identity.deviceSigning.publicKey.bytes.lexicographicallyPrecedes(devices[$1].identity.deviceSigning.publicKey.bytes) }!
+    }
+
+    func tick(_ n: Int, skipping offline: Set<Int> = []) {
+        for _ in 0..<n {
+            relay.deliverAll(limit: 100_000)
+            for (i, e) in engines.enumerated() where !offline.contains(i) { e.step() }
+            clock.advance(ms: 100)
+        }
+    }
+
+    /// Notes written on the leader, two of them deleted there.
+    func deleteSome() throws -> [RowKey] {
+        let a = devices[leader].store
+        var keys: [RowKey] = []
+        for i in 0..<5 { keys.append(try a.put(.note(Note(title: "n\(i)", body: Array("words \(i)\n".utf8), createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0)))).key) }
+        try a.delete(.notebook, keys[0])
+        try a.delete(.notebook, keys[1])
+        return keys
+    }
+
+    func testABarrierCollectsEveryTombstoneOnceTheAnchorLanded() throws {
+        try makeFleet3()
+        let store = devices[leader].store
+        var keys: [RowKey] = []
+        for i in 0..<5 { keys.append(try store.put(.note(Note(title: "n\(i)", body: Array("words \(i)\n".utf8), createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0)))).key) }
+        for e in engines { try e.attach() }
+        tick(30)
+        XCTAssertEqual(try devices.map { try $0.store.counts(.notebook).live }, [5, 5, 5])
+        try store.delete(.notebook, keys[0])
+        try store.delete(.notebook, keys[1])
+        tick(20)
+        XCTAssertEqual(try devices.map { try $0.store.counts(.notebook).tombstones }, [2, 2, 2], "the deletes reached every device")
+        tick(400)
+        for (i, d) in devices.enumerated() {
+            XCTAssertEqual(generations[i].get(), 1, "device \(d.name) moved to generation 1")
+            XCTAssertEqual(try d.store.counts(.notebook).tombstones, 0, "tombstones collected on \(d.name)")
+            XCTAssertEqual(try d.store.counts(.notebook).live, 3)
+            XCTAssertNil(try d.store.row(.notebook, keys[0]))
+        }
+        let folder = CloudFolder(path: cloud, accountID: devices[0].identity.userIDHash)
+        let newest = try XCTUnwrap(try folder.newest(backupKey: devices[0].identity.backupKey))
+        XCTAssertEqual(newest.0.generation, 1)
+        XCTAssertEqual(newest.1.rows.filter { $0.namespace == .notebook }.count, 3, "the anchor holds the live notes")
+        XCTAssertTrue(engines[leader].status().barrier?.contains("generation 1") ?? false)
+        // Digests agree at the new generation, and sync goes on.
+        XCTAssertEqual(Set(try devices.map { try $0.store.digest(generation: 1).encoded() }).count, 1)
+        try devices[1].store.put(.plan(Plan(title: "after", createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0))))
+        tick(100)
+        XCTAssertEqual(try devices[2].store.counts(.plans).live, 1)
+    }
+
+    func testAnOfflineRosterDeviceStopsCollection() throws {
+        try makeFleet3()
+        _ = try deleteSome()
+        let offline = (leader + 1) % 3
+        for (i, e) in engines.enumerated() where i != offline { try e.attach() }
+        tick(400, skipping: [offline])
+        XCTAssertEqual(try devices[leader].store.counts(.notebook).tombstones, 2, "nobody collects while a roster device is away")
+        XCTAssertEqual(generations[leader].get(), 0)
+        XCTAssertTrue(engines[leader].status().barrier?.contains("no answer from") ?? false, "\(engines[leader].status().barrier ?? "-")")
+    }
+
+    func testAFailedAnchorWriteAbortsTheRoundAndAKeptTombstoneWaitsForTheNextRound() throws {
+        let missing = base + "/not-yet"
+        try makeFleet3(cloudPath: missing)
+        _ = try deleteSome()
+        for e in engines { try e.attach() }
+        tick(200)
+        // Tombstones live where the rows were deleted (the others never held them).
+        XCTAssertEqual(try devices[leader].store.counts(.notebook).tombstones, 2, "anchor first: no anchor, no collection")
+        for g in generations { XCTAssertEqual(g.get(), 0) }
+        XCTAssertTrue(engines[leader].status().barrier?.contains("anchor could not be written") ?? false)
+        try FileManager.default.createDirectory(atPath: missing, withIntermediateDirectories: true)
+        tick(400)    // the next match (a heartbeat) schedules another round
+        for (i, d) in devices.enumerated() {
+            XCTAssertEqual(try d.store.counts(.notebook).tombstones, 0)
+            XCTAssertEqual(generations[i].get(), 1)
+        }
+    }
+
+    func testACommitForARoundNotAckedOrAlreadyCommittedIsRefused() throws {
+        try makeFleet3()
+        _ = try deleteSome()
+        for e in engines { try e.attach() }
+        tick(400)
+        let follower = (leader + 1) % 3
+        XCTAssertEqual(generations[follower].get(), 1)
+        // New tombstones, then a commit replayed with the nonce of the round already committed.
+        let key = try devices[follower].store.put(.plan(Plan(title: "p", createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0)))).key
+        try devices[follower].store.delete(.plans, key)
+        let nonce = try XCTUnwrap(engines[follower].barrier.committed.first)
+        engines[follower].lock.lock()
+        engines[follower].invalidateDigest()
+        let digest = try engines[follower].currentDigest().bytes
+        try engines[follower].handleCommit(BarrierCommit(nonce: nonce, digest: digest, generation: 2), from: devices[leader].id, nowMs: 0)
+        try engines[follower].handleCommit(BarrierCommit(nonce: [UInt8](repeating: 7, count: 16), digest: digest, generation: 2),
+                                           from: devices[leader].id, nowMs: 0)
+        engines[follower].lock.unlock()
+        XCTAssertEqual(try devices[follower].store.counts(.plans).tombstones, 1, "a replayed commit collects nothing")
+        XCTAssertEqual(generations[follower].get(), 1)
+        XCTAssertEqual(engines[follower].metricsSnapshot().dropped[.barrierRefused], 2)
+    }
+
+    func testADeviceWithTheCloudAnchorOffNeverAcksAndSaysWhy() throws {
+        try makeFleet3()
+        _ = try deleteSome()
+        let opted = (leader + 2) % 3
+        anchorSwitches[opted].isOn = false
+        for e in engines { try e.attach() }
+        tick(300)
+        XCTAssertEqual(try devices[leader].store.counts(.notebook).tombstones, 2)
+        XCTAssertTrue(engines[opted].status().barrier?.contains("cloud anchor off") ?? false)
+        XCTAssertTrue(engines[leader].status().barrier?.contains("cloud anchor off") ?? false, "\(engines[leader].status().barrier ?? "-")")
+    }
+}
