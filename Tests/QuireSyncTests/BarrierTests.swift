@@ -172,4 +172,54 @@ final class BarrierTests: XCTestCase {
         XCTAssertTrue(engines[opted].status().barrier?.contains("cloud anchor off") ?? false)
         XCTAssertTrue(engines[leader].status().barrier?.contains("cloud anchor off") ?? false, "\(engines[leader].status().barrier ?? "-")")
     }
+
+    /// A device put back from a backup older than the barrier notices at
+    /// start-up (no sibling needed), recovers from the anchor's snapshot,
+    /// never brings a collected row back, and keeps what it wrote offline.
+    func testARestoredDeviceRecoversFromTheAnchorAtStartUp() throws {
+        try makeFleet3()
+        let victim = (leader + 1) % 3
+        let store = devices[leader].store
+        var keys: [RowKey] = []
+        for i in 0..<5 { keys.append(try store.put(.note(Note(title: "n\(i)", body: Array("words \(i)\n".utf8), createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0)))).key) }
+        for e in engines { try e.attach() }
+        tick(30)
+        let backup = base + "/victim-backup.sqlite"
+        try devices[victim].store.compact()
+        try FileManager.default.copyItem(atPath: devices[victim].dir + "/replica.sqlite", toPath: backup)
+        try store.delete(.notebook, keys[0])
+        try store.delete(.notebook, keys[1])
+        tick(420)
+        XCTAssertEqual(generations.map { $0.get() }, [1, 1, 1])
+
+        engines[victim].stop()
+        let restoredDir = base + "/restored"
+        try FileManager.default.createDirectory(atPath: restoredDir, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: backup, toPath: restoredDir + "/replica.sqlite")
+        let restored = try ReplicaStore(path: restoredDir + "/replica.sqlite", deviceID: devices[victim].id, clock: clock, random: SeededRandom(seed: 4242))
+        XCTAssertEqual(try restored.counts(.notebook).live, 5, "the backup still holds the deleted notes")
+        let offline = try restored.put(.note(Note(title: "offline", body: Array("written after the restore\n".utf8), createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0))))
+        let generation = Generation()
+        var deps = SyncEngine.Dependencies(store: restored, identity: devices[victim].identity, relay: relay, clock: clock,
+                                           random: SeededRandom(seed: 99), generation: { generation.get() })
+        deps.cloud = CloudFolder(path: cloud, accountID: devices[victim].identity.userIDHash)
+        deps.setGeneration = { try generation.set($0) }
+        var config = SyncConfiguration()
+        config.barrierMinimumTombstones = 1
+        engines[victim] = SyncEngine(deps, configuration: config)
+        generations[victim] = generation
+        try engines[victim].attach()          // the anchor check runs here, before any sibling is heard
+        XCTAssertEqual(generation.get(), 1, "rolled back, then recovered to the fleet's generation")
+        XCTAssertNil(try restored.row(.notebook, keys[0]), "a row the fleet collected never comes back")
+        XCTAssertNil(try restored.row(.notebook, keys[1]))
+        XCTAssertNotNil(try restored.row(.notebook, offline.key), "what it wrote offline is kept")
+        XCTAssertEqual(try restored.rollbacks().count, 1)
+        XCTAssertTrue(engines[victim].status().barrier?.contains("recovered from the cloud anchor") ?? false)
+        tick(100)
+        for d in devices where d !== devices[victim] {
+            XCTAssertNotNil(try d.store.row(.notebook, offline.key), "the offline note reached \(d.name)")
+            XCTAssertNil(try d.store.row(.notebook, keys[0]))
+        }
+        XCTAssertEqual(try restored.roots(), try store.roots())
+    }
 }

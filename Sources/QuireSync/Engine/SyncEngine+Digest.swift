@@ -129,6 +129,11 @@ extension SyncEngine {
             sibling.generationGap = theirs.generation
             sibling.inSync = false
             siblings[sender] = sibling
+            if theirs.generation > mine.digest.generation,
+               lastAnchorCheckMs.map({ nowMs &- $0 >= 30_000 }) ?? true {
+                lastAnchorCheckMs = nowMs
+                checkAnchor(trigger: "device '\(sibling.member.name)' advertised generation \(theirs.generation)")
+            }
             return
         }
         sibling.generationGap = nil

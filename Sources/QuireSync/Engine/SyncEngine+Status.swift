@@ -24,7 +24,7 @@ extension SyncEngine {
                           siblings: siblingStatus, dropped: dropped, framesIn: metrics.framesIn, framesOut: metrics.framesOut,
                           bytesIn: metrics.bytesIn, bytesOut: metrics.bytesOut, rounds: metrics.rounds,
                           rowsApplied: metrics.rowsApplied, sendErrors: metrics.sendErrors, events: events,
-                          unsyncableRows: unsyncable.isEmpty ? nil : unsyncableStatus, barrier: barrier.lastOutcome)
+                          unsyncableRows: unsyncable.isEmpty ? nil : unsyncableStatus, barrier: barrier.lastOutcome, anchor: anchorState)
     }
 
     /// Rewrites the snapshot when something in it changed (at most every

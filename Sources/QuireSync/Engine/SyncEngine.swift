@@ -89,6 +89,9 @@ public final class SyncEngine: @unchecked Sendable {
     var offloadBook = OffloadBook()
     /// The tombstone barrier (Barrier/).
     var barrier = BarrierState()
+    /// Why this device cannot tell or reach the fleet's generation, in words (Anchor/).
+    var anchorState: String?
+    var lastAnchorCheckMs: UInt64?
     /// Rows of ours too large to travel, named in the status (SyncEngine+RowLimits).
     var unsyncable: [RowID: UnsyncableRow] = [:]
     /// Siblings' oversize rows already logged (sender, key, reason).
@@ -142,6 +145,7 @@ public final class SyncEngine: @unchecked Sendable {
         isAttached = true
         do {
             try reloadRoster()
+            checkAnchor(trigger: "at start-up")
             lastSeq = try store.changeSequence()
             // A sibling that ever sealed a frame to us holds our certificate;
             // the others (a device that just joined) get an introduction.

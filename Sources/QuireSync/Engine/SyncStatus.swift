@@ -74,6 +74,8 @@ public struct SyncStatus: Codable, Equatable, Sendable {
     public var unsyncableRows: [UnsyncableRow]?
     /// The tombstone barrier's last outcome, in words.
     public var barrier: String? = nil
+    /// Why this device cannot tell or reach the fleet's generation, in words.
+    public var anchor: String? = nil
 
     public static func path(in home: DeviceHome) -> String { home.path + "/sync-status.json" }
 

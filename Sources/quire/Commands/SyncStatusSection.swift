@@ -47,8 +47,9 @@ enum SyncStatusSection {
         }
         if s.sendErrors > 0 { lines.append("\(s.sendErrors) frames could not be sent (relay unreachable?)") }
         if let barrier = s.barrier { lines.append(barrier) }
+        if let anchor = s.anchor { lines.append("STUCK: " + anchor) }
         for event in s.events.suffix(3) { lines.append("  recent: \(event)") }
-        var json: [String: Any] = ["barrier": s.barrier as Any, "running": alive, "phase": s.phase.rawValue, "relay": s.relay, "pid": s.pid,
+        var json: [String: Any] = ["barrier": s.barrier as Any, "anchor": s.anchor as Any, "running": alive, "phase": s.phase.rawValue, "relay": s.relay, "pid": s.pid,
                                    "updatedAt": s.updatedAt, "rounds": s.rounds, "rowsApplied": s.rowsApplied,
                                    "dropped": s.dropped, "sendErrors": s.sendErrors]
         json["unsyncableRows"] = stuck.map {

@@ -1,0 +1,57 @@
+import Foundation
+import QuireCore
+import QuireStore
+
+/// The anchor check, further than the seed: at start-up too (a restored
+/// device with no sibling online still notices), and whenever a sibling
+/// advertises a higher generation.
+extension SyncEngine {
+    /// Reads the anchor's generation and, if this device is behind it
+    /// (rolled back), recovers from the anchor's snapshot: join it in,
+    /// remove what the fleet collected, keep this device's unshared
+    /// writes, mint a new incarnation, and only then advance the
+    /// generation (a failed import leaves it alone).
+    func checkAnchor(trigger: String) {
+        guard let cloud = deps.cloud else {
+            if let ahead = siblings.values.compactMap(\.generationGap).max(), ahead > deps.generation() {
+                anchorState = "this device is behind the fleet (generation \(deps.generation()), a sibling is at \(ahead)) and has no cloud folder "
+                    + "to recover from; set one with 'quire config cloud DIR' (the folder the other devices write the anchor to)"
+            }
+            return
+        }
+        let local = deps.generation()
+        let anchorGeneration: UInt64?
+        do { anchorGeneration = try cloud.generation(backupKey: deps.identity.backupKey) } catch {
+            anchorState = "the cloud anchor cannot be read (\(error)); a restore of this device cannot be detected until it can"
+            return
+        }
+        switch AnchorDecision.decide(local: local, anchor: anchorGeneration) {
+        case .noAnchor:
+            anchorState = nil
+        case .current:
+            anchorState = nil
+        case .rolledBack(let target):
+            note("anchor: this device is at generation \(local) but the fleet's anchor is at \(target) (\(trigger)): it was put back from a backup; recovering")
+            do {
+                guard let (_, snapshot) = try cloud.newest(backupKey: deps.identity.backupKey), snapshot.generation == target else {
+                    anchorState = "behind the fleet (anchor at generation \(target), this device at \(local)) but the anchor does not open with this account's key"
+                    return
+                }
+                let report = try store.recover(from: snapshot.rows)
+                try store.mintIncarnation(reason: "the cloud anchor is at generation \(target), this device was at \(local): it had been put back from a backup")
+                try deps.setGeneration(target)
+                invalidateDigest()
+                anchorState = nil
+                barrier.lastOutcome = "recovered from the cloud anchor at \(DateStamp.format(clock.now())): generation \(local) → \(target), "
+                    + "\(report.joined) rows brought forward, \(report.removed) rows the fleet had deleted removed, "
+                    + "\(report.keptUnshared) rows kept for writes no other device had seen"
+                note("anchor: " + barrier.lastOutcome!)
+                broadcast(force: true, nowMs: clock.monotonicMilliseconds())
+            } catch {
+                anchorState = "behind the fleet (anchor at generation \(target), this device at \(local)) and recovery failed: \(error); "
+                    + "nothing was changed and the generation stays; 'quire repair' or a retry at the next start"
+                note("anchor: recovery failed: \(error)")
+            }
+        }
+    }
+}
