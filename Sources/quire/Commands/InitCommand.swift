@@ -9,8 +9,8 @@ enum InitCommand {
         name: "init",
         summary: "create a new device (new account, or --join an existing one)",
         usage: """
-            usage: quire [--home DIR] init [--name NAME] [--homebase] [--relay SPEC] [--json]
-                   quire [--home DIR] init --join INVITE [--name NAME] [--passphrase-file F] [--relay SPEC]
+            usage: quire [--home DIR] init [--name NAME] [--homebase] [--relay SPEC] [--cloud DIR] [--json]
+                   quire [--home DIR] init --join INVITE [--name NAME] [--passphrase-file F] [--relay SPEC] [--cloud DIR]
 
             Creates a device directory with a new replica, device keys (mode 0600)
             and the device's prefs. Without --join it also creates a new account.
@@ -22,6 +22,11 @@ enum InitCommand {
                             this machine, the default), local:/dir, or
                             redis://host:port (devices on several machines); with
                             --join, overrides the inviter's setting
+              --cloud DIR   the cloud folder (a folder a file-sync service keeps the
+                            same on every device) where the fleet's anchor lives;
+                            never inside the device directory. Without it, this
+                            device cannot lead a tombstone collection nor notice
+                            it was put back from a backup by itself
               --join INVITE join the account of an invite made by 'quire invite'
                             on a paired device: INVITE is the invite text or a file
                             holding it. The new device gets its own keys and an
@@ -32,7 +37,7 @@ enum InitCommand {
                             first syncs (and right away if they are listening).
               --json        print the result as JSON
             """,
-        valued: ["name", "join", "passphrase-file", "relay"], flags: ["homebase", "json"]
+        valued: ["name", "join", "passphrase-file", "relay", "cloud"], flags: ["homebase", "json"]
     ) { args, inv in
         try args.expectPositional(0...0, "")
         let name = args.value("name") ?? ProcessInfo.processInfo.hostName
@@ -42,12 +47,15 @@ enum InitCommand {
         if let relay {
             do { _ = try RelaySpec(parsing: relay) } catch { throw UsageError("\(error)") }
         }
+        let cloud = try args.value("cloud").map { try ConfigCommand.cloudFolder($0, home: inv.home) }
         if let join = args.value("join") {
             try joinAccount(invite: join, name: name, role: role, relay: relay, args: args, inv: inv)
+            if let cloud { try inv.home.prefs.update { $0.cloud = cloud } }
             return
         }
         let (identity, _) = try inv.home.create(name: name, role: role)
         if let relay { try inv.home.prefs.update { $0.relay = relay } }
+        if let cloud { try inv.home.prefs.update { $0.cloud = cloud } }
         if args.has("json") {
             Output.json(["home": inv.home.path, "device": identity.deviceID.hex, "name": name,
                          "account": Hex.encode(identity.userIDHash)])
