@@ -45,6 +45,12 @@ public final class SyncService: @unchecked Sendable {
                 try prefsFile.setGeneration(value)
                 generation.set(value)
             }
+            var configuration = configuration
+            // Drills and tests collect after a few tombstones, sooner.
+            let env = ProcessInfo.processInfo.environment
+            if let n = env["QUIRE_BARRIER_MIN_TOMBSTONES"].flatMap(Int.init) { configuration.barrierMinimumTombstones = n }
+            if let ms = env["QUIRE_BARRIER_DEBOUNCE_MS"].flatMap(UInt64.init) { configuration.barrierDebounceMilliseconds = ms }
+            if let ms = env["QUIRE_QUIET_WINDOW_MS"].flatMap(UInt64.init) { configuration.quietWindowMilliseconds = ms }
             let engine = SyncEngine(deps, configuration: configuration)
             try engine.start()
             log.write("sync: started on \(deps.relayDescription) as channel \(engine.channel)")
