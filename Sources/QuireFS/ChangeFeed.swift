@@ -5,8 +5,11 @@ import QuireStore
 
 /// A kernel cache entry to drop.
 enum Invalidation: Hashable {
-    /// A name in a folder (appeared, moved, went away).
-    case entry(parent: UInt64, name: String)
+    /// A name in a folder (appeared, moved, went away), in every form the
+    /// kernel was given it (see `QuireFileSystem.noteSpelling`).
+    case entry(parent: UInt64, name: CanonicalName)
+    /// One form of a name, byte for byte (what `entry` expands to).
+    case spelling(parent: UInt64, name: [UInt8])
     /// An inode's attributes and cached pages.
     case inode(UInt64)
 }
@@ -67,7 +70,10 @@ public final class ChangeFeed: @unchecked Sendable {
         for invalidation in work {
             switch invalidation {
             case .entry(let parent, let name):
-                try? session.invalidateEntry(parent: FuseInode(parent), name: name)
+                try? session.invalidateEntry(parent: FuseInode(parent), name: name.text)
+            case .spelling(let parent, let name):
+                // Names are UTF-8 (others are refused), so this keeps the bytes.
+                try? session.invalidateEntry(parent: FuseInode(parent), name: String(decoding: name, as: UTF8.self))
             case .inode(let inode):
                 try? session.invalidateInode(FuseInode(inode))
             }
@@ -93,8 +99,15 @@ extension QuireFileSystem {
             for (ref, row) in detached where now.timeIntervalSince(row.since) > ChangeFeed.detachGrace {
                 finishDetach(ref)
             }
-            // A name that changed also changes its folder's cached listing.
-            for case .entry(let parent, _) in invalidations { invalidations.append(.inode(parent)) }
+            // A name that changed also changes its folder's cached listing,
+            // and its other forms go with it.
+            for case .entry(let parent, let name) in invalidations {
+                invalidations.append(.inode(parent))
+                for form in spellings[parent]?.removeValue(forKey: name) ?? [] {
+                    invalidations.append(.spelling(parent: parent, name: form))
+                }
+                if spellings[parent]?.isEmpty == true { spellings.removeValue(forKey: parent) }
+            }
             var seen = Set<Invalidation>()
             let work = invalidations.filter { seen.insert($0).inserted }
             invalidations.removeAll()

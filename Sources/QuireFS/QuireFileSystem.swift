@@ -73,7 +73,10 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     /// wrote): the baseline a save-by-rename's deletions are computed against.
     var lastShown = ShownBaselines()
     /// Files created through the mount and not yet flushed: name → row.
-    var pending: [Namespace: [String: RowRef]] = [:]
+    var pending: [Namespace: [CanonicalName: RowRef]] = [:]
+    /// Per folder inode, the forms other than NFC in which the kernel was
+    /// given a name (see `noteSpelling`).
+    var spellings: [UInt64: [CanonicalName: Set<[UInt8]>]] = [:]
     /// Rows renamed into the scratch area (an editor's backup step); they
     /// come back if their name is created again soon, else are deleted.
     var detached: [RowRef: DetachedRow] = [:]
@@ -95,7 +98,7 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
         self.scratch = ScratchArea(root: configuration.scratchPath)
         self.owner = (getuid(), getgid())
         self.mountedAt = .now
-        try scratch.prepare()
+        for note in try scratch.prepare() { configuration.log.problem(note) }
         lastSeenSequence = try store.changeSequence()
     }
 
@@ -244,8 +247,8 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
 
     /// The file name a row shows under right now (for messages and invalidation).
     func displayName(_ ref: RowRef) -> String {
-        if let name = pending[ref.namespace]?.first(where: { $0.value == ref })?.key { return name }
-        return listings[ref.namespace]?.nameOfKey[ref.key] ?? ref.key.hex
+        if let name = pending[ref.namespace]?.first(where: { $0.value == ref })?.key { return name.text }
+        return listings[ref.namespace]?.nameOfKey[ref.key]?.text ?? ref.key.hex
     }
 
     // MARK: Errors
@@ -287,6 +290,6 @@ struct DirectoryEntry {
 /// backup name, then write a new file under the old name).
 struct DetachedRow {
     var title: String
-    var name: String
+    var name: CanonicalName
     var since: Date
 }
