@@ -5,10 +5,11 @@ import QuireStore
 
 /// A kernel cache entry to drop.
 enum Invalidation: Hashable {
-    /// A name in a folder (appeared, moved, went away), in every form the
-    /// kernel was given it (see `QuireFileSystem.noteSpelling`).
+    /// A name in a folder (appeared, moved, went away), in its NFC form
+    /// (other forms are never cached: `QuireFileSystem.spelled`).
     case entry(parent: UInt64, name: CanonicalName)
-    /// One form of a name, byte for byte (what `entry` expands to).
+    /// A name in another form, byte for byte: where the kernel moved an
+    /// entry by a rename to a name typed in that form.
     case spelling(parent: UInt64, name: [UInt8])
     /// An inode's attributes and cached pages.
     case inode(UInt64)
@@ -99,15 +100,8 @@ extension QuireFileSystem {
             for (ref, row) in detached where now.timeIntervalSince(row.since) > ChangeFeed.detachGrace {
                 finishDetach(ref)
             }
-            // A name that changed also changes its folder's cached listing,
-            // and its other forms go with it.
-            for case .entry(let parent, let name) in invalidations {
-                invalidations.append(.inode(parent))
-                for form in spellings[parent]?.removeValue(forKey: name) ?? [] {
-                    invalidations.append(.spelling(parent: parent, name: form))
-                }
-                if spellings[parent]?.isEmpty == true { spellings.removeValue(forKey: parent) }
-            }
+            // A name that changed also changes its folder's cached listing.
+            for case .entry(let parent, _) in invalidations { invalidations.append(.inode(parent)) }
             var seen = Set<Invalidation>()
             let work = invalidations.filter { seen.insert($0).inserted }
             invalidations.removeAll()

@@ -74,9 +74,6 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     var lastShown = ShownBaselines()
     /// Files created through the mount and not yet flushed: name → row.
     var pending: [Namespace: [CanonicalName: RowRef]] = [:]
-    /// Per folder inode, the forms other than NFC in which the kernel was
-    /// given a name (see `noteSpelling`).
-    var spellings: [UInt64: [CanonicalName: Set<[UInt8]>]] = [:]
     /// Rows renamed into the scratch area (an editor's backup step); they
     /// come back if their name is created again soon, else are deleted.
     var detached: [RowRef: DetachedRow] = [:]

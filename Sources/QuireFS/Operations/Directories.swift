@@ -51,9 +51,7 @@ extension QuireFileSystem {
     public func lookup(parent: FuseInode, name typed: String, request: FuseRequest) throws -> FuseEntry {
         let name = CanonicalName(typed)
         return try locked { () throws(FuseError) -> FuseEntry in
-            let found = try lookUp(name, in: parent.rawValue)
-            noteSpelling(typed, of: name, in: parent.rawValue)
-            return found
+            spelled(typed, try lookUp(name, in: parent.rawValue))
         }
     }
 
@@ -75,21 +73,23 @@ extension QuireFileSystem {
         }
     }
 
-    /// The kernel now caches `typed` as a name in `parent`. When that is not
-    /// the NFC form, remember it: when the name changes or goes away, every
-    /// form the kernel holds must be dropped from its cache, not only the
-    /// listed one (else `stat` by the other form sees a stale file).
-    func noteSpelling(_ typed: String, of name: CanonicalName, in parent: UInt64) {
-        guard !typed.utf8.elementsEqual(name.text.utf8) else { return }
-        spellings[parent, default: [:]][name, default: []].insert(Array(typed.utf8))
+    /// The reply for a name typed in another form than NFC: the kernel
+    /// may not cache it (entry timeout 0), so it asks again at each use.
+    /// A change made through one form then never leaves another form's
+    /// cached entry showing a file that moved or went away; the NFC form's
+    /// entry is dropped by name (`entry` invalidations) like any other.
+    func spelled(_ typed: String, _ entry: FuseEntry) -> FuseEntry {
+        guard !CanonicalName.isCanonical(typed) else { return entry }
+        var uncached = entry
+        uncached.entryTimeout = 0
+        return uncached
     }
 
-    /// `name` was removed or renamed away by one of its forms: drop the
-    /// others the kernel may still hold.
-    func forgetSpellings(of name: CanonicalName, typed: String, in parent: UInt64) {
-        if !typed.utf8.elementsEqual(name.text.utf8) || spellings[parent]?[name] != nil {
-            invalidations.append(.entry(parent: parent, name: name))
-        }
+    /// After an unlink or rename through `typed`: when that was not the NFC
+    /// form, the kernel may still cache the NFC form's entry (looked up
+    /// before): drop it.
+    func forgetCanonicalForm(of typed: String, _ name: CanonicalName, in parent: UInt64) {
+        if !CanonicalName.isCanonical(typed) { invalidations.append(.entry(parent: parent, name: name)) }
     }
 
     public func getAttributes(_ inode: FuseInode, handle: UInt64?, request: FuseRequest) throws -> FuseAttributeReply {

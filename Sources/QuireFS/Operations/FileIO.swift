@@ -67,8 +67,8 @@ extension QuireFileSystem {
                        request: FuseRequest) throws -> FuseCreateReply {
         let name = CanonicalName(typed)
         return try locked { () throws(FuseError) -> FuseCreateReply in
-            let reply = try createFile(parent.rawValue, name, mode: mode, flags: flags)
-            noteSpelling(typed, of: name, in: parent.rawValue)
+            var reply = try createFile(parent.rawValue, name, mode: mode, flags: flags)
+            reply.entry = spelled(typed, reply.entry)
             return reply
         }
     }

@@ -11,7 +11,7 @@ extension QuireFileSystem {
         let name = CanonicalName(typed)
         try locked { () throws(FuseError) in
             try unlink(name, in: parent.rawValue)
-            forgetSpellings(of: name, typed: typed, in: parent.rawValue)
+            forgetCanonicalForm(of: typed, name, in: parent.rawValue)
         }
     }
 
@@ -51,12 +51,16 @@ extension QuireFileSystem {
         let name = CanonicalName(typed), newName = CanonicalName(typedNew)
         try locked { () throws(FuseError) in
             try rename(name, in: parent.rawValue, to: newName, in: newParent.rawValue, flags: flags)
-            // The kernel moved its entry to the typed new name; the other
-            // forms of both names it may hold are stale now (the old name's
-            // are gone, the new name's still show the replaced file).
-            forgetSpellings(of: name, typed: typed, in: parent.rawValue)
-            forgetSpellings(of: newName, typed: typedNew, in: newParent.rawValue)
-            noteSpelling(typedNew, of: newName, in: newParent.rawValue)
+            // The kernel moved its entry to the typed new name. The NFC
+            // forms of both names it may cache are stale when they were
+            // not the typed ones (the old one is gone, the new one showed
+            // the replaced file), and the moved entry, when typed in
+            // another form, must not stay cached (see `spelled`).
+            forgetCanonicalForm(of: typed, name, in: parent.rawValue)
+            forgetCanonicalForm(of: typedNew, newName, in: newParent.rawValue)
+            if !CanonicalName.isCanonical(typedNew) {
+                invalidations.append(.spelling(parent: newParent.rawValue, name: Array(typedNew.utf8)))
+            }
         }
     }
 
