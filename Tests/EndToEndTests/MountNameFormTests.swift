@@ -114,6 +114,11 @@ final class MountNameFormTests: XCTestCase {
             // Leave a live row for the count above.
             XCTAssertEqual(Syscall.writeFile(device.path(made), "again\n").errno, 0)
         }
+        // NFC can be longer than the typed form (U+0958 is U+0915 U+093C):
+        // the stored form must fit in 255 bytes.
+        let long = String(repeating: "\u{958}", count: 80)
+        XCTAssertEqual(createExclusive("notebook/\(long).md"), ENAMETOOLONG)
+        XCTAssertEqual(Syscall.rename(device.path("notebook/Caf\u{E9} one.md"), device.path("notebook/\(long).md")), ENAMETOOLONG)
     }
 
     /// Rows whose titles are not NFC (`quire put`, a sibling, an older
@@ -215,6 +220,26 @@ final class MountNameFormTests: XCTestCase {
         XCTAssertTrue(gone("notebook/.Cafe\u{301}.md.swp"))
         XCTAssertEqual(listing("notebook"), [utf8("Other.txt")])
         XCTAssertEqual(try live("notebook").count, 0)
+    }
+
+    /// Local files an older build kept under a name in another form are
+    /// renamed to NFC when mounting; a file whose NFC twin is there too is
+    /// kept beside it, renamed, and the status says so.
+    func testLocalFilesLeftInAnotherFormAreRenamedToNFCAtMount() throws {
+        device = try MountedDevice { home in
+            let folder = home + "/scratch/notebook/"
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            for (name, text) in [("Cafe\u{301}.txt", "old\n"), ("Zo\u{EB}.txt", "nfc\n"), ("Zoe\u{308}.txt", "nfd\n")] {
+                XCTAssertEqual(Syscall.writeFile(folder + name, text).errno, 0)
+            }
+        }
+        XCTAssertEqual(listing("notebook"), [utf8("Caf\u{E9}.txt"), utf8("Zo\u{EB}.txt"), utf8("Zo\u{EB}.txt.nfd")])
+        XCTAssertEqual(try device.text("notebook/Cafe\u{301}.txt"), "old\n")
+        XCTAssertEqual(try device.text("notebook/Caf\u{E9}.txt"), "old\n")
+        XCTAssertEqual(try device.text("notebook/Zoe\u{308}.txt"), "nfc\n")
+        XCTAssertEqual(try device.text("notebook/Zo\u{EB}.txt.nfd"), "nfd\n")
+        let status = try device.text(".quire/status")
+        XCTAssertTrue(status.contains("one is now Zo\u{EB}.txt.nfd"), status)
     }
 }
 
