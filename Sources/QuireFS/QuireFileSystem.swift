@@ -85,7 +85,8 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     var directorySnapshots: [UInt64: [DirectoryEntry]] = [:]
     var nextDirectoryHandle: UInt64 = 1
     /// `user.*` attributes other than Quire's: kept for the session only.
-    var transientAttributes: [UInt64: [String: [UInt8]]] = [:]
+    /// Their names follow the name rule too (`CanonicalName`).
+    var transientAttributes: [UInt64: [CanonicalName: [UInt8]]] = [:]
     var invalidations: [Invalidation] = []
     var lastSeenSequence: Int64 = 0
 

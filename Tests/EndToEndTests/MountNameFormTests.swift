@@ -85,6 +85,9 @@ final class MountNameFormTests: XCTestCase {
             XCTAssertEqual(Syscall.attribute(device.path(other), "user.quire.key").value, key)
             XCTAssertEqual(Syscall.setAttribute(device.path(made), "user.editor", "kept"), 0)
             XCTAssertEqual(Syscall.attribute(device.path(other), "user.editor").value, "kept")
+            // Session attribute names follow the rule too.
+            XCTAssertEqual(Syscall.setAttribute(device.path(made), "user.cafe\u{301}", "nfd"), 0)
+            XCTAssertEqual(Syscall.attribute(device.path(other), "user.caf\u{E9}").value, "nfd")
 
             // Rename by the other form: both forms of the old name are gone.
             let moved = "notebook/Moved \(index).md"
