@@ -51,7 +51,7 @@ extension QuireFileSystem {
     public func lookup(parent: FuseInode, name typed: String, request: FuseRequest) throws -> FuseEntry {
         let name = CanonicalName(typed)
         return try locked { () throws(FuseError) -> FuseEntry in
-            spelled(typed, try lookUp(name, in: parent.rawValue))
+            spelled(typed, name, try lookUp(name, in: parent.rawValue))
         }
     }
 
@@ -73,13 +73,13 @@ extension QuireFileSystem {
         }
     }
 
-    /// The reply for a name typed in another form than NFC: the kernel
-    /// may not cache it (entry timeout 0), so it asks again at each use.
+    /// The reply for a name typed in another form than NFC: the kernel is
+    /// told not to cache it (entry timeout 0), so it asks again at each use.
     /// A change made through one form then never leaves another form's
     /// cached entry showing a file that moved or went away; the NFC form's
     /// entry is dropped by name (`entry` invalidations) like any other.
-    func spelled(_ typed: String, _ entry: FuseEntry) -> FuseEntry {
-        guard !CanonicalName.isCanonical(typed) else { return entry }
+    func spelled(_ typed: String, _ name: CanonicalName, _ entry: FuseEntry) -> FuseEntry {
+        guard !typed.utf8.elementsEqual(name.text.utf8) else { return entry }
         var uncached = entry
         uncached.entryTimeout = 0
         return uncached
@@ -89,7 +89,7 @@ extension QuireFileSystem {
     /// form, the kernel may still cache the NFC form's entry (looked up
     /// before): drop it.
     func forgetCanonicalForm(of typed: String, _ name: CanonicalName, in parent: UInt64) {
-        if !CanonicalName.isCanonical(typed) { invalidations.append(.entry(parent: parent, name: name)) }
+        if !typed.utf8.elementsEqual(name.text.utf8) { invalidations.append(.entry(parent: parent, name: name)) }
     }
 
     public func getAttributes(_ inode: FuseInode, handle: UInt64?, request: FuseRequest) throws -> FuseAttributeReply {

@@ -68,7 +68,7 @@ extension QuireFileSystem {
         let name = CanonicalName(typed)
         return try locked { () throws(FuseError) -> FuseCreateReply in
             var reply = try createFile(parent.rawValue, name, mode: mode, flags: flags)
-            reply.entry = spelled(typed, reply.entry)
+            reply.entry = spelled(typed, name, reply.entry)
             return reply
         }
     }

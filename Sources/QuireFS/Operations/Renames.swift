@@ -58,7 +58,7 @@ extension QuireFileSystem {
             // another form, must not stay cached (see `spelled`).
             forgetCanonicalForm(of: typed, name, in: parent.rawValue)
             forgetCanonicalForm(of: typedNew, newName, in: newParent.rawValue)
-            if !CanonicalName.isCanonical(typedNew) {
+            if !typedNew.utf8.elementsEqual(newName.text.utf8) {
                 invalidations.append(.spelling(parent: newParent.rawValue, name: Array(typedNew.utf8)))
             }
         }
