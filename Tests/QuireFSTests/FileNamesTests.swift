@@ -56,13 +56,13 @@ final class FileNamesTests: XCTestCase {
                        seq: 1)
         }
         var listing = NamespaceListing(namespace: .notebook, summaries: [summary(keys[0], "Same")])
-        XCTAssertEqual(listing.nameOfKey[keys[0]], "Same.md")
+        XCTAssertEqual(listing.nameOfKey[keys[0]]?.text, "Same.md")
         let changes = listing.apply(summary(keys[1], "Same"))
-        XCTAssertEqual(listing.nameOfKey[keys[1]], "Same.md", "the smallest key keeps the plain name")
-        XCTAssertEqual(listing.nameOfKey[keys[0]], "Same%~09090909.md")
+        XCTAssertEqual(listing.nameOfKey[keys[1]]?.text, "Same.md", "the smallest key keeps the plain name")
+        XCTAssertEqual(listing.nameOfKey[keys[0]]?.text, "Same%~09090909.md")
         XCTAssertEqual(Set(changes.map(\.key)), Set(keys))
         _ = listing.remove(keys[1])
-        XCTAssertEqual(listing.nameOfKey[keys[0]], "Same.md")
+        XCTAssertEqual(listing.nameOfKey[keys[0]]?.text, "Same.md")
         XCTAssertEqual(listing.keyOfName.count, 1)
     }
 }

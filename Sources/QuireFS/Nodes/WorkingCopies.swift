@@ -166,7 +166,7 @@ extension QuireFileSystem {
     /// kept beside the file as `<name>.rejected` so not a word is lost.
     private func reject(_ ref: RowRef, copy: WorkingCopy, previous: RowContent?, error: FormatError, name: String) {
         let fileName = displayName(ref)
-        let keptName = fileName + ".rejected"
+        let keptName = CanonicalName(fileName + ".rejected")
         var kept = "and your text is kept in \(ref.namespace.name)/\(keptName) (on this device only)"
         do {
             try scratch.replaceContents(.namespace(ref.namespace), keptName, with: copy.content)
@@ -186,7 +186,7 @@ extension QuireFileSystem {
     /// full, say): keep it in the scratch area and say so.
     func keepUnsaved(_ ref: RowRef, because reason: String) {
         guard let copy = working[ref], copy.isDirty else { return }
-        let keptName = displayName(ref) + ".unsaved"
+        let keptName = CanonicalName(displayName(ref) + ".unsaved")
         let kept = (try? scratch.replaceContents(.namespace(ref.namespace), keptName, with: copy.content)) != nil
         log.problem("\(ref.namespace.name)/\(displayName(ref)) could not be saved (\(reason)); "
                     + (kept ? "the text is kept in \(ref.namespace.name)/\(keptName)" : "and could not be kept either"))
