@@ -4,8 +4,9 @@ import QuireCore
 /// a backup older than the fleet's last barrier). Rows are a semilattice,
 /// so recovery joins the snapshot in, except for what the barrier collected:
 /// a row this device holds that the snapshot lacks was deleted and its
-/// tombstone collected, so it goes, unless it holds a version this device
-/// wrote and no sibling ever saw (edit beats delete: that version stays).
+/// tombstone collected, so it becomes a tombstone here, unless it holds a
+/// version this device wrote and no sibling ever saw (edit beats delete:
+/// that version stays).
 extension ReplicaStore {
     public struct Recovery: Equatable, Sendable {
         /// Rows the snapshot brought in or moved forward.
@@ -32,10 +33,13 @@ extension ReplicaStore {
                     let local = try ctx.decodeSettingAside(record)
                     let unshared = try ctx.unsharedHeads(local)
                     if unshared.isEmpty {
-                        try ctx.db.run("DELETE FROM rows WHERE ns = ? AND key = ?", [.int(Int64(ns.rawValue)), .blob(key.bytes)])
+                        // A local tombstone, not a silent removal: the mount's
+                        // change feed sees it go, and it buries any stale copy
+                        // until a later barrier collects it (no leaf: the digest
+                        // equals the fleet's either way).
+                        guard !local.isTombstone else { continue }
+                        try ctx.writeRow(local.deleted(), previousLeaf: record.leaf, exists: true)
                         try ctx.db.run("DELETE FROM unshipped WHERE ns = ? AND key = ?", [.int(Int64(ns.rawValue)), .blob(key.bytes)])
-                        try ctx.db.run("DELETE FROM shadows WHERE ns = ? AND key = ?", [.int(Int64(ns.rawValue)), .blob(key.bytes)])
-                        if let leaf = record.leaf { ctx.deltas.add(ns, key, plus: .zero, minus: Fingerprint(leaf: leaf)) }
                         report.removed += 1
                     } else {
                         let kept = Row(namespace: ns, key: key, context: local.context, heads: unshared)
