@@ -28,7 +28,8 @@ final class RestoreEndToEndTests: XCTestCase {
     func plans(_ name: String) throws -> String { try quireOK(["ls", "plans"], home: home(name)).stdout }
 
     func testARestoredDeviceNeverBringsBackAPlanTheFleetCollected() throws {
-        try quireOK(["init", "--name", "phone", "--relay", relay, "--cloud", cloud], home: home("phone"))
+        let made = try quireOK(["init", "--name", "phone", "--relay", relay, "--cloud", cloud, "--kdf", "interactive"], home: home("phone")).stdout
+        let code = try XCTUnwrap(made.split(separator: "\n").first { $0.hasPrefix("recovery code: ") }).dropFirst("recovery code: ".count)
         try quireOK(["invite", "--out", dir + "/invite", "--kdf", "interactive"], home: home("phone"), env: env)
         for n in ["tablet", "home"] {
             try quireOK(["init", "--join", dir + "/invite", "--name", n, "--relay", relay, "--cloud", cloud], home: home(n), env: env)
@@ -73,5 +74,21 @@ final class RestoreEndToEndTests: XCTestCase {
         XCTAssertTrue(try waitForEqualDigests(["phone", "tablet", "home"].map(home), timeout: 30))
         daemons.forEach { $0.stop() }
         for n in ["phone", "tablet", "home"] { XCTAssertFalse(try plans(n).contains("Delete me"), "on \(n)") }
+
+        // Every device lost: the account is rebuilt from the cloud folder with the recovery code.
+        let wrong = try quire(["init", "--from-cloud", cloud, "--name", "rebuilt"], home: home("rebuilt"),
+                              env: ["QUIRE_RECOVERY_CODE": "00000-00000-00000-00000-00000-00000"])
+        XCTAssertEqual(wrong.status, 1)
+        XCTAssertTrue(wrong.stderr.contains("recovery code does not open"), wrong.stderr)
+        let rebuilt = try quireOK(["init", "--from-cloud", cloud, "--name", "rebuilt"], home: home("rebuilt"),
+                                  env: ["QUIRE_RECOVERY_CODE": String(code).lowercased()]).stdout
+        XCTAssertTrue(rebuilt.contains("generation 1"), rebuilt)
+        XCTAssertTrue(try plans("rebuilt").contains("Keep me"))
+        XCTAssertFalse(try plans("rebuilt").contains("Delete me"))
+        XCTAssertEqual(try generation("rebuilt"), 1)
+        let account = { (n: String) throws -> String in
+            (try jsonObject(try quireOK(["status", "--json"], home: self.home(n)).stdout) as! [String: Any])["account"] as! String
+        }
+        XCTAssertEqual(try account("rebuilt"), try account("phone"), "a device of the same account")
     }
 }
