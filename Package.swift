@@ -37,6 +37,7 @@ let package = Package(
         .executableTarget(name: "bench-digest", dependencies: ["QuireStore", "QuireCore"], path: "tools/BenchDigest"),
         .executableTarget(name: "bench-sync", dependencies: ["QuireSync", "QuireStore", "QuireCore", "QuireRelay"], path: "tools/BenchSync"),
         .executableTarget(name: "bench-context", dependencies: ["QuireCore"], path: "tools/BenchContext"),
+        .executableTarget(name: "bench-anchor", dependencies: ["QuireSync", "QuireStore", "QuireCore", "QuireCrypto"], path: "tools/BenchAnchor"),
 
         // Loopback helpers shared by the relay, sync and end-to-end tests.
         .target(name: "QuireTestSupport", path: "Tests/Support"),
