@@ -177,6 +177,16 @@ final class BarrierTests: XCTestCase {
     /// start-up (no sibling needed), recovers from the anchor's snapshot,
     /// never brings a collected row back, and keeps what it wrote offline.
     func testARestoredDeviceRecoversFromTheAnchorAtStartUp() throws {
+        try restoreVictim(withCloud: true)
+    }
+
+    /// Without a cloud folder the anchor cannot be read: the device behind
+    /// the fleet catches up from a sibling's snapshot instead of staying stuck.
+    func testARestoredDeviceWithoutTheCloudFolderCatchesUpFromASiblingsSnapshot() throws {
+        try restoreVictim(withCloud: false)
+    }
+
+    func restoreVictim(withCloud: Bool) throws {
         try makeFleet3()
         let victim = (leader + 1) % 3
         let store = devices[leader].store
@@ -202,19 +212,24 @@ final class BarrierTests: XCTestCase {
         let generation = Generation()
         var deps = SyncEngine.Dependencies(store: restored, identity: devices[victim].identity, relay: relay, clock: clock,
                                            random: SeededRandom(seed: 99), generation: { generation.get() })
-        deps.cloud = CloudFolder(path: cloud, accountID: devices[victim].identity.userIDHash)
+        deps.cloud = withCloud ? CloudFolder(path: cloud, accountID: devices[victim].identity.userIDHash) : nil
         deps.setGeneration = { try generation.set($0) }
         var config = SyncConfiguration()
         config.barrierMinimumTombstones = 1
         engines[victim] = SyncEngine(deps, configuration: config)
         generations[victim] = generation
         try engines[victim].attach()          // the anchor check runs here, before any sibling is heard
+        if !withCloud {
+            XCTAssertEqual(generation.get(), 0, "nothing to check against yet")
+            tick(60)                          // a sibling advertises generation 1: the gap asks for its snapshot
+        }
         XCTAssertEqual(generation.get(), 1, "rolled back, then recovered to the fleet's generation")
-        XCTAssertNil(try restored.row(.notebook, keys[0]), "a row the fleet collected never comes back")
-        XCTAssertNil(try restored.row(.notebook, keys[1]))
+        XCTAssertNil(try restored.row(.notebook, keys[0])?.content, "a row the fleet collected never comes back")
+        XCTAssertNil(try restored.row(.notebook, keys[1])?.content)
         XCTAssertNotNil(try restored.row(.notebook, offline.key), "what it wrote offline is kept")
         XCTAssertEqual(try restored.rollbacks().count, 1)
-        XCTAssertTrue(engines[victim].status().barrier?.contains("recovered from the cloud anchor") ?? false)
+        XCTAssertTrue(engines[victim].status().barrier?.contains(withCloud ? "recovered from the cloud anchor" : "snapshot") ?? false,
+                      engines[victim].status().barrier ?? "-")
         tick(100)
         for d in devices where d !== devices[victim] {
             XCTAssertNotNil(try d.store.row(.notebook, offline.key), "the offline note reached \(d.name)")

@@ -12,24 +12,29 @@ extension SyncEngine {
     /// writes, mint a new incarnation, and only then advance the
     /// generation (a failed import leaves it alone).
     func checkAnchor(trigger: String) {
+        let local = deps.generation()
+        // The sibling ahead of us, if any: the fallback when the anchor cannot be read.
+        let ahead = siblings.filter { ($0.value.generationGap ?? 0) > local }.max { ($0.value.generationGap ?? 0) < ($1.value.generationGap ?? 0) }
         guard let cloud = deps.cloud else {
-            if let ahead = siblings.values.compactMap(\.generationGap).max(), ahead > deps.generation() {
-                anchorState = "this device is behind the fleet (generation \(deps.generation()), a sibling is at \(ahead)) and has no cloud folder "
-                    + "to recover from; set one with 'quire config cloud DIR' (the folder the other devices write the anchor to)"
+            if let (id, sibling) = ahead {
+                anchorState = "this device is behind the fleet (generation \(local), \(sibling.member.name) is at \(sibling.generationGap!)) "
+                    + "and has no cloud folder; catching up from that sibling's snapshot ('quire config cloud DIR' names the folder)"
+                requestSnapshot(from: id, theirGeneration: sibling.generationGap!)
             }
             return
         }
-        let local = deps.generation()
         let anchorGeneration: UInt64?
         do { anchorGeneration = try cloud.generation(backupKey: deps.identity.backupKey) } catch {
             anchorState = "the cloud anchor cannot be read (\(error)); a restore of this device cannot be detected until it can"
+            if let (id, sibling) = ahead { requestSnapshot(from: id, theirGeneration: sibling.generationGap!) }
             return
         }
         switch AnchorDecision.decide(local: local, anchor: anchorGeneration) {
-        case .noAnchor:
+        case .noAnchor, .current:
             anchorState = nil
-        case .current:
-            anchorState = nil
+            // A sibling ahead of an anchor we can read: the anchor write of
+            // that round did not reach this folder; its snapshot can.
+            if let (id, sibling) = ahead { requestSnapshot(from: id, theirGeneration: sibling.generationGap!) }
         case .rolledBack(let target):
             note("anchor: this device is at generation \(local) but the fleet's anchor is at \(target) (\(trigger)): it was put back from a backup; recovering")
             do {

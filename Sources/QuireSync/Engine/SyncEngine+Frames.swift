@@ -71,6 +71,10 @@ extension SyncEngine {
                 try handleAck(try BarrierAck.decode(message.payload), from: sender, nowMs: nowMs)
             case .gcCommit:
                 try handleCommit(try BarrierCommit.decode(message.payload), from: sender, nowMs: nowMs)
+            case .snapshotRequest:
+                try handleSnapshotRequest(try SnapshotRequest.decode(message.payload), from: sender)
+            case .snapshotResponse:
+                try handleSnapshotResponse(try SnapshotResponse.decode(message.payload), from: sender)
             default:
                 count(.unknownSubKind)
             }

@@ -92,6 +92,8 @@ public final class SyncEngine: @unchecked Sendable {
     /// Why this device cannot tell or reach the fleet's generation, in words (Anchor/).
     var anchorState: String?
     var lastAnchorCheckMs: UInt64?
+    /// A sibling's snapshot being received (Anchor/SyncEngine+Snapshot).
+    var snapshotAssembly: SnapshotAssembly?
     /// Rows of ours too large to travel, named in the status (SyncEngine+RowLimits).
     var unsyncable: [RowID: UnsyncableRow] = [:]
     /// Siblings' oversize rows already logged (sender, key, reason).
