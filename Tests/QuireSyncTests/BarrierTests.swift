@@ -130,12 +130,18 @@ final class BarrierTests: XCTestCase {
         XCTAssertEqual(try devices[leader].store.counts(.notebook).tombstones, 2, "anchor first: no anchor, no collection")
         for g in generations { XCTAssertEqual(g.get(), 0) }
         XCTAssertTrue(engines[leader].status().barrier?.contains("anchor could not be written") ?? false)
+        XCTAssertNil(engines[leader].status().wedgedReason, "one failure is not wedged")
+        clock.advance(ms: 11 * 60 * 1000)      // errors persist, nothing succeeds: wedged, in words
+        tick(200)
+        XCTAssertTrue(engines[leader].status().wedgedReason?.contains("cloud folder cannot be written") ?? false,
+                      engines[leader].status().wedgedReason ?? "-")
         try FileManager.default.createDirectory(atPath: missing, withIntermediateDirectories: true)
         tick(400)    // the next match (a heartbeat) schedules another round
         for (i, d) in devices.enumerated() {
             XCTAssertEqual(try d.store.counts(.notebook).tombstones, 0)
             XCTAssertEqual(generations[i].get(), 1)
         }
+        XCTAssertNil(engines[leader].status().wedgedReason, "a success ends it")
     }
 
     func testACommitForARoundNotAckedOrAlreadyCommittedIsRefused() throws {

@@ -12,6 +12,9 @@ extension SyncEngine {
     /// writes, mint a new incarnation, and only then advance the
     /// generation (a failed import leaves it alone).
     func checkAnchor(trigger: String) {
+        defer {
+            if let stuck = anchorState { wedge.error(.generation, stuck, nowMs: clock.monotonicMilliseconds()) } else { wedge.success(.generation) }
+        }
         let local = deps.generation()
         // The sibling ahead of us, if any: the fallback when the anchor cannot be read.
         let ahead = siblings.filter { ($0.value.generationGap ?? 0) > local }.max { ($0.value.generationGap ?? 0) < ($1.value.generationGap ?? 0) }
@@ -24,9 +27,17 @@ extension SyncEngine {
             return
         }
         let anchorGeneration: UInt64?
-        do { anchorGeneration = try cloud.generation(backupKey: deps.identity.backupKey) } catch {
-            anchorState = "the cloud anchor cannot be read (\(error)); a restore of this device cannot be detected until it can"
-            if let (id, sibling) = ahead { requestSnapshot(from: id, theirGeneration: sibling.generationGap!) }
+        do {
+            anchorGeneration = try cloud.generation(backupKey: deps.identity.backupKey)
+            wedge.success(.cloud)
+        } catch {
+            wedge.error(.cloud, "the cloud anchor cannot be read (\(error)); a restore of this device cannot be detected until it can",
+                        nowMs: clock.monotonicMilliseconds())
+            if let (id, sibling) = ahead {
+                anchorState = "this device is behind the fleet (generation \(local), \(sibling.member.name) is at \(sibling.generationGap!)) "
+                    + "and cannot read the anchor (\(error)); catching up from that sibling's snapshot"
+                requestSnapshot(from: id, theirGeneration: sibling.generationGap!)
+            }
             return
         }
         switch AnchorDecision.decide(local: local, anchor: anchorGeneration) {

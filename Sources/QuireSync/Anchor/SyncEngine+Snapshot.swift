@@ -50,6 +50,7 @@ extension SyncEngine {
             try deps.setGeneration(assembly.generation)
             invalidateDigest()
             anchorState = nil
+            wedge.success(.generation)
             barrier.lastOutcome = "caught up from \(name(of: sender))'s snapshot at \(DateStamp.format(clock.now())): generation \(local) → "
                 + "\(assembly.generation), \(report.joined) rows brought forward, \(report.removed) rows the fleet had deleted removed, "
                 + "\(report.keptUnshared) rows kept for writes no other device had seen"

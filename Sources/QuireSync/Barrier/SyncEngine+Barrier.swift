@@ -104,8 +104,10 @@ extension SyncEngine {
             // A dangling anchor (round abandoned after this) is harmless; a
             // collection with no anchor would strand a restored device.
             try cloud.write(bytes)
+            wedge.success(.cloud)
         } catch {
             abandonRound("the anchor could not be written (\(error))")
+            wedge.error(.cloud, "the cloud folder cannot be written, so tombstones are never collected (\(error))", nowMs: nowMs)
             return
         }
         // A delete made during the upload has been through no barrier.

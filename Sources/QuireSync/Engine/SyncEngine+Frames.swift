@@ -14,11 +14,15 @@ extension SyncEngine {
         switch FrameOpener.open(bytes, maxSize: deps.relay.maxFrameSize, me: me, roster: roster, replay: &replay) {
         case .failure(let drop):
             count(drop)
+            if drop != .misaddressed && drop != .unexpected {
+                wedge.error(.siblings, "frames from siblings are refused (\(drop))", nowMs: clock.monotonicMilliseconds())
+            }
             return
         case .success(let frame):
             inner = frame
         }
         let nowMs = clock.monotonicMilliseconds()
+        if inner.subKind != .introduce { wedge.success(.siblings) }
         // An introduce comes in an anonymous box, which anyone who knows the
         // account hash can seal with any sender id: no sign of life, so it
         // neither moves "last seen" nor cancels retries to that sibling.
@@ -113,6 +117,7 @@ extension SyncEngine {
             } catch {
                 ok = false
                 metrics.sendErrors += 1
+                wedge.error(.siblings, "frames cannot be sent (the relay is unreachable?)", nowMs: clock.monotonicMilliseconds())
                 report("cannot send to \(name(of: device))", error)
                 break
             }
@@ -143,6 +148,7 @@ extension SyncEngine {
             siblings[device] = sibling
         } catch {
             metrics.sendErrors += 1
+            wedge.error(.siblings, "frames cannot be sent (the relay is unreachable?)", nowMs: clock.monotonicMilliseconds())
             report("cannot introduce this device to \(name(of: device))", error)
         }
     }

@@ -24,7 +24,9 @@ extension SyncEngine {
                           siblings: siblingStatus, dropped: dropped, framesIn: metrics.framesIn, framesOut: metrics.framesOut,
                           bytesIn: metrics.bytesIn, bytesOut: metrics.bytesOut, rounds: metrics.rounds,
                           rowsApplied: metrics.rowsApplied, sendErrors: metrics.sendErrors, events: events,
-                          unsyncableRows: unsyncable.isEmpty ? nil : unsyncableStatus, barrier: barrier.lastOutcome, anchor: anchorState)
+                          unsyncableRows: unsyncable.isEmpty ? nil : unsyncableStatus, barrier: barrier.lastOutcome, anchor: anchorState,
+                          wedgedSince: wedge.wedged(nowMs: nowMs).map { now.seconds - Int64((nowMs &- $0.sinceMs) / 1000) },
+                          wedgedReason: wedge.wedged(nowMs: nowMs)?.reason)
     }
 
     /// Rewrites the snapshot when something in it changed (at most every

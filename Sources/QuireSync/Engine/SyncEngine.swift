@@ -94,6 +94,8 @@ public final class SyncEngine: @unchecked Sendable {
     var lastAnchorCheckMs: UInt64?
     /// A sibling's snapshot being received (Anchor/SyncEngine+Snapshot).
     var snapshotAssembly: SnapshotAssembly?
+    /// Errors with no success (status says "wedged" past a while).
+    var wedge = WedgeDetector()
     /// Rows of ours too large to travel, named in the status (SyncEngine+RowLimits).
     var unsyncable: [RowID: UnsyncableRow] = [:]
     /// Siblings' oversize rows already logged (sender, key, reason).

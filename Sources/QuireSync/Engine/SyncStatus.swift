@@ -76,6 +76,9 @@ public struct SyncStatus: Codable, Equatable, Sendable {
     public var barrier: String? = nil
     /// Why this device cannot tell or reach the fleet's generation, in words.
     public var anchor: String? = nil
+    /// Set when errors have persisted with no success (unix seconds since, reason).
+    public var wedgedSince: Int64? = nil
+    public var wedgedReason: String? = nil
 
     public static func path(in home: DeviceHome) -> String { home.path + "/sync-status.json" }
 
