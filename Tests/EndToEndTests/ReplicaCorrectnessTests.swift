@@ -135,8 +135,7 @@ final class ReplicaCorrectnessTests: XCTestCase {
         try makeDevices(["a", "b"])
         try quireOK(["put", "plans", "Trip", "--notes", "v1"], home: home("a"))
         try sync(["a", "b"])
-        let running = try SyncDaemon(home: home("a"), relay: relay)
-        _ = eventually(5) { FileManager.default.fileExists(atPath: self.home("a") + "/sync-status.json") }
+        let running = try SyncDaemon(home: home("a"), relay: relay, waitsForControlChannel: true)
         let file = dir + "/a.qbackup"
         try quireOK(["backup", "--to", file], home: home("a"))
         var mode = stat()
@@ -164,5 +163,28 @@ final class ReplicaCorrectnessTests: XCTestCase {
             let trip = try jsonObject(try quireOK(["get", "plans", "Trip", "--json"], home: home(n)).stdout) as! [String: Any]
             XCTAssertEqual((trip["heads"] as? [String])?.count, 2, "the phone's edit and the restored device's both kept on \(n): \(trip)")
         }
+    }
+
+    /// `quire repair` backs the device up first, names the three answers,
+    /// and --take-fleet sets the replica aside and takes the fleet's copy.
+    func testRepairBacksUpFirstAndTakesTheFleetsCopy() throws {
+        try makeDevices(["a", "b"])
+        try quireOK(["put", "notebook", "Shared"], home: home("a"), stdin: Array("from a\n".utf8))
+        try sync(["a", "b"])
+        // Its control socket appears once the engine holds the device lock.
+        let running = try SyncDaemon(home: home("b"), relay: relay, waitsForControlChannel: true)
+        XCTAssertTrue(try quire(["repair"], home: home("b")).stderr.contains("syncing or mounted"))
+        running.stop()
+        let offer = try quireOK(["repair", "--backup-to", dir + "/b-repair.qbackup"], home: home("b")).stdout
+        for answer in ["--keep-mine", "--take-fleet", "--leave"] { XCTAssertTrue(offer.contains(answer), offer) }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: dir + "/b-repair.qbackup"), "the backup comes first")
+        let unusable = try quire(["repair", "--leave", "--backup-to", dir + "/no/such/dir/x.qbackup"], home: home("b"))
+        XCTAssertEqual(unusable.status, 1)
+        XCTAssertTrue(unusable.stderr.contains("nothing repaired"), unusable.stderr)
+        try quireOK(["repair", "--take-fleet"], home: home("b"))
+        XCTAssertFalse(try quireOK(["ls", "notebook"], home: home("b")).stdout.contains("Shared"), "the replica was set aside")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: home("b")).filter { $0.hasPrefix("before-repair-") }.count, 1)
+        try sync(["a", "b"])
+        XCTAssertEqual(try quireOK(["get", "notebook", "Shared"], home: home("b")).stdout, "from a\n", "the fleet's copy came back")
     }
 }
