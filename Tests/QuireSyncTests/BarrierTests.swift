@@ -167,6 +167,35 @@ final class BarrierTests: XCTestCase {
         XCTAssertEqual(engines[follower].metricsSnapshot().dropped[.barrierRefused], 2)
     }
 
+    /// The roster a round must hear from is fixed when it opens: a device
+    /// added (or revoked) meanwhile aborts it.
+    func testARosterChangeWhileARoundIsOpenAbortsIt() throws {
+        try makeFleet3()
+        _ = try deleteSome()
+        let follower = (leader + 1) % 3
+        for (i, e) in engines.enumerated() where i != follower { try e.attach() }
+        // The follower never answers: the round stays open until its timer.
+        var opened = false
+        for _ in 0..<200 where !opened {
+            tick(1, skipping: [follower])
+            engines[leader].lock.lock()
+            opened = engines[leader].barrier.round != nil
+            engines[leader].lock.unlock()
+        }
+        XCTAssertTrue(opened, "a round opened")
+        let newcomer = Identity(account: devices[0].identity.account, deviceSigning: SigningKeyPair(), deviceBox: BoxKeyPair(),
+                                backupKey: devices[0].identity.backupKey)
+        try devices[leader].store.putRosterEntry(DeviceRecord(name: "newcomer", certificate: certificate(for: newcomer, name: "newcomer", at: clock.now())),
+                                                 key: newcomer.deviceID)
+        tick(5, skipping: [follower])
+        engines[leader].lock.lock()
+        let stillOpen = engines[leader].barrier.round != nil
+        engines[leader].lock.unlock()
+        XCTAssertFalse(stillOpen)
+        XCTAssertTrue(engines[leader].status().barrier?.contains("added or revoked") ?? false, engines[leader].status().barrier ?? "-")
+        XCTAssertEqual(try devices[leader].store.counts(.notebook).tombstones, 2)
+    }
+
     func testADeviceWithTheCloudAnchorOffNeverAcksAndSaysWhy() throws {
         try makeFleet3()
         _ = try deleteSome()

@@ -37,6 +37,8 @@ public struct SyncConfiguration: Sendable {
     /// namespaces, or when the oldest of them is at least this old.
     public var barrierMinimumTombstones = 64
     public var barrierMinimumTombstoneAgeSeconds: Int64 = 24 * 3600
+    /// Errors with no success for this long show the device as wedged.
+    public var wedgedAfterMilliseconds: UInt64 = 10 * 60 * 1000
 
     public init() {}
 }

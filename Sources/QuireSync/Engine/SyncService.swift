@@ -51,6 +51,7 @@ public final class SyncService: @unchecked Sendable {
             if let n = env["QUIRE_BARRIER_MIN_TOMBSTONES"].flatMap(Int.init) { configuration.barrierMinimumTombstones = n }
             if let ms = env["QUIRE_BARRIER_DEBOUNCE_MS"].flatMap(UInt64.init) { configuration.barrierDebounceMilliseconds = ms }
             if let ms = env["QUIRE_QUIET_WINDOW_MS"].flatMap(UInt64.init) { configuration.quietWindowMilliseconds = ms }
+            if let ms = env["QUIRE_WEDGED_AFTER_MS"].flatMap(UInt64.init) { configuration.wedgedAfterMilliseconds = ms }
             let engine = SyncEngine(deps, configuration: configuration)
             try engine.start()
             log.write("sync: started on \(deps.relayDescription) as channel \(engine.channel)")

@@ -9,9 +9,6 @@ struct WedgeDetector {
         case siblings, cloud, generation
     }
 
-    /// Errors with no success for this long make a device wedged.
-    static let after: UInt64 = 10 * 60 * 1000
-
     private var firstErrorMs: [Concern: UInt64] = [:]
     private var lastReason: [Concern: String] = [:]
 
@@ -26,8 +23,9 @@ struct WedgeDetector {
     }
 
     /// The longest-standing concern whose errors have persisted past
-    /// `after` with no success, and its latest reason.
-    func wedged(nowMs: UInt64, after: UInt64 = WedgeDetector.after) -> (sinceMs: UInt64, reason: String)? {
+    /// `after` (SyncConfiguration.wedgedAfterMilliseconds) with no success,
+    /// and its latest reason.
+    func wedged(nowMs: UInt64, after: UInt64) -> (sinceMs: UInt64, reason: String)? {
         Concern.allCases.compactMap { c -> (UInt64, String)? in
             guard let first = firstErrorMs[c], let reason = lastReason[c], nowMs &- first >= after else { return nil }
             return (first, reason)

@@ -109,6 +109,14 @@ struct StatusReport {
         }
         let merges = try store.mergeCount()
         lines.append("\(merges) concurrent merges done")
+        if prefs.cloud == nil {
+            lines.append("no cloud folder: this device cannot lead a tombstone collection nor notice by itself that it was put back "
+                         + "from a backup ('quire config cloud DIR')")
+        }
+        if !prefs.backupEnabled {
+            lines.append("the cloud anchor is off on this device: it never acks a barrier, which stops tombstone collection for the "
+                         + "whole account ('quire config cloud-anchor on')")
+        }
         let actor = try store.actor()
         let rollbacks = try store.rollbacks()
         if let last = rollbacks.first {

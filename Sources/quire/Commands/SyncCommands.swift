@@ -33,7 +33,8 @@ enum SyncCommands {
         ('quire config cloud DIR'); a round starts 5 s after a sibling matched,
         when this device holds at least 64 tombstones or one a day old. Drills
         shorten these with QUIRE_BARRIER_MIN_TOMBSTONES, QUIRE_BARRIER_DEBOUNCE_MS
-        and QUIRE_QUIET_WINDOW_MS.
+        and QUIRE_QUIET_WINDOW_MS. A device whose errors persist with no success
+        for 10 minutes (QUIRE_WEDGED_AFTER_MS) says it is wedged, and why.
 
         Only one sync may run per device directory (the mount runs one too).
         """
