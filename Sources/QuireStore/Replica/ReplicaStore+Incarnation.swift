@@ -31,6 +31,17 @@ import QuireCore
 /// A write is confirmed (its `unshipped` record cleared) when a sibling
 /// sends the row back holding that very version or naming it in its
 /// context, or when a sibling's root for the namespace equals ours.
+///
+/// What this cannot tell apart, and which way it errs: a version written
+/// before a backup and not yet confirmed when the backup was taken, then
+/// replaced by this same device after the backup, comes back (re-issued)
+/// beside the replacement when the copy is put back: a spare version, never
+/// a lost one. A delete made on a device put back from a copy, before it
+/// first hears from a sibling, claims the dots the copy knew; if the fleet
+/// holds a newer write under one of those numbers, that write goes with the
+/// delete. `quire restore` and the anchor check at start-up mint a new
+/// incarnation before any such write, so only a copy put back by hand with
+/// no anchor to compare against meets either case.
 extension ReplicaStore {
     /// The actor this device writes as now.
     public func actor() throws(StoreError) -> Actor {
