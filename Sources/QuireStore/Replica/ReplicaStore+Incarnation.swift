@@ -36,10 +36,10 @@ import QuireCore
 /// before a backup and not yet confirmed when the backup was taken, then
 /// replaced by this same device after the backup, comes back (re-issued)
 /// beside the replacement when the copy is put back: a spare version, never
-/// a lost one. A delete made on a device put back from a copy, before it
-/// first hears from a sibling, claims the dots the copy knew; if the fleet
-/// holds a newer write under one of those numbers, that write goes with the
-/// delete. `quire restore` and the anchor check at start-up mint a new
+/// a lost one. A row edited and then deleted on a device put back from a
+/// copy, before it first hears from a sibling, leaves a tombstone that claims
+/// the edit's dot; if the fleet holds another write under that number (made
+/// before the copy came back), that write goes with the delete. `quire restore` and the anchor check at start-up mint a new
 /// incarnation before any such write, so only a copy put back by hand with
 /// no anchor to compare against meets either case.
 extension ReplicaStore {
