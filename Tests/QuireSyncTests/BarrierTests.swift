@@ -167,6 +167,26 @@ final class BarrierTests: XCTestCase {
         XCTAssertEqual(engines[follower].metricsSnapshot().dropped[.barrierRefused], 2)
     }
 
+    /// A reconcile response carries its generation; rows from across a
+    /// barrier are refused by the receiver, as requests are by the responder.
+    func testAResponseFromAnotherGenerationIsRefused() throws {
+        try makeFleet3()
+        let row = Row.tombstone(.plans, RowKey(bytes: [UInt8](repeating: 5, count: 16))!, context: VersionVector())
+            .edited(by: Actor(device: devices[1].id, incarnation: 3), to: .plan(Plan(title: "from the future", createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0))))
+        var response = ReconcileResponse(namespace: .plans, session: [UInt8](repeating: 1, count: 8), step: 1, rows: [row], items: [], isTruncated: false)
+        response.generation = 1
+        let decoded = try ReconcileResponse.decode(response.encoded())
+        XCTAssertEqual(decoded.generation, 1)
+        try engines[0].attach()
+        engines[0].lock.lock()
+        try engines[0].handleResponse(decoded, from: devices[1].id, nowMs: 0)
+        response.generation = 0
+        try engines[0].handleResponse(try ReconcileResponse.decode(response.encoded()), from: devices[1].id, nowMs: 0)
+        engines[0].lock.unlock()
+        XCTAssertEqual(engines[0].metricsSnapshot().dropped[.generationGap], 1)
+        XCTAssertEqual(try devices[0].store.counts(.plans).live, 1, "only the response at this device's generation was applied")
+    }
+
     /// The roster a round must hear from is fixed when it opens: a device
     /// added (or revoked) meanwhile aborts it.
     func testARosterChangeWhileARoundIsOpenAbortsIt() throws {

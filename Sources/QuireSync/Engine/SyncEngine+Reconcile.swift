@@ -73,19 +73,27 @@ extension SyncEngine {
         // Rows too large for the response go first, each alone (chunked):
         // on an ordered relay they are merged before the response proper
         // ends the pull, so a pull that goes again does not ask for them.
-        for alone in answer.alone {
+        for var alone in answer.alone {
+            alone.generation = mine.digest.generation
             metrics.rowBytesOut += alone.rows.reduce(0) { $0 + CBORWriter.encode(RowWire.encode($1)).count }
             guard send(.reconcileResponse, alone.encoded(), to: sender) else { return }
             metrics.responsesSent += 1
             metrics.rowsSentAlone += 1
         }
         // Nothing differs: send nothing at all.
-        guard let response = answer.response else { return }
+        guard var response = answer.response else { return }
+        response.generation = mine.digest.generation
         metrics.rowBytesOut += response.rows.reduce(0) { $0 + CBORWriter.encode(RowWire.encode($1)).count }
         if send(.reconcileResponse, response.encoded(), to: sender) { metrics.responsesSent += 1 }
     }
 
     func handleResponse(_ response: ReconcileResponse, from sender: DeviceID, nowMs: UInt64) throws {
+        // Rows from across a barrier (a response that crossed a commit in
+        // flight) are the ones that resurrect: refused like a request would be.
+        if let theirs = response.generation, theirs != (try currentDigest().digest.generation) {
+            count(.generationGap)
+            return
+        }
         let key = PullKey(sibling: sender, namespace: response.namespace)
         if response.undecodableRows > 0 { count(.badPayload, response.undecodableRows) }
         metrics.rowBytesIn += response.rows.reduce(0) { $0 + CBORWriter.encode(RowWire.encode($1)).count }

@@ -157,6 +157,9 @@ public struct ReconcileResponse: Equatable, Sendable {
     /// just before it: rows only, it says nothing about ranges and neither
     /// advances nor ends the pull.
     public var isRowsOnly = false
+    /// The responder's generation (nil from a build that did not send it);
+    /// a receiver at another generation refuses the rows.
+    public var generation: UInt64? = nil
 
     public init(namespace: Namespace, session: [UInt8], step: UInt64, rows: [Row], items: [ResponseItem], isTruncated: Bool) {
         self.namespace = namespace; self.session = session; self.step = step; self.rows = rows; self.items = items
@@ -178,6 +181,7 @@ public struct ReconcileResponse: Equatable, Sendable {
                                       (.unsigned(5), .array(items))]
         if isTruncated { fields.append((.unsigned(6), .bool(true))) }
         if isRowsOnly { fields.append((.unsigned(7), .bool(true))) }
+        if let generation { fields.append((.unsigned(8), .unsigned(generation))) }
         return CBORWriter.encode(.map(fields))
     }
 
@@ -211,6 +215,7 @@ public struct ReconcileResponse: Equatable, Sendable {
                                           rows: rows, items: items, isTruncated: try f.optional(6)?.asBool() ?? false)
         response.undecodableRows = undecodable
         response.isRowsOnly = try f.optional(7)?.asBool() ?? false
+        response.generation = try f.optional(8)?.asUInt()
         return response
     }
 }
