@@ -27,7 +27,12 @@ public final class SimulatedFleet: @unchecked Sendable {
     public private(set) var devices: [SimDevice] = []
     let account: SigningKeyPair
     let backupKey: SecretBytes
+    /// A tick while frames are on their way or a pull runs.
     public let tickMilliseconds: UInt64 = 100
+    /// A tick while the network is quiet: the engines' timers (debounce,
+    /// heartbeat, retries) still fire, at most this much late. Most of a
+    /// history is quiet, so this is most of the simulator's speed.
+    public let quietTickMilliseconds: UInt64 = 500
     private let startMs: UInt64
 
     public static let deviceNames = ["ada", "ben", "cy", "dee", "eli", "fay", "gus", "hal"]
@@ -157,20 +162,23 @@ public final class SimulatedFleet: @unchecked Sendable {
     // MARK: Time
 
     /// One tick: deliver what is due, step every online engine (in slot
-    /// order), move the clock on.
-    public func tick() {
+    /// order), move the clock on. Returns the milliseconds it moved.
+    @discardableResult
+    public func tick() -> UInt64 {
         network.deliverReady()
         for device in devices { device.engine?.step() }
-        clock.advance(ms: tickMilliseconds)
+        let now = clock.monotonicMilliseconds()
+        let busy = (network.nextDueMs().map { $0 <= now + quietTickMilliseconds } ?? false)
+            || devices.contains { $0.engine?.hasActivePulls ?? false }
+        let step = busy ? tickMilliseconds : quietTickMilliseconds
+        clock.advance(ms: step)
+        return step
     }
 
-    /// Runs the fleet for `ms` of simulated time.
+    /// Runs the fleet for (at least) `ms` of simulated time.
     public func run(ms: UInt64) {
-        var left = ms
-        while left > 0 {
-            tick()
-            left = left > tickMilliseconds ? left - tickMilliseconds : 0
-        }
+        var elapsed: UInt64 = 0
+        while elapsed < ms { elapsed += tick() }
     }
 
     /// Every device asleep for `ms` (a closed lid): no engine steps, frames

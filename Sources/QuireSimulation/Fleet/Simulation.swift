@@ -22,6 +22,8 @@ public struct SimulationResult: Sendable {
     /// Steps the workload did not run because a switch is off (e.g. a delete
     /// that would make a three-way edit/delete history), or had nothing to act on.
     public let skippedSteps: Int
+    /// The same, by why.
+    public let skips: [String: Int]
     /// The trace, rendered (kept when the run failed or when asked).
     public let trace: String?
 
@@ -81,8 +83,10 @@ public final class Simulation {
         let base = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }.map { String(cString: $0) }
         var configuration = SyncConfiguration()
         // The engine's own timers, unchanged: heartbeats, back-offs and
-        // timeouts are part of what is under test.
-        configuration.statusIntervalMilliseconds = 500
+        // timeouts are part of what is under test. Only the status snapshot
+        // (a file for other processes, and where replay floors persist) is
+        // written less often: rendering it was a third of the run time.
+        configuration.statusIntervalMilliseconds = 5_000
         fleet = SimulatedFleet(seed: seed, base: base ?? "\(scratch)/quire-sim-\(seed)", configuration: configuration,
                                maxFrameSize: plan.maxFrameSize)
         defer { fleet.tearDown() }
@@ -121,7 +125,7 @@ public final class Simulation {
             seed: seed, options: options, keptSteps: keptSteps.map { $0.sorted() }, stepCount: keptSteps?.count ?? plan.steps.count,
             deviceCount: fleet.devices.count, traceHash: trace.hashHex, traceLines: trace.lineCount,
             violations: checker.violations, tally: checker.tally, faults: fleet.network.injected, simulatedMs: endMs,
-            deviceHours: deviceHours, writes: model.writes.count, skippedSteps: skipped,
+            deviceHours: deviceHours, writes: model.writes.count, skippedSteps: skipped, skips: skips,
             trace: (failed || keepsTrace) ? trace.render(framesIncluded: framesTraced) : nil)
     }
 
@@ -137,8 +141,7 @@ public final class Simulation {
         for device in fleet.devices { try fleet.powerOn(device, online: true) }
         var elapsed: UInt64 = 0
         while elapsed < Simulation.settleBudgetMs {
-            for _ in 0..<10 { fleet.tick() }
-            elapsed += 10 * fleet.tickMilliseconds
+            for _ in 0..<5 { elapsed += fleet.tick() }
             if fleet.isSettled() && fleet.network.framesInFlight == 0 {
                 fleet.trace.record(nil, "settled after \(elapsed) ms")
                 return true
@@ -152,8 +155,12 @@ public final class Simulation {
 
     private func device(_ slot: Int) -> SimDevice { fleet.devices[slot % fleet.devices.count] }
 
-    private func skip(_ device: SimDevice?, _ why: String) {
+    /// Why steps did nothing, by kind ("held back" is a switch at work).
+    private var skips: [String: Int] = [:]
+
+    private func skip(_ device: SimDevice?, _ why: String, kind: String = "nothing to act on") {
         skipped += 1
+        skips[kind, default: 0] += 1
         fleet.trace.record(device?.name, "skipped: \(why)")
     }
 
@@ -272,7 +279,8 @@ public final class Simulation {
         guard !options.allowsThreeWayEditDelete else { return false }
         let seen = model.seen(by: device.slot, row: ref, before: before)
         if model.completesThreeWayEditDelete(row: ref, seen: seen, isDelete: isDelete) {
-            skip(device, "\(isDelete ? "delete" : "edit") of \(ref) would make a three-way edit/delete history (switched off)")
+            skip(device, "\(isDelete ? "delete" : "edit") of \(ref) would make a three-way edit/delete history (switched off)",
+                 kind: "held back: three-way edit/delete")
             return true
         }
         return false

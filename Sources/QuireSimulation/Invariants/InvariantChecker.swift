@@ -36,7 +36,7 @@ struct InvariantChecker {
                  devices.map { d in "\(d.name): unconverged with [\(d.engine?.unconvergedSiblings().joined(separator: ", ") ?? "offline")]" })
         }
         guard let reference = devices.first, let referenceStore = reference.store else { return }
-        let referenceDigest = try referenceStore.digest(generation: 0)
+        let referenceDigest = try referenceStore.digest(generation: generation(of: reference))
         var referenceRows: [Namespace: [RowKey: [UInt8]]] = [:]
         for ns in Namespace.allCases { referenceRows[ns] = try canonicalRows(referenceStore, ns) }
         for device in devices {
@@ -48,7 +48,7 @@ struct InvariantChecker {
                 tally.pass(.convergence)
             }
             guard device !== reference else { continue }
-            let digest = try store.digest(generation: 0)
+            let digest = try store.digest(generation: generation(of: device))
             if digest != referenceDigest {
                 fail(.convergence, "\(device.name) and \(reference.name) hold different digests",
                      ["divergent namespaces: " + digest.divergentNamespaces(from: referenceDigest).map(\.name).joined(separator: ", ")])
@@ -72,6 +72,9 @@ struct InvariantChecker {
             }
         }
     }
+
+    /// The device's generation as its prefs hold it (only a committed barrier moves it).
+    private func generation(of device: SimDevice) -> UInt64 { (try? device.home.prefs.load().generation) ?? 0 }
 
     /// Live rows by key, as canonical bytes.
     private func canonicalRows(_ store: ReplicaStore, _ ns: Namespace) throws -> [RowKey: [UInt8]] {

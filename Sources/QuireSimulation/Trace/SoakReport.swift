@@ -18,6 +18,7 @@ public struct SoakReport: Sendable, Codable {
     public var deviceHours = 0.0
     public var writes = 0
     public var stepsSkipped = 0
+    public var skips: [String: Int] = [:]
     public var faults = FaultCounts()
     public var checks = InvariantTally()
     public var failures: [Failure] = []
@@ -31,6 +32,7 @@ public struct SoakReport: Sendable, Codable {
         deviceHours += result.deviceHours
         writes += result.writes
         stepsSkipped += result.skippedSteps
+        for (k, v) in result.skips { skips[k, default: 0] += v }
         faults.add(result.faults)
         checks.add(result.tally)
         if !result.passed {
@@ -46,6 +48,7 @@ public struct SoakReport: Sendable, Codable {
         deviceHours += other.deviceHours
         writes += other.writes
         stepsSkipped += other.stepsSkipped
+        for (k, v) in other.skips { skips[k, default: 0] += v }
         faults.add(other.faults)
         checks.add(other.checks)
         failures += other.failures
@@ -60,7 +63,8 @@ public struct SoakReport: Sendable, Codable {
         out.append("seeds run: \(seedsRun) (from \(firstSeed)), passed \(seedsPassed), failed \(seedsRun - seedsPassed)"
                    + String(format: " in %.1f s (%.0f seeds/minute)", wallSeconds, seedsPerMinute))
         out.append(String(format: "simulated: %.1f device-hours (%.1f h of fleet time), %d writes, %d steps skipped",
-                          deviceHours, simulatedHours, writes, stepsSkipped))
+                          deviceHours, simulatedHours, writes, stepsSkipped)
+                   + (skips.isEmpty ? "" : " (" + skips.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"))
         out.append("faults injected: " + FaultKind.allCases.map { "\($0.rawValue) \(faults[$0])" }.joined(separator: ", "))
         out.append("invariant checks passed: " + Invariant.allCases.map { "\($0) \(checks.passed[$0.description] ?? 0)" }.joined(separator: ", "))
         if !failures.isEmpty {

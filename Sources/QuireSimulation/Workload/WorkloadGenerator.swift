@@ -34,7 +34,7 @@ public enum WorkloadGenerator {
         while steps.count < stepCount {
             // The histories issue 10 describes, played on purpose (they also
             // arise by chance, but rarely): only when their switch is on.
-            if options.allowsThreeWayEditDelete, slots >= 3, random.chance(0.05) {
+            if options.allowsThreeWayEditDelete, slots >= 3, random.chance(0.08) {
                 steps += threeWayEditDelete(random, slots: slots)
                 continue
             }
@@ -90,6 +90,7 @@ public enum WorkloadGenerator {
 
     /// Issue 10, #1: a value everywhere; A edits it offline; B edits it
     /// later; C, having received B's edit, deletes it; then A comes back.
+    /// (Or its twin with two deletes, see below.)
     static func threeWayEditDelete(_ random: SeededRandom, slots: Int) -> [Step] {
         let a = random.int(0..<slots)
         var b = random.int(0..<(slots - 1)); if b >= a { b += 1 }
@@ -101,13 +102,26 @@ public enum WorkloadGenerator {
             useSaga ? .write(device: device, target: .sagaProse(day: name, .append), pick: random.next())
                     : .write(device: device, target: .setting(name: name), pick: random.next())
         }
+        let delete: (Int) -> Operation = { device in .deleteNamed(device: device, target: useSaga ? .sagaDay(name) : .setting(name)) }
+        if random.chance(0.5) {
+            return [
+                Step(write(a), thenRunMs: 5_000),
+                Step(.goOffline(device: a), thenRunMs: 0),
+                Step(write(a), thenRunMs: 1_000),
+                Step(write(b), thenRunMs: 5_000),
+                Step(delete(c), thenRunMs: UInt64(random.int(0...5_000))),
+                Step(.goOnline(device: a), thenRunMs: 10_000),
+            ]
+        }
+        // The other shape: B deletes offline; A edits, C sees A's edit and
+        // deletes it; B comes back with a delete that never saw A's edit.
         return [
             Step(write(a), thenRunMs: 5_000),
-            Step(.goOffline(device: a), thenRunMs: 0),
-            Step(write(a), thenRunMs: 1_000),
-            Step(write(b), thenRunMs: 5_000),
-            Step(.deleteNamed(device: c, target: useSaga ? .sagaDay(name) : .setting(name)), thenRunMs: UInt64(random.int(0...5_000))),
-            Step(.goOnline(device: a), thenRunMs: 10_000),
+            Step(.goOffline(device: b), thenRunMs: 0),
+            Step(delete(b), thenRunMs: 1_000),
+            Step(write(a), thenRunMs: 5_000),
+            Step(delete(c), thenRunMs: UInt64(random.int(0...5_000))),
+            Step(.goOnline(device: b), thenRunMs: 10_000),
         ]
     }
 
