@@ -10,7 +10,7 @@ import XCTest
 final class SimulationTests: XCTestCase {
     /// Seeds in `swift test`; the CI extra (tools/ci-extras.d/simulate) runs
     /// 10,000 or 15 minutes. QUIRE_SIMULATION_SEEDS overrides.
-    static let fastSeeds = Int(ProcessInfo.processInfo.environment["QUIRE_SIMULATION_SEEDS"] ?? "") ?? 240
+    static let fastSeeds = Int(ProcessInfo.processInfo.environment["QUIRE_SIMULATION_SEEDS"] ?? "") ?? 200
 
     func testHundredsOfSeedsHoldEveryInvariant() throws {
         let run = try SimulatorBinary.run(["--seeds", String(Self.fastSeeds), "--from", "1", "--steps", "24", "--jobs", "2",
@@ -93,8 +93,8 @@ final class SimulationTests: XCTestCase {
 /// Seeds that fail today with a switch on (see the test above and the
 /// report in issue 11's closing note).
 enum KnownFailures {
-    static let threeWayEditDelete: [Int] = [1, 21, 38]
-    static let restoreByCopy: [Int] = [1, 2, 3]
+    static let threeWayEditDelete: [Int] = [3, 9, 52, 56, 75]
+    static let restoreByCopy: [Int] = [1, 2, 3, 192]
 }
 
 /// The built `quire-simulate`, next to the test bundle.

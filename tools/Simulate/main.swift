@@ -38,6 +38,25 @@ if ProcessInfo.processInfo.environment["SWIFT_DETERMINISTIC_HASHING"] == nil {
     exit(70)
 }
 
+// A crash inside a replica or an engine (a failed precondition) is a finding
+// too: the handler says which seed was running and how to replay it.
+nonisolated(unsafe) let crashNote = UnsafeMutablePointer<CChar>.allocate(capacity: 512)
+crashNote.initialize(to: 0)
+
+func armCrashNote(_ text: String) {
+    let bytes = Array(text.utf8.prefix(510))
+    for (i, b) in bytes.enumerated() { crashNote[i] = CChar(bitPattern: b) }
+    crashNote[bytes.count] = 0
+}
+
+for crash in [SIGILL, SIGTRAP, SIGSEGV, SIGBUS, SIGABRT, SIGFPE] {
+    signal(crash) { received in
+        _ = write(2, crashNote, strlen(crashNote))
+        signal(received, SIG_DFL)
+        raise(received)
+    }
+}
+
 struct Arguments {
     var seeds = 100
     var from: UInt64 = 1
@@ -115,8 +134,14 @@ func printJSON<T: Encodable>(_ value: T) {
 
 // MARK: One seed
 
+func crashText(_ seed: UInt64, _ options: WorkloadOptions) -> String {
+    "\nquire-simulate: crashed while running seed \(seed); replay: tools/simulate --replay \(seed) "
+        + options.flags.joined(separator: " ") + "\n"
+}
+
 if let seed = arguments.replay {
     let started = Date()
+    armCrashNote(crashText(seed, arguments.options))
     var result = Simulation(seed: seed, options: arguments.options, keptSteps: arguments.stepsKept, keepsTrace: true,
                             framesTraced: arguments.frames).run()
     if arguments.shrink && !result.passed {
@@ -179,6 +204,7 @@ if arguments.jobs > 1 {
     for offset in 0..<arguments.seeds {
         if let deadline, Date() >= deadline { note("time is up after \(offset) seeds"); break }
         let seed = arguments.from + UInt64(offset)
+        armCrashNote(crashText(seed, arguments.options))
         let t0 = Date()
         let result = Simulation(seed: seed, options: arguments.options).run()
         report.add(result)

@@ -78,7 +78,9 @@ public final class Simulation {
         return NSTemporaryDirectory()
     }
 
+    /// Runs the history once (a `Simulation` is not reusable: make another).
     public func run() -> SimulationResult {
+        precondition(fleet == nil, "a Simulation runs once")
         var template = Array("\(scratch)/quire-sim-XXXXXX".utf8CString)
         let base = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }.map { String(cString: $0) }
         var configuration = SyncConfiguration()
@@ -104,7 +106,7 @@ public final class Simulation {
             for _ in 0..<plan.deviceCount { try fleet.addDevice(knowing: fleet.devices) }
             for device in fleet.devices { try fleet.goOnline(device) }
             for (index, step) in plan.steps.enumerated() where keptSteps?.contains(index) ?? true {
-                trace.step = index
+                trace.phase = .step(index)
                 fleet.network.reseed(SeedMix.mix(seed, 0x4E_45_54, UInt64(index)))
                 try perform(step.operation, step: index)
                 fleet.run(ms: step.thenRunMs)
@@ -134,17 +136,29 @@ public final class Simulation {
     /// Heals every fault, brings every device online, and runs until the
     /// fleet settles or the budget is spent.
     private func settle() throws -> Bool {
-        fleet.trace.step = nil
+        fleet.trace.phase = .settle
         fleet.network.rates = .none
         fleet.network.partition = nil
         fleet.trace.record(nil, "heal: no more faults, no partition, every device on")
         for device in fleet.devices { try fleet.powerOn(device, online: true) }
         var elapsed: UInt64 = 0
+        var nextReport: UInt64 = 10_000
         while elapsed < Simulation.settleBudgetMs {
             for _ in 0..<5 { elapsed += fleet.tick() }
             if fleet.isSettled() && fleet.network.framesInFlight == 0 {
                 fleet.trace.record(nil, "settled after \(elapsed) ms")
                 return true
+            }
+            if elapsed >= nextReport {
+                nextReport += 10_000
+                let waiting = fleet.devices.compactMap { d -> String? in
+                    let siblings = d.engine?.unconvergedSiblings() ?? []
+                    return siblings.isEmpty ? nil : "\(d.name) with \(siblings.joined(separator: ","))"
+                }
+                let inFlight = fleet.network.framesInFlight
+                fleet.trace.record(nil, "not settled after \(elapsed) ms: "
+                                   + (waiting.isEmpty ? (fleet.isSettled() ? "converged" : "digests differ") : "unconverged " + waiting.joined(separator: "; "))
+                                   + (inFlight > 0 ? ", \(inFlight) frame(s) still on the way" : ""))
             }
         }
         fleet.trace.record(nil, "not settled after \(elapsed) ms")

@@ -10,11 +10,28 @@ import QuireCrypto
 /// (libsodium), so ciphertexts differ from run to run while everything the
 /// fleet does with them does not.
 public final class SimulationTrace: @unchecked Sendable {
+    /// Where in a run a line was written.
+    public enum Phase: Sendable, Equatable, CustomStringConvertible {
+        /// Devices being made and paired.
+        case setup
+        /// Step `n` of the history (its operation, then the fleet running).
+        case step(Int)
+        /// Faults healed, the fleet settling before the checks.
+        case settle
+
+        public var description: String {
+            switch self {
+            case .setup: "setup"
+            case .step(let n): "#\(n)"
+            case .settle: "settle"
+            }
+        }
+    }
+
     public struct Line: Sendable, CustomStringConvertible {
         /// Simulated milliseconds since the fleet started.
         public let atMs: UInt64
-        /// The operation being run (its index in the history), or nil while settling.
-        public let step: Int?
+        public let phase: Phase
         /// Which device it concerns, if one.
         public let device: String?
         public let text: String
@@ -22,8 +39,7 @@ public final class SimulationTrace: @unchecked Sendable {
         public var description: String {
             let seconds = atMs / 1000, millis = atMs % 1000
             let time = "\(seconds).\(String(millis + 1000).dropFirst())s"
-            let stepText = step.map { "#\($0)" } ?? "settle"
-            return "\(time) \(stepText) \(device ?? "-"): \(text)"
+            return "\(time) \(phase) \(device ?? "-"): \(text)"
         }
     }
 
@@ -34,7 +50,7 @@ public final class SimulationTrace: @unchecked Sendable {
     private var hasher = SHA256()
     private let startMs: UInt64
     private let clock: SimClock
-    public var step: Int?
+    public var phase = Phase.setup
 
     public init(clock: SimClock, lineLimit: Int = 200_000) {
         self.clock = clock
@@ -44,7 +60,7 @@ public final class SimulationTrace: @unchecked Sendable {
     }
 
     public func record(_ device: String?, _ text: String) {
-        let line = Line(atMs: clock.monotonicMilliseconds() - startMs, step: step, device: device, text: text)
+        let line = Line(atMs: clock.monotonicMilliseconds() - startMs, phase: phase, device: device, text: text)
         let rendered = line.description
         hasher.update(Array(rendered.utf8) + [0x0A])
         lineCount += 1
