@@ -12,6 +12,10 @@ import QuireRelay
 /// run on the driver's thread inside `deliverReady`, never inside `publish`,
 /// and frames in flight to a subscription that ended are gone.
 ///
+/// It is `MemoryRelay`'s sibling rather than a wrapper: a fault needs to
+/// know the sender (partitions), a due time (delays) and the sender's causal
+/// stamp, none of which a `MemoryRelay.Delivery` carries.
+///
 /// Each frame carries an opaque `tag` from the sender (the simulator's causal
 /// stamp: what the sender could have known when it sent), handed back on
 /// delivery. It never enters the bytes.

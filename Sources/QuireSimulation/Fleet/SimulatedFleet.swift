@@ -24,6 +24,11 @@ public final class SimulatedFleet: @unchecked Sendable {
     public let configuration: SyncConfiguration
     /// The simulated disk: one directory per device, plus backups.
     public let base: String
+    /// The simulated cloud folder (`--cloud`): shared by every device, never
+    /// part of a device backup. Empty today; the anchor of the barrier work
+    /// lives here, and its faults (unreachable, late, conflict copies, an
+    /// older anchor put back) belong in Faults/ beside the relay's.
+    public var cloudPath: String { base + "/cloud" }
     public private(set) var devices: [SimDevice] = []
     let account: SigningKeyPair
     let backupKey: SecretBytes
@@ -47,6 +52,7 @@ public final class SimulatedFleet: @unchecked Sendable {
         network = FaultyRelay(clock: clock, random: SeededRandom(seed: SeedMix.mix(seed, 0x4E45_54)), maxFrameSize: maxFrameSize)
         account = try! SigningKeyPair(seed: SecretBytes(copying: SeedMix.keyMaterial(seed, "account")))
         backupKey = SecretBytes(copying: SeedMix.keyMaterial(seed, "backup"))
+        _ = mkdir(base + "/cloud", 0o700)
     }
 
     /// Simulated milliseconds since the fleet started.

@@ -420,7 +420,10 @@ public final class Simulation {
         guard let store = d.store else { return skip(d, "powered off") }
         let before = try store.row(ns, key)
         if isHeldBack(d, ref, before: before, isDelete: false) { return }
-        let shownText = opened == nil ? nil : ProseWriter.text(shownParagraphs)
+        // What the editor read: an absent day reads as empty, never as "what
+        // is stored at save time" (that would count paragraphs that landed
+        // meanwhile as deleted by this edit).
+        let shownText = ProseWriter.text(shownParagraphs)
         let row: Row
         var token: String? = nil
         switch target {

@@ -10,8 +10,11 @@ struct ProseWriter {
         called laughed found lost kept old new blue small warm cold after before again never
         """.split(separator: " ").map(String.init)
 
+    /// A paragraph of a few words; now and then a long one (20 to 80 KB),
+    /// so rows travel in chunks and responses fill their byte budget.
     static func paragraph(token: String, random: SeededRandom) -> String {
-        ([token] + (0..<random.int(2...6)).map { _ in random.pick(vocabulary) }).joined(separator: " ")
+        let words = random.chance(0.03) ? random.int(3_000...12_000) : random.int(2...6)
+        return ([token] + (0..<words).map { _ in random.pick(vocabulary) }).joined(separator: " ")
     }
 
     /// Applies `edit` to what the editor shows. Returns the new paragraphs
