@@ -24,3 +24,32 @@ public final class SimClock: Clock, @unchecked Sendable {
         lock.lock(); ms += delta; lock.unlock()
     }
 }
+
+/// One device's view of the fleet clock: its wall clock is off by an
+/// offset (set at start, and stepped now and then, as NTP does), its
+/// monotonic clock is the fleet's. Stamps, session starts and "last seen"
+/// come from the wall clock, so skew reaches every place that compares them.
+public final class DeviceClock: Clock, @unchecked Sendable {
+    private let lock = NSLock()
+    private let fleet: SimClock
+    private var offsetMs: Int64
+
+    public init(fleet: SimClock, offsetMs: Int64) {
+        self.fleet = fleet
+        self.offsetMs = offsetMs
+    }
+
+    public var offset: Int64 { lock.lock(); defer { lock.unlock() }; return offsetMs }
+
+    /// Steps the wall clock (forward or back) by `deltaMs`.
+    public func step(by deltaMs: Int64) {
+        lock.lock(); offsetMs += deltaMs; lock.unlock()
+    }
+
+    public func now() -> Timestamp {
+        let wall = Int64(fleet.monotonicMilliseconds()) + offset
+        return Timestamp(seconds: wall >= 0 ? wall / 1000 : (wall - 999) / 1000)
+    }
+
+    public func monotonicMilliseconds() -> UInt64 { fleet.monotonicMilliseconds() }
+}

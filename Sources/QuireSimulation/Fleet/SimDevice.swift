@@ -20,18 +20,21 @@ public final class SimDevice: @unchecked Sendable {
     public internal(set) var backups: [String] = []
     /// Simulated milliseconds at which it joined the fleet.
     public let joinedAtMs: UInt64
+    /// Its own wall clock (skewed from the fleet's).
+    public let clock: DeviceClock
     /// How many times the replica was opened and an engine started: each
     /// opening and start draws from a stream of its own (a reopened store
     /// must not draw the row keys it drew before).
     var openings = 0
     var engineStarts = 0
 
-    init(slot: Int, name: String, identity: Identity, home: DeviceHome, joinedAtMs: UInt64) {
+    init(slot: Int, name: String, identity: Identity, home: DeviceHome, joinedAtMs: UInt64, clock: DeviceClock) {
         self.slot = slot
         self.name = name
         self.identity = identity
         self.home = home
         self.joinedAtMs = joinedAtMs
+        self.clock = clock
     }
 
     public var id: DeviceID { identity.deviceID }

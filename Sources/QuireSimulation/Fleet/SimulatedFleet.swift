@@ -42,6 +42,8 @@ public final class SimulatedFleet: @unchecked Sendable {
 
     public static let deviceNames = ["ada", "ben", "cy", "dee", "eli", "fay", "gus", "hal"]
 
+    /// `configuration`: the engines' knobs (a seed may shrink the response
+    /// budget or the key-list threshold; the timers stay as shipped).
     public init(seed: UInt64, base: String, configuration: SyncConfiguration, maxFrameSize: Int) {
         self.seed = seed
         self.base = base
@@ -64,17 +66,18 @@ public final class SimulatedFleet: @unchecked Sendable {
     /// row everywhere); a device that joins later gets what an invite
     /// carries (the inviter's roster) and introduces itself.
     @discardableResult
-    public func addDevice(invitedBy inviter: SimDevice? = nil, knowing others: [SimDevice] = []) throws -> SimDevice {
+    public func addDevice(invitedBy inviter: SimDevice? = nil, knowing others: [SimDevice] = [], clockOffsetMs: Int64 = 0) throws -> SimDevice {
         let slot = devices.count
         let name = SimulatedFleet.deviceNames[slot % SimulatedFleet.deviceNames.count] + (slot >= 8 ? "\(slot)" : "")
         let identity = SimDevice.makeIdentity(seed: seed, slot: slot, account: account, backupKey: backupKey)
         let home = DeviceHome(path: base + "/" + name)
         guard mkdir(home.path, 0o700) == 0 else { throw SimulationError("cannot create \(home.path): errno \(errno)") }
         try home.prefs.save(Prefs(deviceName: name))
-        let device = SimDevice(slot: slot, name: name, identity: identity, home: home, joinedAtMs: elapsedMs)
+        let device = SimDevice(slot: slot, name: name, identity: identity, home: home, joinedAtMs: elapsedMs,
+                               clock: DeviceClock(fleet: clock, offsetMs: clockOffsetMs))
         try openStore(device, create: true)
         let store = device.store!
-        let certificate = identity.signedCertificate(name: name, role: "device", issuedAt: clock.now())
+        let certificate = identity.signedCertificate(name: name, role: "device", issuedAt: device.clock.now())
         try store.putRosterEntry(DeviceRecord(name: name, certificate: certificate), key: identity.deviceID)
         if let inviter, let inviterStore = inviter.store {
             try store.apply(try inviterStore.rows(.devices, from: [], to: nil))
@@ -92,7 +95,8 @@ public final class SimulatedFleet: @unchecked Sendable {
     func openStore(_ device: SimDevice, create: Bool = false) throws {
         device.openings += 1
         let random = SeededRandom(seed: SeedMix.mix(seed, 0x53_54_4F_52_45, UInt64(device.slot), UInt64(device.openings)))
-        device.store = try ReplicaStore(path: device.home.databasePath, deviceID: device.id, create: create, clock: clock, random: random)
+        device.store = try ReplicaStore(path: device.home.databasePath, deviceID: device.id, create: create, clock: device.clock,
+                                        random: random)
     }
 
     /// Attaches a fresh engine (as a process start would: it reads the
@@ -106,7 +110,7 @@ public final class SimulatedFleet: @unchecked Sendable {
         let name = device.name
         let trace = self.trace
         var deps = SyncEngine.Dependencies(
-            store: device.store!, identity: device.identity, relay: network.endpoint(for: device.slot), clock: clock, random: random,
+            store: device.store!, identity: device.identity, relay: network.endpoint(for: device.slot), clock: device.clock, random: random,
             generation: { generation }, log: { line in trace.record(name, "log: " + line) },
             statusPath: device.home.path + "/sync-status.json", statePath: device.home.path + "/sync-state.json",
             relayDescription: "simulated")

@@ -89,6 +89,8 @@ public final class Simulation {
         // (a file for other processes, and where replay floors persist) is
         // written less often: rendering it was a third of the run time.
         configuration.statusIntervalMilliseconds = 5_000
+        configuration.maxResponseRowBytes = plan.maxResponseRowBytes
+        configuration.keyListThreshold = plan.keyListThreshold
         fleet = SimulatedFleet(seed: seed, base: base ?? "\(scratch)/quire-sim-\(seed)", configuration: configuration,
                                maxFrameSize: plan.maxFrameSize)
         defer { fleet.tearDown() }
@@ -102,8 +104,10 @@ public final class Simulation {
         var settled = false
         var checker = InvariantChecker(fleet: fleet, model: model, options: options)
         do {
-            trace.record(nil, "seed \(seed): \(plan.deviceCount) devices, \(plan.steps.count) steps, network \(plan.rates), frames up to \(plan.maxFrameSize) B")
-            for _ in 0..<plan.deviceCount { try fleet.addDevice(knowing: fleet.devices) }
+            trace.record(nil, "seed \(seed): \(plan.deviceCount) devices, \(plan.steps.count) steps, network \(plan.rates), frames up to \(plan.maxFrameSize) B, "
+                         + "responses up to \(plan.maxResponseRowBytes) B of rows, key lists up to \(plan.keyListThreshold) rows, clock offsets "
+                         + plan.clockOffsetsMs.prefix(plan.deviceCount).map { "\($0 / 1000) s" }.joined(separator: " "))
+            for slot in 0..<plan.deviceCount { try fleet.addDevice(knowing: fleet.devices, clockOffsetMs: plan.clockOffsetsMs[slot]) }
             for device in fleet.devices { try fleet.goOnline(device) }
             for (index, step) in plan.steps.enumerated() where keptSteps?.contains(index) ?? true {
                 trace.phase = .step(index)
@@ -229,7 +233,7 @@ public final class Simulation {
         case .join(let inviter):
             guard fleet.devices.count < 6 else { return skip(nil, "the fleet is full") }
             let host = device(inviter)
-            let joined = try fleet.addDevice(invitedBy: host)
+            let joined = try fleet.addDevice(invitedBy: host, clockOffsetMs: plan.clockOffsetsMs[fleet.devices.count % plan.clockOffsetsMs.count])
             try fleet.goOnline(joined)
             fleet.trace.record(joined.name, "joins the account, invited by \(host.name)")
         case .partition(let mask):
@@ -245,6 +249,10 @@ public final class Simulation {
         case .sleep(let ms):
             fleet.sleepAll(ms: ms)
             fleet.trace.record(nil, "everyone slept \(ms / 60_000) min")
+        case .clockStep(let slot, let delta):
+            let d = device(slot)
+            d.clock.step(by: delta)
+            fleet.trace.record(d.name, "wall clock stepped \(delta >= 0 ? "+" : "")\(delta) ms (now off by \(d.clock.offset / 1000) s)")
         }
     }
 

@@ -46,6 +46,8 @@ public enum Operation: Sendable, Equatable {
     case heal
     /// Every device asleep for `ms` (lids closed, frames still on the way).
     case sleep(ms: UInt64)
+    /// The device's wall clock is stepped by `deltaMs` (an NTP correction; back or forth).
+    case clockStep(device: Int, deltaMs: Int64)
 }
 
 /// What a `write` edits.
@@ -96,6 +98,7 @@ extension Operation: CustomStringConvertible {
         case .partition(let mask): return "partition \(String(mask, radix: 2))"
         case .heal: return "the network heals"
         case .sleep(let ms): return "everyone sleeps \(ms / 60_000) min"
+        case .clockStep(let d, let delta): return "slot \(d)'s clock steps \(delta) ms"
         }
     }
 }

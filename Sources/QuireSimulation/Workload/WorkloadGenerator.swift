@@ -9,6 +9,12 @@ public enum WorkloadGenerator {
         public var steps: [Step]
         public var rates: FaultRates
         public var maxFrameSize: Int
+        /// Wall-clock skew of each device slot (joiners included), in ms.
+        public var clockOffsetsMs: [Int64]
+        /// Row bytes per reconcile response and the key-list threshold:
+        /// small ones force pulls of many rounds and deep range splits.
+        public var maxResponseRowBytes: Int
+        public var keyListThreshold: Int
     }
 
     public static func plan(seed: UInt64, options: WorkloadOptions) -> Plan {
@@ -28,6 +34,12 @@ public enum WorkloadGenerator {
             }
         }
         let maxFrameSize = random.pick([8 << 10, 16 << 10, 64 << 10])
+        // Half the seeds run with every clock right; the others with each
+        // device up to 10 minutes off, and clocks stepped now and then.
+        let skewed = random.chance(0.5)
+        let clockOffsetsMs: [Int64] = (0..<8).map { _ in skewed ? Int64(random.int(-600_000...600_000)) : 0 }
+        let maxResponseRowBytes = random.pick([2 << 20, 2 << 20, 64 << 10, 8 << 10])
+        let keyListThreshold = random.pick([16, 16, 4, 64])
         var steps: [Step] = []
         var slots = deviceCount
         let maxSlots = 6
@@ -75,6 +87,9 @@ public enum WorkloadGenerator {
                 operation = options.injectsFaults ? .partition(mask: UInt8(truncatingIfNeeded: random.int(1..<(1 << slots) - 1)))
                                                   : .goOnline(device: device)
             case 92..<96: operation = .heal
+            case 96..<98:
+                operation = skewed ? .clockStep(device: device, deltaMs: Int64(random.int(-300_000...300_000)))
+                                   : .sleep(ms: UInt64(random.int(10...600)) * 60_000)
             default: operation = .sleep(ms: UInt64(random.int(10...600)) * 60_000)
             }
             let wait: UInt64
@@ -85,7 +100,8 @@ public enum WorkloadGenerator {
             }
             steps.append(Step(operation, thenRunMs: wait / 100 * 100))
         }
-        return Plan(deviceCount: deviceCount, steps: steps, rates: rates, maxFrameSize: maxFrameSize)
+        return Plan(deviceCount: deviceCount, steps: steps, rates: rates, maxFrameSize: maxFrameSize, clockOffsetsMs: clockOffsetsMs,
+                    maxResponseRowBytes: maxResponseRowBytes, keyListThreshold: keyListThreshold)
     }
 
     /// Issue 10, #1: a value everywhere; A edits it offline; B edits it
