@@ -19,7 +19,9 @@ let usage = """
       --steps N               steps per history (default: the seed chooses, 20...50)
       --restore-by-copy       also restore devices by copying back a backup (fails today: issue 10, #2)
       --three-way-edit-delete also let a delete that saw one of two concurrent edits meet the other (fails today: issue 10, #1)
-      --everything            both of the above
+      --tied-stamps           also let an edit tie the stamp of the value it replaces beside a concurrent edit (fails today: issue 10, #1)
+      --small-response-budgets  also shrink response budgets below a long note (livelocks today: found by the simulator)
+      --everything            all four of the above
       --require-heads         demand every concurrent unsuperseded write survive as a head (needs the issue 10 row model)
       --no-join, --no-faults  leave out devices joining mid-history, or network faults
       --json                  print the report as JSON
@@ -108,7 +110,9 @@ func parse(_ args: [String]) -> Arguments {
         case "--steps": a.options.stepCount = number(value(), "--steps")
         case "--restore-by-copy": a.options.allowsRestoreByCopy = true
         case "--three-way-edit-delete": a.options.allowsThreeWayEditDelete = true
-        case "--everything": a.options.allowsRestoreByCopy = true; a.options.allowsThreeWayEditDelete = true
+        case "--tied-stamps": a.options.allowsTiedStamps = true
+        case "--small-response-budgets": a.options.allowsSmallResponseBudgets = true
+        case "--everything": a.options = WorkloadOptions.everything.merging(deviceCount: a.options.deviceCount, stepCount: a.options.stepCount)
         case "--require-heads": a.options.requiresHeads = true
         case "--no-require-heads": a.options.requiresHeads = false
         case "--no-join": a.options.allowsJoin = false

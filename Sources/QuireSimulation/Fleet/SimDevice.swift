@@ -18,6 +18,9 @@ public final class SimDevice: @unchecked Sendable {
     public internal(set) var engine: SyncEngine?
     /// Copies of the device directory taken so far (oldest first).
     public internal(set) var backups: [String] = []
+    /// For each copy: this device's own counter in every row it held then
+    /// (what a restore would roll back to).
+    var backupCounters: [[RowRef: UInt64]] = []
     /// Simulated milliseconds at which it joined the fleet.
     public let joinedAtMs: UInt64
     /// Its own wall clock (skewed from the fleet's).

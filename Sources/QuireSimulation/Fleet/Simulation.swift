@@ -221,11 +221,19 @@ public final class Simulation {
         case .backUp(let slot):
             let d = device(slot)
             let path = try fleet.backUp(d)
+            d.backupCounters.append(try ownCounters(d))
             fleet.trace.record(d.name, "backed up as copy \(d.backups.count) (\(URL(fileURLWithPath: path).lastPathComponent))")
         case .restore(let slot, let pick):
             let d = device(slot)
             guard !d.backups.isEmpty else { return skip(d, "no backup to restore") }
             let index = d.backups.count - 1 - Int(pick % UInt64(d.backups.count))
+            if !options.allowsRestoreByCopy {
+                let now = try ownCounters(d), then = d.backupCounters[index]
+                if let row = now.first(where: { $0.value > then[$0.key] ?? 0 })?.key {
+                    return skip(d, "restoring copy \(index + 1) would roll back its own writes (\(row)) and re-mint them (switched off)",
+                                kind: "held back: restore after own writes")
+                }
+            }
             let held = try writesHeld(by: d)
             try fleet.restore(d, from: d.backups[index])
             fleet.trace.record(d.name, "restored by copying back backup copy \(index + 1)")
@@ -254,6 +262,19 @@ public final class Simulation {
             d.clock.step(by: delta)
             fleet.trace.record(d.name, "wall clock stepped \(delta >= 0 ? "+" : "")\(delta) ms (now off by \(d.clock.offset / 1000) s)")
         }
+    }
+
+    /// This device's own counter in every row it holds (tombstones too).
+    private func ownCounters(_ d: SimDevice) throws -> [RowRef: UInt64] {
+        guard let store = d.store else { return [:] }
+        var out: [RowRef: UInt64] = [:]
+        for ns in Namespace.allCases {
+            for row in try store.rows(ns, from: [], to: nil) + store.tombstones(ns) {
+                let counter = RowObservation.ownCounter(of: d.id, in: row)
+                if counter > 0 { out[RowRef(ns, row.key)] = counter }
+            }
+        }
+        return out
     }
 
     /// Writes whose dot the device's rows cover now.
@@ -298,8 +319,18 @@ public final class Simulation {
 
     /// Whether a write of `ref` by `device` is held back by a switch; says so in the trace.
     private func isHeldBack(_ device: SimDevice, _ ref: RowRef, before: Row?, isDelete: Bool) -> Bool {
-        guard !options.allowsThreeWayEditDelete else { return false }
         let seen = model.seen(by: device.slot, row: ref, before: before)
+        if !options.allowsTiedStamps, !isDelete, ContentValues.hasToken(ref.namespace) {
+            // The store stamps a local edit max(now, what it replaces).
+            let shown = RowObservation.shown(before)?.updatedAt?.seconds
+            let stamp = max(device.clock.now().seconds, shown ?? Int64.min)
+            if model.completesTiedStampEdits(row: ref, seen: seen, stamp: stamp) {
+                skip(device, "edit of \(ref) would tie the stamp of a value it replaces while a concurrent edit exists (switched off)",
+                     kind: "held back: tied stamps")
+                return true
+            }
+        }
+        guard !options.allowsThreeWayEditDelete else { return false }
         if model.completesThreeWayEditDelete(row: ref, seen: seen, isDelete: isDelete) {
             skip(device, "\(isDelete ? "delete" : "edit") of \(ref) would make a three-way edit/delete history (switched off)",
                  kind: "held back: three-way edit/delete")
@@ -313,7 +344,7 @@ public final class Simulation {
                         paragraphs: [String], removed: [String] = [], step: Int?, what: String) -> WriteRecord? {
         let record = model.record(step: step, slot: device.slot, deviceName: device.name, deviceID: device.id, row: ref,
                                   before: before, after: after, isDelete: isDelete, token: token, paragraphs: paragraphs,
-                                  removedParagraphs: removed)
+                                  removedParagraphs: removed, stamp: RowObservation.shown(after)?.updatedAt?.seconds)
         let names = Dictionary(uniqueKeysWithValues: fleet.devices.map { ($0.id, $0.name) })
         if let record {
             fleet.trace.record(device.name, "\(what) \(ref) → \(record.label) dot (\(device.name),\(record.dot.counter)) "

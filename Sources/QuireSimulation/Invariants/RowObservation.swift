@@ -35,6 +35,13 @@ public enum RowObservation {
         return row.version.vector[device] >= dot.counter
     }
 
+    /// The highest counter this device has minted in the row, as far as
+    /// the row knows (after the rewrite: over every incarnation of it). A
+    /// restore that lowers it would let the device mint a counter again.
+    public static func ownCounter(of device: DeviceID, in row: Row) -> UInt64 {
+        row.version.vector[device]
+    }
+
     /// What a file would show: nil for an absent row or a tombstone.
     public static func shown(_ row: Row?) -> RowContent? { row?.content }
 

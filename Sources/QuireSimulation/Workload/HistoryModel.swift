@@ -38,6 +38,8 @@ public struct WriteRecord: Sendable {
     public let paragraphs: [String]
     /// Paragraphs the person removed or rewrote in this edit (deliberately deleted).
     public let removedParagraphs: [String]
+    /// The wall-clock second the row's content was stamped with (edits).
+    public let stamp: Int64?
 
     public var label: String { "#w\(id)" }
 }
@@ -106,13 +108,14 @@ public final class HistoryModel: @unchecked Sendable {
     /// Records a committed local write; nil if it made no new version.
     @discardableResult
     public func record(step: Int?, slot: Int, deviceName: String, deviceID: DeviceID, row: RowRef, before: Row?, after: Row,
-                       isDelete: Bool, token: String?, paragraphs: [String], removedParagraphs: [String] = []) -> WriteRecord? {
+                       isDelete: Bool, token: String?, paragraphs: [String], removedParagraphs: [String] = [],
+                       stamp: Int64? = nil) -> WriteRecord? {
         guard let dot = RowObservation.mintedDot(by: deviceID, before: before, after: after) else { return nil }
         let seen = self.seen(by: slot, row: row, before: before)
         causal[slot][slot] += 1
         let record = WriteRecord(id: writes.count, step: step, slot: slot, deviceName: deviceName, row: row, isDelete: isDelete,
                                  dot: dot, causalCount: causal[slot][slot], seen: seen, token: token, paragraphs: paragraphs,
-                                 removedParagraphs: removedParagraphs)
+                                 removedParagraphs: removedParagraphs, stamp: stamp)
         writes.append(record)
         writesByRow[row, default: []].append(record.id)
         let fingerprint = RowObservation.fingerprint(of: after)
@@ -186,6 +189,29 @@ public final class HistoryModel: @unchecked Sendable {
         // (a) as u: an unseen delete that saw an edit this one does not see.
         for d in deletes where !seen.contains(d) {
             if writes[d].seen.contains(where: { s in !writes[s].isDelete && !seen.contains(s) }) { return true }
+        }
+        return false
+    }
+
+    /// Issue 10, #1 again, with no delete: s, an edit r that saw s and
+    /// carries the same stamp (same second, or a clock behind: a local edit
+    /// is never stamped earlier than what it replaces), and an edit u
+    /// concurrent with both. If s and u meet first and s wins, the join
+    /// looks concurrent with r, and r can lose the tie to the very value it
+    /// replaced. True if a new edit (seeing `seen`, to be stamped
+    /// `stamp`) would complete that shape, as r or as u.
+    public func completesTiedStampEdits(row: RowRef, seen: Set<Int>, stamp: Int64?) -> Bool {
+        let edits = standing(row).filter { !writes[$0].isDelete }
+        if let stamp {
+            // As r: a seen edit s with the same stamp, and an unseen edit u that did not see s.
+            for s in seen where !writes[s].isDelete && writes[s].stamp == stamp {
+                if edits.contains(where: { u in !seen.contains(u) && u != s && !writes[u].seen.contains(s) }) { return true }
+            }
+        }
+        // As u: an unseen r that saw an unseen s with r's stamp.
+        for r in edits where !seen.contains(r) {
+            guard let rStamp = writes[r].stamp else { continue }
+            if writes[r].seen.contains(where: { s in !writes[s].isDelete && !seen.contains(s) && writes[s].stamp == rStamp }) { return true }
         }
         return false
     }
