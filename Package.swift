@@ -30,6 +30,9 @@ let package = Package(
         .target(name: "QuireFuse", dependencies: ["CFuse3"]),
         // Namespaces as folders, rows as files.
         .target(name: "QuireFS", dependencies: ["QuireFuse", "QuireStore", "QuireCore"]),
+        // Deterministic fleet simulation: real replicas, engines and merges;
+        // only time, randomness, the relay and the disk are simulated.
+        .target(name: "QuireSimulation", dependencies: ["QuireSync", "QuireStore", "QuireCore", "QuireCrypto", "QuireRelay"]),
         // The command-line program and its daemon.
         .executableTarget(name: "quire", dependencies: ["QuireStore", "QuireCore", "QuireCrypto", "QuireSync", "QuireFS", "QuireRelay"]),
 
@@ -38,15 +41,18 @@ let package = Package(
         .executableTarget(name: "bench-sync", dependencies: ["QuireSync", "QuireStore", "QuireCore", "QuireRelay"], path: "tools/BenchSync"),
         .executableTarget(name: "bench-context", dependencies: ["QuireCore"], path: "tools/BenchContext"),
         .executableTarget(name: "bench-anchor", dependencies: ["QuireSync", "QuireStore", "QuireCore", "QuireCrypto"], path: "tools/BenchAnchor"),
+        // Seeded fleet soaks and replays (run through tools/simulate).
+        .executableTarget(name: "quire-simulate", dependencies: ["QuireSimulation"], path: "tools/Simulate"),
 
         // Loopback helpers shared by the relay, sync and end-to-end tests.
-        .target(name: "QuireTestSupport", path: "Tests/Support"),
+        .target(name: "QuireTestSupport", dependencies: ["QuireSimulation"], path: "Tests/Support"),
         .testTarget(name: "QuireCoreTests", dependencies: ["QuireTestSupport", "QuireCore", "QuireCrypto"]),
         .testTarget(name: "QuireStoreTests", dependencies: ["QuireStore", "QuireCore"]),
         .testTarget(name: "QuireRelayTests", dependencies: ["QuireTestSupport", "QuireRelay", "QuireCrypto"]),
         .testTarget(name: "QuireSyncTests", dependencies: ["QuireTestSupport", "QuireSync", "QuireStore", "QuireCore", "QuireCrypto", "QuireRelay"]),
         .testTarget(name: "QuireFuseTests", dependencies: ["QuireFuse"]),
         .testTarget(name: "QuireFSTests", dependencies: ["QuireTestSupport", "QuireFS", "QuireStore", "QuireCore"]),
+        .testTarget(name: "QuireSimulationTests", dependencies: ["QuireSimulation", "QuireSync", "QuireStore", "QuireCore", "QuireCrypto"]),
         .testTarget(name: "EndToEndTests", dependencies: ["QuireTestSupport", "QuireCore", "QuireStore", "QuireSync", "QuireRelay", "QuireCrypto"],
                     exclude: ["Fixtures"]),
     ]

@@ -12,10 +12,10 @@ import QuireCore
 /// write under one of its dots.
 ///
 /// Each row a sibling sends is checked, before it is merged, for versions
-/// this device wrote (any incarnation) that the merge would drop or that
-/// collide with the sibling's:
-///  - the sibling holds another version under the same dot: a dot minted
-///    twice;
+/// this device wrote (any incarnation) that the merge would drop although
+/// the sibling never saw them (a version it holds under the same dot with
+/// other content is kept by the merge beside ours, and only says the dot
+/// was minted twice):
 ///  - the sibling replaced it (its context covers the dot, it does not hold
 ///    it) and its context's tag for that dot names another write;
 ///  - the sibling replaced it without naming which write it saw (a higher
@@ -145,15 +145,14 @@ extension WriteContext {
     }
 
     /// This device's versions in `local` that merging `incoming` would drop
-    /// although the sibling never saw them, or that collide with its own.
+    /// although the sibling never saw them. (A version the sibling holds
+    /// under the same dot with other content is not at risk: the merge keeps
+    /// both; it only tells that the dot was minted twice.)
     func versionsAtRisk(local: Row?, incoming: Row) throws(StoreError) -> [RowHead] {
         guard let local else { return [] }
+        let incomingDots = Set(incoming.heads.map(\.dot))
         var atRisk: [RowHead] = []
-        for h in local.heads where h.dot.actor.device == store.deviceID {
-            if let same = incoming.heads.first(where: { $0.dot == h.dot }) {
-                if LeafEncoding.headDigest(same) != LeafEncoding.headDigest(h) { atRisk.append(h) }
-                continue
-            }
+        for h in local.heads where h.dot.actor.device == store.deviceID && !incomingDots.contains(h.dot) {
             guard incoming.context.covers(h.dot) else { continue }
             let theirs = incoming.context[h.dot.actor], tag = incoming.context.tag(h.dot.actor)
             if theirs == h.dot.counter && tag != 0 {
@@ -176,7 +175,15 @@ extension WriteContext {
             return "a sibling has seen write \(theirs) of this device on \(what), which this device holds only up to \(mine)"
         }
         if let h = atRisk.first(where: { $0.dot.actor == me }) {
-            return "a sibling holds or replaced another write made under this device's \(h.dot) on \(what)"
+            return "a sibling replaced another write made under this device's \(h.dot) on \(what)"
+        }
+        // Another version under one of our current dots, new to this row here.
+        for h in incoming.heads where h.dot.actor == me {
+            let digest = LeafEncoding.headDigest(h)
+            let ours = local?.heads.filter { $0.dot == h.dot } ?? []
+            if !ours.isEmpty && !ours.contains(where: { LeafEncoding.headDigest($0) == digest }) {
+                return "a sibling holds another write made under this device's \(h.dot) on \(what)"
+            }
         }
         return nil
     }

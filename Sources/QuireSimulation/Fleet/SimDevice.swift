@@ -1,0 +1,59 @@
+import Foundation
+import QuireCore
+import QuireCrypto
+import QuireStore
+import QuireSync
+
+/// One simulated device: keys derived from the run's seed, a device
+/// directory on the simulated disk, and (while powered) its real replica
+/// and (while online) its real sync engine.
+public final class SimDevice: @unchecked Sendable {
+    public let slot: Int
+    public let name: String
+    public let identity: Identity
+    public let home: DeviceHome
+    /// Open while the device is powered on.
+    public internal(set) var store: ReplicaStore?
+    /// Running while the device is online.
+    public internal(set) var engine: SyncEngine?
+    /// Copies of the device directory taken so far (oldest first).
+    public internal(set) var backups: [String] = []
+    /// For each copy: this device's own counter in every row it held then
+    /// (what a restore would roll back to).
+    var backupCounters: [[RowRef: UInt64]] = []
+    /// Simulated milliseconds at which it joined the fleet.
+    public let joinedAtMs: UInt64
+    /// Its own wall clock (skewed from the fleet's).
+    public let clock: DeviceClock
+    /// How many times the replica was opened and an engine started: each
+    /// opening and start draws from a stream of its own (a reopened store
+    /// must not draw the row keys it drew before).
+    var openings = 0
+    var engineStarts = 0
+
+    init(slot: Int, name: String, identity: Identity, home: DeviceHome, joinedAtMs: UInt64, clock: DeviceClock) {
+        self.slot = slot
+        self.name = name
+        self.identity = identity
+        self.home = home
+        self.joinedAtMs = joinedAtMs
+        self.clock = clock
+    }
+
+    public var id: DeviceID { identity.deviceID }
+    public var isPowered: Bool { store != nil }
+    public var isOnline: Bool { engine != nil }
+
+    /// The files a device backup captures (and a restore puts back): the
+    /// replica with its WAL, the prefs, the engine's persistent state.
+    static let directoryFiles = ["replica.sqlite", "replica.sqlite-wal", "replica.sqlite-shm", "prefs.json",
+                                 "sync-state.json", "sync-status.json"]
+
+    /// Keys for slot `slot` of the fleet seeded with `seed`: the same seed
+    /// always makes the same devices (their ids order vectors and break ties).
+    static func makeIdentity(seed: UInt64, slot: Int, account: SigningKeyPair, backupKey: SecretBytes) -> Identity {
+        let signing = try! SigningKeyPair(seed: SecretBytes(copying: SeedMix.keyMaterial(seed, "device-signing", slot)))
+        let box = try! BoxKeyPair(seed: SecretBytes(copying: SeedMix.keyMaterial(seed, "device-box", slot)))
+        return Identity(account: account, deviceSigning: signing, deviceBox: box, backupKey: backupKey)
+    }
+}

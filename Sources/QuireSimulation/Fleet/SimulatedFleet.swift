@@ -1,0 +1,224 @@
+import Foundation
+import QuireCore
+import QuireCrypto
+import QuireRelay
+import QuireStore
+import QuireSync
+
+/// A fleet of real devices of one account (real `ReplicaStore`, real
+/// `SyncEngine`, real merges) on a simulated network, clock and disk,
+/// stepped by hand: `tick()` delivers the frames that are due, steps every
+/// online engine once, and moves the clock on. Nothing runs on its own
+/// thread, so one seed gives one history.
+///
+/// Device life cycle, as the simulator drives it:
+/// - powered on: the replica is open (a person can edit offline);
+/// - online: also an engine attached to the network;
+/// - powered off: engine stopped, replica closed, files at rest, which is
+///   when a backup is copied or a backup copied back.
+public final class SimulatedFleet: @unchecked Sendable {
+    public let seed: UInt64
+    public let clock: SimClock
+    public let network: FaultyRelay
+    public let trace: SimulationTrace
+    public let configuration: SyncConfiguration
+    /// The simulated disk: one directory per device, plus backups.
+    public let base: String
+    /// The simulated cloud folder (`--cloud`): shared by every device, never
+    /// part of a device backup. Empty today; the anchor of the barrier work
+    /// lives here, and its faults (unreachable, late, conflict copies, an
+    /// older anchor put back) belong in Faults/ beside the relay's.
+    public var cloudPath: String { base + "/cloud" }
+    public private(set) var devices: [SimDevice] = []
+    let account: SigningKeyPair
+    let backupKey: SecretBytes
+    /// A tick while frames are on their way or a pull runs.
+    public let tickMilliseconds: UInt64 = 100
+    /// A tick while the network is quiet: the engines' timers (debounce,
+    /// heartbeat, retries) still fire, at most this much late. Most of a
+    /// history is quiet, so this is most of the simulator's speed.
+    public let quietTickMilliseconds: UInt64 = 500
+    private let startMs: UInt64
+
+    public static let deviceNames = ["ada", "ben", "cy", "dee", "eli", "fay", "gus", "hal"]
+
+    /// `configuration`: the engines' knobs (a seed may shrink the response
+    /// budget or the key-list threshold; the timers stay as shipped).
+    public init(seed: UInt64, base: String, configuration: SyncConfiguration, maxFrameSize: Int) {
+        self.seed = seed
+        self.base = base
+        self.configuration = configuration
+        clock = SimClock()
+        startMs = clock.monotonicMilliseconds()
+        trace = SimulationTrace(clock: clock)
+        network = FaultyRelay(clock: clock, random: SeededRandom(seed: SeedMix.mix(seed, 0x4E45_54)), maxFrameSize: maxFrameSize)
+        account = try! SigningKeyPair(seed: SecretBytes(copying: SeedMix.keyMaterial(seed, "account")))
+        backupKey = SecretBytes(copying: SeedMix.keyMaterial(seed, "backup"))
+        _ = mkdir(base + "/cloud", 0o700)
+    }
+
+    /// Simulated milliseconds since the fleet started.
+    public var elapsedMs: UInt64 { clock.monotonicMilliseconds() - startMs }
+
+    // MARK: Devices
+
+    /// Adds a device. The first ones are paired at set-up (every roster
+    /// row everywhere); a device that joins later gets what an invite
+    /// carries (the inviter's roster) and introduces itself.
+    @discardableResult
+    public func addDevice(invitedBy inviter: SimDevice? = nil, knowing others: [SimDevice] = [], clockOffsetMs: Int64 = 0) throws -> SimDevice {
+        let slot = devices.count
+        let name = SimulatedFleet.deviceNames[slot % SimulatedFleet.deviceNames.count] + (slot >= 8 ? "\(slot)" : "")
+        let identity = SimDevice.makeIdentity(seed: seed, slot: slot, account: account, backupKey: backupKey)
+        let home = DeviceHome(path: base + "/" + name)
+        guard mkdir(home.path, 0o700) == 0 else { throw SimulationError("cannot create \(home.path): errno \(errno)") }
+        try home.prefs.save(Prefs(deviceName: name))
+        let device = SimDevice(slot: slot, name: name, identity: identity, home: home, joinedAtMs: elapsedMs,
+                               clock: DeviceClock(fleet: clock, offsetMs: clockOffsetMs))
+        try openStore(device, create: true)
+        let store = device.store!
+        let certificate = identity.signedCertificate(name: name, role: "device", issuedAt: device.clock.now())
+        try store.putRosterEntry(DeviceRecord(name: name, certificate: certificate), key: identity.deviceID)
+        if let inviter, let inviterStore = inviter.store {
+            try store.apply(try inviterStore.rows(.devices, from: [], to: nil))
+        }
+        for other in others {
+            if let otherStore = other.store {
+                try store.apply(try otherStore.rows(.devices, from: [], to: nil).filter { $0.key == other.id })
+                try otherStore.apply(try store.rows(.devices, from: [], to: nil).filter { $0.key == identity.deviceID })
+            }
+        }
+        devices.append(device)
+        return device
+    }
+
+    func openStore(_ device: SimDevice, create: Bool = false) throws {
+        device.openings += 1
+        let random = SeededRandom(seed: SeedMix.mix(seed, 0x53_54_4F_52_45, UInt64(device.slot), UInt64(device.openings)))
+        device.store = try ReplicaStore(path: device.home.databasePath, deviceID: device.id, create: create, clock: device.clock,
+                                        random: random)
+    }
+
+    /// Attaches a fresh engine (as a process start would: it reads the
+    /// persistent state the last one left in the device directory).
+    public func goOnline(_ device: SimDevice) throws {
+        guard device.engine == nil else { return }
+        if device.store == nil { try openStore(device) }
+        device.engineStarts += 1
+        let random = SeededRandom(seed: SeedMix.mix(seed, 0x45_4E_47, UInt64(device.slot), UInt64(device.engineStarts)))
+        let generation = (try? device.home.prefs.load().generation) ?? 0
+        let name = device.name
+        let trace = self.trace
+        var deps = SyncEngine.Dependencies(
+            store: device.store!, identity: device.identity, relay: network.endpoint(for: device.slot), clock: device.clock, random: random,
+            generation: { generation }, log: { line in trace.record(name, "log: " + line) },
+            statusPath: device.home.path + "/sync-status.json", statePath: device.home.path + "/sync-state.json",
+            relayDescription: "simulated")
+        deps.trace = { line in trace.record(name, "frame " + line) }
+        let engine = SyncEngine(deps, configuration: configuration)
+        device.engine = engine
+        try engine.attach()
+    }
+
+    /// Stops the engine; the replica stays open (offline edits go on).
+    public func goOffline(_ device: SimDevice) {
+        device.engine?.stop()
+        device.engine = nil
+    }
+
+    /// Engine stopped and replica closed: the files are at rest.
+    public func powerOff(_ device: SimDevice) {
+        goOffline(device)
+        device.store = nil   // the last reference: the connection closes here
+    }
+
+    /// Reopens the replica, and the engine if `online`.
+    public func powerOn(_ device: SimDevice, online: Bool) throws {
+        if device.store == nil { try openStore(device) }
+        if online { try goOnline(device) }
+    }
+
+    /// Copies the device directory aside (the device is powered off for it
+    /// and comes back as it was). Returns the copy's path.
+    @discardableResult
+    public func backUp(_ device: SimDevice) throws -> String {
+        let wasOnline = device.isOnline
+        powerOff(device)
+        let destination = base + "/backups/\(device.name)-\(device.backups.count + 1)"
+        try FileManager.default.createDirectory(atPath: destination, withIntermediateDirectories: true)
+        for file in SimDevice.directoryFiles where FileManager.default.fileExists(atPath: device.home.path + "/" + file) {
+            try FileManager.default.copyItem(atPath: device.home.path + "/" + file, toPath: destination + "/" + file)
+        }
+        device.backups.append(destination)
+        try powerOn(device, online: wasOnline)
+        return destination
+    }
+
+    /// Puts a backup copy back in place of the device directory's files, as
+    /// a restore from a device backup would, and starts the device again.
+    public func restore(_ device: SimDevice, from copy: String) throws {
+        let wasOnline = device.isOnline
+        powerOff(device)
+        let fm = FileManager.default
+        for file in SimDevice.directoryFiles where fm.fileExists(atPath: device.home.path + "/" + file) {
+            try fm.removeItem(atPath: device.home.path + "/" + file)
+        }
+        for file in SimDevice.directoryFiles where fm.fileExists(atPath: copy + "/" + file) {
+            try fm.copyItem(atPath: copy + "/" + file, toPath: device.home.path + "/" + file)
+        }
+        try powerOn(device, online: wasOnline)
+    }
+
+    // MARK: Time
+
+    /// One tick: deliver what is due, step every online engine (in slot
+    /// order), move the clock on. Returns the milliseconds it moved.
+    @discardableResult
+    public func tick() -> UInt64 {
+        network.deliverReady()
+        for device in devices { device.engine?.step() }
+        let now = clock.monotonicMilliseconds()
+        let busy = (network.nextDueMs().map { $0 <= now + quietTickMilliseconds } ?? false)
+            || devices.contains { $0.engine?.hasActivePulls ?? false }
+        let step = busy ? tickMilliseconds : quietTickMilliseconds
+        clock.advance(ms: step)
+        return step
+    }
+
+    /// Runs the fleet for (at least) `ms` of simulated time.
+    public func run(ms: UInt64) {
+        var elapsed: UInt64 = 0
+        while elapsed < ms { elapsed += tick() }
+    }
+
+    /// Every device asleep for `ms` (a closed lid): no engine steps, frames
+    /// on their way stay on their way, then one step wakes everyone.
+    public func sleepAll(ms: UInt64) {
+        clock.advance(ms: ms)
+    }
+
+    /// True when every online device holds the same digest and every
+    /// engine knows it (its siblings hold it too, nothing is being pulled).
+    public func isSettled() -> Bool {
+        let online = devices.filter(\.isOnline)
+        guard let first = online.first, let reference = try? first.store!.digest(generation: 0).encoded() else { return online.isEmpty }
+        for device in online {
+            guard let digest = try? device.store!.digest(generation: 0).encoded(), digest == reference else { return false }
+            guard device.engine!.isConverged() else { return false }
+        }
+        return true
+    }
+
+    /// Removes the simulated disk.
+    public func tearDown() {
+        for device in devices { powerOff(device) }
+        network.close()
+        try? FileManager.default.removeItem(atPath: base)
+    }
+}
+
+/// A failure of the simulator itself (not of the fleet under test).
+public struct SimulationError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,64 @@
+/// The invariants of issue 11 this simulator checks. The numbers are the
+/// issue's; (2) no resurrection after a barrier, (4) no body lost to
+/// offload and (6) generations only move back through a detected restore
+/// belong to the barrier, offload and restore work and plug in here (a
+/// case, a check in `InvariantChecker`, a counter) when that work lands.
+public enum Invariant: Int, CaseIterable, Sendable, Codable, Comparable, CustomStringConvertible {
+    /// Equal digests and byte-identical rows on every device once the fleet settled.
+    case convergence = 1
+    /// Every value or paragraph committed and not superseded by a write
+    /// that had seen it is present; nothing a delete saw is shown again.
+    case noLostWrite = 3
+    /// Every device converges, or its status says why in words.
+    case noSilentStuckDevice = 5
+    /// No (actor, counter) pair is minted twice with different content.
+    case oneDotOneContent = 7
+
+    public static func < (a: Invariant, b: Invariant) -> Bool { a.rawValue < b.rawValue }
+
+    public var description: String {
+        switch self {
+        case .convergence: "(1) convergence"
+        case .noLostWrite: "(3) no lost write"
+        case .noSilentStuckDevice: "(5) no silent stuck device"
+        case .oneDotOneContent: "(7) one dot, one content"
+        }
+    }
+}
+
+/// One broken invariant, said so a person can act on it.
+public struct Violation: Sendable, Codable, CustomStringConvertible {
+    public let invariant: Invariant
+    /// One line: what is wrong, on what.
+    public let summary: String
+    /// The evidence: per-device state, the writes involved.
+    public let details: [String]
+
+    public init(_ invariant: Invariant, _ summary: String, details: [String] = []) {
+        self.invariant = invariant
+        self.summary = summary
+        self.details = details
+    }
+
+    public var description: String {
+        ([" \(invariant): \(summary)"] + details.map { "     \($0)" }).joined(separator: "\n")
+    }
+}
+
+/// Checks passed and failed per invariant.
+public struct InvariantTally: Sendable, Codable, Equatable {
+    public var passed: [String: Int] = [:]
+    public var failed: [String: Int] = [:]
+
+    public init() {}
+
+    public mutating func pass(_ invariant: Invariant, _ n: Int = 1) { passed[invariant.description, default: 0] += n }
+    public mutating func fail(_ invariant: Invariant, _ n: Int = 1) { failed[invariant.description, default: 0] += n }
+
+    public mutating func add(_ other: InvariantTally) {
+        for (k, v) in other.passed { passed[k, default: 0] += v }
+        for (k, v) in other.failed { failed[k, default: 0] += v }
+    }
+
+    public var totalPassed: Int { passed.values.reduce(0, +) }
+}

@@ -1,0 +1,104 @@
+import QuireCore
+
+/// One step of a history: an operation, then the fleet runs for a while.
+/// Operations name their targets abstractly (a device slot, a pick among
+/// the rows the device holds then) and are resolved when they run, so a
+/// history with some steps dropped (the shrinker) still means something.
+public struct Step: Sendable, Equatable {
+    public var operation: Operation
+    /// Simulated milliseconds the fleet runs after the operation.
+    public var thenRunMs: UInt64
+
+    public init(_ operation: Operation, thenRunMs: UInt64) {
+        self.operation = operation
+        self.thenRunMs = thenRunMs
+    }
+}
+
+/// What a person (or the world) does to one device or the network.
+public enum Operation: Sendable, Equatable {
+    /// An edit in one namespace, saved at once.
+    case write(device: Int, target: WriteTarget, pick: UInt64)
+    /// A prose edit in an editor left open for `openMs`: what the editor
+    /// shows is read first, sync runs meanwhile, the save comes last.
+    case slowProseEdit(device: Int, target: ProseTarget, edit: ProseEdit, pick: UInt64, openMs: UInt64)
+    /// Deletes a row the device holds live (a pick among them).
+    case delete(device: Int, namespace: Namespace, pick: UInt64)
+    /// Deletes a setting or a journal day by name (if the device holds it live).
+    case deleteNamed(device: Int, target: NamedRow)
+    /// The engine stops (no network); edits may go on.
+    case goOffline(device: Int)
+    case goOnline(device: Int)
+    /// The sync process restarts (same replica).
+    case restartEngine(device: Int)
+    /// The whole device restarts: engine stopped, replica closed and reopened.
+    case reboot(device: Int)
+    /// A copy of the device directory is taken (the device is off for it).
+    case backUp(device: Int)
+    /// A copy taken earlier is put back in place of the directory (a pick
+    /// among the device's backups: 0 is the latest).
+    case restore(device: Int, pick: UInt64)
+    /// A new device joins the account, invited by `inviter`.
+    case join(inviter: Int)
+    /// The network splits: slots whose bit is set in `mask` on one side.
+    case partition(mask: UInt8)
+    /// The network is whole again.
+    case heal
+    /// Every device asleep for `ms` (lids closed, frames still on the way).
+    case sleep(ms: UInt64)
+    /// The device's wall clock is stepped by `deltaMs` (an NTP correction; back or forth).
+    case clockStep(device: Int, deltaMs: Int64)
+}
+
+/// What a `write` edits.
+public enum WriteTarget: Sendable, Equatable {
+    case newNote
+    case noteTitle
+    case noteProse(ProseEdit)
+    /// Journal day 0, 1 or 2 (the row key is the date: devices meet on it).
+    case sagaProse(day: Int, ProseEdit)
+    /// Setting 0, 1 or 2 (the row key is the name: devices meet on it).
+    case setting(name: Int)
+    case newPlan
+    case editPlan
+    case newContact
+    case editContact
+}
+
+/// A row whose key is its name, so every device means the same row.
+public enum NamedRow: Sendable, Equatable {
+    case setting(Int)
+    case sagaDay(Int)
+}
+
+public enum ProseTarget: Sendable, Equatable {
+    case note
+    case saga(day: Int)
+}
+
+/// How a prose edit changes the paragraphs the editor shows.
+public enum ProseEdit: String, Sendable, Equatable, Codable, CaseIterable {
+    case append, insert, rewrite, remove
+}
+
+extension Operation: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .write(let d, let target, _): return "write \(target) on slot \(d)"
+        case .slowProseEdit(let d, let target, let edit, _, let ms): return "slow \(edit) of \(target) on slot \(d) (editor open \(ms) ms)"
+        case .delete(let d, let ns, _): return "delete in \(ns.name) on slot \(d)"
+        case .deleteNamed(let d, let target): return "delete \(target) on slot \(d)"
+        case .goOffline(let d): return "slot \(d) goes offline"
+        case .goOnline(let d): return "slot \(d) comes online"
+        case .restartEngine(let d): return "slot \(d) restarts its sync engine"
+        case .reboot(let d): return "slot \(d) reboots"
+        case .backUp(let d): return "slot \(d) is backed up"
+        case .restore(let d, _): return "slot \(d) is restored from a copy of its directory"
+        case .join(let inviter): return "a new device joins, invited by slot \(inviter)"
+        case .partition(let mask): return "partition \(String(mask, radix: 2))"
+        case .heal: return "the network heals"
+        case .sleep(let ms): return "everyone sleeps \(ms / 60_000) min"
+        case .clockStep(let d, let delta): return "slot \(d)'s clock steps \(delta) ms"
+        }
+    }
+}

@@ -1,0 +1,76 @@
+/// What histories a run may contain. The switches that are off by default
+/// turn on the histories issue 10 found the old row model getting wrong
+/// (rows as heads with dots now survive them; `--everything` runs them all,
+/// and CI's long run does).
+public struct WorkloadOptions: Sendable, Equatable {
+    /// Devices at the start (2...6); nil: the seed chooses.
+    public var deviceCount: Int?
+    /// Steps in a history; nil: the seed chooses (20...50).
+    public var stepCount: Int?
+    /// Put a device directory back from a copy taken earlier even when the
+    /// device wrote since that copy (issue 10, #2: it re-mints counters its
+    /// siblings already saw). Off, a restore runs only when the device wrote
+    /// nothing since the copy.
+    public var allowsRestoreByCopy = false
+    /// Let a delete that saw one of two concurrent edits meet the other
+    /// (issue 10, #1: the outcome depends on which devices meet first).
+    public var allowsThreeWayEditDelete = false
+    /// Let an edit carry the same stamp as the value it replaces while a
+    /// third, concurrent edit exists (issue 10, #1's cause, with no delete:
+    /// the replaced value can win the tie). Skewed clocks make this common.
+    public var allowsTiedStamps = false
+    /// Let a seed shrink the engines' response budget to 64 or 8 KiB, below
+    /// the size of a long note: two siblings can then livelock, each
+    /// resending a row the other already supersedes (found by this
+    /// simulator; not one of issue 10's six).
+    public var allowsSmallResponseBudgets = false
+    /// Let a device join mid-history.
+    public var allowsJoin = true
+    /// Inject network faults (drop, duplicate, reorder, delay, partition, corrupt).
+    public var injectsFaults = true
+    /// A deliberately wrong oracle, to test the simulator itself (traces,
+    /// replay commands, the shrinker): the write of this step is recorded
+    /// with a token the replica never received, so it must show as lost.
+    public var phantomWriteStep: Int?
+    /// Demand that every unsuperseded concurrent write survive as a head,
+    /// even on a row model that keeps one value per row (see RowObservation).
+    public var requiresHeads = RowObservation.keepsConcurrentHeads
+
+    public init() {}
+
+    /// Every history, including the ones known to fail today.
+    public static var everything: WorkloadOptions {
+        var o = WorkloadOptions()
+        o.allowsRestoreByCopy = true
+        o.allowsThreeWayEditDelete = true
+        o.allowsTiedStamps = true
+        o.allowsSmallResponseBudgets = true
+        return o
+    }
+
+    /// The switches as command-line flags, for the replay command.
+    public var flags: [String] {
+        var out: [String] = []
+        if let deviceCount { out += ["--devices", String(deviceCount)] }
+        if let stepCount { out += ["--steps", String(stepCount)] }
+        if allowsRestoreByCopy { out.append("--restore-by-copy") }
+        if allowsThreeWayEditDelete { out.append("--three-way-edit-delete") }
+        if allowsTiedStamps { out.append("--tied-stamps") }
+        if allowsSmallResponseBudgets { out.append("--small-response-budgets") }
+        if let phantomWriteStep { out += ["--phantom-write", String(phantomWriteStep)] }
+        if !allowsJoin { out.append("--no-join") }
+        if !injectsFaults { out.append("--no-faults") }
+        if requiresHeads != RowObservation.keepsConcurrentHeads { out.append(requiresHeads ? "--require-heads" : "--no-require-heads") }
+        return out
+    }
+}
+
+extension WorkloadOptions {
+    /// These options with a fixed device and step count (nil keeps the seed's choice).
+    public func merging(deviceCount: Int?, stepCount: Int?) -> WorkloadOptions {
+        var o = self
+        o.deviceCount = deviceCount ?? o.deviceCount
+        o.stepCount = stepCount ?? o.stepCount
+        return o
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+import QuireSimulation
+import XCTest
+
+/// The fleet simulator end to end. Seeds run through the built
+/// `quire-simulate`, which re-runs itself with deterministic hashing (the
+/// engines iterate dictionaries, which Swift otherwise orders differently
+/// in every process), so a seed that fails here replays exactly with the
+/// command it prints.
+final class SimulationTests: XCTestCase {
+    /// Seeds in `swift test`; the CI extra (tools/ci-extras.d/simulate) runs
+    /// 10,000 or 15 minutes. QUIRE_SIMULATION_SEEDS overrides.
+    static let fastSeeds = Int(ProcessInfo.processInfo.environment["QUIRE_SIMULATION_SEEDS"] ?? "") ?? 200
+
+    func testHundredsOfSeedsHoldEveryInvariant() throws {
+        let run = try SimulatorBinary.run(["--seeds", String(Self.fastSeeds), "--from", "1", "--steps", "24", "--jobs", "2",
+                                           "--json", "--quiet"])
+        let report = try JSONDecoder().decode(SoakReport.self, from: Data(run.stdout.utf8))
+        print(report.render())
+        XCTAssertEqual(run.status, report.failures.isEmpty ? 0 : 1)
+        XCTAssertEqual(report.seedsRun, Self.fastSeeds)
+        XCTAssertTrue(report.failures.isEmpty, "\n" + report.render(failuresShown: 10))
+        for kind in FaultKind.allCases { XCTAssertGreaterThan(report.faults[kind], 0, "no \(kind) fault was injected") }
+        for invariant in Invariant.allCases {
+            XCTAssertGreaterThan(report.checks.passed[invariant.description] ?? 0, 0, "\(invariant) was never checked")
+        }
+        XCTAssertGreaterThan(report.deviceHours, Double(Self.fastSeeds))
+    }
+
+    func testTheSameSeedGivesTheSameHistoryByteForByte() throws {
+        for seed in [3, 12] {
+            let first = try SimulatorBinary.traceHash(seed: seed)
+            let second = try SimulatorBinary.traceHash(seed: seed)
+            XCTAssertEqual(first, second, "seed \(seed) ran two different histories")
+            if ProcessInfo.processInfo.environment["SWIFT_DETERMINISTIC_HASHING"] != nil {
+                // In this process too, when it hashes deterministically.
+                XCTAssertEqual(Simulation(seed: UInt64(seed)).run().traceHash, first)
+            }
+        }
+        XCTAssertNotEqual(try SimulatorBinary.traceHash(seed: 3), try SimulatorBinary.traceHash(seed: 4))
+    }
+
+    func testAFailingSeedPrintsItsTraceAndTheCommandThatReplaysIt() throws {
+        // A deliberately wrong oracle: step 0's write recorded with a token
+        // the replica never got, so the seed must fail with a lost write.
+        let run = try SimulatorBinary.run(["--replay", "1", "--phantom-write", "0"])
+        XCTAssertEqual(run.status, 1, run.stdout)
+        XCTAssertTrue(run.stdout.contains("replay: tools/simulate --replay 1 --phantom-write 0"), run.stdout)
+        XCTAssertTrue(run.stdout.contains("(3) no lost write"), run.stdout)
+        XCTAssertTrue(run.stdout.contains("phantom-"), run.stdout)
+        XCTAssertTrue(run.stdout.contains(" #0 "), "trace lines name their step")
+    }
+
+    func testTheShrinkerCutsAFailingHistoryAndItStillFails() throws {
+        var options = WorkloadOptions()
+        options.phantomWriteStep = 0
+        let seed: UInt64 = 1
+        let full = Simulation(seed: seed, options: options).run()
+        XCTAssertFalse(full.passed)
+        var shrinker = Shrinker(seed: seed, options: options)
+        shrinker.budget = 40
+        let short = try XCTUnwrap(shrinker.shrink(from: full))
+        let kept = try XCTUnwrap(short.keptSteps, "nothing could be cut")
+        XCTAssertLessThan(kept.count, full.stepCount / 2)
+        XCTAssertTrue(short.violations.contains { $0.invariant == .noLostWrite })
+        XCTAssertTrue(short.replayCommand.contains("--steps-kept"), short.replayCommand)
+        // And the cut history replays to the same failure.
+        let replay = Simulation(seed: seed, options: options, keptSteps: Set(kept)).run()
+        XCTAssertTrue(replay.violations.contains { $0.invariant == .noLostWrite })
+    }
+
+    /// Issue 10's histories, which this simulator found failing on the old
+    /// row model (one value per row under a joined vector; actors that were
+    /// bare devices): regression tests now that rows keep heads with dots.
+    func testIssue10HistoriesHold() throws {
+        XCTAssertTrue(RowObservation.keepsConcurrentHeads)
+        for seed in Issue10Regressions.threeWayEditDelete {
+            let run = try SimulatorBinary.run(["--replay", String(seed), "--three-way-edit-delete"])
+            XCTAssertEqual(run.status, 0, "seed \(seed) (three-way edit/delete):\n" + run.stdout.suffix(4000))
+        }
+        for seed in Issue10Regressions.restoreByCopy {
+            let run = try SimulatorBinary.run(["--replay", String(seed), "--restore-by-copy"])
+            XCTAssertEqual(run.status, 0, "seed \(seed) (restore by copy):\n" + run.stdout.suffix(4000))
+        }
+        for seed in Issue10Regressions.everything {
+            let run = try SimulatorBinary.run(["--replay", String(seed), "--everything"])
+            XCTAssertEqual(run.status, 0, "seed \(seed) (everything):\n" + run.stdout.suffix(4000))
+        }
+    }
+}
+
+/// Seeds that failed on the old row model with a switch on (issue 11's
+/// closing note), and seed 192 of a raw copy-back, which found a re-issue
+/// loop in the first version of the new one.
+enum Issue10Regressions {
+    static let threeWayEditDelete: [Int] = [3, 9, 52, 56, 75]
+    static let restoreByCopy: [Int] = [1, 2, 3, 192]
+    static let everything: [Int] = [1, 2, 3, 5, 7]
+}
+
+/// The built `quire-simulate`, next to the test bundle.
+enum SimulatorBinary {
+    static var path: String {
+        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = dir.appendingPathComponent("quire-simulate").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            dir = dir.deletingLastPathComponent()
+        }
+        return FileManager.default.currentDirectoryPath + "/.build/debug/quire-simulate"
+    }
+
+    static func run(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        let out = Pipe()
+        // stderr to a file: two pipes read one after the other can deadlock.
+        let errPath = NSTemporaryDirectory() + "quire-simulate-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).err"
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: errPath) }
+        process.standardOutput = out
+        process.standardError = FileHandle(forWritingAtPath: errPath)
+        try process.run()
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let errData = FileManager.default.contents(atPath: errPath) ?? Data()
+        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+    }
+
+    static func traceHash(seed: Int) throws -> String {
+        let run = try run(["--replay", String(seed)])
+        guard let line = run.stdout.split(separator: "\n").first(where: { $0.hasPrefix("trace hash: ") }) else {
+            throw SimulationError("no trace hash in the output of --replay \(seed):\n\(run.stdout.suffix(2000))\n\(run.stderr)")
+        }
+        return String(line.dropFirst("trace hash: ".count).prefix(64))
+    }
+}
