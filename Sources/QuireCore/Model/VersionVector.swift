@@ -63,12 +63,21 @@ public struct Dot: Hashable, Comparable, Sendable, CustomStringConvertible {
 /// dot was seen". The tag tells a write that was seen from another write
 /// under the same dot (a device that came back from a copy of itself): a
 /// sibling whose context names our dot with our tag saw our write.
-/// Join is the pointwise maximum of (counter, tag); nothing here mints a dot.
+/// Join is the pointwise maximum by counter; at equal counters the tags
+/// must agree, else the entry's tag becomes 0 (unknown): two writes under
+/// one dot (a device put back from a copy) must never let a context vouch
+/// for the one it did not keep. (Per entry this is the join of a flat
+/// lattice, so the join stays commutative, associative and idempotent.)
+/// Nothing here mints a dot.
 public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
-    public struct Entry: Hashable, Comparable, Sendable {
+    public struct Entry: Hashable, Sendable {
         public var counter: UInt64
         public var tag: UInt64
-        public static func < (a: Entry, b: Entry) -> Bool { a.counter != b.counter ? a.counter < b.counter : a.tag < b.tag }
+
+        func joined(with other: Entry) -> Entry {
+            if counter != other.counter { return counter > other.counter ? self : other }
+            return tag == other.tag ? self : Entry(counter: counter, tag: 0)
+        }
     }
 
     /// Entries with a zero counter are never stored, so equal vectors have
@@ -100,8 +109,7 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
     public func adding(_ dot: Dot, tag: UInt64) -> VersionVector {
         var copy = self
         let entry = Entry(counter: dot.counter, tag: tag)
-        if let old = copy.entries[dot.actor], !(old < entry) { return copy }
-        copy.entries[dot.actor] = entry
+        copy.entries[dot.actor] = copy.entries[dot.actor].map { $0.joined(with: entry) } ?? entry
         return copy
     }
 
@@ -115,7 +123,7 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
     }
 
     public func joined(with other: VersionVector) -> VersionVector {
-        VersionVector(entries: entries.merging(other.entries, uniquingKeysWith: max))
+        VersionVector(entries: entries.merging(other.entries) { $0.joined(with: $1) })
     }
 
     public enum Order: Sendable, Equatable { case equal, dominates, dominated, concurrent }
