@@ -150,6 +150,9 @@ public final class HistoryModel: @unchecked Sendable {
 
     public func markRolledBack(_ ids: [Int]) { rolledBack.formUnion(ids) }
 
+    /// Whether the device in `slot` was ever put back by a raw copy.
+    public func wasCopiedBack(slot: Int) -> Bool { copiedBackAt[slot] != nil }
+
     /// A device was put back by a raw copy of its directory.
     public func noteCopiedBack(slot: Int) { copiedBackAt[slot] = writes.count }
 

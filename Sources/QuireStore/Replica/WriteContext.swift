@@ -116,6 +116,7 @@ struct WriteContext {
         // a concurrent edit it never saw survives it (edit beats delete).
         let row = Row.tombstone(ns, key, context: existing.context)
         try writeRow(row, previousLeaf: existing.leaf, exists: true)
+        try db.run("DELETE FROM shadows WHERE ns = ? AND key = ?", [.int(Int64(ns.rawValue)), .blob(key.bytes)])
         noteOutbox(ns, key, counter: existing.context[try currentActor()])
         return row
     }
@@ -214,7 +215,13 @@ struct WriteContext {
             for dot in RowMerge.collisions(row) where !(local.map(RowMerge.collisions) ?? []).contains(dot) {
                 try recordCollision(row, dot)
             }
-            _ = try restoreFromShadow(after: row)
+            if row.isTombstone || local?.content == nil {
+                // A deleted row's shadow speaks for text a delete saw (and a
+                // row back from a delete starts afresh): never restore it.
+                try db.run("DELETE FROM shadows WHERE ns = ? AND key = ?", [.int(Int64(row.namespace.rawValue)), .blob(row.key.bytes)])
+            } else {
+                _ = try restoreFromShadow(after: row)
+            }
         }
         try confirmShipped(incoming: incoming)
         return outcome
