@@ -14,7 +14,9 @@ final class UpgradeTests: XCTestCase {
     func copyFixture(_ name: String) throws -> String {
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/schema3/\(name)").path
         let home = dir + "/" + name
-        XCTAssertEqual(shell("cp -a '\(source)' '\(home)' && chmod 700 '\(home)'").status, 0)
+        // Git keeps no modes but 644/755: give the copy the modes a real
+        // device directory has (quire refuses keys others can read).
+        XCTAssertEqual(shell("cp -a '\(source)' '\(home)' && chmod 700 '\(home)' '\(home)/keys' && chmod 600 '\(home)'/keys/*").status, 0)
         return home
     }
 
