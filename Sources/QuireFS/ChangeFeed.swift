@@ -16,33 +16,54 @@ enum Invalidation: Hashable {
 }
 
 /// Shows changes made outside the mount (another process such as
-/// `quire put`, the sync engine) within a fraction of a second: polls the
-/// store's change feed, updates the folder views, and tells the kernel to
-/// drop what it cached. Also sends the invalidations the filesystem queued
+/// `quire put`, the sync engine) as soon as they commit: woken by the
+/// store's commit observer (and, for other processes, its watch on the
+/// database), it updates the folder views and tells the kernel to drop
+/// what it cached. Also sends the invalidations the filesystem queued
 /// itself — from this thread, never from inside a request handler, because
-/// the kernel may be waiting on that very handler.
+/// the kernel may be waiting on that very handler. Idle, it sleeps.
 public final class ChangeFeed: @unchecked Sendable {
     private let fileSystem: QuireFileSystem
     private let session: FuseSession
-    private let interval: TimeInterval
-    private let lock = NSLock()
+    private let condition = NSCondition()
     private var isStopped = false
+    private var isWoken = false
     private var thread: Thread?
+    private var observation: CommitObservation?
     private let finished = DispatchSemaphore(value: 0)
     /// How long a row renamed into the scratch area waits for its name to come back.
     static let detachGrace: TimeInterval = 5
+    /// With no news, the feed still reads the store this often: the safety
+    /// net for a change no watch reported (a database replaced under us).
+    static let safetyInterval: TimeInterval = 30
 
-    public init(fileSystem: QuireFileSystem, session: FuseSession, interval: TimeInterval = 0.2) {
+    public init(fileSystem: QuireFileSystem, session: FuseSession) {
         self.fileSystem = fileSystem
         self.session = session
-        self.interval = interval
     }
 
     public func start() {
-        let thread = Thread { [self] in
-            while !stopped {
-                poll()
-                Thread.sleep(forTimeInterval: interval)
+        var safety = Self.safetyInterval
+        do {
+            observation = try fileSystem.store.observeCommits(otherProcesses: true) { [weak self] in self?.wake() }
+        } catch {
+            // No inotify (a limit reached): this process's commits still
+            // wake the feed; other processes' show within a second.
+            fileSystem.log.problem("changes by other processes show within a second, not at once: \(error)")
+            observation = try? fileSystem.store.observeCommits { [weak self] in self?.wake() }
+            safety = 1
+        }
+        fileSystem.locked { fileSystem.wakeFeed = { [weak self] in self?.wake() } }
+        let thread = Thread { [self, safety] in
+            var deadline = Date(timeIntervalSinceNow: safety)
+            while true {
+                condition.lock()
+                while !isWoken && !isStopped && condition.wait(until: deadline) {}
+                let stop = isStopped
+                isWoken = false
+                condition.unlock()
+                if stop { break }
+                deadline = min(poll() ?? .distantFuture, Date(timeIntervalSinceNow: safety))
             }
             finished.signal()
         }
@@ -51,23 +72,30 @@ public final class ChangeFeed: @unchecked Sendable {
         thread.start()
     }
 
+    /// Runs a round soon (a commit, or the filesystem queued work).
+    public func wake() {
+        condition.lock()
+        isWoken = true
+        condition.signal()
+        condition.unlock()
+    }
+
     public func stop() {
-        lock.lock()
+        observation?.cancel()
+        fileSystem.locked { fileSystem.wakeFeed = nil }
+        condition.lock()
         let wasRunning = thread != nil && !isStopped
         isStopped = true
-        lock.unlock()
+        condition.signal()
+        condition.unlock()
         if wasRunning { finished.wait() }
     }
 
-    private var stopped: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return isStopped
-    }
-
-    /// One round: read the feed, apply it, send the invalidations.
-    public func poll() {
-        let work = fileSystem.takeChanges()
+    /// One round: read the feed, apply it, send the invalidations. Returns
+    /// when the next round is due with no news (a detached row's grace).
+    @discardableResult
+    public func poll() -> Date? {
+        let (work, due) = fileSystem.takeChanges()
         for invalidation in work {
             switch invalidation {
             case .entry(let parent, let name):
@@ -79,13 +107,15 @@ public final class ChangeFeed: @unchecked Sendable {
                 try? session.invalidateInode(FuseInode(inode))
             }
         }
+        return due
     }
 }
 
 extension QuireFileSystem {
     /// Applies everything the store changed since the last round and hands
-    /// back the invalidations to send (ours and the feed's).
-    func takeChanges() -> [Invalidation] {
+    /// back the invalidations to send (ours and the feed's), and when the
+    /// earliest detached row's grace ends.
+    func takeChanges() -> (work: [Invalidation], due: Date?) {
         locked {
             do {
                 let sequence = try store.changeSequence()
@@ -105,7 +135,8 @@ extension QuireFileSystem {
             var seen = Set<Invalidation>()
             let work = invalidations.filter { seen.insert($0).inserted }
             invalidations.removeAll()
-            return work
+            let due = detached.values.map { $0.since.addingTimeInterval(ChangeFeed.detachGrace) }.min()
+            return (work, due)
         }
     }
 

@@ -89,6 +89,10 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     var transientAttributes: [UInt64: [CanonicalName: [UInt8]]] = [:]
     var invalidations: [Invalidation] = []
     var lastSeenSequence: Int64 = 0
+    /// Wakes the change feed (set by `ChangeFeed.start`): called after a
+    /// request that left invalidations for it, or detached a row (whose
+    /// grace the feed times).
+    var wakeFeed: (@Sendable () -> Void)?
 
     public init(store: ReplicaStore, configuration: Configuration) throws {
         self.store = store
@@ -102,7 +106,10 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
 
     func locked<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         lock.lock()
-        defer { lock.unlock() }
+        defer {
+            if !invalidations.isEmpty { wakeFeed?() }
+            lock.unlock()
+        }
         return try body()
     }
 
@@ -266,7 +273,7 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
         case .notFound: return .noEntry
         case .invalidInput: return .invalid
         case .conflict: return .exists
-        case .corrupt, .foreign, .sqlite: return .io
+        case .corrupt, .foreign, .sqlite, .system: return .io
         }
     }
 

@@ -329,6 +329,7 @@ extension QuireFileSystem {
             let listed = try listing(namespace).rows[ref.key]?.title
             let title = working[ref]?.title ?? listed ?? ""
             detached[ref] = DetachedRow(title: title, name: name, since: Date())
+            wakeFeed?()
         }
         inodes.repoint(sourceInode, to: .scratch(folder, newName))
         // Files still open go with the file to its new name: their writes

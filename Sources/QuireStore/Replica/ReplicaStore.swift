@@ -14,6 +14,7 @@ public final class ReplicaStore: @unchecked Sendable {
     // on many threads. Cross-process safety is SQLite's own locking.
     let lock = NSRecursiveLock()
     let db: Connection
+    let commitObservers = CommitObservers()
 
     /// Opens (or with `create`, creates) the replica at `path`.
     public init(path: String, deviceID: DeviceID, create: Bool = false,
@@ -75,9 +76,19 @@ public final class ReplicaStore: @unchecked Sendable {
     }
 
     /// Runs `body` under the lock inside one immediate transaction.
+    /// Observers hear of the commit once the lock is released.
     func write<T>(_ body: (inout WriteContext) throws -> T) throws(StoreError) -> T {
         lock.lock()
-        defer { lock.unlock() }
+        let value: T
+        do {
+            defer { lock.unlock() }
+            value = try transactionBody(body)
+        }
+        commitObservers.notify()
+        return value
+    }
+
+    private func transactionBody<T>(_ body: (inout WriteContext) throws -> T) throws(StoreError) -> T {
         do {
             return try db.transaction {
                 var ctx = try WriteContext(store: self)

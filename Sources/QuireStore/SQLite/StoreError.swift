@@ -14,6 +14,8 @@ public struct StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case invalidInput
         case conflict
         case sqlite(Int32)
+        /// A system call outside SQLite failed (its errno).
+        case system(Int32)
     }
 
     public var kind: Kind

@@ -38,6 +38,9 @@ struct SiblingState {
     /// doubling the wait up to the heartbeat, until the sibling answers.
     var nextAdvertRetryMs: UInt64?
     var advertRetryBackoffMs: UInt64 = 1_000
+    /// We advertised a change and it has not answered since (any frame
+    /// counts): further changes fold into one advertisement meanwhile.
+    var awaitingAnswerSinceMs: UInt64?
 
     init(member: RosterMember, channel: String, configuration: SyncConfiguration) {
         self.member = member

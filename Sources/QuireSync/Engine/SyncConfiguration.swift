@@ -2,12 +2,15 @@
 /// fixes (400 ms debounce, immediate targeted re-advertisement, 8 rounds in
 /// 10 s → 30 s back-off); tests and the simulator shorten them.
 public struct SyncConfiguration: Sendable {
-    /// Fold a burst of local writes into one advertisement.
+    /// Fold a burst of local writes into one advertisement (the first
+    /// write after a quiet spell this long goes out at once).
     public var debounceMilliseconds: UInt64 = 400
     /// Advertise at the latest this long after the first write of a burst.
     public var maxDebounceMilliseconds: UInt64 = 2_000
-    /// How often the store is polled for writes by any process.
-    public var pollMilliseconds: UInt64 = 100
+    /// The store tells the engine of every commit (its own process's, and
+    /// other processes' through an inotify watch); this is only the safety
+    /// net, how often the store is read with no such news.
+    public var pollMilliseconds: UInt64 = 15_000
     /// Re-advertise to every sibling this often (± 20 %), because the relay
     /// has no mailbox and may lose the one advertisement that mattered.
     public var heartbeatMilliseconds: UInt64 = 15_000

@@ -4,8 +4,8 @@ import QuireStore
 /// The advertisement loop: when to tell siblings our digest, and what to
 /// do with theirs.
 extension SyncEngine {
-    /// Other processes (the CLI, the mount) write the same database, so the
-    /// store is polled: one cheap query unless something changed.
+    /// After a commit (by this process, or another one writing the same
+    /// database): one cheap query unless something changed.
     func poll(nowMs: UInt64) {
         do {
             let seq = try store.changeSequence()
@@ -40,7 +40,8 @@ extension SyncEngine {
             let digest = try currentDigest()
             var allSent = true
             for (id, sibling) in siblings where force || sibling.lastSentDigest != digest.bytes {
-                if !sendDigest(to: id) { allSent = false }
+                if !sendDigest(to: id) { allSent = false; continue }
+                if !force && siblings[id]?.awaitingAnswerSinceMs == nil { siblings[id]?.awaitingAnswerSinceMs = nowMs }
             }
             if let mark, mark > lastOutboxMark, allSent, !siblings.isEmpty {
                 try store.clearOutbox(through: mark)

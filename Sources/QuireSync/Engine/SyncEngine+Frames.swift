@@ -32,6 +32,7 @@ extension SyncEngine {
             sibling.nextIntroduceMs = nil
             // It answered: the advertisement got through.
             sibling.nextAdvertRetryMs = nil
+            sibling.awaitingAnswerSinceMs = nil
             sibling.advertRetryBackoffMs = 1_000
             sibling.bytesIn += bytes.count
             siblings[inner.sender] = sibling
@@ -104,11 +105,9 @@ extension SyncEngine {
         let frames = sealer.seal(SyncMessage(subKind: kind, payload: payload), to: device, boxKey: sibling.member.boxKey,
                                  messageID: deps.random.bytes(8))
         var ok = true
-        for (i, frame) in frames.enumerated() {
-            // Pace long chunk trains: a relay with no mailbox sheds frames
-            // for a listener whose queue stays full, and a train of large
-            // chunks is what fills it.
-            if i > 0 && i % 4 == 0 { usleep(500) }
+        // No pacing here: flow control belongs to the relay (the local
+        // relay waits for a listener that is briefly behind).
+        for frame in frames {
             do {
                 try deps.relay.publish(frame, to: sibling.channel)
                 metrics.framesOut += 1

@@ -16,7 +16,8 @@ extension SyncEngine {
         }
         guard !fresh.isEmpty else { return }
         let stormsBefore = sibling.storm.storms
-        guard sibling.storm.admitRound(nowMs: nowMs) else {
+        let ownDigest = (try? currentDigest().bytes) ?? []
+        guard sibling.storm.admitRound(nowMs: nowMs, ownDigest: ownDigest) else {
             if sibling.storm.storms > stormsBefore {
                 let divergent = Set(sibling.divergent + namespaces).sorted()
                 note("storm with '\(sibling.member.name)': more than \(configuration.stormMaxRounds) rounds in \(configuration.stormWindowMilliseconds / 1000) s; backing off \(configuration.stormBackoffMilliseconds / 1000) s. Still out of sync in: \(divergent.map(\.name).joined(separator: ", "))")

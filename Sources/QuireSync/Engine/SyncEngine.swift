@@ -40,6 +40,10 @@ public final class SyncEngine: @unchecked Sendable {
         public var isAnchorEnabled: @Sendable () -> Bool = { true }
         /// Records a new local generation (prefs; refuses to move backward).
         public var setGeneration: @Sendable (UInt64) throws -> Void = { _ in }
+        /// Also wake on commits by other processes (the CLI writing while a
+        /// mount syncs), through an inotify watch; off in the simulator,
+        /// where every store is in this process.
+        public var watchOtherProcesses = false
 
         public init(store: ReplicaStore, identity: Identity, relay: any Relay, clock: any Clock, random: any RandomSource,
                     generation: @escaping @Sendable () -> UInt64 = { 0 }, log: @escaping @Sendable (String) -> Void = { _ in },
@@ -73,6 +77,9 @@ public final class SyncEngine: @unchecked Sendable {
     let startedMs: UInt64
     var lastPollMs: UInt64 = 0
     var lastSeq: Int64 = -1
+    var commitObservation: CommitObservation?
+    /// The safety-net read's interval when no watch could be set.
+    var pollFallbackMs: UInt64?
     var cachedDigest: (digest: StateDigest, bytes: [UInt8])?
     /// The outbox is cleared through this id (edits an advertisement covered).
     var lastOutboxMark: Int64 = 0
@@ -105,6 +112,8 @@ public final class SyncEngine: @unchecked Sendable {
     let inboxCondition = NSCondition()
     var inbox: [[UInt8]] = []
     var inboxBytes = 0
+    /// A commit happened since the last step (the store's observer said so).
+    var commitPending = false
     var shedFrames = 0
     /// Frames waiting for the engine thread, bounded in count and bytes.
     static let inboxLimit = 8192
@@ -143,9 +152,20 @@ public final class SyncEngine: @unchecked Sendable {
     /// Subscribes, introduces this device to its siblings and advertises.
     public func attach() throws {
         let sub = try deps.relay.subscribe(channel) { [weak self] frame in self?.enqueue(frame) }
+        let observation: CommitObservation
+        do {
+            observation = try store.observeCommits(otherProcesses: deps.watchOtherProcesses) { [weak self] in self?.commitHappened() }
+        } catch {
+            // No inotify (a limit reached): other processes' commits are
+            // seen by the safety-net read instead, which then runs often.
+            deps.log("changes by other processes are seen within a second, not at once: \(error)")
+            observation = try store.observeCommits { [weak self] in self?.commitHappened() }
+            pollFallbackMs = 1_000
+        }
         lock.lock()
         defer { lock.unlock() }
         subscription = sub
+        commitObservation = observation
         isAttached = true
         do {
             try reloadRoster()
@@ -163,8 +183,9 @@ public final class SyncEngine: @unchecked Sendable {
         writeStatus(force: true)
     }
 
-    /// `attach()` plus a thread that runs `step()` as frames arrive and at
-    /// least every poll interval. Stop with `stop()`.
+    /// `attach()` plus a thread that runs `step()` as frames arrive, after
+    /// each commit, and when the next timer is due (`nextWakeMs`); an idle
+    /// engine sleeps. Stop with `stop()`.
     public func start() throws {
         try attach()
         let done = DispatchSemaphore(value: 0)
@@ -173,16 +194,19 @@ public final class SyncEngine: @unchecked Sendable {
         runnerDone = done
         inboxCondition.unlock()
         let thread = Thread { [self] in
+            var wakeAt = clock.monotonicMilliseconds()
             while true {
                 inboxCondition.lock()
                 if !isRunning { inboxCondition.unlock(); break }
-                if inbox.isEmpty {
-                    _ = inboxCondition.wait(until: Date(timeIntervalSinceNow: Double(configuration.pollMilliseconds) / 1000))
+                let now = clock.monotonicMilliseconds()
+                if inbox.isEmpty && !commitPending && wakeAt > now {
+                    _ = inboxCondition.wait(until: Date(timeIntervalSinceNow: Double(wakeAt - now) / 1000))
                 }
                 let keepGoing = isRunning
                 inboxCondition.unlock()
                 if !keepGoing { break }
                 step()
+                wakeAt = nextWakeMs()
             }
             done.signal()
         }
@@ -201,12 +225,21 @@ public final class SyncEngine: @unchecked Sendable {
         inboxCondition.unlock()
         if wasRunning { done?.wait() }
         subscription?.cancel()
+        commitObservation?.cancel()
         lock.lock()
         defer { lock.unlock() }
         subscription = nil
+        commitObservation = nil
         isAttached = false
         if phase != .revoked { phase = .stopped }
         writeStatus(force: true)
+    }
+
+    func commitHappened() {
+        inboxCondition.lock()
+        commitPending = true
+        inboxCondition.signal()
+        inboxCondition.unlock()
     }
 
     func enqueue(_ frame: [UInt8]) {
@@ -224,8 +257,9 @@ public final class SyncEngine: @unchecked Sendable {
         inboxCondition.unlock()
     }
 
-    /// Processes every frame received so far, then the timers: store poll,
-    /// debounced advertisement, heartbeat, pull timeouts, status snapshot.
+    /// Processes every frame received so far, then the timers: store check
+    /// (after a commit), debounced advertisement, heartbeat, pull timeouts,
+    /// status snapshot.
     public func step() {
         inboxCondition.lock()
         let frames = inbox
@@ -233,6 +267,8 @@ public final class SyncEngine: @unchecked Sendable {
         inboxBytes = 0
         let shed = shedFrames
         shedFrames = 0
+        let committed = commitPending
+        commitPending = false
         inboxCondition.unlock()
         lock.lock()
         defer { lock.unlock() }
@@ -240,14 +276,13 @@ public final class SyncEngine: @unchecked Sendable {
         guard isAttached else { return }
         for frame in frames { handleFrame(frame) }
         let now = clock.monotonicMilliseconds()
-        if now &- lastPollMs >= configuration.pollMilliseconds || !frames.isEmpty {
+        // The store is read after a commit; also, rarely, as a safety net
+        // (a database replaced under us, a watch that could not be set).
+        if committed || !frames.isEmpty || now &- lastPollMs >= pollIntervalMs {
             lastPollMs = now
             poll(nowMs: now)
         }
-        if let since = dirtySinceMs,
-           now &- lastDirtyMs >= configuration.debounceMilliseconds || now &- since >= configuration.maxDebounceMilliseconds {
-            broadcast(force: false, nowMs: now)
-        }
+        if let due = advertisementDueMs(), now >= due { broadcast(force: false, nowMs: now) }
         if now >= nextHeartbeatMs { heartbeat(nowMs: now) }
         retryUnansweredAdvertisements(nowMs: now)
         for (id, sibling) in siblings where sibling.lastSeenMs == nil && (sibling.nextIntroduceMs.map { now >= $0 } ?? false) {

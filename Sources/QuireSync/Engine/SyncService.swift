@@ -38,6 +38,7 @@ public final class SyncService: @unchecked Sendable {
                 log: { line in log.write("sync: " + line); echo?(line) },
                 statusPath: SyncStatus.path(in: home), statePath: home.path + "/sync-state.json",
                 relayDescription: (try? RelaySpec(parsing: spec).description) ?? spec)
+            deps.watchOtherProcesses = true
             deps.cloud = prefs.cloud.map { CloudFolder(path: $0, accountID: identity.userIDHash) }
             let prefsFile = home.prefs
             deps.isAnchorEnabled = { (try? prefsFile.load().backupEnabled) ?? false }

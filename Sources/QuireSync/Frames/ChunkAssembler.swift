@@ -81,6 +81,8 @@ public struct ChunkAssembler: Sendable {
     }
 
     private var pending: [DeviceID: [[UInt8]: Pending]] = [:]
+    /// No partial message waits for its other chunks.
+    var isEmpty: Bool { pending.isEmpty }
     /// Recently completed message ids per sender: a late duplicate chunk
     /// must not start a new partial message that then sits until it expires.
     private var completed: [DeviceID: [[UInt8]]] = [:]

@@ -16,6 +16,7 @@ extension SyncEngine {
     /// of them durable on a homebase). Returns the batch to poll.
     public func beginOffload(_ keys: [RowKey], copies: Int, timeoutMilliseconds: UInt64) -> UInt64 {
         lock.lock(); defer { lock.unlock() }
+        defer { wakeRunner() }   // its retries run on the engine's timers
         let nowMs = clock.monotonicMilliseconds()
         let id = offloadBook.makeID()
         var batch = OffloadBatch(copies: max(1, copies), timeoutMs: timeoutMilliseconds, queue: keys, lastProgressMs: nowMs)

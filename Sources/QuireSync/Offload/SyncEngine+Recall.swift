@@ -11,6 +11,7 @@ extension SyncEngine {
     /// known). Callers asking for the same content share one recall.
     public func beginRecall(key: RowKey?, contentHash: [UInt8], timeoutMilliseconds: UInt64) {
         lock.lock(); defer { lock.unlock() }
+        defer { wakeRunner() }   // its retries run on the engine's timers
         let nowMs = clock.monotonicMilliseconds()
         if var existing = offloadBook.recalls[contentHash] {
             if existing.result == nil { existing.deadlineMs = max(existing.deadlineMs, nowMs + timeoutMilliseconds) }
@@ -229,6 +230,7 @@ extension SyncEngine {
             }
         }
         lock.unlock()
+        wakeRunner()
         while true {
             lock.lock()
             let pending = ids.filter { offloadBook.queries[$0]?.answer == nil }

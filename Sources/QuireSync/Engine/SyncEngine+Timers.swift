@@ -1,0 +1,63 @@
+import Foundation
+
+/// When the engine thread must next run with no frame and no commit to
+/// wake it: the earliest timer that is due, and a coarse tick for the
+/// work that keeps its own clocks (offload retries, barrier rounds, chunk
+/// expiry, status). An idle engine wakes about once a second and reads
+/// nothing from the store.
+extension SyncEngine {
+    /// While something is in flight, timers run at this granularity.
+    static let busyTickMilliseconds: UInt64 = 100
+    /// With nothing in flight.
+    static let idleTickMilliseconds: UInt64 = 1_000
+
+    func nextWakeMs() -> UInt64 {
+        lock.lock()
+        defer { lock.unlock() }
+        let now = clock.monotonicMilliseconds()
+        var next = now + (isBusy ? Self.busyTickMilliseconds : Self.idleTickMilliseconds)
+        next = min(next, lastPollMs &+ pollIntervalMs)
+        if let due = advertisementDueMs() { next = min(next, due) }
+        next = min(next, nextHeartbeatMs)
+        for sibling in siblings.values {
+            if let retry = sibling.nextAdvertRetryMs { next = min(next, retry) }
+            if sibling.lastSeenMs == nil, let introduce = sibling.nextIntroduceMs { next = min(next, introduce) }
+        }
+        for pull in pulls.values { next = min(next, pull.lastActivityMs &+ configuration.sessionTimeoutMilliseconds) }
+        if let attempt = barrier.attemptAtMs { next = min(next, attempt) }
+        // A timer already due runs now, but never in a tight loop.
+        return max(next, now + 1)
+    }
+
+    var pollIntervalMs: UInt64 { min(configuration.pollMilliseconds, pollFallbackMs ?? .max) }
+
+    /// Work whose timers run on the coarse tick rather than a deadline.
+    var isBusy: Bool {
+        !pulls.isEmpty || barrier.round != nil || phase == .settling || snapshotAssembly != nil
+            || !offloadBook.batches.isEmpty || !offloadBook.recalls.isEmpty || !offloadBook.queries.isEmpty
+            || !offloadBook.holdsToCommit.isEmpty || !chunks.isEmpty
+    }
+
+    /// When the pending change is advertised: at once when every sibling
+    /// answered the last advertisement (as Nagle's rule sends at once with
+    /// nothing unacknowledged); else once the burst pauses for the debounce,
+    /// or the answers came, or at the latest `maxDebounce` after it began.
+    /// A lone save goes out in the step that sees its commit; a bulk import
+    /// becomes one advertisement per answer.
+    func advertisementDueMs() -> UInt64? {
+        guard let since = dirtySinceMs else { return nil }
+        let debounce = configuration.debounceMilliseconds
+        let outstanding = siblings.values.compactMap { $0.awaitingAnswerSinceMs.map { $0 &+ debounce } }.max()
+        guard let answeredBy = outstanding else { return since }
+        let trailing = min(lastDirtyMs &+ debounce, since &+ configuration.maxDebounceMilliseconds)
+        return min(trailing, max(since, answeredBy))
+    }
+
+    /// Runs a step soon on the engine's thread (work started from another
+    /// thread: an offload, a recall, a hold query).
+    func wakeRunner() {
+        inboxCondition.lock()
+        inboxCondition.signal()
+        inboxCondition.unlock()
+    }
+}
