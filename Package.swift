@@ -34,7 +34,10 @@ let package = Package(
         // only time, randomness, the relay and the disk are simulated.
         .target(name: "QuireSimulation", dependencies: ["QuireSync", "QuireStore", "QuireCore", "QuireCrypto", "QuireRelay"]),
         // The command-line program and its daemon.
-        .executableTarget(name: "quire", dependencies: ["QuireStore", "QuireCore", "QuireCrypto", "QuireSync", "QuireFS", "QuireRelay"]),
+        // What runs in the background: sync service, offload runtime,
+        // control channel, the mount daemon's process plumbing.
+        .target(name: "QuireDaemon", dependencies: ["QuireSync", "QuireStore", "QuireCore", "QuireCrypto", "QuireRelay"]),
+        .executableTarget(name: "quire", dependencies: ["QuireStore", "QuireCore", "QuireCrypto", "QuireSync", "QuireFS", "QuireRelay", "QuireDaemon"]),
 
         // Benchmarks (run through the scripts in tools/).
         .executableTarget(name: "bench-digest", dependencies: ["QuireStore", "QuireCore"], path: "tools/BenchDigest"),
@@ -51,6 +54,7 @@ let package = Package(
         .testTarget(name: "QuireRelayTests", dependencies: ["QuireTestSupport", "QuireRelay", "QuireCrypto"]),
         .testTarget(name: "QuireSyncTests", dependencies: ["QuireTestSupport", "QuireSync", "QuireStore", "QuireCore", "QuireCrypto", "QuireRelay"]),
         .testTarget(name: "QuireFuseTests", dependencies: ["QuireFuse"]),
+        .testTarget(name: "QuireDaemonTests", dependencies: ["QuireDaemon", "QuireSync", "QuireCore"]),
         .testTarget(name: "QuireFSTests", dependencies: ["QuireTestSupport", "QuireFS", "QuireStore", "QuireCore"]),
         .testTarget(name: "QuireSimulationTests", dependencies: ["QuireSimulation", "QuireSync", "QuireStore", "QuireCore", "QuireCrypto"]),
         .testTarget(name: "EndToEndTests", dependencies: ["QuireTestSupport", "QuireCore", "QuireStore", "QuireSync", "QuireRelay", "QuireCrypto"],

@@ -29,6 +29,20 @@ public struct DeviceHome: Sendable {
     /// Local scratch area for editor junk files shown in the mount (never rows).
     public var scratchPath: String { path + "/scratch" }
     public var logPath: String { path + "/quire.log" }
+    /// Held (flock) by the one process that syncs this device.
+    public var syncLockPath: String { path + "/sync.lock" }
+    /// Replay floors and session stamps, kept across restarts.
+    public var syncStatePath: String { path + "/sync-state.json" }
+    /// The engine's status snapshot, for `quire status` and `.quire/status`.
+    public var syncStatusPath: String { path + "/sync-status.json" }
+    /// Pid files of the mount daemons serving this device.
+    public var mountsPath: String { path + "/mounts" }
+    /// The control channel's socket (when the path fits AF_UNIX).
+    public var controlSocketPath: String { path + "/offload.sock" }
+    /// Required copies of each offloaded body.
+    public var offloadCopiesPath: String { path + "/offload-copies.json" }
+    /// The files that make up the device, as a backup or restore moves them.
+    public static let deviceFiles = ["replica.sqlite", "replica.sqlite-wal", "replica.sqlite-shm", "prefs.json", "keys"]
     public var prefs: PrefsFile { PrefsFile(path: prefsPath) }
 
     public var exists: Bool { FileManager.default.fileExists(atPath: prefsPath) }

@@ -22,7 +22,7 @@ final class CommitObservers: @unchecked Sendable {
                 let url = URL(fileURLWithPath: databasePath)
                 let name = url.lastPathComponent
                 watch = try DirectoryWatch(directory: url.deletingLastPathComponent().path, names: [name, name + "-wal"]) { [weak self] in
-                    self?.notify()
+                    self?.notify(watchersOnly: true)
                 }
             }
             watchers.insert(id)
@@ -43,9 +43,11 @@ final class CommitObservers: @unchecked Sendable {
         stopping?.stop()
     }
 
-    func notify() {
+    /// `watchersOnly`: a commit seen by the watch (possibly another
+    /// process's), told only to those that asked for other processes'.
+    func notify(watchersOnly: Bool = false) {
         lock.lock()
-        let all = Array(handlers.values)
+        let all = handlers.filter { !watchersOnly || watchers.contains($0.key) }.map(\.value)
         lock.unlock()
         for handler in all { handler() }
     }

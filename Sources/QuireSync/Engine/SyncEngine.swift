@@ -375,8 +375,9 @@ public final class SyncEngine: @unchecked Sendable {
     func invalidateDigest() { cachedDigest = nil }
 }
 
-enum DateStamp {
-    static func format(_ t: Timestamp) -> String {
+/// Times in log lines and messages: UTC, to the second.
+public enum DateStamp {
+    public static func format(_ t: Timestamp) -> String {
         let f = DateFormatter()
         f.locale = Locale(identifier: "en_US_POSIX")
         f.timeZone = TimeZone(identifier: "UTC")

@@ -80,7 +80,7 @@ public struct SyncStatus: Codable, Equatable, Sendable {
     public var wedgedSince: Int64? = nil
     public var wedgedReason: String? = nil
 
-    public static func path(in home: DeviceHome) -> String { home.path + "/sync-status.json" }
+    public static func path(in home: DeviceHome) -> String { home.syncStatusPath }
 
     public static func load(from home: DeviceHome) -> SyncStatus? {
         guard let data = FileManager.default.contents(atPath: path(in: home)) else { return nil }

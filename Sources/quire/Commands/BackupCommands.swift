@@ -2,6 +2,7 @@ import Foundation
 import QuireCore
 import QuireStore
 import QuireSync
+import QuireDaemon
 
 /// `quire backup` and `quire restore`: a device directory captured while
 /// the device runs, and put back. A restore mints a new incarnation before
@@ -77,7 +78,7 @@ enum BackupCommands {
         }
         // Holding the engine lock keeps a sync or a mount from starting mid-restore.
         let lock: DeviceLock
-        do { lock = try DeviceLock.acquire(path: home.path + "/sync.lock") } catch {
+        do { lock = try DeviceLock.acquire(path: home.syncLockPath) } catch {
             throw CommandFailure("this device is syncing or mounted (\(error)); unmount it or stop 'quire sync', then restore")
         }
         defer { lock.release() }
@@ -86,7 +87,7 @@ enum BackupCommands {
         }
         let stamp = DateText.format(SystemClock().now().seconds, time: true).replacingOccurrences(of: " ", with: "T").replacingOccurrences(of: ":", with: "")
         let aside = home.path + "/before-restore-" + stamp
-        let existing = ["replica.sqlite", "replica.sqlite-wal", "replica.sqlite-shm", "prefs.json", "keys"].filter { fm.fileExists(atPath: home.path + "/" + $0) }
+        let existing = DeviceHome.deviceFiles.filter { fm.fileExists(atPath: home.path + "/" + $0) }
         var plan = ["restore device '\(archive.deviceName)' (\(archive.deviceID.hex.prefix(12))) from a backup taken "
                     + "\(DateText.format(archive.takenAt.seconds, time: true)) into \(home.path):"]
         for f in archive.files { plan.append("  write \(f.path) (\(f.bytes.count) bytes)") }
@@ -124,7 +125,7 @@ enum BackupCommands {
 
     /// A mount of this device whose daemon is still alive, if any.
     static func liveMount(_ home: DeviceHome) -> String? {
-        let dir = home.path + "/mounts"
+        let dir = home.mountsPath
         for name in (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [] where name.hasSuffix(".pid") {
             guard let text = try? String(contentsOfFile: dir + "/" + name, encoding: .utf8) else { continue }
             let lines = text.split(separator: "\n")

@@ -1,4 +1,5 @@
 import Foundation
+import QuireDaemon
 import QuireCore
 import QuireStore
 import QuireSync
@@ -41,16 +42,20 @@ enum FsckCommand {
 
         let offloaded = try store.offloadedNotes()
         let required = OffloadCopiesFile(home: inv.home).load()
-        var items: [String: [[String]]] = [:]
+        var items: [DeviceID: [HoldQuery.Item]] = [:]
         for n in offloaded {
-            for h in n.holders { items[h.hex, default: []].append([Hex.encode(n.contentHash), n.key.hex]) }
+            for h in n.holders { items[h, default: []].append(HoldQuery.Item(contentHash: n.contentHash, key: n.key)) }
         }
-        var answers: [String: Any] = [:]
+        var answers: [DeviceID: Set<[UInt8]>?] = [:]
         if !items.isEmpty {
-            let channel = try OffloadChannel(inv)
+            let channel = try ControlClient.open(inv)
             defer { channel.close() }
-            try channel.perform(["op": "verify", "items": items, "timeout": timeout]) { event in
-                if event["event"] as? String == "verified" { answers = event["holders"] as? [String: Any] ?? [:] }
+            do {
+                try channel.perform(.verify(items: items, timeout: timeout)) { event in
+                    if case .verified(let holders) = event { answers = holders }
+                }
+            } catch {
+                throw CommandFailure("\(error)")
             }
         }
         let names = holderNames(store: store, identity: identity)
@@ -61,8 +66,8 @@ enum FsckCommand {
             var confirmed: [String] = [], silent: [String] = [], lost: [String] = []
             for h in n.holders {
                 let name = names[h] ?? h.hex.prefix(12).description
-                switch answers[h.hex] {
-                case let held as [String]: if held.contains(hash) { confirmed.append(name) } else { lost.append(name) }
+                switch answers[h] {
+                case .some(.some(let held)): if held.contains(n.contentHash) { confirmed.append(name) } else { lost.append(name) }
                 default: silent.append(name)
                 }
             }

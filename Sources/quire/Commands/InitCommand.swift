@@ -4,6 +4,7 @@ import QuireCrypto
 import QuireRelay
 import QuireStore
 import QuireSync
+import QuireDaemon
 
 enum InitCommand {
     static let command = Command(

@@ -1,4 +1,4 @@
-import QuireSync
+import QuireDaemon
 
 /// A service that runs while a mount is up.
 struct MountBackgroundService: Sendable {
@@ -8,17 +8,17 @@ struct MountBackgroundService: Sendable {
 }
 
 /// Everything the mount daemon starts once the mount serves, and stops
-/// (last first) after it ends. Syncing with siblings is the one service
-/// today: edits made in the mount reach other devices, and theirs show in
-/// the mount within a second (through the store's change feed).
+/// (last first) after it ends. The daemon is the one service today:
+/// syncing with siblings (edits made in the mount reach other devices, and
+/// theirs show in the mount as they commit), recalls for reads in the
+/// mount, and the control channel of 'quire offload/recall/fsck'.
 enum MountBackgroundServices {
     static let all: [MountBackgroundService] = [
         MountBackgroundService(name: "sync") { context in
             guard context.options.startsSync else { return nil }
-            let sync = try SyncService.start(home: context.home, store: context.store, identity: context.identity)
-            // Recalls for reads in the mount, and 'quire offload/recall/fsck' (OffloadRuntime).
-            OffloadRuntime.shared.attach(sync.engine, home: context.home, store: context.store) { context.log.info("offload: " + $0) }
-            return { OffloadRuntime.shared.detach(); sync.stop() }
+            let daemon = try Daemon.start(home: context.home, store: context.store, identity: context.identity) { context.log.info("daemon: " + $0) }
+            context.daemon.set(daemon)
+            return { context.daemon.set(nil); daemon.stop() }
         },
     ]
 }

@@ -1,4 +1,5 @@
 import Foundation
+import QuireDaemon
 import QuireCore
 import QuireCrypto
 import QuireFS
@@ -43,11 +44,15 @@ enum MountCommands {
         var options = try MountOptions.parse(args.all("o"))
         if args.has("d") || args.has("debug") { options.isDebug = true }
         let foreground = args.has("f") || args.has("foreground") || options.isDebug
-        let mountpoint = MountDaemon.absolutePath(args.positional[0])
-        if foreground || MountDaemon.isDaemonChild {
+        let mountpoint = MountProcess.absolutePath(args.positional[0])
+        if foreground || MountProcess.isDaemonChild {
             try MountDaemon.run(mountpoint: mountpoint, options: options, invocation: inv)
         } else {
-            try MountDaemon.startInBackground(mountpoint: mountpoint, home: inv.home)
+            do {
+                for note in try MountProcess.startInBackground(mountpoint: mountpoint, home: inv.home) { Output.error(note) }
+            } catch {
+                throw CommandFailure("\(error)")
+            }
         }
     }
 
@@ -66,13 +71,13 @@ enum MountCommands {
         flags: ["lazy", "z"]
     ) { args, inv in
         try args.expectPositional(1...1, "mount directory")
-        let mountpoint = MountDaemon.absolutePath(args.positional[0])
+        let mountpoint = MountProcess.absolutePath(args.positional[0])
         let lazy = args.has("lazy") || args.has("z")
         if FuseMounts.isStale(mountpoint) {
             do { try FuseMounts.unmountLazily(mountpoint) } catch {
                 throw CommandFailure("\(mountpoint) is a stale mount and could not be removed: \(error)")
             }
-            MountDaemon.removePidFile(home: inv.home, mountpoint: mountpoint)
+            MountProcess.removePidFile(home: inv.home, mountpoint: mountpoint)
             Output.line("cleaned up a stale mount at \(mountpoint) (its daemon was gone)")
             return
         }
@@ -80,7 +85,7 @@ enum MountCommands {
         guard entry.type == "fuse.quire" else {
             throw CommandFailure("\(mountpoint) is a \(entry.type) mount, not a quire one; use umount")
         }
-        let daemon = MountDaemon.daemonProcess(home: inv.home, mountpoint: mountpoint)
+        let daemon = MountProcess.daemonProcess(home: inv.home, mountpoint: mountpoint)
         do { try FuseMounts.unmount(mountpoint, lazily: lazy) } catch {
             if (error as? FuseError) == .busy {
                 throw CommandFailure("\(mountpoint) is busy: files in it are still open (close them, or use --lazy)")
@@ -88,7 +93,7 @@ enum MountCommands {
             throw CommandFailure("cannot unmount \(mountpoint): \(error)")
         }
         // The daemon commits what is left and checkpoints before it exits.
-        if let daemon, !lazy, !MountDaemon.waitForExit(daemon, seconds: 30) {
+        if let daemon, !lazy, !MountProcess.waitForExit(daemon, seconds: 30) {
             throw CommandFailure("unmounted \(mountpoint), but its daemon (pid \(daemon)) has not exited yet; see \(inv.home.logPath)")
         }
         Output.line("unmounted \(mountpoint)")
@@ -104,4 +109,15 @@ struct MountContext: Sendable {
     let store: ReplicaStore
     let log: MountLog
     let options: MountOptions
+    /// The running daemon, once started: the mount's recalls go through it.
+    let daemon: DaemonSlot
+}
+
+/// The mount's daemon, set once its services start (nil with -o nosync).
+final class DaemonSlot: @unchecked Sendable {
+    private let lock = NSLock()
+    private var daemon: Daemon?
+
+    func set(_ daemon: Daemon?) { lock.lock(); self.daemon = daemon; lock.unlock() }
+    var current: Daemon? { lock.lock(); defer { lock.unlock() }; return daemon }
 }

@@ -2,6 +2,7 @@ import Foundation
 import QuireCore
 import QuireStore
 import QuireSync
+import QuireDaemon
 
 /// `quire offload` and `quire recall`.
 enum OffloadCommands {
@@ -100,7 +101,7 @@ enum OffloadCommands {
         }
         try? store.compact()   // a fair "before": the WAL folded into the database
         let sizeBefore = databaseSize(inv.home)
-        let outcomes = try perform(["op": "offload", "keys": keys.map(\.hex), "copies": copies, "timeout": timeout],
+        let outcomes = try perform(.offload(keys: keys, copies: copies, timeout: timeout),
                                    inv: inv, count: keys.count, verb: "offloading", json: args.has("json"))
         let done = outcomes.filter { $0.result == .done }
         if !done.isEmpty {
@@ -131,7 +132,7 @@ enum OffloadCommands {
         let (_, store) = try inv.open()
         let timeout = try args.value("timeout") == nil ? ((try? inv.home.prefs.load().recallTimeoutSeconds) ?? 10) : timeoutValue(args)
         let keys = all ? try store.offloadedNotes().map(\.key) : try args.positional.map { try resolveNote($0, store) }
-        let outcomes = keys.isEmpty ? [] : try perform(["op": "recall", "keys": keys.map(\.hex), "timeout": timeout],
+        let outcomes = keys.isEmpty ? [] : try perform(.recall(keys: keys, timeout: timeout),
                                                        inv: inv, count: keys.count, verb: "recalling", json: args.has("json"))
         let done = outcomes.filter { $0.result == .done }
         let failed = outcomes.filter { $0.result == .failed }
@@ -152,22 +153,24 @@ enum OffloadCommands {
     // MARK: Shared
 
     /// Runs a request through the engine, with a progress bar on a terminal.
-    static func perform(_ request: [String: Any], inv: Invocation, count: Int, verb: String, json: Bool) throws -> [OffloadOutcome] {
-        let channel = try OffloadChannel(inv)
+    static func perform(_ request: ControlRequest, inv: Invocation, count: Int, verb: String, json: Bool) throws -> [OffloadOutcome] {
+        let channel = try ControlClient.open(inv)
         defer { channel.close() }
         let bar = ProgressBar(total: count, verb: verb, isEnabled: !json && isatty(STDERR_FILENO) != 0)
         var outcomes: [OffloadOutcome] = []
         var problem: String? = nil
-        try channel.perform(request) { event in
-            switch event["event"] as? String {
-            case "outcome":
-                if let o = (event["outcome"] as? [String: Any]).flatMap(OffloadOutcome.init(json:)) {
+        do {
+            try channel.perform(request) { event in
+                switch event {
+                case .outcome(let o):
                     outcomes.append(o)
                     bar.advance(bytes: o.result == .done ? o.bytes : 0)
+                case .error(let message): problem = message
+                case .verified, .done: break
                 }
-            case "error": problem = event["message"] as? String
-            default: break
             }
+        } catch {
+            throw CommandFailure("\(error)")
         }
         bar.finish()
         if let problem { throw CommandFailure(problem) }
@@ -270,7 +273,7 @@ enum ByteText {
 /// content hash (hex) → copies.
 struct OffloadCopiesFile {
     let home: DeviceHome
-    var path: String { home.path + "/offload-copies.json" }
+    var path: String { home.offloadCopiesPath }
 
     func load() -> [String: Int] {
         guard let data = FileManager.default.contents(atPath: path),
@@ -287,5 +290,27 @@ struct OffloadCopiesFile {
         if let data = try? JSONSerialization.data(withJSONObject: map, options: [.sortedKeys]) {
             try? AtomicFile.write(Array(data), to: path, mode: 0o600)
         }
+    }
+}
+
+extension ControlClient {
+    /// The device's control channel, for a command.
+    static func open(_ inv: Invocation) throws -> ControlClient {
+        let (identity, store) = try inv.open()
+        do {
+            return try ControlClient(home: inv.home, store: store, identity: identity)
+        } catch let e as DaemonError {
+            throw CommandFailure(e.description)
+        }
+    }
+}
+
+extension OffloadOutcome {
+    /// One note's line in `--json` output.
+    var json: [String: Any] {
+        var o: [String: Any] = ["key": key.hex, "title": title, "bytes": bytes, "result": result.rawValue,
+                                "holders": holders.map(\.hex)]
+        if let reason { o["reason"] = reason }
+        return o
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import QuireCore
 import QuireStore
 import QuireSync
+import QuireDaemon
 
 /// `quire repair`: the way back for a device that says it is wedged, in the
 /// seed's paranoid order: a backup of this device first (and nothing else if
@@ -41,7 +42,7 @@ enum RepairCommand {
         let home = inv.home
         let (identity, store) = try inv.open()
         let lock: DeviceLock
-        do { lock = try DeviceLock.acquire(path: home.path + "/sync.lock") } catch {
+        do { lock = try DeviceLock.acquire(path: home.syncLockPath) } catch {
             throw CommandFailure("this device is syncing or mounted (\(error)); stop it first, then repair")
         }
         defer { lock.release() }
@@ -62,7 +63,7 @@ enum RepairCommand {
         }
         switch choice {
         case "keep-mine":
-            try? FileManager.default.removeItem(atPath: home.path + "/sync-state.json")
+            try? FileManager.default.removeItem(atPath: home.syncStatePath)
             Output.line("kept this device's content; its sync state is cleared. Start 'quire sync' or mount it: it merges into the fleet")
         case "take-fleet":
             let aside = home.path + "/before-repair-" + stamp

@@ -2,6 +2,7 @@ import Foundation
 import QuireCore
 import QuireStore
 import QuireSync
+import QuireDaemon
 
 enum SyncCommands {
     static let usage = """
@@ -62,15 +63,14 @@ enum SyncCommands {
         let verbose = args.has("verbose")
         let printEvent: @Sendable (String) -> Void = { line in Output.error("sync: " + line) }
         let echo: (@Sendable (String) -> Void)? = verbose ? printEvent : nil
-        let service: SyncService
+        // Also serves 'quire offload/recall/fsck' run meanwhile.
+        let service: Daemon
         do {
-            service = try SyncService.start(home: inv.home, store: store, identity: identity, relaySpec: args.value("relay"), echo: echo)
+            service = try Daemon.start(home: inv.home, store: store, identity: identity, relaySpec: args.value("relay"), echo: echo,
+                                       log: printEvent)
         } catch let e as SyncServiceError {
             throw CommandFailure(e.description)
         }
-        // Serves 'quire offload/recall/fsck' run meanwhile (OffloadRuntime).
-        OffloadRuntime.shared.attach(service.engine, home: inv.home, store: store, log: printEvent)
-        defer { OffloadRuntime.shared.detach() }
         let stop = StopSignal()
         let started = Date()
         var outcome: (ok: Bool, message: String)? = nil

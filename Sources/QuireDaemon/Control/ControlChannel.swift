@@ -1,30 +1,30 @@
 import Foundation
 
-/// The unix stream socket of the offload control channel (see
+/// The unix stream socket of the daemon's control channel (see
 /// `OffloadRuntime`): one thread accepts, one thread per connection. Only
 /// this user can connect: the socket is mode 0600 inside the 0700 device
 /// directory (or a 0700 directory of this user under /tmp).
-final class OffloadControlServer: @unchecked Sendable {
+final class ControlServer: @unchecked Sendable {
     private let path: String
     private let fd: Int32
     private let lock = NSLock()
     private var isStopped = false
 
-    static func start(path: String, handler: @escaping @Sendable (ControlConnection) -> Void) throws -> OffloadControlServer {
+    static func start(path: String, handler: @escaping @Sendable (ControlConnection) -> Void) throws(DaemonError) -> ControlServer {
         // Only the engine's process gets here (it holds sync.lock): a file
         // left at the path is a dead process's.
         unlink(path)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw CommandFailure("socket: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw DaemonError("socket: \(String(cString: strerror(errno)))") }
         let bound = ControlConnection.withAddress(path) { bind(fd, $0, $1) == 0 }
         guard bound == true, chmod(path, 0o600) == 0, listen(fd, 16) == 0 else {
             let reason = String(cString: strerror(errno))
             close(fd)
-            throw CommandFailure("cannot listen on \(path): \(reason)")
+            throw DaemonError("cannot listen on \(path): \(reason)")
         }
-        let server = OffloadControlServer(path: path, fd: fd)
+        let server = ControlServer(path: path, fd: fd)
         let thread = Thread { server.acceptLoop(handler) }
-        thread.name = "quire-offload-control"
+        thread.name = "quire-control"
         thread.start()
         return server
     }
@@ -50,7 +50,7 @@ final class OffloadControlServer: @unchecked Sendable {
                 handler(connection)
                 connection.close()
             }
-            worker.name = "quire-offload-job"
+            worker.name = "quire-control-job"
             worker.start()
         }
     }
@@ -65,7 +65,7 @@ final class OffloadControlServer: @unchecked Sendable {
     }
 }
 
-/// One end of a control connection: JSON objects as lines.
+/// One end of a control connection: typed messages as JSON lines.
 final class ControlConnection: @unchecked Sendable {
     private var fd: Int32
     private var buffer: [UInt8] = []
@@ -100,10 +100,12 @@ final class ControlConnection: @unchecked Sendable {
         }
     }
 
-    /// Writes one JSON object as a line; false when the peer is gone.
+    /// Writes one message as a line; false when the peer is gone.
     @discardableResult
-    func send(_ object: [String: Any]) -> Bool {
-        guard var data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return false }
+    func send<Message: Encodable>(_ message: Message) -> Bool {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        guard var data = try? encoder.encode(message) else { return false }
         data.append(UInt8(ascii: "\n"))
         writeLock.lock(); defer { writeLock.unlock() }
         var offset = 0
@@ -115,6 +117,13 @@ final class ControlConnection: @unchecked Sendable {
             offset += n
         }
         return true
+    }
+
+    /// The next message; nil at the end of the stream, or on a line that
+    /// is not one (a peer of another version: the caller says so).
+    func receive<Message: Decodable>(_ type: Message.Type) -> Message?? {
+        guard let line = readLine() else { return nil }
+        return .some(try? JSONDecoder().decode(type, from: Data(line.utf8)))
     }
 
     /// The next line, or nil at the end of the stream.

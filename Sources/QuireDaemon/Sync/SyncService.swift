@@ -2,6 +2,7 @@ import Foundation
 import QuireCore
 import QuireRelay
 import QuireStore
+import QuireSync
 
 /// Sync for one device directory, ready to run: the relay from prefs, the
 /// device lock, the log file, the status snapshot. This is the one call the
@@ -24,7 +25,7 @@ public final class SyncService: @unchecked Sendable {
     public static func start(home: DeviceHome, store: ReplicaStore, identity: Identity, relaySpec: String? = nil,
                              configuration: SyncConfiguration = SyncConfiguration(),
                              echo: (@Sendable (String) -> Void)? = nil) throws -> SyncService {
-        let lock = try DeviceLock.acquire(path: home.path + "/sync.lock")
+        let lock = try DeviceLock.acquire(path: home.syncLockPath)
         do {
             let prefs = try home.prefs.load()
             let spec = relaySpec ?? prefs.relay
@@ -36,7 +37,7 @@ public final class SyncService: @unchecked Sendable {
                 store: store, identity: identity, relay: relay, clock: SystemClock(), random: SystemRandom(),
                 generation: { generation.value() },
                 log: { line in log.write("sync: " + line); echo?(line) },
-                statusPath: SyncStatus.path(in: home), statePath: home.path + "/sync-state.json",
+                statusPath: SyncStatus.path(in: home), statePath: home.syncStatePath,
                 relayDescription: (try? RelaySpec(parsing: spec).description) ?? spec)
             deps.watchOtherProcesses = true
             deps.cloud = prefs.cloud.map { CloudFolder(path: $0, accountID: identity.userIDHash) }
