@@ -96,6 +96,36 @@ final class ProseStoreTests: XCTestCase {
         XCTAssertEqual(try s.roots(), try s.recomputedRoots())
     }
 
+    /// A shadow equal to the stored text is a mark, not a second copy; it
+    /// still restores a clobber, and a write that is not a prose save (or a
+    /// sibling's text) first gives it the old text as its own copy.
+    func testShadowsEqualToTheTextAreMarksAndKeepTheirMeaning() throws {
+        let dir = temporaryDirectory()
+        let s = try makeStore(dir)
+        var keys: [RowKey] = []
+        for i in 0..<50 { keys.append(try s.saveProse(noteContent("paragraph \(i)\n\nand another\n")).key) }
+        let c = try Connection(path: dir + "/replica.sqlite")
+        XCTAssertEqual(try c.queryOne("SELECT count(*), coalesce(sum(length(text)), 0), sum(same) FROM shadows") { [$0.int(0), $0.int(1), $0.int(2)] },
+                       [50, 0, 50], "no note body kept twice")
+        XCTAssertEqual(try s.shadow(.notebook, keys[0]), Array("paragraph 0\n\nand another\n".utf8))
+        // A plain put keeps the shadow at the saved text, now as a copy.
+        try s.put(noteContent("replaced\n"), key: keys[1])
+        XCTAssertEqual(try s.shadow(.notebook, keys[1]), Array("paragraph 1\n\nand another\n".utf8))
+        XCTAssertEqual(try c.queryOne("SELECT same FROM shadows WHERE key = ?", [.blob(keys[1].bytes)]) { $0.int(0) }, 0)
+        // A sibling's clobber of a marked row is restored from the mark's text.
+        var clobber = try XCTUnwrap(try s.row(.notebook, keys[2]))
+        if case .note(var n)? = clobber.content {
+            n.body = Array("paragraph 2\n".utf8)
+            n.contentHash = Note.bodyDigest(n.body!)
+            clobber = clobber.edited(by: Actor(device: deviceB, incarnation: 1), to: .note(n))
+        }
+        try confirmHeld(s)
+        try s.apply([clobber])
+        let restored = body(try s.row(.notebook, keys[2]))
+        XCTAssertTrue(restored.contains("and another"), restored)
+        XCTAssertEqual(try s.shadow(.notebook, keys[2]).map { String(decoding: $0, as: UTF8.self) }, restored)
+    }
+
     func testAWipedRecordRestoresItself() throws {
         let s = try makeStore(temporaryDirectory())
         let r = try s.saveProse(.saga(SagaEntry(date: "2026-05-05", text: Array("morning run\n\nevening rain\n".utf8), updatedAt: Timestamp(seconds: 0))))

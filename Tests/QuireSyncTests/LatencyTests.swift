@@ -74,3 +74,45 @@ final class LatencyTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
     }
 }
+
+/// A catch-up says how far along it is.
+final class CatchUpProgressTests: XCTestCase {
+    var base = ""
+    override func setUp() { base = makeShortTemporaryDirectory() }
+    override func tearDown() { try? FileManager.default.removeItem(atPath: base) }
+
+    func testACatchUpCountsWhatCameInAndWhatRemains() throws {
+        var config = SyncConfiguration()
+        config.maxResponseRowBytes = 64 << 10   // small responses: a catch-up of many rounds
+        let fleet = try SimFleet(["a", "b"], base: base, configuration: config)
+        let (a, b) = (fleet.devices[0], fleet.devices[1])
+        try a.store.putMany((0..<1500).map { note("n\($0)", String(repeating: "words ", count: 200)) })
+        try fleet.attachAll()
+        var seen: [SyncStatus.CatchUp] = []
+        for _ in 0..<2000 {
+            fleet.tick(ms: 50)
+            if let c = fleet.engines[1].catchUp() { seen.append(c) }
+            if try fleet.digestsEqual(), fleet.engines.allSatisfy({ $0.isConverged() }) { break }
+        }
+        XCTAssertTrue(try fleet.digestsEqual())
+        XCTAssertGreaterThan(seen.count, 3, "the catch-up was seen in progress")
+        let remaining = seen.compactMap(\.rowsRemaining)
+        XCTAssertFalse(remaining.isEmpty, "the sibling's row count arrived with its digest")
+        XCTAssertGreaterThan(remaining.first ?? 0, remaining.last ?? .max, "what remains goes down: \(remaining)")
+        XCTAssertEqual(seen.map(\.rowsPulled), seen.map(\.rowsPulled).sorted(), "rows pulled only grow")
+        XCTAssertGreaterThan(seen.last?.bytesPulled ?? 0, 1_500 * 1_000)
+        XCTAssertTrue(seen.last?.words.contains("catching up: ") ?? false)
+        // Converged: nothing to show, and the status says so too.
+        fleet.tick(ms: 50)
+        XCTAssertNil(fleet.engines[1].catchUp())
+        XCTAssertNil(fleet.engines[1].status().catchUp)
+        XCTAssertEqual(try b.store.counts(.notebook).live, 1500)
+    }
+
+    func testDigestMessagesCarryARowCountOlderOnesDoNot() throws {
+        let withRows = DigestMessage(digest: [1, 2, 3], echo: [4], rows: 12_345)
+        XCTAssertEqual(try DigestMessage.decode(withRows.encoded()), withRows)
+        let older = DigestMessage(digest: [1, 2, 3], echo: [4])
+        XCTAssertEqual(try DigestMessage.decode(older.encoded()).rows, nil)
+    }
+}

@@ -27,15 +27,16 @@ extension ReplicaStore {
             }
             guard !holders.isEmpty else { throw StoreError(.invalidInput, "an offload needs at least one holder") }
             let holderBytes = CBORWriter.encode(.array(holders.sorted().map { .bytes($0.bytes) }))
+            // The shadow would keep a second full copy on a device that asked
+            // for the space back. When it equals the offloaded bytes (a mark
+            // does), the holders keep exactly that text (and a homebase's own
+            // shadow restores a clobber there), so it can go; a shadow that
+            // differs from the body is still this device's only copy of
+            // those words.
+            try ctx.db.run("DELETE FROM shadows WHERE ns = ? AND key = ? AND (same = 1 OR text = ?)",
+                           [.int(Int64(Namespace.notebook.rawValue)), .blob(key.bytes), .blob(body)])
             try ctx.db.run("UPDATE rows SET body = NULL, offloaded = 1, holders = ?, seq = ? WHERE ns = ? AND key = ?",
                            [.blob(holderBytes), .int(ctx.seq), .int(Int64(Namespace.notebook.rawValue)), .blob(key.bytes)])
-            // The shadow would keep a second full copy on a device that asked
-            // for the space back. When it equals the offloaded bytes, the
-            // holders keep exactly that text (and a homebase's own shadow
-            // restores a clobber there), so it can go; a shadow that differs
-            // from the body is still this device's only copy of those words.
-            try ctx.db.run("DELETE FROM shadows WHERE ns = ? AND key = ? AND text = ?",
-                           [.int(Int64(Namespace.notebook.rawValue)), .blob(key.bytes), .blob(body)])
         }
     }
 

@@ -15,9 +15,56 @@ extension ReplicaStore {
 
     /// The text this device last wrote or accepted for a row (never synced).
     public func shadow(_ ns: Namespace, _ key: RowKey) throws(StoreError) -> [UInt8]? {
-        try read { () throws(StoreError) -> [UInt8]? in
-            try db.queryOne("SELECT text FROM shadows WHERE ns = ? AND key = ?", [.int(Int64(ns.rawValue)), .blob(key.bytes)]) { $0.blob(0) ?? [] }
+        try read { () throws(StoreError) -> [UInt8]? in try Shadows.load(db, ns, key, path: path) }
+    }
+}
+
+/// The shadows table. A shadow equal to the row's stored prose text is kept
+/// as a mark (`same`), not a second copy: it means "what the row stores
+/// now", so whatever replaces a marked row's text must read the shadow
+/// first (`applyRemote`), and dropping the text (an offload) drops the mark.
+enum Shadows {
+    static func load(_ db: Connection, _ ns: Namespace, _ key: RowKey, path: String) throws(StoreError) -> [UInt8]? {
+        let args: [SQLValue] = [.int(Int64(ns.rawValue)), .blob(key.bytes)]
+        guard let (text, same) = try db.queryOne("SELECT text, same FROM shadows WHERE ns = ? AND key = ?", args, { ($0.blob(0) ?? [], $0.int(1) != 0) }) else {
+            return nil
         }
+        guard same else { return text }
+        return try storedText(db, ns, key, path: path)
+    }
+
+    /// The row's prose text as stored (nil: no such row, not prose, or its
+    /// body is not here).
+    static func storedText(_ db: Connection, _ ns: Namespace, _ key: RowKey, path: String) throws(StoreError) -> [UInt8]? {
+        guard let record = try RowRecord.load(db, ns, key, withBody: true), !record.isTombstone,
+              let content = try? record.row(path: path).content else { return nil }
+        if case .note(let n) = content, n.body == nil { return nil }
+        return ProseText.of(content)?.text
+    }
+
+    static func remove(_ db: Connection, _ ns: Namespace, _ key: RowKey) throws(StoreError) {
+        try db.run("DELETE FROM shadows WHERE ns = ? AND key = ?", [.int(Int64(ns.rawValue)), .blob(key.bytes)])
+    }
+
+    /// Before `row` replaces what is stored: a marked shadow would silently
+    /// follow the new text, so it gets the old text as its own copy.
+    static func keepMarkedText(_ db: Connection, _ row: Row, path: String) throws(StoreError) {
+        let args: [SQLValue] = [.int(Int64(row.namespace.rawValue)), .blob(row.key.bytes)]
+        guard try db.queryOne("SELECT 1 FROM shadows WHERE ns = ? AND key = ? AND same = 1", args, { _ in true }) != nil else { return }
+        let old = try storedText(db, row.namespace, row.key, path: path)
+        let new = row.content.flatMap(ProseText.of)?.text
+        guard old != new else { return }
+        if let old {
+            try db.run("UPDATE shadows SET text = ?, same = 0 WHERE ns = ? AND key = ?", [.blob(old)] + args)
+        } else {
+            try remove(db, row.namespace, row.key)
+        }
+    }
+
+    static func set(_ db: Connection, _ ns: Namespace, _ key: RowKey, _ text: [UInt8], path: String) throws(StoreError) {
+        let same = try storedText(db, ns, key, path: path) == text
+        try db.run("INSERT OR REPLACE INTO shadows(ns, key, text, same) VALUES (?, ?, ?, ?)",
+                   [.int(Int64(ns.rawValue)), .blob(key.bytes), .blob(same ? [] : text), .int(same ? 1 : 0)])
     }
 }
 
@@ -85,6 +132,9 @@ extension WriteContext {
                 content = ProseText.replacing(content, text: text, deleted: Array(deleted))
             }
         }
+        // The shadow is set to the saved text below: no need to keep a
+        // marked one's old text first.
+        if let key { try Shadows.remove(db, content.namespace, key) }
         let row: Row
         if let key { row = try putLocal(content, key: key, loaded: loaded) } else { row = try putLocal(content, key: nil) }
         if let prose = row.content.flatMap(ProseText.of) { try setShadow(row.namespace, row.key, prose.text) }
@@ -92,21 +142,22 @@ extension WriteContext {
     }
 
     mutating func setShadow(_ ns: Namespace, _ key: RowKey, _ text: [UInt8]) throws(StoreError) {
-        try db.run("INSERT OR REPLACE INTO shadows(ns, key, text) VALUES (?, ?, ?)", [.int(Int64(ns.rawValue)), .blob(key.bytes), .blob(text)])
+        try Shadows.set(db, ns, key, text, path: store.path)
     }
 
     func loadShadow(_ ns: Namespace, _ key: RowKey) throws(StoreError) -> [UInt8]? {
-        try db.queryOne("SELECT text FROM shadows WHERE ns = ? AND key = ?", [.int(Int64(ns.rawValue)), .blob(key.bytes)]) { $0.blob(0) ?? [] }
+        try Shadows.load(db, ns, key, path: store.path)
     }
 
     /// After a sibling's prose row was stored: if it dropped paragraphs this
-    /// device wrote or accepted, without tombstones (a clobber, not a
-    /// deletion), restore them as a local edit; then accept the text.
-    /// Returns the restoring edit, if one was made.
-    mutating func restoreFromShadow(after row: Row) throws(StoreError) -> Row? {
+    /// device wrote or accepted (`shadow`, read before the row was written),
+    /// without tombstones (a clobber, not a deletion), restore them as a
+    /// local edit; then accept the text. Returns the restoring edit, if one
+    /// was made.
+    mutating func restoreFromShadow(after row: Row, shadow: [UInt8]?) throws(StoreError) -> Row? {
         guard let content = row.content, let prose = ProseText.of(content) else { return nil }
         defer { _ = try? setShadow(row.namespace, row.key, currentProse(row) ?? prose.text) }
-        guard let shadow = try loadShadow(row.namespace, row.key), shadow != prose.text,
+        guard let shadow, shadow != prose.text,
               let shadowText = String(validating: shadow, as: UTF8.self),
               let incoming = ProseText.version(prose.text, prose.deleted) else { return nil }
         let (restored, report) = ProseMerge.restoreWithReport(shadow: shadowText, incoming: incoming)
@@ -123,4 +174,9 @@ extension WriteContext {
         guard let r = try? RowRecord.load(db, row.namespace, row.key, withBody: true), let c = try? r.row(path: store.path).content else { return nil }
         return ProseText.of(c)?.text
     }
+}
+
+extension Namespace {
+    /// Rows whose text is prose (paragraph union, shadows).
+    var isProse: Bool { self == .notebook || self == .saga }
 }

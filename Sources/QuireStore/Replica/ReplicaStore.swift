@@ -197,6 +197,11 @@ public final class ReplicaStore: @unchecked Sendable {
         }
     }
 
+    /// Every row held, live or tombstone, in every namespace.
+    public func totalRows() throws(StoreError) -> UInt64 {
+        try read { () throws(StoreError) -> UInt64 in UInt64(try db.queryOne("SELECT count(*) FROM rows") { $0.int(0) } ?? 0) }
+    }
+
     /// The latest change number (advances with every committed write).
     public func changeSequence() throws(StoreError) -> Int64 {
         try read { () throws(StoreError) -> Int64 in try db.queryOne("SELECT value FROM meta WHERE name = 'seq'") { $0.int(0) } ?? 0 }

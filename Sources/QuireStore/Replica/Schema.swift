@@ -11,8 +11,20 @@ enum Schema {
     }
 
     static var all: [Migration] {
-        migrations.map { Migration(sql: $0) } + [Migration(sql: headsMigration, convert: RowsToHeads.convert)]
+        migrations.map { Migration(sql: $0) } + [Migration(sql: headsMigration, convert: RowsToHeads.convert),
+                                                 Migration(sql: shadowsSameAsBody)]
     }
+
+    /// A shadow equal to the row's stored text is kept as a mark, not a
+    /// second copy (most shadows are: the device last wrote or accepted
+    /// what it stores). Existing note shadows equal to their body become
+    /// marks now; the rest on their next write.
+    static let shadowsSameAsBody = """
+        ALTER TABLE shadows ADD COLUMN same INTEGER NOT NULL DEFAULT 0;
+        UPDATE shadows SET text = X'', same = 1
+         WHERE ns = \(Namespace.notebook.rawValue)
+           AND text = (SELECT body FROM rows WHERE rows.ns = shadows.ns AND rows.key = shadows.key);
+        """
 
     /// Rows become heads with dots under a causal context; this device gets
     /// an incarnation; the records that let it notice it was rolled back.

@@ -206,6 +206,10 @@ struct WriteContext {
         }
         let outcome = RowMerge.merge(local: local, incoming: incoming)
         if case .store(let row, let merged) = outcome {
+            // Read before the write (a mark means the text stored until
+            // now); set again, or dropped, below.
+            let shadow = try loadShadow(row.namespace, row.key)
+            try Shadows.remove(db, row.namespace, row.key)
             try writeRow(row, previousLeaf: existing?.leaf, exists: existing != nil)
             if merged {
                 let detail = "joined \(Self.describe(local)) with \(Self.describe(incoming)) → \(Self.describe(row))"
@@ -220,7 +224,7 @@ struct WriteContext {
                 // row back from a delete starts afresh): never restore it.
                 try db.run("DELETE FROM shadows WHERE ns = ? AND key = ?", [.int(Int64(row.namespace.rawValue)), .blob(row.key.bytes)])
             } else {
-                _ = try restoreFromShadow(after: row)
+                _ = try restoreFromShadow(after: row, shadow: shadow)
             }
         }
         try confirmShipped(incoming: incoming)
@@ -237,6 +241,7 @@ struct WriteContext {
 
     mutating func writeRow(_ row: Row, previousLeaf: [UInt8]?, exists: Bool) throws(StoreError) {
         rowsWritten += 1
+        if exists, row.namespace.isProse { try Shadows.keepMarkedText(db, row, path: store.path) }
         // Every stored note head satisfies contentHash == digest(body)
         // (stamped on local edits, checked when a row is decoded), so the
         // leaf uses the stamped hash and never hashes a body again.

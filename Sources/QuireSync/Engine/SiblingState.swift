@@ -41,6 +41,8 @@ struct SiblingState {
     /// We advertised a change and it has not answered since (any frame
     /// counts): further changes fold into one advertisement meanwhile.
     var awaitingAnswerSinceMs: UInt64?
+    /// How many rows it said it holds (its last digest).
+    var rowCount: UInt64?
 
     init(member: RosterMember, channel: String, configuration: SyncConfiguration) {
         self.member = member

@@ -61,6 +61,7 @@ extension SyncEngine {
             switch message.subKind {
             case .stateDigest:
                 let m = try DigestMessage.decode(message.payload)
+                if let rows = m.rows { siblings[sender]?.rowCount = rows }
                 try handleDigest(m.digest, echo: m.echo, from: sender, nowMs: nowMs)
             case .reconcileRequest:
                 try handleRequest(try ReconcileRequest.decode(message.payload), from: sender)

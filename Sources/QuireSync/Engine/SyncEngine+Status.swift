@@ -27,7 +27,32 @@ extension SyncEngine {
                           rowsApplied: metrics.rowsApplied, sendErrors: metrics.sendErrors, events: events,
                           unsyncableRows: unsyncable.isEmpty ? nil : unsyncableStatus, barrier: barrier.lastOutcome, anchor: anchorState,
                           wedgedSince: wedged.map { now.seconds - Int64((nowMs &- $0.sinceMs) / 1000) },
-                          wedgedReason: wedged?.reason)
+                          wedgedReason: wedged?.reason, catchUp: catchUpProgress(nowMs: nowMs))
+    }
+
+    /// Notes when a catch-up begins (a pull runs) and ends (every sibling
+    /// heard from matches, nothing pulled).
+    func trackCatchUp(nowMs: UInt64) {
+        if catchUpStart == nil, !pulls.isEmpty {
+            catchUpStart = (ms: nowMs, rows: metrics.rowsApplied, bytes: metrics.bytesIn)
+        } else if catchUpStart != nil, pulls.isEmpty, siblings.values.allSatisfy({ $0.lastSeenMs == nil || $0.inSync }) {
+            catchUpStart = nil
+        }
+    }
+
+    func catchUpProgress(nowMs: UInt64) -> SyncStatus.CatchUp? {
+        guard let start = catchUpStart else { return nil }
+        let theirs = siblings.values.compactMap(\.rowCount).max()
+        let ours = cachedDigest?.rows
+        let remaining = theirs.flatMap { t in ours.map { t > $0 ? t - $0 : 0 } }
+        return SyncStatus.CatchUp(rowsPulled: metrics.rowsApplied - start.rows, bytesPulled: metrics.bytesIn - start.bytes,
+                                  seconds: Double(nowMs &- start.ms) / 1000, rowsRemaining: remaining)
+    }
+
+    /// The catch-up in progress, if any (for a progress line).
+    public func catchUp() -> SyncStatus.CatchUp? {
+        lock.lock(); defer { lock.unlock() }
+        return catchUpProgress(nowMs: clock.monotonicMilliseconds())
     }
 
     /// Rewrites the snapshot when something in it changed (at most every

@@ -80,7 +80,9 @@ public final class SyncEngine: @unchecked Sendable {
     var commitObservation: CommitObservation?
     /// The safety-net read's interval when no watch could be set.
     var pollFallbackMs: UInt64?
-    var cachedDigest: (digest: StateDigest, bytes: [UInt8])?
+    /// When the catch-up in progress began, with the counters then.
+    var catchUpStart: (ms: UInt64, rows: Int, bytes: Int)?
+    var cachedDigest: (digest: StateDigest, bytes: [UInt8], rows: UInt64?)?
     /// The outbox is cleared through this id (edits an advertisement covered).
     var lastOutboxMark: Int64 = 0
     var dirtySinceMs: UInt64?
@@ -296,6 +298,7 @@ public final class SyncEngine: @unchecked Sendable {
         barrierTick(nowMs: now)
         chunks.expire(nowMs: now)
         updatePhase(nowMs: now)
+        trackCatchUp(nowMs: now)
         writeStatus(force: false)
     }
 
@@ -364,10 +367,10 @@ public final class SyncEngine: @unchecked Sendable {
         if reportedErrors.insert(text).inserted { note(text) }
     }
 
-    func currentDigest() throws -> (digest: StateDigest, bytes: [UInt8]) {
+    func currentDigest() throws -> (digest: StateDigest, bytes: [UInt8], rows: UInt64?) {
         if let cachedDigest { return cachedDigest }
         let d = try store.digest(generation: deps.generation())
-        let value = (digest: d, bytes: d.encoded())
+        let value = (digest: d, bytes: d.encoded(), rows: try? store.totalRows())
         cachedDigest = value
         return value
     }

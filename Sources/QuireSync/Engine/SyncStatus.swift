@@ -40,6 +40,30 @@ public struct SyncStatus: Codable, Equatable, Sendable {
         public var since: Int64
     }
 
+    /// A catch-up in progress (a new device, a long sleep): what came in
+    /// since it began, and about how much remains.
+    public struct CatchUp: Codable, Equatable, Sendable {
+        public var rowsPulled: Int
+        public var bytesPulled: Int
+        public var seconds: Double
+        /// The largest row count a sibling reports minus ours (nil: unknown).
+        public var rowsRemaining: UInt64?
+
+        public var bytesPerSecond: Double { seconds > 0 ? Double(bytesPulled) / seconds : 0 }
+
+        /// One line, for a terminal or `quire status`.
+        public var words: String {
+            var line = "catching up: \(rowsPulled) row\(rowsPulled == 1 ? "" : "s") (\(Self.bytes(bytesPulled))) pulled in \(Int(seconds.rounded())) s"
+            if seconds >= 1 { line += ", \(Self.bytes(Int(bytesPerSecond)))/s" }
+            if let rowsRemaining { line += ", about \(rowsRemaining) to go" }
+            return line
+        }
+
+        static func bytes(_ n: Int) -> String {
+            n >= 1 << 20 ? String(format: "%.1f MB", Double(n) / 1_048_576) : n >= 1024 ? "\(n / 1024) KB" : "\(n) B"
+        }
+    }
+
     public enum Phase: String, Codable, Sendable {
         /// Just started: the store may still be landing; nothing infers deletions.
         case settling
@@ -79,6 +103,7 @@ public struct SyncStatus: Codable, Equatable, Sendable {
     /// Set when errors have persisted with no success (unix seconds since, reason).
     public var wedgedSince: Int64? = nil
     public var wedgedReason: String? = nil
+    public var catchUp: CatchUp? = nil
 
     public static func path(in home: DeviceHome) -> String { home.syncStatusPath }
 

@@ -224,14 +224,18 @@ public struct ReconcileResponse: Equatable, Sendable {
 /// wire version still parses far enough to be named in `quire status`, and
 /// an echo of the recipient's digest as last received (8 bytes of its hash,
 /// empty if none): a relay with no mailbox may have lost our last
-/// advertisement, and the echo is how we find out without a timer.
+/// advertisement, and the echo is how we find out without a timer. Also
+/// how many rows the sender holds (for a catching-up sibling's "what
+/// remains"; absent from older senders, ignored by older receivers).
 public struct DigestMessage: Equatable, Sendable {
     public var digest: [UInt8]
     public var echo: [UInt8]
+    public var rows: UInt64?
 
-    public init(digest: [UInt8], echo: [UInt8] = []) {
+    public init(digest: [UInt8], echo: [UInt8] = [], rows: UInt64? = nil) {
         self.digest = digest
         self.echo = echo
+        self.rows = rows
     }
 
     public static func echo(of digest: [UInt8]?) -> [UInt8] {
@@ -240,12 +244,15 @@ public struct DigestMessage: Equatable, Sendable {
     }
 
     public func encoded() -> [UInt8] {
-        CBORWriter.encode(.map([(.unsigned(1), .bytes(digest)), (.unsigned(2), .bytes(echo))]))
+        var fields: [(CBOR, CBOR)] = [(.unsigned(1), .bytes(digest)), (.unsigned(2), .bytes(echo))]
+        if let rows { fields.append((.unsigned(3), .unsigned(rows))) }
+        return CBORWriter.encode(.map(fields))
     }
 
     public static func decode(_ bytes: [UInt8]) throws(CBORError) -> DigestMessage {
         let f = try CBORReader.decode(bytes, limits: .init(maxDepth: 4, maxItemLength: 64 << 10)).asFieldMap()
-        return DigestMessage(digest: try f.required(1, "digest").asBytes(), echo: try f.optional(2)?.asBytes() ?? [])
+        return DigestMessage(digest: try f.required(1, "digest").asBytes(), echo: try f.optional(2)?.asBytes() ?? [],
+                             rows: try f.optional(3)?.asUInt())
     }
 }
 

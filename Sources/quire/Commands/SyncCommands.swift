@@ -27,7 +27,12 @@ enum SyncCommands {
                               naming those that did not
           --timeout S         seconds, for --once and --until-converged
           --verbose           print sync events on standard error
-          --json              with --once/--until-converged: the result as JSON
+          --json              with --once/--until-converged: the result as JSON;
+                              progress lines on standard error become JSON too
+
+        While catching up (a new device, a long sleep), a progress line on
+        standard error says how many rows and bytes came in, at what rate, and
+        about how many remain (a terminal only, unless --json).
 
         Tombstones are collected by a barrier that every device of the roster
         must answer, and only after the anchor landed in the cloud folder
@@ -72,6 +77,8 @@ enum SyncCommands {
             throw CommandFailure(e.description)
         }
         let stop = StopSignal()
+        let progress = ProgressLine(json: args.has("json"))
+        defer { progress.finish() }
         let started = Date()
         var outcome: (ok: Bool, message: String)? = nil
         var stableChecks = 0
@@ -79,6 +86,7 @@ enum SyncCommands {
             usleep(100_000)
             let elapsed = Date().timeIntervalSince(started)
             let engine = service.engine
+            progress.show(engine.catchUp())
             if untilConverged {
                 // At least 2 s: a device that joined while nobody listened
                 // re-introduces itself after 1 s, and an empty roster would
@@ -115,6 +123,43 @@ enum SyncCommands {
             Output.line(outcome.message)
         }
         if !outcome.ok { throw CommandFailure(outcome.message) }
+    }
+}
+
+/// The catch-up progress line, as rclone shows transfers: redrawn in place
+/// on a terminal at most twice a second, once a catch-up lasted a second;
+/// with `json`, one JSON object per update (for scripts, any stderr).
+final class ProgressLine {
+    private let json: Bool
+    private let isTerminal = isatty(STDERR_FILENO) != 0
+    private var lastDrawn = Date.distantPast
+    private var drawn = false
+
+    init(json: Bool) { self.json = json }
+
+    func show(_ catchUp: SyncStatus.CatchUp?) {
+        guard let c = catchUp, c.seconds >= 1, json || isTerminal, Date().timeIntervalSince(lastDrawn) >= 0.5 else {
+            if catchUp == nil { finish() }
+            return
+        }
+        lastDrawn = Date()
+        if json {
+            var o: [String: Any] = ["event": "progress", "rowsPulled": c.rowsPulled, "bytesPulled": c.bytesPulled,
+                                    "seconds": (c.seconds * 10).rounded() / 10, "bytesPerSecond": Int(c.bytesPerSecond)]
+            if let r = c.rowsRemaining { o["rowsRemaining"] = r }
+            if let data = try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys]) {
+                FileHandle.standardError.write(data + Data("\n".utf8))
+            }
+        } else {
+            FileHandle.standardError.write(Data(("\r\u{1B}[K" + c.words).utf8))
+            drawn = true
+        }
+    }
+
+    /// Ends a line drawn in place.
+    func finish() {
+        if drawn { FileHandle.standardError.write(Data("\n".utf8)) }
+        drawn = false
     }
 }
 

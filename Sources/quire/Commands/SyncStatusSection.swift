@@ -33,6 +33,7 @@ enum SyncStatusSection {
         for sib in s.siblings {
             lines.append("  " + siblingText(sib, now: now))
         }
+        if alive, let catchUp = s.catchUp, catchUp.seconds >= 1 { lines.append(catchUp.words) }
         let stuck = s.unsyncableRows ?? []
         if !stuck.isEmpty {
             lines.append("\(stuck.count) \(stuck.count == 1 ? "row" : "rows") CANNOT SYNC (too large to travel; every other row still syncs; "
@@ -57,6 +58,10 @@ enum SyncStatusSection {
                                    "wedged": s.wedgedReason.map { ["since": s.wedgedSince ?? 0, "reason": $0] as [String: Any] } as Any, "running": alive, "phase": s.phase.rawValue, "relay": s.relay, "pid": s.pid,
                                    "updatedAt": s.updatedAt, "rounds": s.rounds, "rowsApplied": s.rowsApplied,
                                    "dropped": s.dropped, "sendErrors": s.sendErrors]
+        if alive, let c = s.catchUp {
+            json["catchUp"] = ["rowsPulled": c.rowsPulled, "bytesPulled": c.bytesPulled, "seconds": c.seconds,
+                               "rowsRemaining": c.rowsRemaining as Any]
+        }
         json["unsyncableRows"] = stuck.map {
             ["namespace": $0.namespace, "key": $0.key, "name": $0.name, "reason": $0.reason, "since": $0.since,
              "text": unsyncableText($0)] as [String: Any]
