@@ -54,20 +54,24 @@ final class IncrementalDigestTests: XCTestCase {
         XCTAssertGreaterThan(counts.tombstones, 10, "seed \(seed)")
     }
 
-    /// Any key range's fingerprint equals the sum of its leaves.
-    func testRangeFingerprintsMatchLeafSums() throws {
+    /// Every key prefix's children, from the stored buckets or grouped
+    /// from leaves below them, equal the sums of their leaves.
+    func testPrefixFingerprintsMatchLeafSums() throws {
         let rng = SeededRandom(seed: 7)
         let store = try makeStore(temporaryDirectory())
         try store.putMany((0..<3000).map { i in note("n\(i)", "body \(i)") })
         for _ in 0..<60 {
-            var lo = rng.bytes(rng.int(0..<4)), hi: [UInt8]? = rng.int(0..<5) == 0 ? nil : rng.bytes(rng.int(1..<17))
-            if let h = hi, h.lexicographicallyPrecedes(lo) { (lo, hi) = (h, lo) }
-            let fp = try store.fingerprint(.notebook, from: lo, to: hi)
-            var expected = Fingerprint.zero
-            for (_, leaf) in try store.leaves(.notebook, from: lo, to: hi) { expected += Fingerprint(leaf: leaf) }
-            XCTAssertEqual(fp, expected, "range \(Hex.encode(lo))..<\(hi.map { Hex.encode($0) } ?? "end")")
+            let prefix = KeyPrefix(nibbles: (0..<rng.int(0..<6)).map { _ in UInt8(rng.int(0..<16)) })!
+            let children = try store.childFingerprints(.notebook, of: prefix)
+            for i in 0..<16 {
+                var expected = Fingerprint.zero
+                for (_, leaf) in try store.leaves(.notebook, in: prefix.child(i)) { expected += Fingerprint(leaf: leaf) }
+                XCTAssertEqual(children[i], expected, "child \(i) of \(prefix)")
+            }
         }
-        XCTAssertEqual(try store.fingerprint(.notebook, from: [], to: nil), try store.namespaceFingerprint(.notebook))
-        XCTAssertEqual(try store.fingerprint(.notebook, from: [], to: nil).count, 3000)
+        let top = try store.childFingerprints(.notebook, of: .root).reduce(Fingerprint.zero, +)
+        XCTAssertEqual(top, try store.namespaceFingerprint(.notebook))
+        XCTAssertEqual(top.count, 3000)
+        XCTAssertEqual(try store.leaves(.notebook).count, 3000)
     }
 }

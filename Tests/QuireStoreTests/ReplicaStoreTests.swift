@@ -19,7 +19,7 @@ final class ReplicaStoreTests: XCTestCase {
             try b.apply(try a.rows(ns, from: [], to: nil) + a.tombstones(ns))
         }
         for ns in Namespace.allCases where ns != .devices {
-            XCTAssertEqual(try a.leaves(ns, from: [], to: nil).map(\.leaf), try b.leaves(ns, from: [], to: nil).map(\.leaf), "\(ns)")
+            XCTAssertEqual(try a.leaves(ns).map(\.leaf), try b.leaves(ns).map(\.leaf), "\(ns)")
         }
         XCTAssertEqual(try a.roots(), try b.roots())
         XCTAssertEqual(try b.counts(.notebook).tombstones, 1)

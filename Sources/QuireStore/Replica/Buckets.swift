@@ -1,38 +1,15 @@
 import QuireCore
 
-/// Key-prefix buckets: bucket (level L, prefix P) holds every key whose
-/// first L nibbles equal P. Keys are uniformly random (or hashed), so the
+/// Key-prefix buckets: bucket (level L, prefix P) is the `KeyPrefix` P of
+/// level L, the fingerprint of every key whose first L nibbles equal P. Keys are uniformly random (or hashed), so the
 /// finest level (3: 4,096 buckets) holds about 25 rows at 100,000 notes: a
 /// range inside one bucket is summed from that handful of leaves, while a
 /// bulk import rewrites only 4,369 buckets however many rows it brings.
 enum Buckets {
     static let maxLevel = 3
 
-    static func prefix(of key: RowKey, level: Int) -> Int64 {
-        var v: Int64 = 0
-        for i in 0..<level {
-            let byte = key.bytes[i / 2]
-            let nibble = i % 2 == 0 ? byte >> 4 : byte & 0x0F
-            v = v << 4 | Int64(nibble)
-        }
-        return v
-    }
-
-    /// The first key of bucket (level, prefix): 16 bytes.
-    static func lowerBound(level: Int, prefix: Int64) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 16)
-        for i in 0..<level {
-            let nibble = UInt8((prefix >> Int64(4 * (level - 1 - i))) & 0x0F)
-            if i % 2 == 0 { out[i / 2] |= nibble << 4 } else { out[i / 2] |= nibble }
-        }
-        return out
-    }
-
-    /// The first key after bucket (level, prefix), or nil at the top end.
-    static func upperBound(level: Int, prefix: Int64) -> [UInt8]? {
-        let count = Int64(1) << Int64(4 * level)
-        return prefix + 1 < count ? lowerBound(level: level, prefix: prefix + 1) : nil
-    }
+    /// A bucket's stored prefix: the key's `KeyPrefix` at `level`, packed.
+    static func prefix(of key: RowKey, level: Int) -> Int64 { KeyPrefix(key, level: level).value }
 
     /// Pending fingerprint deltas of one transaction, applied once at the
     /// end so a bulk write touches each bucket once.
@@ -65,12 +42,6 @@ enum Buckets {
         let level: Int
         let prefix: Int64
     }
-}
-
-/// Bytewise comparisons of key bounds (an empty lower bound is "from the start").
-enum KeyBound {
-    static func less(_ a: [UInt8], _ b: [UInt8]) -> Bool { a.lexicographicallyPrecedes(b) }
-    static func lessOrEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool { !b.lexicographicallyPrecedes(a) }
 }
 
 extension Statement {

@@ -47,48 +47,6 @@ extension ReplicaStore {
         }
     }
 
-    /// Fingerprint of the keys in [lower, upper) (empty lower: from the
-    /// start; nil upper: to the end). Composed from the maintained prefix
-    /// buckets: at most 16 lookups per level plus the edge buckets' rows.
-    public func fingerprint(_ ns: Namespace, from lower: [UInt8], to upper: [UInt8]?) throws(StoreError) -> Fingerprint {
-        try read { () throws(StoreError) -> Fingerprint in try rangeFingerprint(ns, level: 0, prefix: 0, lower, upper) }
-    }
-
-    private func rangeFingerprint(_ ns: Namespace, level: Int, prefix: Int64, _ lo: [UInt8], _ hi: [UInt8]?) throws(StoreError) -> Fingerprint {
-        let bucketLo = Buckets.lowerBound(level: level, prefix: prefix)
-        let bucketHi = Buckets.upperBound(level: level, prefix: prefix)
-        // Disjoint?
-        if let hi, KeyBound.lessOrEqual(hi, bucketLo) { return .zero }
-        if let bucketHi, KeyBound.lessOrEqual(bucketHi, lo) { return .zero }
-        // Covered?
-        let coversLow = KeyBound.lessOrEqual(lo, bucketLo)
-        let coversHigh: Bool = {
-            guard let hi else { return true }
-            guard let bucketHi else { return false }
-            return KeyBound.lessOrEqual(bucketHi, hi)
-        }()
-        if coversLow && coversHigh { return try bucket(ns, level: level, prefix: prefix) }
-        if level == Buckets.maxLevel {
-            let from = KeyBound.less(lo, bucketLo) ? bucketLo : lo
-            let to: [UInt8]? = {
-                switch (hi, bucketHi) {
-                case (nil, nil): return nil
-                case (let h?, nil): return h
-                case (nil, let b?): return b
-                case (let h?, let b?): return KeyBound.less(h, b) ? h : b
-                }
-            }()
-            var fp = Fingerprint.zero
-            for (_, leaf) in try leafList(ns, from, to) { fp += Fingerprint(leaf: leaf) }
-            return fp
-        }
-        var fp = Fingerprint.zero
-        for child in 0..<Int64(16) {
-            fp += try rangeFingerprint(ns, level: level + 1, prefix: prefix << 4 | child, lo, hi)
-        }
-        return fp
-    }
-
     private func bucket(_ ns: Namespace, level: Int, prefix: Int64) throws(StoreError) -> Fingerprint {
         try db.queryOne("SELECT count, sum FROM buckets WHERE ns = ? AND level = ? AND prefix = ?",
                         [.int(Int64(ns.rawValue)), .int(Int64(level)), .int(prefix)]) {
@@ -104,9 +62,18 @@ extension ReplicaStore {
         return try db.query(sql, args) { (ID16(bytes: $0.blob(0) ?? [])!, $0.blob(1) ?? []) }
     }
 
-    /// (key, leaf) of the live rows in [lower, upper), in key order.
-    public func leaves(_ ns: Namespace, from lower: [UInt8], to upper: [UInt8]?) throws(StoreError) -> [(key: RowKey, leaf: [UInt8])] {
-        try read { () throws(StoreError) -> [(key: RowKey, leaf: [UInt8])] in try leafList(ns, lower, upper).map { (key: $0.0, leaf: $0.1) } }
+    /// (key, leaf) of the live rows in a key range, in key order.
+    public func leaves(_ ns: Namespace, in range: KeyPrefix = .root) throws(StoreError) -> [(key: RowKey, leaf: [UInt8])] {
+        try read { () throws(StoreError) -> [(key: RowKey, leaf: [UInt8])] in
+            try leafList(ns, range.lowerBound, range.upperBound).map { (key: $0.0, leaf: $0.1) }
+        }
+    }
+
+    /// The leaf of one live row (nil: none, or a tombstone).
+    public func leaf(_ ns: Namespace, _ key: RowKey) throws(StoreError) -> [UInt8]? {
+        try read { () throws(StoreError) -> [UInt8]? in
+            try db.queryOne("SELECT leaf FROM rows WHERE ns = ? AND key = ? AND tombstone = 0", [.int(Int64(ns.rawValue)), .blob(key.bytes)]) { $0.blob(0) } ?? nil
+        }
     }
 
     /// Full live rows in [lower, upper), bodies included where resident.
@@ -122,7 +89,7 @@ extension ReplicaStore {
 
     /// Every tombstone of a namespace (they ride each reconcile response).
     public func tombstones(_ ns: Namespace) throws(StoreError) -> [Row] {
-        try tombstones(ns, from: [], to: nil)
+        try tombstones(ns, in: .root)
     }
 
     /// Merges rows from a sibling in one transaction. Returns how many

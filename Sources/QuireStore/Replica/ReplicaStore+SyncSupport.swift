@@ -2,13 +2,13 @@ import QuireCore
 
 /// Reads the sync layer needs beyond the core API. Additive only.
 extension ReplicaStore {
-    /// The tombstones of a namespace whose keys lie in [lower, upper), in key
-    /// order: the ones a reconcile response carries for a differing range.
-    public func tombstones(_ ns: Namespace, from lower: [UInt8], to upper: [UInt8]?) throws(StoreError) -> [Row] {
+    /// The tombstones of a namespace in a key range, in key order: the
+    /// ones a reconcile response carries for a differing range.
+    public func tombstones(_ ns: Namespace, in range: KeyPrefix) throws(StoreError) -> [Row] {
         try read { () throws(StoreError) -> [Row] in
             var sql = "SELECT key, vv FROM rows WHERE ns = ? AND tombstone = 1 AND key >= ?"
-            var args: [SQLValue] = [.int(Int64(ns.rawValue)), .blob(lower)]
-            if let upper { sql += " AND key < ?"; args.append(.blob(upper)) }
+            var args: [SQLValue] = [.int(Int64(ns.rawValue)), .blob(range.lowerBound)]
+            if let upper = range.upperBound { sql += " AND key < ?"; args.append(.blob(upper)) }
             sql += " ORDER BY key"
             return try db.query(sql, args) { s throws(StoreError) in
                 do {
@@ -18,14 +18,18 @@ extension ReplicaStore {
         }
     }
 
-    /// The fingerprints of the 16 sub-ranges of the key range named by
-    /// `nibbles` (its keys start with them), read as one range of stored
-    /// prefix buckets; nil when those sub-ranges are finer than the stored
-    /// buckets (the caller then groups the range's leaves itself).
-    public func childFingerprints(_ ns: Namespace, prefix nibbles: [UInt8]) throws(StoreError) -> [Fingerprint]? {
-        let level = nibbles.count + 1
-        guard level <= Buckets.maxLevel else { return nil }
-        let parent = nibbles.reduce(Int64(0)) { $0 << 4 | Int64($1 & 0x0F) }
+    /// The fingerprints of the 16 children of `range`, read as one range of
+    /// stored prefix buckets; below the deepest stored level, the range's
+    /// leaves grouped by child.
+    public func childFingerprints(_ ns: Namespace, of range: KeyPrefix) throws(StoreError) -> [Fingerprint] {
+        precondition(range.level < KeyPrefix.maxLevel)
+        let level = range.level + 1
+        guard level <= Buckets.maxLevel else {
+            var out = [Fingerprint](repeating: .zero, count: 16)
+            for (key, leaf) in try leaves(ns, in: range) { out[range.childIndex(of: key)] += Fingerprint(leaf: leaf) }
+            return out
+        }
+        let parent = range.value
         return try read { () throws(StoreError) -> [Fingerprint] in
             var out = [Fingerprint](repeating: .zero, count: 16)
             let rows = try db.query("SELECT prefix, count, sum FROM buckets WHERE ns = ? AND level = ? AND prefix >= ? AND prefix < ?",

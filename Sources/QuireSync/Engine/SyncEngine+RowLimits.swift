@@ -11,7 +11,7 @@ extension SyncEngine {
             let id = RowID(namespace: item.row.namespace, key: item.row.key)
             if let known = unsyncable[id], known.reason == item.violation.description { continue }
             // Its leaf now, so the entry goes as soon as the row changes.
-            let leaf = (try? store.leaves(id.namespace, from: id.key.bytes, to: id.key.bytes + [0]))?.first?.leaf
+            let leaf = (try? store.leaf(id.namespace, id.key)) ?? nil
             let entry = UnsyncableRow(id: id, name: item.row.content?.displayName ?? "", leaf: leaf,
                                       reason: item.violation.description, since: clock.now().seconds)
             unsyncable[id] = entry
@@ -23,7 +23,7 @@ extension SyncEngine {
     /// if it still cannot travel, the next request that reaches it says so again.
     func revalidateUnsyncable() {
         for (id, entry) in unsyncable {
-            let leaf = try? store.leaves(id.namespace, from: id.key.bytes, to: id.key.bytes + [0]).first?.leaf
+            let leaf = (try? store.leaf(id.namespace, id.key)) ?? nil
             if leaf == nil || leaf! != entry.leaf { unsyncable[id] = nil }
         }
     }

@@ -1,7 +1,8 @@
 import QuireCore
 import QuireStore
 
-/// Answers one `reconcile_req` from the store. Stateless: every request
+/// Answers one `reconcile_req` from the store (`Reconciler`'s responder
+/// role over the replica, with a row budget). Stateless: every request
 /// carries all the responder needs, so a lost or duplicated request costs
 /// nothing but its bytes. Returns nil when nothing differs (no frame is sent).
 ///
@@ -28,49 +29,9 @@ struct ReconcileResponder {
 
     func answer(_ request: ReconcileRequest) throws -> ReconcileAnswer {
         let ns = request.namespace
-        let reader = RangeReader(store: store, namespace: ns)
         var rows = RowBudget(limit: maxRowBytes)
-        var items: [ResponseItem] = []
-        for item in request.items {
-            switch item {
-            case .children(let parent, let theirs):
-                guard parent.level < KeyPrefix.maxLevel else { continue }
-                let mine = try reader.childSummaries(parent, salt: request.session)
-                for i in 0..<16 where mine[i] != theirs[i] {
-                    let child = parent.child(i)
-                    if theirs[i].count <= UInt64(threshold) {
-                        items.append(.mismatch(child))   // their list is the cheaper one to send
-                    } else if mine[i].count > UInt64(threshold) && child.level < KeyPrefix.maxLevel {
-                        items.append(.children(child, try reader.childSummaries(child, salt: request.session)))
-                    } else {
-                        items.append(.keyList(child, try reader.entries(child)))
-                        rows.add(try reader.tombstones(child))
-                    }
-                }
-            case .keys(let range, let theirs):
-                var theirLeaves: [RowKey: [UInt8]] = [:]
-                for e in theirs where range.contains(e.key) { theirLeaves[e.key] = e.leaf }
-                var mineLive = Set<RowKey>()
-                for e in try reader.entries(range) {
-                    mineLive.insert(e.key)
-                    if theirLeaves[e.key] != e.leaf, try !isKnownUnsendable(ns, e.key, leaf: e.leaf),
-                       let row = try store.row(ns, e.key) { rows.add([row]) }
-                }
-                // Keys they hold live that we deleted: our tombstones bury them.
-                for key in theirLeaves.keys.sorted() where !mineLive.contains(key) {
-                    if let row = try store.row(ns, key), row.isTombstone { rows.add([row]) }
-                }
-            case .probe(let range):
-                items.append(.keyList(range, try reader.entries(range)))
-                rows.add(try reader.tombstones(range))
-            case .want(let keys):
-                for key in keys where try !isKnownUnsendable(ns, key, leaf: nil) {
-                    if let row = try store.row(ns, key) { rows.add([row]) }
-                }
-            case .whole:
-                rows.add(try store.rows(ns, from: [], to: nil))
-                rows.add(try store.tombstones(ns))
-            }
+        let items = try Reconciler(threshold: threshold).answer(request, StoreRangeSource(store: store, namespace: ns), rows: &rows) {
+            key, leaf in try isKnownUnsendable(ns, key, leaf: leaf)
         }
         let alone = rows.alone.map {
             var r = ReconcileResponse(namespace: ns, session: request.session, step: request.step, rows: [$0], items: [], isTruncated: false)
@@ -91,7 +52,7 @@ extension ReconcileResponder {
     /// leaf, or the first bytes of it a key list carries, still match).
     func isKnownUnsendable(_ ns: Namespace, _ key: RowKey, leaf: [UInt8]?) throws -> Bool {
         guard let known = knownUnsendable[key] else { return false }
-        guard let current = try leaf ?? store.leaves(ns, from: key.bytes, to: key.bytes + [0]).first?.leaf else { return false }
+        guard let current = try leaf ?? store.leaf(ns, key) else { return false }
         let n = min(KeyLeaf.leafSize, current.count, known.count)
         return n > 0 && current.prefix(n).elementsEqual(known.prefix(n))
     }

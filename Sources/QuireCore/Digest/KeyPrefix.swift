@@ -1,10 +1,10 @@
-import QuireCore
-
 /// A key range named by a prefix of nibbles: the range of every key that
 /// starts with them. The root (no nibbles) is the whole key space; a
 /// prefix's 16 children tile it exactly, so ranges always tile the key
 /// space with no gaps (the first lower bound is empty, the last upper bound
 /// open) and a key the requester has never seen still lands in some range.
+/// The one model of key ranges: the store's fingerprint buckets are the
+/// prefixes of the first few levels, and reconciliation speaks of nothing else.
 public struct KeyPrefix: Hashable, Sendable, CustomStringConvertible {
     public static let maxLevel = 32
     public static let root = KeyPrefix(uncheckedNibbles: [])
@@ -13,6 +13,27 @@ public struct KeyPrefix: Hashable, Sendable, CustomStringConvertible {
     public let nibbles: [UInt8]
 
     init(uncheckedNibbles: [UInt8]) { self.nibbles = uncheckedNibbles }
+
+    /// The prefix of `key` at `level` (its first `level` nibbles).
+    public init(_ key: RowKey, level: Int) {
+        precondition(level >= 0 && level <= KeyPrefix.maxLevel)
+        nibbles = (0..<level).map { KeyPrefix.nibble(of: key, at: $0) }
+    }
+
+    /// The prefix of a bucket, from its stored level and packed value.
+    public init?(level: Int, value: Int64) {
+        guard level >= 0 && level <= 15 else { return nil }
+        nibbles = (0..<level).map { UInt8((value >> Int64(4 * (level - 1 - $0))) & 0x0F) }
+    }
+
+    /// The nibbles as one integer (a bucket's stored prefix; levels up to 15).
+    public var value: Int64 {
+        precondition(level <= 15)
+        return nibbles.reduce(Int64(0)) { $0 << 4 | Int64($1) }
+    }
+
+    /// The prefix one level up (the root is its own parent).
+    public var parent: KeyPrefix { KeyPrefix(uncheckedNibbles: Array(nibbles.dropLast())) }
 
     public init?(nibbles: [UInt8]) {
         guard nibbles.count <= KeyPrefix.maxLevel, nibbles.allSatisfy({ $0 < 16 }) else { return nil }
@@ -49,7 +70,7 @@ public struct KeyPrefix: Hashable, Sendable, CustomStringConvertible {
     /// Which child of this prefix `key` falls in.
     public func childIndex(of key: RowKey) -> Int { Int(KeyPrefix.nibble(of: key, at: level)) }
 
-    static func nibble(of key: RowKey, at index: Int) -> UInt8 {
+    public static func nibble(of key: RowKey, at index: Int) -> UInt8 {
         let byte = key.bytes[index / 2]
         return index % 2 == 0 ? byte >> 4 : byte & 0x0F
     }
@@ -58,20 +79,6 @@ public struct KeyPrefix: Hashable, Sendable, CustomStringConvertible {
         var out = [UInt8](repeating: 0, count: (nibbles.count + 1) / 2)
         for (i, n) in nibbles.enumerated() { out[i / 2] |= i % 2 == 0 ? n << 4 : n }
         return out
-    }
-
-    /// Wire form: [level, packed nibbles].
-    var cbor: [CBOR] { [.unsigned(UInt64(level)), .bytes(lowerBound)] }
-
-    static func decode(level: CBOR, packed: CBOR) throws(CBORError) -> KeyPrefix {
-        let l = try level.asUInt()
-        let bytes = try packed.asBytes()
-        guard l <= UInt64(maxLevel), bytes.count == (Int(l) + 1) / 2 else { throw .invalidValue("key prefix") }
-        var nibbles: [UInt8] = []
-        for i in 0..<Int(l) { nibbles.append(i % 2 == 0 ? bytes[i / 2] >> 4 : bytes[i / 2] & 0x0F) }
-        // The unused low half of an odd-length prefix must be zero: one range, one encoding.
-        if l % 2 == 1, bytes.last! & 0x0F != 0 { throw .invalidValue("key prefix padding") }
-        return KeyPrefix(uncheckedNibbles: nibbles)
     }
 
     public var description: String { nibbles.isEmpty ? "*" : nibbles.map { String($0, radix: 16) }.joined() + "*" }
