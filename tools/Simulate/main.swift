@@ -17,11 +17,12 @@ let usage = """
       --frames                include every frame in printed traces
       --devices N             devices at the start (2...6; default: the seed chooses)
       --steps N               steps per history (default: the seed chooses, 20...50)
-      --restore-by-copy       also restore devices by copying back a backup (fails today: issue 10, #2)
+      --restore-by-copy       also copy a backup back over a device that wrote since it (fails today: issue 10, #2)
+      --restore-behind-session  also copy a backup back while the device's clock is behind a session it started since (stalls today)
       --three-way-edit-delete also let a delete that saw one of two concurrent edits meet the other (fails today: issue 10, #1)
       --tied-stamps           also let an edit tie the stamp of the value it replaces beside a concurrent edit (fails today: issue 10, #1)
       --small-response-budgets  also shrink response budgets below a long note (livelocks today: found by the simulator)
-      --everything            all four of the above
+      --everything            all five of the above
       --require-heads         demand every concurrent unsuperseded write survive as a head (needs the issue 10 row model)
       --no-join, --no-faults  leave out devices joining mid-history, or network faults
       --json                  print the report as JSON
@@ -109,6 +110,7 @@ func parse(_ args: [String]) -> Arguments {
             a.options.deviceCount = n
         case "--steps": a.options.stepCount = number(value(), "--steps")
         case "--restore-by-copy": a.options.allowsRestoreByCopy = true
+        case "--restore-behind-session": a.options.allowsRestoreBehindSession = true
         case "--three-way-edit-delete": a.options.allowsThreeWayEditDelete = true
         case "--tied-stamps": a.options.allowsTiedStamps = true
         case "--small-response-budgets": a.options.allowsSmallResponseBudgets = true
@@ -185,7 +187,7 @@ if arguments.jobs > 1 {
         let count = min(per, arguments.seeds - job * per)
         guard count > 0 else { continue }
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/proc/self/exe")
+        p.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         var args = ["--seeds", String(count), "--from", String(first), "--json", "--jobs", "1"] + arguments.options.flags
         if let m = arguments.minutes { args += ["--minutes", String(m)] }
         if arguments.quiet { args.append("--quiet") }

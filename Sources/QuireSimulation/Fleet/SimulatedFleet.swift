@@ -105,6 +105,7 @@ public final class SimulatedFleet: @unchecked Sendable {
         guard device.engine == nil else { return }
         if device.store == nil { try openStore(device) }
         device.engineStarts += 1
+        device.engineStartWallSeconds.append(device.clock.now().seconds)
         let random = SeededRandom(seed: SeedMix.mix(seed, 0x45_4E_47, UInt64(device.slot), UInt64(device.engineStarts)))
         let generation = (try? device.home.prefs.load().generation) ?? 0
         let name = device.name
@@ -150,6 +151,7 @@ public final class SimulatedFleet: @unchecked Sendable {
             try FileManager.default.copyItem(atPath: device.home.path + "/" + file, toPath: destination + "/" + file)
         }
         device.backups.append(destination)
+        device.backupEngineStarts.append(device.engineStarts)
         try powerOn(device, online: wasOnline)
         return destination
     }

@@ -234,6 +234,17 @@ public final class Simulation {
                                 kind: "held back: restore after own writes")
                 }
             }
+            if !options.allowsRestoreBehindSession {
+                // The copy's sync-state.json holds an older session floor; if
+                // the wall clock is not past the sessions started since, the
+                // next session is older than what siblings saw, and they drop
+                // every frame of it as a replay (found by this simulator).
+                let since = d.engineStartWallSeconds.dropFirst(d.backupEngineStarts[index])
+                if let newest = since.max(), d.clock.now().seconds <= newest {
+                    return skip(d, "restoring copy \(index + 1) with the wall clock at or before a session started since (\(newest)) "
+                                + "would start sessions siblings refuse as replays (switched off)", kind: "held back: restore behind a session")
+                }
+            }
             let held = try writesHeld(by: d)
             try fleet.restore(d, from: d.backups[index])
             fleet.trace.record(d.name, "restored by copying back backup copy \(index + 1)")

@@ -200,6 +200,7 @@ struct InvariantChecker {
             } else {
                 fail(.noSilentStuckDevice, "\(device.name) is not converged with \(silent.joined(separator: ", ")) and its status does not say why",
                      ["phase \(status.phase.rawValue); siblings: " + status.siblings.map { "\($0.name) inSync=\($0.inSync) divergent=\($0.divergent)" }.joined(separator: "; "),
+                      "frames dropped: " + status.dropped.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "),
                       "events: " + status.events.suffix(4).joined(separator: " | ")])
             }
         }

@@ -79,6 +79,11 @@ public enum ProseTarget: Sendable, Equatable {
 /// How a prose edit changes the paragraphs the editor shows.
 public enum ProseEdit: String, Sendable, Equatable, Codable, CaseIterable {
     case append, insert, rewrite, remove
+    /// Appends a paragraph of 20 to 80 KB (a row bigger than a small response budget).
+    case appendLong
+
+    /// What people do most of the time.
+    public static let everyday: [ProseEdit] = [.append, .insert, .rewrite, .remove]
 }
 
 extension Operation: CustomStringConvertible {

@@ -9,9 +9,13 @@ public struct WorkloadOptions: Sendable, Equatable {
     public var stepCount: Int?
     /// Put a device directory back from a copy taken earlier even when the
     /// device wrote since that copy (issue 10, #2: it re-mints counters its
-    /// siblings already saw). Off, a restore runs only when the device wrote
-    /// nothing since the copy.
+    /// siblings already saw). Off, such a restore is held back.
     public var allowsRestoreByCopy = false
+    /// Put a copy back while the device's wall clock is not past the
+    /// sessions it started since the copy (a clock stepped back): siblings
+    /// then drop its frames as replays, silently (found by this simulator;
+    /// not one of issue 10's six). Off, such a restore is held back.
+    public var allowsRestoreBehindSession = false
     /// Let a delete that saw one of two concurrent edits meet the other
     /// (issue 10, #1: the outcome depends on which devices meet first).
     public var allowsThreeWayEditDelete = false
@@ -38,6 +42,7 @@ public struct WorkloadOptions: Sendable, Equatable {
     public static var everything: WorkloadOptions {
         var o = WorkloadOptions()
         o.allowsRestoreByCopy = true
+        o.allowsRestoreBehindSession = true
         o.allowsThreeWayEditDelete = true
         o.allowsTiedStamps = true
         o.allowsSmallResponseBudgets = true
@@ -50,6 +55,7 @@ public struct WorkloadOptions: Sendable, Equatable {
         if let deviceCount { out += ["--devices", String(deviceCount)] }
         if let stepCount { out += ["--steps", String(stepCount)] }
         if allowsRestoreByCopy { out.append("--restore-by-copy") }
+        if allowsRestoreBehindSession { out.append("--restore-behind-session") }
         if allowsThreeWayEditDelete { out.append("--three-way-edit-delete") }
         if allowsTiedStamps { out.append("--tied-stamps") }
         if allowsSmallResponseBudgets { out.append("--small-response-budgets") }
