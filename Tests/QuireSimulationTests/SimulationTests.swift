@@ -101,19 +101,23 @@ enum KnownFailures {
     }
 
     static let threeWayEditDelete = Known(
-        flag: "--three-way-edit-delete", seeds: [3, 9, 52, 56, 75],
+        flag: "--three-way-edit-delete", seeds: [3, 31, 34, 75, 81, 84],
         cause: "issue 10, #1: a delete that saw one of two concurrent edits, or two deletes on two branches", fixedByRowRewrite: true)
-    static let restoreByCopy = Known(
-        flag: "--restore-by-copy", seeds: [1, 2, 3, 192],
-        cause: "issue 10, #2: a device copied back re-mints counters", fixedByRowRewrite: true)
     static let tiedStamps = Known(
-        flag: "--tied-stamps", seeds: [],
-        cause: "issue 10, #1 with no delete: an edit loses the stamp tie to the value it replaced", fixedByRowRewrite: true)
+        flag: "--tied-stamps", seeds: [6, 14, 23, 26, 69],
+        cause: "issue 10, #1 with no delete: an edit loses a stamp tie to the value it replaced", fixedByRowRewrite: true)
+    static let restoreByCopy = Known(
+        flag: "--restore-by-copy", seeds: [1, 2, 3],
+        cause: "issue 10, #2: a device copied back re-mints counters", fixedByRowRewrite: true)
+    static let restoreBehindSession = Known(
+        flag: "--restore-behind-session", seeds: [986],
+        cause: "a copy put back under a clock behind its last session: siblings drop its frames as replays, silently",
+        fixedByRowRewrite: false)
     static let smallResponseBudgets = Known(
-        flag: "--small-response-budgets", seeds: [],
+        flag: "--small-response-budgets", seeds: [23, 61, 68],
         cause: "reconcile livelock: responses filled by rows the requester supersedes", fixedByRowRewrite: false)
 
-    static let all = [threeWayEditDelete, restoreByCopy, tiedStamps, smallResponseBudgets]
+    static let all = [threeWayEditDelete, tiedStamps, restoreByCopy, restoreBehindSession, smallResponseBudgets]
 }
 
 /// The built `quire-simulate`, next to the test bundle.
