@@ -19,6 +19,11 @@ final class SimulationTests: XCTestCase {
         print(report.render())
         XCTAssertEqual(run.status, report.failures.isEmpty ? 0 : 1)
         XCTAssertEqual(report.seedsRun, Self.fastSeeds)
+        if let first = report.failures.first {
+            // The first failing history, step by step, then its violations.
+            let replay = try SimulatorBinary.run(Array(first.replay.split(separator: " ").dropFirst().map(String.init)))
+            print(replay.stdout)
+        }
         XCTAssertTrue(report.failures.isEmpty, "\n" + report.render(failuresShown: 10))
         for kind in FaultKind.allCases { XCTAssertGreaterThan(report.faults[kind], 0, "no \(kind) fault was injected") }
         for invariant in Invariant.allCases {

@@ -26,6 +26,8 @@ public struct SimulationResult: Sendable {
     public let skips: [String: Int]
     /// The trace, rendered (kept when the run failed or when asked).
     public let trace: String?
+    /// The same without frames or faults: what a person reads first.
+    public let operationsTrace: String?
 
     public var passed: Bool { violations.isEmpty }
     public var failedInvariants: [Invariant] { Array(Set(violations.map(\.invariant))).sorted() }
@@ -132,7 +134,8 @@ public final class Simulation {
             deviceCount: fleet.devices.count, traceHash: trace.hashHex, traceLines: trace.lineCount,
             violations: checker.violations, tally: checker.tally, faults: fleet.network.injected, simulatedMs: endMs,
             deviceHours: deviceHours, writes: model.writes.count, skippedSteps: skipped, skips: skips,
-            trace: (failed || keepsTrace) ? trace.render(framesIncluded: framesTraced) : nil)
+            trace: (failed || keepsTrace) ? trace.render(framesIncluded: framesTraced) : nil,
+            operationsTrace: (failed || keepsTrace) ? trace.render(framesIncluded: false, faultsIncluded: false) : nil)
     }
 
     // MARK: Settling
@@ -488,7 +491,7 @@ public final class Simulation {
             row = try store.saveProse(.saga(entry), key: key, shown: shownText)
         }
         commit(d, ref, before: before, after: row, isDelete: false, token: token, paragraphs: paragraphs, removed: removed, step: step,
-               what: "\(edit) in \(ref) [\(paragraphs.map(InvariantChecker.tokenOf).joined(separator: " "))]")
+               what: "\(ProseWriter.effective(edit, on: shownParagraphs)) in \(ref) [\(paragraphs.map(InvariantChecker.tokenOf).joined(separator: " "))]")
     }
 
     private func delete(_ d: SimDevice, _ ns: Namespace, random: SeededRandom, step: Int) throws {

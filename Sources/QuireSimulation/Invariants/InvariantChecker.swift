@@ -171,7 +171,12 @@ struct InvariantChecker {
         var out: [String] = []
         for device in fleet.devices {
             guard let store = device.store else { continue }
-            for m in try store.mergeHistory(ref.namespace, ref.key) { out.append("\(device.name) merge log: \(m.detail)") }
+            for m in try store.mergeHistory(ref.namespace, ref.key) {
+                // The log names devices by id prefix; say their names.
+                var detail = m.detail
+                for d in fleet.devices { detail = detail.replacingOccurrences(of: String(d.id.hex.prefix(8)), with: d.name) }
+                out.append("\(device.name) merge log: \(detail)")
+            }
         }
         return out
     }

@@ -17,14 +17,17 @@ struct ProseWriter {
         return ([token] + (0..<words).map { _ in random.pick(vocabulary) }).joined(separator: " ")
     }
 
+    /// The edit as made: on an empty text every edit is an append.
+    static func effective(_ edit: ProseEdit, on shown: [String]) -> ProseEdit {
+        shown.isEmpty && edit != .appendLong ? .append : edit
+    }
+
     /// Applies `edit` to what the editor shows. Returns the new paragraphs
     /// and the ones the person removed (a rewrite removes the old one).
     static func apply(_ edit: ProseEdit, to shown: [String], random: SeededRandom, fresh: () -> String)
         -> (paragraphs: [String], removed: [String]) {
         var paragraphs = shown
-        var edit = edit
-        if paragraphs.isEmpty && edit != .appendLong { edit = .append }
-        switch edit {
+        switch effective(edit, on: shown) {
         case .append:
             paragraphs.append(paragraph(token: fresh(), random: random))
             return (paragraphs, [])
