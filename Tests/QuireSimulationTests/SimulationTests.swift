@@ -115,7 +115,7 @@ enum KnownFailures {
         flag: "--restore-by-copy", seeds: [1, 2, 3],
         cause: "issue 10, #2: a device copied back re-mints counters", fixedByRowRewrite: true)
     static let restoreBehindSession = Known(
-        flag: "--restore-behind-session", seeds: [986],
+        flag: "--restore-behind-session", seeds: [986, 21696],
         cause: "a copy put back under a clock behind its last session: siblings drop its frames as replays, silently",
         fixedByRowRewrite: false)
     static let smallResponseBudgets = Known(

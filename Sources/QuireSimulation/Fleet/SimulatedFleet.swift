@@ -105,7 +105,7 @@ public final class SimulatedFleet: @unchecked Sendable {
         guard device.engine == nil else { return }
         if device.store == nil { try openStore(device) }
         device.engineStarts += 1
-        device.engineStartWallSeconds.append(device.clock.now().seconds)
+        device.sessionStartMs = max(UInt64(max(device.clock.now().seconds, 0)) * 1000, device.sessionStartMs + 1)
         let random = SeededRandom(seed: SeedMix.mix(seed, 0x45_4E_47, UInt64(device.slot), UInt64(device.engineStarts)))
         let generation = (try? device.home.prefs.load().generation) ?? 0
         let name = device.name
@@ -151,7 +151,7 @@ public final class SimulatedFleet: @unchecked Sendable {
             try FileManager.default.copyItem(atPath: device.home.path + "/" + file, toPath: destination + "/" + file)
         }
         device.backups.append(destination)
-        device.backupEngineStarts.append(device.engineStarts)
+        device.backupSessionStartMs.append(device.sessionStartMs)
         try powerOn(device, online: wasOnline)
         return destination
     }
@@ -168,6 +168,7 @@ public final class SimulatedFleet: @unchecked Sendable {
         for file in SimDevice.directoryFiles where fm.fileExists(atPath: copy + "/" + file) {
             try fm.copyItem(atPath: copy + "/" + file, toPath: device.home.path + "/" + file)
         }
+        if let index = device.backups.firstIndex(of: copy) { device.sessionStartMs = device.backupSessionStartMs[index] }
         try powerOn(device, online: wasOnline)
     }
 

@@ -68,14 +68,15 @@ extension Simulation {
                 }
             }
             if !options.allowsRestoreBehindSession {
-                // The copy's sync-state.json holds an older session floor; if
-                // the wall clock is not past the sessions started since, the
-                // next session is older than what siblings saw, and they drop
-                // every frame of it as a replay (found by this simulator).
-                let since = d.engineStartWallSeconds.dropFirst(d.backupEngineStarts[index])
-                if let newest = since.max(), d.clock.now().seconds <= newest {
-                    return skip(d, "restoring copy \(index + 1) with the wall clock at or before a session started since (\(newest)) "
-                                + "would start sessions siblings refuse as replays (switched off)", kind: "held back: restore behind a session")
+                // The copy's sync-state.json holds an older session stamp;
+                // if the wall clock is not past the newest session started
+                // since, the next one is not newer than what siblings saw,
+                // and they drop every frame of it as a replay (found by
+                // this simulator).
+                let next = max(UInt64(max(d.clock.now().seconds, 0)) * 1000, d.backupSessionStartMs[index] + 1)
+                if next <= d.sessionStartMs {
+                    return skip(d, "restoring copy \(index + 1) would start a session (\(next)) not newer than one its siblings saw "
+                                + "(\(d.sessionStartMs)) (switched off)", kind: "held back: restore behind a session")
                 }
             }
             let held = try writesHeld(by: d)
