@@ -204,10 +204,13 @@ public final class SimulatedFleet: @unchecked Sendable {
     /// engine knows it (its siblings hold it too, nothing is being pulled).
     public func isSettled() -> Bool {
         let online = devices.filter(\.isOnline)
-        guard let first = online.first, let reference = try? first.store!.digest(generation: 0).encoded() else { return online.isEmpty }
+        func digest(_ d: SimDevice) -> [UInt8]? {
+            let generation = (try? d.home.prefs.load().generation) ?? 0
+            return try? d.store?.digest(generation: generation).encoded()
+        }
+        guard let first = online.first, let reference = digest(first) else { return online.isEmpty }
         for device in online {
-            guard let digest = try? device.store!.digest(generation: 0).encoded(), digest == reference else { return false }
-            guard device.engine!.isConverged() else { return false }
+            guard digest(device) == reference, device.engine!.isConverged() else { return false }
         }
         return true
     }
