@@ -110,7 +110,7 @@ enum KnownFailures {
         cause: "issue 10, #1: a delete that saw one of two concurrent edits, or two deletes on two branches", fixedByRowRewrite: true)
     static let tiedStamps = Known(
         flag: "--tied-stamps", seeds: [6, 14, 23, 26, 69],
-        cause: "issue 10, #1 with no delete: an edit loses a stamp tie to the value it replaced", fixedByRowRewrite: true)
+        cause: "issue 10, #1 by a stamp tie: an edit loses to the value it replaced, once that met a concurrent write", fixedByRowRewrite: true)
     static let restoreByCopy = Known(
         flag: "--restore-by-copy", seeds: [1, 2, 3],
         cause: "issue 10, #2: a device copied back re-mints counters", fixedByRowRewrite: true)

@@ -20,7 +20,7 @@ let usage = """
       --restore-by-copy       also copy a backup back over a device that wrote since it (fails today: issue 10, #2)
       --restore-behind-session  also copy a backup back while the device's clock is behind a session it started since (stalls today)
       --three-way-edit-delete also let a delete that saw one of two concurrent edits meet the other (fails today: issue 10, #1)
-      --tied-stamps           also let an edit tie the stamp of the value it replaces beside a concurrent edit (fails today: issue 10, #1)
+      --tied-stamps           also let an edit tie the stamp of the value it replaces beside a concurrent write (fails today: issue 10, #1)
       --small-response-budgets  also shrink response budgets below a long note (livelocks today: found by the simulator)
       --everything            all five of the above
       --require-heads         demand every concurrent unsuperseded write survive as a head (needs the issue 10 row model)

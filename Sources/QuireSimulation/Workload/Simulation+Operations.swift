@@ -165,13 +165,13 @@ extension Simulation {
     /// Whether a write of `ref` by `device` is held back by a switch; says so in the trace.
     func isHeldBack(_ device: SimDevice, _ ref: RowRef, before: Row?, isDelete: Bool) -> Bool {
         let seen = model.seen(by: device.slot, row: ref, before: before)
-        if !options.allowsTiedStamps, !isDelete, ContentValues.hasToken(ref.namespace) {
+        if !options.allowsTiedStamps, ContentValues.hasToken(ref.namespace) {
             // The store stamps a local edit max(now, what it replaces).
             let shown = RowObservation.shown(before)?.updatedAt?.seconds
-            let stamp = max(device.clock.now().seconds, shown ?? Int64.min)
+            let stamp = isDelete ? nil : max(device.clock.now().seconds, shown ?? Int64.min)
             if model.completesTiedStampEdits(row: ref, seen: seen, stamp: stamp) {
-                skip(device, "edit of \(ref) would tie the stamp of a value it replaces while a concurrent edit exists (switched off)",
-                     kind: "held back: tied stamps")
+                skip(device, "\(isDelete ? "delete" : "edit") of \(ref) would complete a tie between an edit and the value it replaced, "
+                     + "beside a concurrent write (switched off)", kind: "held back: tied stamps")
                 return true
             }
         }

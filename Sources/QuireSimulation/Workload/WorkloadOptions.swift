@@ -20,8 +20,9 @@ public struct WorkloadOptions: Sendable, Equatable {
     /// (issue 10, #1: the outcome depends on which devices meet first).
     public var allowsThreeWayEditDelete = false
     /// Let an edit carry the same stamp as the value it replaces while a
-    /// third, concurrent edit exists (issue 10, #1's cause, with no delete:
-    /// the replaced value can win the tie). Skewed clocks make this common.
+    /// third, concurrent write (edit or delete) exists (issue 10, #1's
+    /// cause: the replaced value can win the tie). Skewed clocks make this
+    /// common.
     public var allowsTiedStamps = false
     /// Let a seed shrink the engines' response budget to 64 or 8 KiB, below
     /// the size of a long note: two siblings can then livelock, each
