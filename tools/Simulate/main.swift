@@ -22,7 +22,8 @@ let usage = """
       --three-way-edit-delete also let a delete that saw one of two concurrent edits meet the other (fails today: issue 10, #1)
       --tied-stamps           also let an edit tie the stamp of the value it replaces beside a concurrent write (fails today: issue 10, #1)
       --small-response-budgets  also shrink response budgets below a long note (livelocks today: found by the simulator)
-      --everything            all five of the above
+      --recreate-deleted-prose  also write a deleted journal day or note again (old paragraphs come back today)
+      --everything            all six of the above
       --require-heads         demand every concurrent unsuperseded write survive as a head (needs the issue 10 row model)
       --no-join, --no-faults  leave out devices joining mid-history, or network faults
       --json                  print the report as JSON
@@ -117,6 +118,7 @@ func parse(_ args: [String]) -> Arguments {
         case "--three-way-edit-delete": a.options.allowsThreeWayEditDelete = true
         case "--tied-stamps": a.options.allowsTiedStamps = true
         case "--small-response-budgets": a.options.allowsSmallResponseBudgets = true
+        case "--recreate-deleted-prose": a.options.allowsRecreatingDeletedProse = true
         case "--everything": a.options = WorkloadOptions.everything.merging(deviceCount: a.options.deviceCount, stepCount: a.options.stepCount)
         case "--require-heads": a.options.requiresHeads = true
         case "--no-require-heads": a.options.requiresHeads = false

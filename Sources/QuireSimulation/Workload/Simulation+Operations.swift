@@ -303,6 +303,10 @@ extension Simulation {
         }
         guard let store = d.store else { return skip(d, "powered off") }
         let before = try store.row(ns, key)
+        if !options.allowsRecreatingDeletedProse, RowObservation.isTombstone(before) {
+            return skip(d, "writing \(ref) again where it is deleted would meet siblings' shadows of the old text (switched off)",
+                        kind: "held back: re-creating deleted prose")
+        }
         if isHeldBack(d, ref, before: before, isDelete: false) { return }
         // What the editor read: an absent day reads as empty, never as "what
         // is stored at save time" (that would count paragraphs that landed

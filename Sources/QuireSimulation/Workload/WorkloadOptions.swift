@@ -29,6 +29,12 @@ public struct WorkloadOptions: Sendable, Equatable {
     /// resending a row the other already supersedes (found by this
     /// simulator; not one of issue 10's six).
     public var allowsSmallResponseBudgets = false
+    /// Let a journal day or a note be written again on a device that holds
+    /// it deleted: a sibling that held the old text keeps it as its shadow
+    /// through the delete, and when the new text arrives "restores" the old
+    /// paragraphs as a fresh local edit, which then beats later deletes too
+    /// (found by this simulator; not one of issue 10's six).
+    public var allowsRecreatingDeletedProse = false
     /// Let a device join mid-history.
     public var allowsJoin = true
     /// Inject network faults (drop, duplicate, reorder, delay, partition, corrupt).
@@ -47,6 +53,7 @@ public struct WorkloadOptions: Sendable, Equatable {
         o.allowsThreeWayEditDelete = true
         o.allowsTiedStamps = true
         o.allowsSmallResponseBudgets = true
+        o.allowsRecreatingDeletedProse = true
         return o
     }
 
@@ -60,6 +67,7 @@ public struct WorkloadOptions: Sendable, Equatable {
         if allowsThreeWayEditDelete { out.append("--three-way-edit-delete") }
         if allowsTiedStamps { out.append("--tied-stamps") }
         if allowsSmallResponseBudgets { out.append("--small-response-budgets") }
+        if allowsRecreatingDeletedProse { out.append("--recreate-deleted-prose") }
         if !allowsJoin { out.append("--no-join") }
         if !injectsFaults { out.append("--no-faults") }
         if requiresHeads != RowObservation.keepsConcurrentHeads { out.append(requiresHeads ? "--require-heads" : "--no-require-heads") }
