@@ -39,6 +39,8 @@ let package = Package(
         // Benchmarks (run through the scripts in tools/).
         .executableTarget(name: "bench-digest", dependencies: ["QuireStore", "QuireCore"], path: "tools/BenchDigest"),
         .executableTarget(name: "bench-sync", dependencies: ["QuireSync", "QuireStore", "QuireCore", "QuireRelay"], path: "tools/BenchSync"),
+        .executableTarget(name: "bench-context", dependencies: ["QuireCore"], path: "tools/BenchContext"),
+        .executableTarget(name: "bench-anchor", dependencies: ["QuireSync", "QuireStore", "QuireCore", "QuireCrypto"], path: "tools/BenchAnchor"),
         // Seeded fleet soaks and replays (run through tools/simulate).
         .executableTarget(name: "quire-simulate", dependencies: ["QuireSimulation"], path: "tools/Simulate"),
 
@@ -51,6 +53,7 @@ let package = Package(
         .testTarget(name: "QuireFuseTests", dependencies: ["QuireFuse"]),
         .testTarget(name: "QuireFSTests", dependencies: ["QuireTestSupport", "QuireFS", "QuireStore", "QuireCore"]),
         .testTarget(name: "QuireSimulationTests", dependencies: ["QuireSimulation", "QuireSync", "QuireStore", "QuireCore", "QuireCrypto"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["QuireTestSupport", "QuireCore", "QuireStore", "QuireSync", "QuireRelay", "QuireCrypto"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["QuireTestSupport", "QuireCore", "QuireStore", "QuireSync", "QuireRelay", "QuireCrypto"],
+                    exclude: ["Fixtures"]),
     ]
 )

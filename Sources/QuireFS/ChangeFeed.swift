@@ -5,8 +5,12 @@ import QuireStore
 
 /// A kernel cache entry to drop.
 enum Invalidation: Hashable {
-    /// A name in a folder (appeared, moved, went away).
-    case entry(parent: UInt64, name: String)
+    /// A name in a folder (appeared, moved, went away), in its NFC form
+    /// (other forms are never cached: `QuireFileSystem.spelled`).
+    case entry(parent: UInt64, name: CanonicalName)
+    /// A name in another form, byte for byte: where the kernel moved an
+    /// entry by a rename to a name typed in that form.
+    case spelling(parent: UInt64, name: [UInt8])
     /// An inode's attributes and cached pages.
     case inode(UInt64)
 }
@@ -67,7 +71,10 @@ public final class ChangeFeed: @unchecked Sendable {
         for invalidation in work {
             switch invalidation {
             case .entry(let parent, let name):
-                try? session.invalidateEntry(parent: FuseInode(parent), name: name)
+                try? session.invalidateEntry(parent: FuseInode(parent), name: name.text)
+            case .spelling(let parent, let name):
+                // Names are UTF-8 (others are refused), so this keeps the bytes.
+                try? session.invalidateEntry(parent: FuseInode(parent), name: String(decoding: name, as: UTF8.self))
             case .inode(let inode):
                 try? session.invalidateInode(FuseInode(inode))
             }

@@ -73,7 +73,7 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     /// wrote): the baseline a save-by-rename's deletions are computed against.
     var lastShown = ShownBaselines()
     /// Files created through the mount and not yet flushed: name → row.
-    var pending: [Namespace: [String: RowRef]] = [:]
+    var pending: [Namespace: [CanonicalName: RowRef]] = [:]
     /// Rows renamed into the scratch area (an editor's backup step); they
     /// come back if their name is created again soon, else are deleted.
     var detached: [RowRef: DetachedRow] = [:]
@@ -85,7 +85,8 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     var directorySnapshots: [UInt64: [DirectoryEntry]] = [:]
     var nextDirectoryHandle: UInt64 = 1
     /// `user.*` attributes other than Quire's: kept for the session only.
-    var transientAttributes: [UInt64: [String: [UInt8]]] = [:]
+    /// Their names follow the name rule too (`CanonicalName`).
+    var transientAttributes: [UInt64: [CanonicalName: [UInt8]]] = [:]
     var invalidations: [Invalidation] = []
     var lastSeenSequence: Int64 = 0
 
@@ -95,7 +96,7 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
         self.scratch = ScratchArea(root: configuration.scratchPath)
         self.owner = (getuid(), getgid())
         self.mountedAt = .now
-        try scratch.prepare()
+        for note in try scratch.prepare() { configuration.log.problem(note) }
         lastSeenSequence = try store.changeSequence()
     }
 
@@ -244,8 +245,8 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
 
     /// The file name a row shows under right now (for messages and invalidation).
     func displayName(_ ref: RowRef) -> String {
-        if let name = pending[ref.namespace]?.first(where: { $0.value == ref })?.key { return name }
-        return listings[ref.namespace]?.nameOfKey[ref.key] ?? ref.key.hex
+        if let name = pending[ref.namespace]?.first(where: { $0.value == ref })?.key { return name.text }
+        return listings[ref.namespace]?.nameOfKey[ref.key]?.text ?? ref.key.hex
     }
 
     // MARK: Errors
@@ -287,6 +288,6 @@ struct DirectoryEntry {
 /// backup name, then write a new file under the old name).
 struct DetachedRow {
     var title: String
-    var name: String
+    var name: CanonicalName
     var since: Date
 }

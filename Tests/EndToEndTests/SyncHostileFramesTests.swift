@@ -61,8 +61,8 @@ class SyncHostileFramesBase: SyncEndToEndBase {
                              boxKey: aIdentity.deviceBox.publicKey, messageID: Array(repeating: 1, count: 8)) {
             try relayObject.publish(f, to: channel)
         }
-        let strangerRow = Row(namespace: .devices, key: stranger.deviceID,
-                              version: RowVersion(vector: VersionVector([stranger.deviceID: 1]), isTombstone: false),
+        let strangerRow = Row.single(.devices, stranger.deviceID,
+                              dot: Dot(actor: Actor(device: stranger.deviceID, incarnation: 1), counter: 1), context: VersionVector(),
                               content: .device(DeviceRecord(name: "intruder", certificate: stranger.signedCertificate(name: "intruder", issuedAt: Timestamp(seconds: 1)))))
         try relayObject.publish(sealer.sealAnonymously(SyncMessage(subKind: .introduce, payload: IntroduceMessage(row: strangerRow).encoded()),
                                                        to: aIdentity.deviceID, boxKey: aIdentity.deviceBox.publicKey), to: channel)

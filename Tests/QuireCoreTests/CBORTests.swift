@@ -93,8 +93,8 @@ final class StoredFieldsTests: XCTestCase {
         notes.append(offloaded)
         for n in notes {
             XCTAssertEqual(n.storedFields(), CBORWriter.encode(RowContent.note(n).fields(includeBody: false)))
-            XCTAssertEqual(VersionVector([dev: 3, DeviceID(bytes: [UInt8](repeating: 1, count: 16))!: 9]).encoded(),
-                           CBORWriter.encode(VersionVector([dev: 3, DeviceID(bytes: [UInt8](repeating: 1, count: 16))!: 9]).cbor))
+            XCTAssertEqual(VersionVector([Actor(device: dev, incarnation: 2): 3, Actor(device: DeviceID(bytes: [UInt8](repeating: 1, count: 16))!, incarnation: 0): 9]).encoded(),
+                           CBORWriter.encode(VersionVector([Actor(device: dev, incarnation: 2): 3, Actor(device: DeviceID(bytes: [UInt8](repeating: 1, count: 16))!, incarnation: 0): 9]).cbor))
         }
     }
 }

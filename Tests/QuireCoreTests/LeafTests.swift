@@ -5,14 +5,20 @@ import QuireCrypto
 final class LeafTests: XCTestCase {
     let key = RowKey(bytes: Array(0..<16))!
     let dev = DeviceID(bytes: [UInt8](repeating: 7, count: 16))!
-    var vv: VersionVector { VersionVector([dev: 3]) }
+    var actor: Actor { Actor(device: dev, incarnation: 5) }
+    var vv: VersionVector { VersionVector([actor: 3]) }
     func t(_ s: Int64) -> Timestamp { Timestamp(seconds: s) }
 
     func sampleNote() -> Note {
         Note(title: "Idea", tags: ["b", "a"], body: Array("one\n\ntwo\n".utf8), createdAt: t(100), updatedAt: t(200), editedBy: dev)
     }
 
-    func leaf(_ c: RowContent) -> [UInt8] { LeafEncoding.leaf(key: key, vector: vv, content: c) }
+    func row(_ c: RowContent, key: RowKey? = nil, context: VersionVector? = nil) -> Row {
+        let context = context ?? vv
+        return Row(namespace: c.namespace, key: key ?? self.key, context: context,
+                   heads: [RowHead(dot: Dot(actor: actor, counter: context[actor]), content: c)])
+    }
+    func leaf(_ c: RowContent) -> [UInt8] { LeafEncoding.leaf(of: row(c))! }
 
     func testOffloadedPointerHashesLikeResidentBody() {
         let resident = sampleNote()
@@ -38,8 +44,10 @@ final class LeafTests: XCTestCase {
         for (field, variant) in variants {
             XCTAssertNotEqual(leaf(.note(variant)), baseLeaf, "changing \(field) must change the leaf")
         }
-        XCTAssertNotEqual(LeafEncoding.leaf(key: key, vector: vv.bumped(for: dev), content: .note(base)), baseLeaf, "version vector")
-        XCTAssertNotEqual(LeafEncoding.leaf(key: RowKey(bytes: Array(1..<17))!, vector: vv, content: .note(base)), baseLeaf, "row key")
+        XCTAssertNotEqual(LeafEncoding.leaf(of: row(.note(base), context: vv.adding(Dot(actor: actor, counter: 4), tag: 0))), baseLeaf, "dot and context")
+        let other = Actor(device: dev, incarnation: 6)
+        XCTAssertNotEqual(LeafEncoding.leaf(of: row(.note(base), context: vv.adding(Dot(actor: other, counter: 1), tag: 0))), baseLeaf, "context only")
+        XCTAssertNotEqual(LeafEncoding.leaf(of: row(.note(base), key: RowKey(bytes: Array(1..<17))!)), baseLeaf, "row key")
     }
 
     func testEveryIncludedFieldOfStructuredRowsChangesTheLeaf() {
@@ -116,8 +124,10 @@ final class LeafTests: XCTestCase {
         let n = Note(title: "t", body: Array("b".utf8), createdAt: t(1), updatedAt: t(2))
         XCTAssertEqual(Hex.encode(leaf(.note(n))), LeafTests.pinnedNoteLeaf)
     }
-    // Computed independently (Python hashlib + a hand-written CBOR head):
+    // Computed independently (Python hashlib + hand-written CBOR), with
+    // head = sha256(len16("quire.head.notebook") ‖ "quire.head.notebook" ‖
+    //   87 61 74 80 58 20<bodyDigest> 01 02 80 80):
     // sha256(len16("quire.state.notebook") ‖ "quire.state.notebook" ‖
-    //   89 50<key> 81 82 50<dev> 03 61 74 80 58 20<bodyDigest> 01 02 80 80)
-    static let pinnedNoteLeaf = "25d08d2e4fcb448504e03dcfaac0e87f0758bc56b793189eb75679427b287082"
+    //   83 50<key> 81 84 50<dev> 05 03 00 81 82 83 50<dev> 05 03 58 20<head>)
+    static let pinnedNoteLeaf = "a45ed9494b6eac59ce8d9b4e9fe9a9ec3d0e61f01f39786f6183cf4cae788a24"
 }

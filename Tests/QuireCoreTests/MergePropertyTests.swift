@@ -2,8 +2,9 @@ import XCTest
 import QuireCore
 import QuireTestSupport
 
-/// Seeded property tests of the row merges: any delivery order, any
-/// duplication, gives the same row. Replay a failure with QUIRE_SEED=<seed>.
+/// Seeded property tests of the row join: random causal histories of
+/// several devices editing, deleting and exchanging one row, in every
+/// namespace. Replay a failure with QUIRE_SEED=<seed>.
 final class MergePropertyTests: XCTestCase {
     struct Rand {
         var generator: SplitMix64
@@ -11,137 +12,154 @@ final class MergePropertyTests: XCTestCase {
         mutating func int(_ n: Int) -> Int { Int(generator.next() % UInt64(n)) }
     }
 
-    let devices = (1...4).map { DeviceID(bytes: [UInt8](repeating: UInt8($0), count: 16))! }
     let key = RowKey(bytes: [UInt8](repeating: 0x33, count: 16))!
+    let namespaces: [Namespace] = [.notebook, .saga, .plans, .contacts, .settings, .devices]
 
-    func randomRow(_ ns: Namespace, _ r: inout Rand) -> Row {
-        var vv = VersionVector()
-        for d in devices where r.int(2) == 0 { vv = VersionVector(vv.counters.merging([d: UInt64(1 + r.int(3))]) { $1 }) }
-        if vv.counters.isEmpty { vv = vv.bumped(for: devices[0]) }
-        if r.int(5) == 0 { return .tombstone(ns, key, vector: vv) }
+    var seed: UInt64 {
+        UInt64(ProcessInfo.processInfo.environment["QUIRE_SEED"] ?? "") ?? UInt64.random(in: 0...UInt64.max)
+    }
+
+    /// QUIRE_MERGE_SCALE multiplies the rounds (tools/ci-extras.d/merge-soak).
+    func rounds(_ n: Int) -> Int { n * (Int(ProcessInfo.processInfo.environment["QUIRE_MERGE_SCALE"] ?? "") ?? 1) }
+
+    func actors(_ n: Int) -> [Actor] {
+        (1...n).map { Actor(device: DeviceID(bytes: [UInt8](repeating: UInt8($0), count: 16))!, incarnation: UInt64($0) * 1000) }
+    }
+
+    func randomContent(_ ns: Namespace, _ r: inout Rand, editor: Actor) -> RowContent {
         let t = Timestamp(seconds: Int64(r.int(4)))
-        let editor = devices[r.int(devices.count)]
-        let content: RowContent
+        let words = ["alpha", "beta", "gamma", "delta", "café", "cafe\u{301}"]
+        func text() -> String { (0..<(1 + r.int(3))).map { _ in "para \(words[r.int(words.count)]) \(r.int(5))" }.joined(separator: "\n\n") }
         switch ns {
-        case .plans: content = .plan(Plan(title: "p\(r.int(3))", notes: "n\(r.int(3))", isDone: r.int(2) == 0, createdAt: t, updatedAt: t, editedBy: editor))
-        case .contacts: content = .contact(Contact(name: "c\(r.int(3))", emails: ["e\(r.int(2))"], updatedAt: t, editedBy: editor))
-        case .settings: content = .setting(Setting(name: "k", value: "v\(r.int(4))", updatedAt: t, editedBy: editor))
+        case .plans: return .plan(Plan(title: "p\(r.int(3))", notes: words[r.int(words.count)], isDone: r.int(2) == 0,
+                                       createdAt: t, updatedAt: t, editedBy: editor.device))
+        case .contacts: return .contact(Contact(name: "c\(r.int(3))", emails: ["e\(r.int(2))"], updatedAt: t, editedBy: editor.device))
+        case .settings: return .setting(Setting(name: "k", value: words[r.int(words.count)], updatedAt: t, editedBy: editor.device))
+        case .saga: return .saga(SagaEntry(date: "2026-01-02", text: Array(text().utf8), updatedAt: t, editedBy: editor.device))
+        case .devices:
+            return .device(DeviceRecord(name: "d", certificate: [UInt8(r.int(3))], revocation: r.int(4) == 0 ? [1] : nil))
         default:
-            let paragraphs = (0..<(1 + r.int(3))).map { _ in "para \(r.int(6)) words here" }
-            content = .note(Note(title: "t\(r.int(2))", body: Array(paragraphs.joined(separator: "\n\n").utf8), createdAt: t, updatedAt: t, editedBy: editor))
-        }
-        return Row(namespace: ns, key: key, version: RowVersion(vector: vv, isTombstone: false), content: content)
-    }
-
-    func apply(_ local: Row?, _ incoming: Row) -> Row {
-        switch RowMerge.merge(local: local, incoming: incoming) {
-        case .keepLocal: return local!
-        case .store(let r, _): return r
+            return .note(Note(title: "t\(r.int(2))", body: Array(text().utf8), createdAt: t, updatedAt: t, editedBy: editor.device))
         }
     }
 
-    func testMergesAreCommutativeAndIdempotentForAnyPair() {
-        let seed = UInt64(ProcessInfo.processInfo.environment["QUIRE_SEED"] ?? "") ?? UInt64.random(in: 0...UInt64.max)
+    /// A write or delete, with the write dots visible to it when it was made.
+    struct Op { var dot: Dot?; var saw: Set<Dot> }
+
+    /// Devices edit, delete and exchange one row offline; every state any
+    /// device held is returned, with every operation and what it saw.
+    func history(_ ns: Namespace, _ r: inout Rand, devices: Int) -> (states: [Row], ops: [Op]) {
+        let team = actors(devices)
+        var replicas: [Row?] = Array(repeating: nil, count: devices)
+        var states: [Row] = [], ops: [Op] = []
+        for _ in 0..<(3 + r.int(10)) {
+            let d = r.int(devices)
+            if r.int(3) == 0, let other = replicas[r.int(devices)] {
+                replicas[d] = replicas[d].map { RowMerge.join($0, other) } ?? other
+            } else if r.int(5) == 0, let mine = replicas[d], !mine.isTombstone, ns != .devices {
+                ops.append(Op(dot: nil, saw: Set(mine.heads.map(\.dot))))
+                replicas[d] = mine.deleted()
+            } else {
+                let base = replicas[d] ?? .tombstone(ns, key, context: VersionVector())
+                let next = base.edited(by: team[d], to: randomContent(ns, &r, editor: team[d]))
+                ops.append(Op(dot: next.heads[0].dot, saw: Set(base.heads.map(\.dot))))
+                replicas[d] = next
+            }
+            if let s = replicas[d] { states.append(s) }
+        }
+        return (states, ops)
+    }
+
+    func bytes(_ row: Row) -> [UInt8] {
+        row.context.encoded() + row.encodedHeads(firstBodyApart: false) + (LeafEncoding.leaf(of: row) ?? [])
+    }
+
+    func fold(_ rows: [Row]) -> Row { rows.dropFirst().reduce(rows[0]) { RowMerge.join($0, $1) } }
+
+    func testJoinIsCommutativeAssociativeAndIdempotent() {
+        let seed = self.seed
         var r = Rand(state: seed)
-        for round in 0..<3000 {
-            let ns: Namespace = [.plans, .contacts, .settings, .notebook][r.int(4)]
-            let a = randomRow(ns, &r), b = randomRow(ns, &r)
-            let ab = apply(a, b), ba = apply(b, a)
-            XCTAssertEqual(ab, ba, "commutative (seed \(seed), round \(round))")
-            XCTAssertEqual(apply(ab, b), ab, "idempotent (seed \(seed), round \(round))")
-            XCTAssertEqual(apply(ab, a), ab, "idempotent (seed \(seed), round \(round))")
-            XCTAssertEqual(ab.version.vector, a.version.vector.joined(with: b.version.vector), "vector is the join (seed \(seed))")
-            if ab != ba { return }
+        for round in 0..<rounds(1500) {
+            let ns = namespaces[r.int(namespaces.count)]
+            let (states, _) = history(ns, &r, devices: 2 + r.int(3))
+            guard states.count >= 3 else { continue }
+            let a = states[r.int(states.count)], b = states[r.int(states.count)], c = states[r.int(states.count)]
+            let why = "seed \(seed), round \(round), \(ns)"
+            XCTAssertEqual(bytes(RowMerge.join(a, b)), bytes(RowMerge.join(b, a)), "commutative (\(why))")
+            XCTAssertEqual(bytes(RowMerge.join(a, a)), bytes(a), "idempotent (\(why))")
+            XCTAssertEqual(bytes(RowMerge.join(RowMerge.join(a, b), c)), bytes(RowMerge.join(a, RowMerge.join(b, c))), "associative (\(why))")
+            XCTAssertEqual(RowMerge.join(a, b).content, RowMerge.join(b, a).content, "the shown content (\(why))")
         }
     }
 
-    /// Versions produced by a causal history (devices edit, bumping their
-    /// own counter, and receive each other's rows), delivered to several
-    /// devices in any order with duplicates: once the devices exchange rows
-    /// until nothing changes (the sync loop runs until digests agree), every
-    /// device holds the same row, within a bounded number of rounds, and
-    /// its content is one of the versions written (last writer wins).
-    /// Single-value merges with joined vectors are not associative in every
-    /// history (a delete can be forgotten by an intermediate join), so the
-    /// property is convergence under exchange, which is what sync provides.
-    func testStructuredMergesConvergeForAnyDeliveryOrderOfACausalHistory() {
-        let seed = UInt64(ProcessInfo.processInfo.environment["QUIRE_SEED"] ?? "") ?? UInt64.random(in: 0...UInt64.max)
+    /// Any delivery order, any duplication, any grouping gives byte-identical
+    /// rows; every write no later edit or delete saw is present, and a
+    /// delete removes exactly what it saw.
+    func testEveryDeliveryOrderKeepsExactlyTheWritesNothingReplaced() {
+        let seed = self.seed
         var r = Rand(state: seed)
-        for round in 0..<500 {
-            let ns: Namespace = [.plans, .contacts, .settings][r.int(3)]
-            let versions = causalHistory(ns, &r)
-            let replicas = deliverAndGossip(versions, &r, seed: seed, round: round)
-            for replica in replicas.dropFirst() {
-                XCTAssertEqual(replica, replicas[0], "devices disagree (seed \(seed), round \(round))")
+        for round in 0..<rounds(800) {
+            let ns = namespaces[r.int(namespaces.count)]
+            let (states, ops) = history(ns, &r, devices: 2 + r.int(4))
+            guard !states.isEmpty else { continue }
+            let why = "seed \(seed), round \(round), \(ns)"
+            let reference = fold(states)
+            for _ in 0..<4 {
+                // A shuffled order with duplicates, folded in random groups.
+                var order = states + (0..<r.int(3)).map { _ in states[r.int(states.count)] }
+                for j in stride(from: order.count - 1, to: 0, by: -1) { order.swapAt(j, r.int(j + 1)) }
+                var groups: [Row] = []
+                var i = 0
+                while i < order.count {
+                    let n = 1 + r.int(3)
+                    groups.append(fold(Array(order[i..<min(order.count, i + n)])))
+                    i += n
+                }
+                XCTAssertEqual(bytes(fold(groups)), bytes(reference), "order or grouping changed the row (\(why))")
             }
-            if let content = replicas[0].content {
-                XCTAssertTrue(versions.contains { $0.content == content }, "content not one of the versions (seed \(seed))")
-            }
-            if replicas.contains(where: { $0 != replicas[0] }) { return }
+            let superseded = ops.reduce(into: Set<Dot>()) { $0.formUnion($1.saw) }
+            let written = Set(ops.compactMap(\.dot))
+            XCTAssertEqual(Set(reference.heads.map(\.dot)), written.subtracting(superseded),
+                           "the heads are exactly the writes nothing later saw (\(why))")
+            if !Set(reference.heads.map(\.dot)).isSubset(of: written) { return }
         }
     }
 
-    func deliverAndGossip(_ versions: [Row], _ r: inout Rand, seed: UInt64, round: Int) -> [Row] {
-        var replicas: [Row?] = [nil, nil, nil]
-        for i in 0..<3 {
-            var order = versions + [versions[r.int(versions.count)]]
-            for j in stride(from: order.count - 1, to: 0, by: -1) { order.swapAt(j, r.int(j + 1)) }
-            for v in order { replicas[i] = apply(replicas[i], v) }
-        }
-        var changed = true, steps = 0
-        while changed && steps < 20 {
-            changed = false; steps += 1
-            for i in 0..<3 { for j in 0..<3 where i != j {
-                let next = apply(replicas[i], replicas[j]!)
-                if next != replicas[i] { replicas[i] = next; changed = true }
-            } }
-        }
-        XCTAssertFalse(changed, "exchange did not settle (seed \(seed), round \(round))")
-        return replicas.map { $0! }
+    /// Issue case 1: A edits offline, B edits, C deletes what it saw of B.
+    /// Whatever the meeting order, every device ends with A's value (the one
+    /// write the delete never saw), and B's never comes back.
+    func testEditThatADeleteNeverSawSurvivesWhateverTheMeetingOrder() {
+        let (a, b, c) = (actors(3)[0], actors(3)[1], actors(3)[2])
+        let p0 = Row.single(.settings, key, dot: Dot(actor: c, counter: 1), context: VersionVector(),
+                            content: .setting(Setting(name: "color", value: "p0", updatedAt: Timestamp(seconds: 1))))
+        let rowA = p0.edited(by: a, to: .setting(Setting(name: "color", value: "a", updatedAt: Timestamp(seconds: 10))))
+        let rowB = p0.edited(by: b, to: .setting(Setting(name: "color", value: "b", updatedAt: Timestamp(seconds: 20))))
+        let rowC = RowMerge.join(p0, rowB).deleted()
+        let abThenAll = RowMerge.join(RowMerge.join(rowA, rowB), rowC)
+        let acThenAll = RowMerge.join(RowMerge.join(rowA, rowC), rowB)
+        XCTAssertEqual(bytes(abThenAll), bytes(acThenAll))
+        guard case .setting(let s)? = abThenAll.content else { return XCTFail("the edit the delete never saw is gone") }
+        XCTAssertEqual(s.value, "a")
     }
 
-    /// A few devices editing one row offline and exchanging it now and then.
-    func causalHistory(_ ns: Namespace, _ r: inout Rand) -> [Row] {
-        var replicas: [Row?] = Array(repeating: nil, count: devices.count)
-        var produced: [Row] = []
-        for step in 0..<(4 + r.int(8)) {
-            let d = r.int(devices.count)
-            if r.int(3) == 0, let other = replicas[r.int(devices.count)] {
-                replicas[d] = apply(replicas[d], other)
-                continue
-            }
-            var next = randomRow(ns, &r)
-            let base = replicas[d]?.version.vector ?? VersionVector()
-            next.version.vector = base.bumped(for: devices[d])
-            if r.int(6) == 0, replicas[d] != nil {
-                next = .tombstone(ns, key, vector: next.version.vector)
-            } else if next.isTombstone {
-                next = randomRow(ns, &r)
-                while next.isTombstone { next = randomRow(ns, &r) }
-                next.version.vector = base.bumped(for: devices[d])
-            }
-            _ = step
-            replicas[d] = next
-            produced.append(next)
-        }
-        if produced.isEmpty { produced.append(randomRow(ns, &r)) }
-        return produced
+    func testACollisionKeepsBothVersionsAndSaysSo() {
+        let a = actors(2)[0]
+        let base = Row.tombstone(.plans, key, context: VersionVector())
+        let one = base.edited(by: a, to: .plan(Plan(title: "one", createdAt: Timestamp(seconds: 1), updatedAt: Timestamp(seconds: 1))))
+        let two = base.edited(by: a, to: .plan(Plan(title: "two", createdAt: Timestamp(seconds: 1), updatedAt: Timestamp(seconds: 1))))
+        let joined = RowMerge.join(one, two)
+        XCTAssertEqual(joined.heads.count, 2)
+        XCTAssertEqual(RowMerge.collisions(joined), [Dot(actor: a, counter: 1)])
+        XCTAssertEqual(bytes(joined), bytes(RowMerge.join(two, one)))
     }
 
-    /// Prose rows: every delivery order of a set of versions, with
-    /// duplicates, converges to one row on every device once the devices
-    /// gossip to a fixpoint, and no paragraph of a live version disappears.
-    func testNoteMergesConvergeUnderAnyDeliveryOrder() {
-        let seed = UInt64(ProcessInfo.processInfo.environment["QUIRE_SEED"] ?? "") ?? UInt64.random(in: 0...UInt64.max)
-        var r = Rand(state: seed)
-        for round in 0..<300 {
-            let versions = causalHistory(.notebook, &r)
-            let replicas = deliverAndGossip(versions, &r, seed: seed, round: round)
-            XCTAssertEqual(replicas[0], replicas[1], "seed \(seed), round \(round)")
-            XCTAssertEqual(replicas[1], replicas[2], "seed \(seed), round \(round)")
-            let final = replicas[0]
-            let joined = versions.reduce(VersionVector()) { $0.joined(with: $1.version.vector) }
-            XCTAssertEqual(final.version.vector, joined)
-        }
+    func testUnicodeEquivalentTextsAreDifferentVersions() {
+        let a = actors(2)[0], b = actors(2)[1]
+        let base = Row.tombstone(.settings, key, context: VersionVector())
+        let nfc = base.edited(by: a, to: .setting(Setting(name: "k", value: "caf\u{e9}", updatedAt: Timestamp(seconds: 1))))
+        let nfd = nfc.edited(by: b, to: .setting(Setting(name: "k", value: "cafe\u{301}", updatedAt: Timestamp(seconds: 1))))
+        XCTAssertNotEqual(nfc.heads[0].content, nfd.heads[0].content, "equality is by bytes")
+        XCTAssertEqual(RowMerge.merge(local: nfc, incoming: nfd), .store(nfd, merged: false), "a normalization-only edit is an edit")
+        XCTAssertEqual(RowMerge.merge(local: nfd, incoming: nfc), .keepLocal)
     }
 }

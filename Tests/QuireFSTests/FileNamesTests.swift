@@ -51,18 +51,18 @@ final class FileNamesTests: XCTestCase {
     func testDuplicateTitlesGetDeterministicMarkers() {
         let keys = [RowKey(bytes: Array(repeating: 9, count: 16))!, RowKey(bytes: Array(repeating: 1, count: 16))!]
         func summary(_ key: RowKey, _ title: String) -> RowSummary {
-            RowSummary(row: Row(namespace: .notebook, key: key, version: RowVersion(vector: VersionVector(), isTombstone: false),
+            RowSummary(row: Row.single(.notebook, key, dot: Dot(actor: Actor(device: key, incarnation: 1), counter: 1), context: VersionVector(),
                                 content: .note(Note(title: title, body: [], createdAt: Timestamp(seconds: 1), updatedAt: Timestamp(seconds: 1)))),
                        seq: 1)
         }
         var listing = NamespaceListing(namespace: .notebook, summaries: [summary(keys[0], "Same")])
-        XCTAssertEqual(listing.nameOfKey[keys[0]], "Same.md")
+        XCTAssertEqual(listing.nameOfKey[keys[0]]?.text, "Same.md")
         let changes = listing.apply(summary(keys[1], "Same"))
-        XCTAssertEqual(listing.nameOfKey[keys[1]], "Same.md", "the smallest key keeps the plain name")
-        XCTAssertEqual(listing.nameOfKey[keys[0]], "Same%~09090909.md")
+        XCTAssertEqual(listing.nameOfKey[keys[1]]?.text, "Same.md", "the smallest key keeps the plain name")
+        XCTAssertEqual(listing.nameOfKey[keys[0]]?.text, "Same%~09090909.md")
         XCTAssertEqual(Set(changes.map(\.key)), Set(keys))
         _ = listing.remove(keys[1])
-        XCTAssertEqual(listing.nameOfKey[keys[0]], "Same.md")
+        XCTAssertEqual(listing.nameOfKey[keys[0]]?.text, "Same.md")
         XCTAssertEqual(listing.keyOfName.count, 1)
     }
 }

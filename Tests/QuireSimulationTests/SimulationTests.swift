@@ -46,21 +46,20 @@ final class SimulationTests: XCTestCase {
     }
 
     func testAFailingSeedPrintsItsTraceAndTheCommandThatReplaysIt() throws {
-        // Restores by copy are switched off by default because today's rows
-        // re-mint counters after one (issue 10, #2); switched on, they fail.
-        let seed = KnownFailures.restoreByCopy.seeds[0]
-        let run = try SimulatorBinary.run(["--replay", String(seed), "--restore-by-copy"])
+        // A deliberately wrong oracle: step 0's write recorded with a token
+        // the replica never got, so the seed must fail with a lost write.
+        let run = try SimulatorBinary.run(["--replay", "1", "--phantom-write", "0"])
         XCTAssertEqual(run.status, 1, run.stdout)
-        XCTAssertTrue(run.stdout.contains("replay: tools/simulate --replay \(seed) --restore-by-copy"), run.stdout)
-        XCTAssertTrue(run.stdout.contains("restored by copying back"), run.stdout)
-        XCTAssertTrue(run.stdout.contains("(7) one dot, one content"), run.stdout)
+        XCTAssertTrue(run.stdout.contains("replay: tools/simulate --replay 1 --phantom-write 0"), run.stdout)
+        XCTAssertTrue(run.stdout.contains("(3) no lost write"), run.stdout)
+        XCTAssertTrue(run.stdout.contains("phantom-"), run.stdout)
         XCTAssertTrue(run.stdout.contains(" #0 "), "trace lines name their step")
     }
 
     func testTheShrinkerCutsAFailingHistoryAndItStillFails() throws {
         var options = WorkloadOptions()
-        options.allowsRestoreByCopy = true
-        let seed = UInt64(KnownFailures.restoreByCopy.seeds[0])
+        options.phantomWriteStep = 0
+        let seed: UInt64 = 1
         let full = Simulation(seed: seed, options: options).run()
         XCTAssertFalse(full.passed)
         var shrinker = Shrinker(seed: seed, options: options)
@@ -68,65 +67,40 @@ final class SimulationTests: XCTestCase {
         let short = try XCTUnwrap(shrinker.shrink(from: full))
         let kept = try XCTUnwrap(short.keptSteps, "nothing could be cut")
         XCTAssertLessThan(kept.count, full.stepCount / 2)
-        XCTAssertTrue(short.violations.contains { $0.invariant == .oneDotOneContent })
+        XCTAssertTrue(short.violations.contains { $0.invariant == .noLostWrite })
         XCTAssertTrue(short.replayCommand.contains("--steps-kept"), short.replayCommand)
         // And the cut history replays to the same failure.
         let replay = Simulation(seed: seed, options: options, keptSteps: Set(kept)).run()
-        XCTAssertTrue(replay.violations.contains { $0.invariant == .oneDotOneContent })
+        XCTAssertTrue(replay.violations.contains { $0.invariant == .noLostWrite })
     }
 
-    /// Histories found failing on today's code, behind their switches (the
-    /// default run leaves them out so it stays green). They are the
-    /// regression tests of the fixes: the issue 10 ones arm themselves when
-    /// the row model keeps heads with dots (`RowObservation.keepsConcurrentHeads`);
-    /// QUIRE_SIMULATION_KNOWN_FAILURES=1 runs them all (expecting them to pass).
-    func testKnownFailingHistoriesPassOnceFixed() throws {
-        let all = ProcessInfo.processInfo.environment["QUIRE_SIMULATION_KNOWN_FAILURES"] == "1"
-        let armed = KnownFailures.all.filter { all || ($0.fixedByRowRewrite && RowObservation.keepsConcurrentHeads) }
-        guard !armed.isEmpty else {
-            throw XCTSkip("known to fail today: " + KnownFailures.all.map { "\($0.flag) seeds \($0.seeds) (\($0.cause))" }.joined(separator: "; "))
+    /// Issue 10's histories, which this simulator found failing on the old
+    /// row model (one value per row under a joined vector; actors that were
+    /// bare devices): regression tests now that rows keep heads with dots.
+    func testIssue10HistoriesHold() throws {
+        XCTAssertTrue(RowObservation.keepsConcurrentHeads)
+        for seed in Issue10Regressions.threeWayEditDelete {
+            let run = try SimulatorBinary.run(["--replay", String(seed), "--three-way-edit-delete"])
+            XCTAssertEqual(run.status, 0, "seed \(seed) (three-way edit/delete):\n" + run.stdout.suffix(4000))
         }
-        for known in armed {
-            for seed in known.seeds {
-                let run = try SimulatorBinary.run(["--replay", String(seed), known.flag])
-                XCTAssertEqual(run.status, 0, "seed \(seed) \(known.flag) (\(known.cause)):\n" + run.stdout.suffix(4000))
-            }
+        for seed in Issue10Regressions.restoreByCopy {
+            let run = try SimulatorBinary.run(["--replay", String(seed), "--restore-by-copy"])
+            XCTAssertEqual(run.status, 0, "seed \(seed) (restore by copy):\n" + run.stdout.suffix(4000))
+        }
+        for seed in Issue10Regressions.everything {
+            let run = try SimulatorBinary.run(["--replay", String(seed), "--everything"])
+            XCTAssertEqual(run.status, 0, "seed \(seed) (everything):\n" + run.stdout.suffix(4000))
         }
     }
 }
 
-/// Seeds that fail today with a switch on (and the report in the closing
-/// note of issue 11). Each replays with `tools/simulate --replay SEED FLAG`.
-enum KnownFailures {
-    struct Known {
-        let flag: String
-        let seeds: [Int]
-        let cause: String
-        let fixedByRowRewrite: Bool
-    }
-
-    static let threeWayEditDelete = Known(
-        flag: "--three-way-edit-delete", seeds: [3, 31, 34, 75, 81, 84],
-        cause: "issue 10, #1: a delete that saw one of two concurrent edits, or two deletes on two branches", fixedByRowRewrite: true)
-    static let tiedStamps = Known(
-        flag: "--tied-stamps", seeds: [6, 14, 23, 26, 69],
-        cause: "issue 10, #1 by a stamp tie: an edit loses to the value it replaced, once that met a concurrent write", fixedByRowRewrite: true)
-    static let restoreByCopy = Known(
-        flag: "--restore-by-copy", seeds: [1, 2, 3],
-        cause: "issue 10, #2: a device copied back re-mints counters", fixedByRowRewrite: true)
-    static let restoreBehindSession = Known(
-        flag: "--restore-behind-session", seeds: [986, 21696],
-        cause: "a copy put back under a clock behind its last session: siblings drop its frames as replays, silently",
-        fixedByRowRewrite: false)
-    static let smallResponseBudgets = Known(
-        flag: "--small-response-budgets", seeds: [23, 61, 68],
-        cause: "reconcile livelock: responses filled by rows the requester supersedes", fixedByRowRewrite: false)
-
-    static let recreateDeletedProse = Known(
-        flag: "--recreate-deleted-prose", seeds: [42061],
-        cause: "a device's prose shadow outlives a delete and brings old paragraphs back into a re-created row", fixedByRowRewrite: false)
-
-    static let all = [threeWayEditDelete, tiedStamps, restoreByCopy, restoreBehindSession, smallResponseBudgets, recreateDeletedProse]
+/// Seeds that failed on the old row model with a switch on (issue 11's
+/// closing note), and seed 192 of a raw copy-back, which found a re-issue
+/// loop in the first version of the new one.
+enum Issue10Regressions {
+    static let threeWayEditDelete: [Int] = [3, 9, 52, 56, 75]
+    static let restoreByCopy: [Int] = [1, 2, 3, 192]
+    static let everything: [Int] = [1, 2, 3, 5, 7]
 }
 
 /// The built `quire-simulate`, next to the test bundle.

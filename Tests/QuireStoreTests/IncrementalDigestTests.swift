@@ -39,9 +39,9 @@ final class IncrementalDigestTests: XCTestCase {
                 default:
                     // A remote row: a concurrent version from another device.
                     let key = RowKey.random(using: rng)
-                    let vv = VersionVector([deviceB: UInt64(rng.int(1..<4))])
-                    try store.apply([Row(namespace: .contacts, key: key, version: RowVersion(vector: vv, isTombstone: false),
-                                         content: .contact(Contact(name: rng.word(), emails: [rng.word()], updatedAt: clock.now())))])
+                    let dot = Dot(actor: Actor(device: deviceB, incarnation: 1), counter: UInt64(rng.int(1..<4)))
+                    try store.apply([Row.single(.contacts, key, dot: dot, context: VersionVector(),
+                                                content: .contact(Contact(name: rng.word(), emails: [rng.word()], updatedAt: clock.now())))])
                 }
             }
             let incremental = try store.roots()

@@ -19,7 +19,8 @@ final class OffloadStoreTests: XCTestCase {
         try s.markOffloaded(r.key, contentHash: hash(r), holders: [homebase])
         XCTAssertEqual(try s.digest(generation: 0).encoded(), before, "offloading is not an edit")
         let pointer = try XCTUnwrap(try s.row(.notebook, r.key))
-        XCTAssertEqual(pointer.version, r.version)
+        XCTAssertEqual(pointer.context, r.context)
+        XCTAssertEqual(pointer.heads.map(\.dot), r.heads.map(\.dot))
         guard case .note(let n)? = pointer.content else { return XCTFail() }
         XCTAssertNil(n.body)
         XCTAssertEqual(n.length, 10_500)
@@ -72,7 +73,7 @@ final class OffloadStoreTests: XCTestCase {
         XCTAssertEqual(try a.roots()[.notebook], try c.roots()[.notebook], "pointers naming different holders agree")
         // A pointer to different content diverges.
         var other = rows[0]
-        if case .note(var n)? = other.content { n.body = nil; n.contentHash = Note.bodyDigest(Array("something else".utf8)); other.content = .note(n) }
+        if case .note(var n)? = other.content { n.body = nil; n.contentHash = Note.bodyDigest(Array("something else".utf8)); other = Row(namespace: other.namespace, key: other.key, context: other.context, heads: [RowHead(dot: other.heads[0].dot, content: .note(n))]) }
         XCTAssertNotEqual(LeafEncoding.leaf(of: other), LeafEncoding.leaf(of: rows[0]))
         // A sibling's pointer for content held resident here keeps the bytes.
         let pointerRows = try a.rows(.notebook, from: [], to: nil).filter { if case .note(let n)? = $0.content { return n.body == nil } else { return false } }
@@ -108,5 +109,41 @@ final class OffloadStoreTests: XCTestCase {
         try s.reclaimSpace()
         let after = size()
         XCTAssertLessThan(after, before - 40 * 100_000 * 9 / 10, "at least 90% of the offloaded bytes freed (\(before) → \(after))")
+    }
+}
+
+/// A body damaged on disk is never shown or served; it is set aside like
+/// an offloaded one and a good copy (checked against the hash) repairs it.
+final class DamagedBodyTests: XCTestCase {
+    func testAFlippedByteIsSetAsideAndAGoodCopyRepairsIt() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let s = try makeStore(dir)
+        let good = Array("every word\n\nkept\n".utf8)
+        let r = try s.put(.note(Note(title: "t", body: good, createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0))))
+        let digest = try s.digest(generation: 0).encoded()
+        var bad = good
+        bad[3] ^= 0x20
+        let c = try Connection(path: dir + "/replica.sqlite")
+        try c.run("UPDATE rows SET body = ? WHERE key = ?", [.blob(bad), .blob(r.key.bytes)])
+        let seen = try XCTUnwrap(try s.row(.notebook, r.key))
+        guard case .note(let n)? = seen.content else { return XCTFail() }
+        XCTAssertNil(n.body, "the damaged bytes are not handed out")
+        XCTAssertEqual(try s.damagedBodies().map(\.key), [r.key])
+        XCTAssertNil(try s.damagedBodies().first?.repairedAt)
+        XCTAssertEqual(try s.digest(generation: 0).encoded(), digest, "setting a body aside is not an edit")
+        XCTAssertEqual(try s.offloadedNotes().map(\.key), [r.key], "recall brings it back like an offloaded body")
+        XCTAssertThrowsError(try s.restoreBody(bad, contentHash: n.contentHash), "wrong bytes never repair it")
+        XCTAssertEqual(try s.restoreBody(good, contentHash: n.contentHash), 1)
+        guard case .note(let repaired)? = try s.row(.notebook, r.key)?.content else { return XCTFail() }
+        XCTAssertEqual(repaired.body, good)
+        XCTAssertNotNil(try s.damagedBodies().first?.repairedAt)
+        // A save over a damaged note still lands (the damage is set aside in its transaction).
+        try c.run("UPDATE rows SET body = ? WHERE key = ?", [.blob(bad), .blob(r.key.bytes)])
+        let saved = try s.put(.note(Note(title: "t", body: Array("new text\n".utf8), createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0))), key: r.key)
+        guard case .note(let fresh)? = saved.content else { return XCTFail() }
+        XCTAssertEqual(fresh.body, Array("new text\n".utf8))
+        XCTAssertEqual(try s.roots(), try s.recomputedRoots())
+        XCTAssertEqual(try s.checkBodies(), 0)
     }
 }

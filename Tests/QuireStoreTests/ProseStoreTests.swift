@@ -18,12 +18,12 @@ final class ProseStoreTests: XCTestCase {
         let shown = Array("alpha one\n\nbeta two\n".utf8)
         // A sibling's version lands while the file is open: it adds a paragraph.
         var remote = try XCTUnwrap(try s.row(.notebook, r.key))
-        remote.version.vector = remote.version.vector.bumped(for: deviceB)
         if case .note(var n)? = remote.content {
             n.body = Array("alpha one\n\nbeta two\n\ngamma from the sibling\n".utf8)
             n.contentHash = Note.bodyDigest(n.body!)
-            remote.content = .note(n)
+            remote = remote.edited(by: Actor(device: deviceB, incarnation: 1), to: .note(n))
         }
+        try confirmHeld(s)
         try s.apply([remote])
         // The editor saves what it showed, minus "beta two" (a deliberate deletion).
         let saved = try s.saveProse(noteContent("alpha one\n"), key: r.key, shown: shown)
@@ -44,13 +44,13 @@ final class ProseStoreTests: XCTestCase {
         let a = try s.saveProse(noteContent("alpha para\n", title: "a"))
         let b = try s.saveProse(noteContent("beta para\n", title: "b"))
         var remote = try XCTUnwrap(try s.row(.notebook, a.key))   // the sibling edits a's old text
-        remote.version.vector = remote.version.vector.bumped(for: deviceB)
         if case .note(var n)? = remote.content {
             n.body = Array("alpha para\n\nsibling para\n".utf8)
             n.contentHash = Note.bodyDigest(n.body!)
-            remote.content = .note(n)
+            remote = remote.edited(by: Actor(device: deviceB, incarnation: 1), to: .note(n))
         }
         _ = try s.putAllFromMount([(noteContent("beta para\n", title: "a"), a.key), (noteContent("alpha para\n", title: "b"), b.key)])
+        try confirmHeld(s)
         try s.apply([remote])
         let merged = body(try s.row(.notebook, a.key))
         XCTAssertTrue(merged.contains("beta para") && merged.contains("sibling para"), merged)
@@ -71,26 +71,26 @@ final class ProseStoreTests: XCTestCase {
         let r = try s.saveProse(noteContent("kept words\n\nmine alone\n"))
         // A sibling that never computed deletions writes over the body.
         var clobber = try XCTUnwrap(try s.row(.notebook, r.key))
-        clobber.version.vector = clobber.version.vector.bumped(for: deviceB)
         if case .note(var n)? = clobber.content {
             n.body = Array("kept words\n".utf8)
             n.contentHash = Note.bodyDigest(n.body!)
-            clobber.content = .note(n)
+            clobber = clobber.edited(by: Actor(device: deviceB, incarnation: 1), to: .note(n))
         }
+        try confirmHeld(s)
         try s.apply([clobber])
         let now = try XCTUnwrap(try s.row(.notebook, r.key))
         XCTAssertTrue(body(now).contains("mine alone"), "restored from the shadow: \(body(now))")
-        XCTAssertEqual(now.version.vector[deviceA], 2, "the restoration is a local edit that syncs")
+        XCTAssertEqual(now.heads.map(\.dot.actor.device), [deviceA], "the restoration is a local edit that syncs")
         XCTAssertEqual(try s.mergeHistory(.notebook, r.key).count, 1)
         // A deliberate deletion (with its tombstone) is not restored.
         var delete = now
-        delete.version.vector = now.version.vector.bumped(for: deviceB)
         if case .note(var n)? = delete.content {
             n.body = Array("kept words\n".utf8)
             n.contentHash = Note.bodyDigest(n.body!)
             n.deletedParagraphs = [ParagraphHash(paragraph: "mine alone").bytes]
-            delete.content = .note(n)
+            delete = delete.edited(by: Actor(device: deviceB, incarnation: 1), to: .note(n))
         }
+        try confirmHeld(s)
         try s.apply([delete])
         XCTAssertEqual(body(try s.row(.notebook, r.key)), "kept words\n")
         XCTAssertEqual(try s.roots(), try s.recomputedRoots())
@@ -100,8 +100,8 @@ final class ProseStoreTests: XCTestCase {
         let s = try makeStore(temporaryDirectory())
         let r = try s.saveProse(.saga(SagaEntry(date: "2026-05-05", text: Array("morning run\n\nevening rain\n".utf8), updatedAt: Timestamp(seconds: 0))))
         var wiped = try XCTUnwrap(try s.row(.saga, r.key))
-        wiped.version.vector = wiped.version.vector.bumped(for: deviceB)
-        wiped.content = .saga(SagaEntry(date: "2026-05-05", text: [], updatedAt: Timestamp(seconds: 9)))
+        wiped = wiped.edited(by: Actor(device: deviceB, incarnation: 1), to: .saga(SagaEntry(date: "2026-05-05", text: [], updatedAt: Timestamp(seconds: 9))))
+        try confirmHeld(s)
         try s.apply([wiped])
         guard case .saga(let day)? = try s.row(.saga, r.key)?.content else { return XCTFail() }
         XCTAssertTrue(String(decoding: day.text, as: UTF8.self).contains("evening rain"))

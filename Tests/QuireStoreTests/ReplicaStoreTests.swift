@@ -35,25 +35,29 @@ final class ReplicaStoreTests: XCTestCase {
     func testLocalEditBumpsOnlyThisDeviceAndWritesTheOutboxInTheSameTransaction() throws {
         let clock = ManualClock()
         let s = try makeStore(temporaryDirectory(), clock: clock)
+        let me = try s.actor()
+        XCTAssertEqual(me.device, deviceA)
         let r1 = try s.put(note("t", "v1"))
-        XCTAssertEqual(r1.version.vector, VersionVector([deviceA: 1]))
+        XCTAssertEqual(r1.context.counters, [me: 1])
+        XCTAssertEqual(r1.heads.map(\.dot), [Dot(actor: me, counter: 1)])
         clock.advance(5)
         guard case .note(var n)? = r1.content else { return XCTFail() }
         n.body = Array("v2".utf8)
         let r2 = try s.put(.note(n), key: r1.key)
-        XCTAssertEqual(r2.version.vector, VersionVector([deviceA: 2]))
+        XCTAssertEqual(r2.context.counters, [me: 2])
+        XCTAssertEqual(r2.heads.map(\.dot), [Dot(actor: me, counter: 2)], "an edit replaces the head it saw")
         guard case .note(let stored)? = try s.row(.notebook, r1.key)?.content else { return XCTFail() }
         XCTAssertEqual(stored.updatedAt.seconds, clock.now().seconds)
         XCTAssertEqual(stored.createdAt, r1.content.flatMap { if case .note(let x) = $0 { return x.createdAt } else { return nil } })
         XCTAssertEqual(try s.pendingOutbox().count, 2)
         // Writing identical content is not an edit.
         let r3 = try s.put(.note(n), key: r1.key)
-        XCTAssertEqual(r3.version.vector, VersionVector([deviceA: 2]))
+        XCTAssertEqual(r3.context.counters, [me: 2])
         XCTAssertEqual(try s.pendingOutbox().count, 2)
-        // A delete is a tombstone with a bumped counter, and it is kept.
+        // A delete is a tombstone whose context is what it removed, and it is kept.
         let t = try s.delete(.notebook, r1.key)
         XCTAssertTrue(t.isTombstone)
-        XCTAssertEqual(t.version.vector, VersionVector([deviceA: 3]))
+        XCTAssertEqual(t.context.counters, [me: 2])
         XCTAssertEqual(try s.counts(.notebook).tombstones, 1)
         XCTAssertEqual(try s.pendingOutbox().count, 3)
         let pending = try s.pendingOutbox()
@@ -76,14 +80,16 @@ final class ReplicaStoreTests: XCTestCase {
     func testConcurrentRemoteEditsMergeWithoutBumpingAndAreAudited() throws {
         let s = try makeStore(temporaryDirectory())
         let r = try s.put(.plan(Plan(title: "p", notes: "local", createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0))))
-        let remote = Row(namespace: .plans, key: r.key, version: RowVersion(vector: VersionVector([deviceB: 1]), isTombstone: false),
-                         content: .plan(Plan(title: "p", notes: "remote", createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 4_000_000_000), editedBy: deviceB)))
+        let b = Actor(device: deviceB, incarnation: 7)
+        let remote = Row.single(.plans, r.key, dot: Dot(actor: b, counter: 1), context: VersionVector(),
+                                content: .plan(Plan(title: "p", notes: "remote", createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 4_000_000_000), editedBy: deviceB)))
         let result = try s.apply([remote])
         XCTAssertEqual(result.merged, 1)
         let merged = try XCTUnwrap(try s.row(.plans, r.key))
-        XCTAssertEqual(merged.version.vector, VersionVector([deviceA: 1, deviceB: 1]), "join, no bump")
+        XCTAssertEqual(merged.context.counters, [try s.actor(): 1, b: 1], "join, no bump")
+        XCTAssertEqual(merged.heads.count, 2, "both concurrent versions are kept")
         guard case .plan(let p)? = merged.content else { return XCTFail() }
-        XCTAssertEqual(p.notes, "remote", "the later whole-second updatedAt wins")
+        XCTAssertEqual(p.notes, "remote", "the later whole-second updatedAt is shown")
         XCTAssertEqual(try s.mergeHistory(.plans, r.key).count, 1)
         XCTAssertEqual(try s.roots(), try s.recomputedRoots())
     }
@@ -91,15 +97,19 @@ final class ReplicaStoreTests: XCTestCase {
     func testTombstoneFromSiblingBuriesRowAndConcurrentEditBeatsDelete() throws {
         let s = try makeStore(temporaryDirectory())
         let r = try s.put(note("n", "text"))
-        // A dominating tombstone wins.
-        try s.apply([.tombstone(.notebook, r.key, vector: VersionVector([deviceA: 1, deviceB: 1]))])
+        let b = Actor(device: deviceB, incarnation: 7)
+        // A tombstone that saw the row buries it.
+        try confirmHeld(s)
+        try s.apply([r.deleted()])
         XCTAssertEqual(try s.row(.notebook, r.key)?.isTombstone, true)
-        // A concurrent delete loses to a concurrent edit.
+        // A delete that did not see an edit loses to it.
         let r2 = try s.put(note("m", "kept words"))
-        try s.apply([.tombstone(.notebook, r2.key, vector: VersionVector([deviceB: 1]))])
+        let seen = Row.single(.notebook, r2.key, dot: Dot(actor: b, counter: 1), context: VersionVector(), content: note("m", "older"))
+        try s.apply([seen.deleted()])
         let survivor = try XCTUnwrap(try s.row(.notebook, r2.key))
         XCTAssertFalse(survivor.isTombstone)
-        XCTAssertEqual(survivor.version.vector, VersionVector([deviceA: 1, deviceB: 1]))
+        XCTAssertEqual(survivor.context.counters, [try s.actor(): 1, b: 1])
+        XCTAssertEqual(survivor.heads.map(\.dot.actor), [try s.actor()])
     }
 
     func testForeignAndCorruptDatabasesAreRefusedWithoutWriting() throws {
@@ -120,26 +130,28 @@ final class ReplicaStoreTests: XCTestCase {
         }
     }
 
-    /// A replica from before the tombstone index (schema 2) gains it on
-    /// open; status counts and the offloaded list then read indexes, not
-    /// every row.
+    /// A replica from before the tombstone index (schema 2, made from the
+    /// schema-3 fixture written by the previous quire) gains the index and
+    /// heads on open; status counts and the offloaded list then read
+    /// indexes, not every row; the upgraded roots equal a full recompute.
     func testOlderSchemaIsUpgradedAndStatusQueriesUseIndexes() throws {
         let path = temporaryDirectory() + "/replica.sqlite"
-        do {
-            let s = try ReplicaStore(path: path, deviceID: deviceA, create: true)
-            let rows = try s.putMany((0..<30).map { note("n\($0)", "b\($0)") })
-            for r in rows.prefix(4) { try s.delete(.notebook, r.key) }
-        }
+        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../EndToEndTests/Fixtures/schema3/a/replica.sqlite").standardized.path
+        try FileManager.default.copyItem(atPath: fixture, toPath: path)
         do {
             let c = try Connection(path: path)
             try c.execute("DROP INDEX rows_tombstones; PRAGMA user_version=2")
         }
         let s = try ReplicaStore(path: path, deviceID: deviceA)
-        XCTAssertEqual(try s.counts(.notebook).live, 26)
-        XCTAssertEqual(try s.counts(.notebook).tombstones, 4)
-        XCTAssertEqual(try s.counts(.plans).live, 0)
+        XCTAssertEqual(try s.counts(.notebook).live, 4)
+        XCTAssertEqual(try s.counts(.notebook).tombstones, 1)
+        XCTAssertEqual(try s.counts(.plans).live, 1)
+        XCTAssertEqual(try s.roots(), try s.recomputedRoots())
+        XCTAssertEqual(try s.actor().device, deviceA)
+        XCTAssertNotEqual(try s.actor().incarnation, 0, "legacy versions are incarnation 0; new writes are not")
         let c = try Connection(path: path)
-        XCTAssertEqual(try c.queryOne("PRAGMA user_version") { $0.int(0) }, Int64(Schema.migrations.count))
+        XCTAssertEqual(try c.queryOne("PRAGMA user_version") { $0.int(0) }, Int64(Schema.all.count))
         func plan(_ sql: String) throws -> String {
             try c.query("EXPLAIN QUERY PLAN " + sql, [.int(1)]) { $0.text(3) ?? "" }.joined(separator: "; ")
         }

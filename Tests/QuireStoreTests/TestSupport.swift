@@ -47,3 +47,10 @@ func makeStore(_ dir: String, device: DeviceID = deviceA, clock: ManualClock = M
 func note(_ title: String, _ body: String, tags: [String] = []) -> RowContent {
     .note(Note(title: title, tags: tags, body: Array(body.utf8), createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0)))
 }
+
+/// What sync does once a sibling shows roots equal to this device's: the
+/// writes so far are confirmed held, so a sibling that later replaces them
+/// saw them (rather than a rollback of this device).
+func confirmHeld(_ s: ReplicaStore) throws {
+    for (ns, root) in try s.roots() { try s.confirmShipped(ns, root: root) }
+}

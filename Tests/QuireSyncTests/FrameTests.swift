@@ -145,10 +145,10 @@ final class FrameTests: XCTestCase {
                                        items: [.children(prefix, summaries), .keys(.root, [KeyLeaf(key: key, leaf: Array(repeating: 5, count: 32))]),
                                                .probe(prefix.child(15)), .want([key]), .whole])
         XCTAssertEqual(try ReconcileRequest.decode(request.encoded()), request)
-        let row = Row(namespace: .plans, key: key, version: RowVersion(vector: VersionVector([key: 2]), isTombstone: false),
+        let row = Row.single(.plans, key, dot: Dot(actor: Actor(device: key, incarnation: 1), counter: 2), context: VersionVector(),
                       content: .plan(Plan(title: "t", createdAt: Timestamp(seconds: 1), updatedAt: Timestamp(seconds: 2))))
         let response = ReconcileResponse(namespace: .plans, session: Array(repeating: 1, count: 8), step: 3,
-                                         rows: [row, .tombstone(.plans, ID16(bytes: Array(repeating: 1, count: 16))!, vector: VersionVector([key: 1]))],
+                                         rows: [row, .tombstone(.plans, ID16(bytes: Array(repeating: 1, count: 16))!, context: VersionVector([Actor(device: key, incarnation: 1): 1]))],
                                          items: [.mismatch(prefix), .children(prefix, summaries), .keyList(prefix, [])], isTruncated: true)
         XCTAssertEqual(try ReconcileResponse.decode(response.encoded()), response)
         // A newer sibling's extra field and item kind are skipped, not fatal.
@@ -173,18 +173,18 @@ final class FrameTests: XCTestCase {
     func testRosterVerificationAndRevocation() throws {
         let account = SigningKeyPair()
         let (alice, _) = identity(account: account)
-        let good = Row(namespace: .devices, key: alice.deviceID, version: RowVersion(vector: VersionVector([alice.deviceID: 1]), isTombstone: false),
+        let good = Row.single(.devices, alice.deviceID, dot: Dot(actor: Actor(device: alice.deviceID, incarnation: 1), counter: 1), context: VersionVector(),
                        content: .device(DeviceRecord(name: "alice", certificate: certificate(for: alice, name: "alice", at: Timestamp(seconds: 5)))))
         XCTAssertEqual(Roster.verify(good, accountKey: account.publicKey)?.name, "alice")
         XCTAssertNil(Roster.verify(good, accountKey: SigningKeyPair().publicKey), "another account's key")
         var wrongKey = good; wrongKey.key = ID16(bytes: Array(repeating: 0, count: 16))!
         XCTAssertNil(Roster.verify(wrongKey, accountKey: account.publicKey), "a certificate filed under another device id")
         let revocation = DeviceRevocation(deviceID: alice.deviceID, revokedAt: Timestamp(seconds: 9)).signed(by: account)
-        let revoked = Row(namespace: .devices, key: alice.deviceID, version: good.version,
+        let revoked = Row.single(.devices, alice.deviceID, dot: good.heads[0].dot, context: good.context,
                           content: .device(DeviceRecord(name: "alice", certificate: certificate(for: alice, name: "alice", at: Timestamp(seconds: 5)), revocation: revocation)))
         XCTAssertEqual(Roster.verify(revoked, accountKey: account.publicKey)?.revokedAt, Timestamp(seconds: 9))
         let forgedRevocation = DeviceRevocation(deviceID: alice.deviceID, revokedAt: Timestamp(seconds: 9)).signed(by: SigningKeyPair())
-        let forged = Row(namespace: .devices, key: alice.deviceID, version: good.version,
+        let forged = Row.single(.devices, alice.deviceID, dot: good.heads[0].dot, context: good.context,
                          content: .device(DeviceRecord(name: "alice", certificate: certificate(for: alice, name: "alice", at: Timestamp(seconds: 5)), revocation: forgedRevocation)))
         XCTAssertNil(Roster.verify(forged, accountKey: account.publicKey))
     }

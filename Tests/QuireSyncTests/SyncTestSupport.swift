@@ -109,7 +109,7 @@ func allRows(_ store: ReplicaStore) throws -> [String] {
     var out: [String] = []
     for ns in Namespace.allCases {
         for row in try store.rows(ns, from: [], to: nil) {
-            out.append("\(ns)/\(row.key.hex) \(row.version.vector) \(Hex.encode(SHA256.hash(CBORWriter.encode(row.content!.fields())).prefix(8)))")
+            out.append("\(ns)/\(row.key.hex) \(row.context) \(Hex.encode(SHA256.hash(CBORWriter.encode(row.content!.fields())).prefix(8)))")
         }
     }
     return out.sorted()

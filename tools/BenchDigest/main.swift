@@ -83,7 +83,28 @@ func baseline(_ n: Int, dir: String) -> (insert: Double, size: Int64) {
     return (Double(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? .nan, fileSize(path))
 }
 
-let sizes = CommandLine.arguments.dropFirst().compactMap { Int($0) }
+let usage = """
+usage: bench-digest [--commits K] [N ...]
+  N ...        notebook sizes to build (default 1000 10000 100000)
+  --commits K  single-put transactions timed for the durability figure
+               (default 500; 0 skips it)
+Prints, for each N, bulk insert, full root rebuild, one write and the
+incremental digest beside a plain SQLite baseline, then commits/s of one
+put per transaction with the store's synchronous=FULL (durable at commit)
+beside the old synchronous=NORMAL, in the same run on the same disk
+(NORMAL is chosen through QUIRE_BENCH_SYNCHRONOUS=NORMAL, an environment
+variable the store reads for benchmarks only).
+"""
+var sizes: [Int] = []
+var commitCount = 500
+var argumentList = Array(CommandLine.arguments.dropFirst())
+while !argumentList.isEmpty {
+    let argument = argumentList.removeFirst()
+    if argument == "--help" || argument == "-h" { print(usage, terminator: ""); exit(0) }
+    if argument == "--commits", let k = argumentList.first.flatMap({ Int($0) }) { commitCount = k; argumentList.removeFirst(); continue }
+    guard let n = Int(argument) else { FileHandle.standardError.write(Data(usage.utf8)); exit(2) }
+    sizes.append(n)
+}
 let ns = sizes.isEmpty ? [1_000, 10_000, 100_000] : sizes
 let root = NSTemporaryDirectory() + "quire-bench-digest-\(getpid())"
 try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
@@ -134,4 +155,37 @@ for r in results {
 if let big = results.last {
     let ok1 = big.rebuild / big.incremental >= 100, ok2 = big.insert <= 2 * big.baseInsert, ok3 = big.insert < 5
     print("targets at n=\(big.n): incremental ≥100× faster than rebuild: \(ok1 ? "met" : "MISSED"); insert within 2× of baseline: \(ok2 ? "met" : "MISSED"); insert under 5 s: \(ok3 ? "met" : "MISSED")")
+}
+
+/// Commits/s of one put per transaction (what the mount and `quire put` do
+/// for each edit), on a store opened with `synchronous` = mode.
+func commitRate(mode: String, commits: Int, path: String, rows: [(title: String, tags: [String], body: [UInt8])]) throws -> Double {
+    setenv("QUIRE_BENCH_SYNCHRONOUS", mode, 1)
+    defer { unsetenv("QUIRE_BENCH_SYNCHRONOUS") }
+    let store = try ReplicaStore(path: path, deviceID: device, create: true)
+    let time = try seconds {
+        for row in rows.prefix(commits) {
+            try store.put(.note(Note(title: row.title, tags: row.tags, body: row.body, createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0))))
+        }
+    }
+    return Double(min(commits, rows.count)) / time
+}
+
+if commitCount > 0 {
+    // Alternating rounds, each on a fresh store, so both modes meet the same disk weather.
+    let rows = Rows.make(commitCount)
+    var rates: [String: [Double]] = ["FULL": [], "NORMAL": []]
+    for round in 0..<3 {
+        for mode in round % 2 == 0 ? ["FULL", "NORMAL"] : ["NORMAL", "FULL"] {
+            rates[mode]!.append(try commitRate(mode: mode, commits: commitCount, path: root + "/commits-\(mode)-\(round).sqlite", rows: rows))
+        }
+    }
+    func median(_ v: [Double]) -> Double { v.sorted()[v.count / 2] }
+    let full = median(rates["FULL"]!), normal = median(rates["NORMAL"]!)
+    print("")
+    print("durability: \(commitCount) puts, one transaction each, median of 3 rounds (files in \(NSTemporaryDirectory()))")
+    print(pad("synchronous", 22) + pad("commits/s", 11) + pad("ms/commit", 11))
+    print(pad("FULL (quire, durable)", 22) + pad(f(full, 0), 11) + pad(f(1000 / full, 2), 11))
+    print(pad("NORMAL (old)", 22) + pad(f(normal, 0), 11) + pad(f(1000 / normal, 2), 11))
+    print("FULL costs \(f(normal / full, 1))x the time of NORMAL per commit (+\(f(1000 / full - 1000 / normal, 2)) ms each)")
 }

@@ -12,10 +12,30 @@ import QuireSync
 // Then three devices with 1,000 offline edits each. Run: tools/bench-sync.
 
 struct Options {
+    static let usage = """
+    usage: bench-sync [--n N] [--d 0,1,100] [--edits E] [--base B] [--durability D] [--commits K]
+      --n N           notebook rows on the pair (default 100000)
+      --d LIST        differing rows per round (default 0,1,100,1000,10000)
+      --edits E       offline edits per device in the three-device round (default 1000)
+      --base B        shared rows in the three-device round (default 10000)
+      --durability D  rows pulled in the durability round (default 1000; 0 skips it)
+      --commits K     single-put transactions timed in the durability round (default 300)
+    The durability round reopens the pair with the store's synchronous=FULL
+    (every commit durable before a sibling can see it) and with the old
+    NORMAL, in the same run: commits/s of one put per transaction on a store
+    of N rows, and the time for D edited rows to converge (the receiver
+    commits each pulled batch). NORMAL is chosen through the environment
+    variable QUIRE_BENCH_SYNCHRONOUS=NORMAL, which the store reads for
+    benchmarks only.
+
+    """
+
     var n = 100_000
     var ds = [0, 1, 100, 1_000, 10_000]
     var threeDeviceEdits = 1_000
     var threeDeviceBase = 10_000
+    var durabilityRows = 1_000
+    var commits = 300
 
     init(_ args: [String]) {
         var i = 0
@@ -26,8 +46,11 @@ struct Options {
             case "--d": ds = value.split(separator: ",").compactMap { Int($0) }; i += 1
             case "--edits": threeDeviceEdits = Int(value) ?? threeDeviceEdits; i += 1
             case "--base": threeDeviceBase = Int(value) ?? threeDeviceBase; i += 1
+            case "--durability": durabilityRows = Int(value) ?? durabilityRows; i += 1
+            case "--commits": commits = Int(value) ?? commits; i += 1
+            case "--help", "-h": print(Options.usage, terminator: ""); exit(0)
             default:
-                FileHandle.standardError.write(Data("usage: bench-sync [--n N] [--d 0,1,100] [--edits E] [--base B]\n".utf8))
+                FileHandle.standardError.write(Data(Options.usage.utf8))
                 exit(2)
             }
             i += 1
@@ -50,9 +73,8 @@ final class BenchDevice: @unchecked Sendable {
 
 func certificateRow(_ identity: Identity, name: String) -> Row {
     let cert = identity.signedCertificate(name: name, issuedAt: SystemClock().now())
-    return Row(namespace: .devices, key: identity.deviceID,
-               version: RowVersion(vector: VersionVector([identity.deviceID: 1]), isTombstone: false),
-               content: .device(DeviceRecord(name: name, certificate: cert)))
+    return .single(.devices, identity.deviceID, dot: Dot(actor: Actor(device: identity.deviceID, incarnation: 1), counter: 1),
+                   context: VersionVector(), content: .device(DeviceRecord(name: name, certificate: cert)))
 }
 
 /// `count` devices holding the same `rows` notebook rows (one built, the rest copied).
@@ -204,6 +226,59 @@ for d in options.ds {
 }
 for d in pair { d.engine!.stop() }
 for r in relays { r.close() }
+
+/// The pair reopened with `synchronous` = mode: single-put commits/s on b,
+/// then `rows` rows edited on b and pulled by a.
+@MainActor func durabilityRound(mode: String, rows: Int, round: Int) throws -> (commitsPerSecond: Double, converge: TimeInterval?) {
+    setenv("QUIRE_BENCH_SYNCHRONOUS", mode, 1)
+    defer { unsetenv("QUIRE_BENCH_SYNCHRONOUS") }
+    let reopened = try pair.map { BenchDevice(name: $0.name, identity: $0.identity,
+                                              store: try ReplicaStore(path: base + "/\($0.name).sqlite", deviceID: $0.identity.deviceID)) }
+    let (ra, rb) = (reopened[0], reopened[1])
+    var edited = 0
+    func editNext(_ label: String) throws {
+        let key = keys[cursor % keys.count]
+        cursor += 1
+        guard case .note(var n)? = try rb.store.row(.notebook, key)?.content else { return }
+        n.body = Array("\(label) \(edited) under \(mode): \(key.hex)".utf8)
+        n.contentHash = Note.bodyDigest(n.body!)
+        try rb.store.put(.note(n), key: key)
+        edited += 1
+    }
+    let start = Date()
+    for _ in 0..<options.commits { try editNext("commit") }
+    let commitsPerSecond = Double(options.commits) / Date().timeIntervalSince(start)
+    let roundRelays = try startEngines(reopened, relayDirectory: base + "/relay-durability-\(round)", debounceMs: 60_000, stateDirectory: base)
+    defer {
+        for d in reopened { d.engine!.stop() }
+        for r in roundRelays { r.close() }
+    }
+    guard waitConverged(reopened, timeout: 300) != nil else { return (commitsPerSecond, nil) }   // the commits above, untimed
+    for _ in 0..<rows { try editNext("pulled") }
+    rb.engine!.advertiseNow()
+    _ = ra
+    return (commitsPerSecond, rows > 0 ? waitConverged(reopened, timeout: 300) : 0)
+}
+
+if options.durabilityRows > 0 || options.commits > 0 {
+    say("")
+    say("Durability: the pair reopened with synchronous=FULL (quire) and the old NORMAL, same run, same disk;")
+    say("\(options.commits) single-put commits on b, then \(options.durabilityRows) rows edited on b converge (a commits each pulled batch).")
+    say("")
+    say(" synchronous |  commits/s | ms/commit | converge")
+    say("-------------+------------+-----------+----------")
+    var figures: [String: [(Double, TimeInterval?)]] = [:]
+    for round in 0..<2 {
+        for mode in round % 2 == 0 ? ["FULL", "NORMAL"] : ["NORMAL", "FULL"] {
+            figures[mode, default: []].append(try durabilityRound(mode: mode, rows: options.durabilityRows, round: round * 2 + (mode == "FULL" ? 0 : 1)))
+        }
+    }
+    for mode in ["FULL", "NORMAL"] {
+        for (rate, converge) in figures[mode]! {
+            say("\(pad(mode, 12)) | \(pad(String(format: "%.0f", rate), 10)) | \(pad(String(format: "%.2f", 1000 / rate), 9)) | \(pad(converge.map { String(format: "%.0f ms", $0 * 1000) } ?? "timeout", 8))")
+        }
+    }
+}
 
 say("")
 say("Three devices, \(options.threeDeviceBase) shared rows, \(options.threeDeviceEdits) offline edits each (new notes and edits of shared ones):")

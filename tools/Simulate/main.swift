@@ -17,14 +17,18 @@ let usage = """
       --frames                include every frame in printed traces
       --devices N             devices at the start (2...6; default: the seed chooses)
       --steps N               steps per history (default: the seed chooses, 20...50)
-      --restore-by-copy       also copy a backup back over a device that wrote since it (fails today: issue 10, #2)
-      --restore-behind-session  also copy a backup back while the device's clock is behind a session it started since (stalls today)
-      --three-way-edit-delete also let a delete that saw one of two concurrent edits meet the other (fails today: issue 10, #1)
-      --tied-stamps           also let an edit tie the stamp of the value it replaces beside a concurrent write (fails today: issue 10, #1)
-      --small-response-budgets  also shrink response budgets below a long note (livelocks today: found by the simulator)
-      --recreate-deleted-prose  also write a deleted journal day or note again (old paragraphs come back today)
-      --everything            all six of the above
-      --require-heads         demand every concurrent unsuperseded write survive as a head (needs the issue 10 row model)
+      --restore-by-copy       restore devices by copying back a backup by hand, with no new incarnation
+                              (issue 10, #2; without it a restore is 'quire restore', which mints one)
+      --restore-behind-session  also copy a backup back while the device's clock is behind a session it started since
+      --three-way-edit-delete also let a delete that saw one of two concurrent edits meet the other (issue 10, #1)
+      --tied-stamps           also let an edit tie the stamp of the value it replaces beside a concurrent write (issue 10, #1)
+      --small-response-budgets  also shrink response budgets below a long note (a livelock the simulator found)
+      --recreate-deleted-prose  also write a deleted journal day or note again
+      --everything            all six of the above (CI's long run)
+      --require-heads, --no-require-heads
+                              demand (default) or not that every concurrent unsuperseded write survive as a head
+      --phantom-write STEP    test the simulator itself: record STEP's write with a token the replica never
+                              got, so the seed fails with a lost write (traces, replay, shrinking)
       --no-join, --no-faults  leave out devices joining mid-history, or network faults
       --json                  print the report as JSON
       --quiet                 no per-seed progress on stderr
@@ -122,6 +126,7 @@ func parse(_ args: [String]) -> Arguments {
         case "--everything": a.options = WorkloadOptions.everything.merging(deviceCount: a.options.deviceCount, stepCount: a.options.stepCount)
         case "--require-heads": a.options.requiresHeads = true
         case "--no-require-heads": a.options.requiresHeads = false
+        case "--phantom-write": a.options.phantomWriteStep = number(value(), "--phantom-write")
         case "--no-join": a.options.allowsJoin = false
         case "--no-faults": a.options.injectsFaults = false
         case "--json": a.json = true

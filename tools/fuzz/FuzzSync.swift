@@ -26,7 +26,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard size > 0 else { return 0 }
     let selector = data[0]
     let input = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
-    switch selector % 10 {
+    switch selector % 12 {
     case 0:
         if case .success(let e) = Envelope.parse(input, maxSize: 1 << 20) { check(e.encoded() == input, "envelope round trip") }
     case 1:
@@ -54,6 +54,17 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         _ = try? RecallResponse.decode(input)
         _ = try? HoldQuery.decode(input)
         _ = try? HoldAnswer.decode(input)
+    case 10:
+        // The barrier and the sibling snapshot.
+        if let m = try? BarrierPropose.decode(input) { check((try? BarrierPropose.decode(m.encoded())) == m, "propose round trip") }
+        if let m = try? BarrierAck.decode(input) { check((try? BarrierAck.decode(m.encoded())) == m, "ack round trip") }
+        if let m = try? BarrierCommit.decode(input) { check((try? BarrierCommit.decode(m.encoded())) == m, "commit round trip") }
+        _ = try? SnapshotRequest.decode(input)
+        if let m = try? SnapshotResponse.decode(input) { check((try? SnapshotResponse.decode(m.encoded()))?.rows == m.rows, "snapshot round trip") }
+    case 11:
+        // The cloud anchor: a file anyone with the folder can alter.
+        if let h = try? AnchorHeader(decoding: input) { check((try? AnchorHeader(decoding: h.encoded())) == h, "anchor header round trip") }
+        if let s = try? AnchorSnapshot(decoding: input) { check((try? AnchorSnapshot(decoding: s.encoded()))?.rows == s.rows, "snapshot round trip") }
     default:
         _ = SyncMessage.decodeFromChunks(input)
         var assembler = ChunkAssembler()
@@ -74,10 +85,10 @@ enum FuzzSeeds {
         let request = ReconcileRequest(namespace: .notebook, session: Array(repeating: 7, count: 8), step: 1, generation: 0,
                                        items: [.children(prefix, summaries), .keys(.root, [KeyLeaf(key: key, leaf: Array(repeating: 1, count: 32))]),
                                                .probe(prefix), .want([key]), .whole])
-        let note = Row(namespace: .notebook, key: key, version: RowVersion(vector: VersionVector([key: 3]), isTombstone: false),
+        let note = Row.single(.notebook, key, dot: Dot(actor: Actor(device: key, incarnation: 1), counter: 3), context: VersionVector(),
                        content: .note(Note(title: "t", tags: ["a"], body: Array("body".utf8), createdAt: Timestamp(seconds: 1), updatedAt: Timestamp(seconds: 2))))
         let response = ReconcileResponse(namespace: .notebook, session: Array(repeating: 7, count: 8), step: 1,
-                                         rows: [note, .tombstone(.notebook, key, vector: VersionVector([key: 4]))],
+                                         rows: [note, .tombstone(.notebook, key, context: VersionVector([Actor(device: key, incarnation: 1): 4]))],
                                          items: [.mismatch(prefix), .children(prefix, summaries), .keyList(prefix, [])], isTruncated: false)
         var roots: [Namespace: [UInt8]] = [:]
         for ns in Namespace.allCases { roots[ns] = Array(repeating: ns.rawValue, count: 32) }
@@ -87,7 +98,14 @@ enum FuzzSeeds {
         let envelope = Envelope(boxKind: .authenticated, recipient: key, claimedSender: key, box: Array(repeating: 5, count: 80))
         let chunk = Chunk(messageID: Array(repeating: 2, count: 8), index: 0, count: 1,
                           data: SyncMessage(subKind: .reconcileRequest, payload: request.encoded()).encodedForChunks())
+        let nonce = [UInt8](repeating: 4, count: 16)
+        let snapshot = AnchorSnapshot(generation: 3, rows: [note])
+        let header = AnchorHeader(generation: 3, accountID: Array(repeating: 6, count: 32), writtenAt: Timestamp(seconds: 9))
         return [[0] + envelope.encoded(), [1] + inner.encoded(), [2] + chunk.encoded(), [3] + request.encoded(),
-                [4] + response.encoded(), [5] + digest.encoded(), [7] + request.encoded(), [8] + chunk.data]
+                [4] + response.encoded(), [5] + digest.encoded(), [7] + request.encoded(), [8] + chunk.data,
+                [10] + BarrierPropose(nonce: nonce, digest: digest.digest).encoded(),
+                [10] + BarrierCommit(nonce: nonce, digest: digest.digest, generation: 4).encoded(),
+                [10] + SnapshotResponse(generation: 3, namespace: .notebook, part: 0, parts: 7, rows: [note]).encoded(),
+                [11] + header.encoded(), [11] + snapshot.encoded()]
     }
 }

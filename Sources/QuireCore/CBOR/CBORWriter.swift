@@ -75,6 +75,9 @@ public struct CBORWriter: Sendable {
     /// A map header; the caller writes keys in canonical (sorted) order.
     public mutating func writeMapHeader(_ count: Int) { head(5, UInt64(count)) }
 
+    /// Appends an already-encoded CBOR item (a stored field map).
+    public mutating func writeEncoded(_ item: [UInt8]) { bytes += item }
+
     public mutating func writeBool(_ b: Bool) { bytes.append(b ? 0xF5 : 0xF4) }
 
     /// An optional with a presence marker: absent is an empty array (0x80),

@@ -1,46 +1,62 @@
 import QuireCrypto
 
-/// The leaf of a live row: SHA-256 under `quire.state.<namespace>` over a
-/// fixed-order canonical CBOR array. The governing rule: a field may be
-/// hashed only if the merge converges it. Hash a field the merge does not
-/// reconcile and two devices that legitimately disagree about it diverge on
-/// the leaf, reconcile, change nothing, and diverge again: a storm.
+/// The leaf of a live row: SHA-256 under `quire.state.<namespace>` over the
+/// canonical CBOR array [key, context, [[dot, head digest], ...]], heads in
+/// canonical order. A head digest is SHA-256 under `quire.head.<namespace>`
+/// over a fixed-order CBOR array of the head's fields.
 ///
-/// Every leaf starts with the row key and the version vector (the merge
-/// converges vectors by join, and hashing them means a device that holds the
-/// same content under an older vector still pulls the newer one).
+/// The governing rule: a field may be hashed only if the merge converges
+/// it. Hash a field the merge does not reconcile and two devices that
+/// legitimately disagree about it diverge on the leaf, reconcile, change
+/// nothing, and diverge again: a storm. The join converges heads and
+/// context exactly (RowMerge), so both are hashed: a device that holds the
+/// same heads under a smaller context still pulls the larger one.
+/// What a file shows (RowView) is derived from the heads and never hashed.
 /// Tombstones have no leaf: the digest commits to live content only, which
 /// is what lets the barrier reason "equal digests ⇒ nobody holds k live".
 public enum LeafEncoding {
     /// Bumped whenever any leaf encoding or the namespace list changes.
-    public static let version: UInt8 = 1
+    /// 2: rows as heads with dots under a causal context.
+    public static let version: UInt8 = 2
 
     public static func leaf(of row: Row) -> [UInt8]? {
-        guard let content = row.content else { return nil }
-        return leaf(key: row.key, vector: row.version.vector, content: content)
+        guard !row.isTombstone else { return nil }
+        var w = CBORWriter(capacity: 64 + 32 * row.context.counters.count + 72 * row.heads.count)
+        w.writeArrayHeader(3)
+        w.writeBytes(row.key.bytes)
+        row.context.write(to: &w)
+        w.writeArrayHeader(row.heads.count)
+        for h in row.heads {
+            w.writeArrayHeader(2)
+            h.dot.write(to: &w)
+            w.writeBytes(headDigest(h))
+        }
+        return SHA256.hash(separator: row.namespace.leafSeparator, w.bytes)
     }
 
-    public static func leaf(key: RowKey, vector: VersionVector, content: RowContent) -> [UInt8] {
+    public static func headDigest(_ head: RowHead) -> [UInt8] { contentDigest(head.content) }
+
+    /// The digest of one version's converged fields (residency-independent).
+    public static func contentDigest(_ content: RowContent) -> [UInt8] {
         var w = CBORWriter(capacity: 160)
         switch content {
         case .note(let n):
-            // Excluded: the body bytes themselves (their digest stands in, so
-            //   an offloaded pointer and a resident body hash the same);
+            // Excluded: the body bytes themselves (contentHash, their digest,
+            //   stands in, so an offloaded pointer and a resident body hash the
+            //   same; a resident Note keeps contentHash == digest(body));
             //   residency (bodyOffloaded, holders) and local row ids, which
             //   are per-device facts; the device-local shadow and outbox.
-            w.writeArrayHeader(9)
-            header(&w, key, vector)
+            w.writeArrayHeader(7)
             w.writeText(n.title)
             writeTexts(&w, n.tags)
-            w.writeBytes(noteBodyLeafDigest(body: n.body, contentHash: n.contentHash))
+            w.writeBytes(n.contentHash)
             w.writeInt(n.createdAt.seconds)
             w.writeInt(n.updatedAt.seconds)
             writeHashes(&w, n.deletedParagraphs)
             writeEditor(&w, n.editedBy)
         case .saga(let s):
             // Excluded: the device-local shadow of the day's text.
-            w.writeArrayHeader(7)
-            header(&w, key, vector)
+            w.writeArrayHeader(5)
             w.writeText(s.date)
             w.writeBytes(s.text)
             w.writeInt(s.updatedAt.seconds)
@@ -49,8 +65,7 @@ public enum LeafEncoding {
         case .plan(let p):
             // Excluded: local row ids. `due` is optional: a presence byte
             //   keeps "no due date" apart from any date.
-            w.writeArrayHeader(9)
-            header(&w, key, vector)
+            w.writeArrayHeader(7)
             w.writeText(p.title)
             w.writeText(p.notes)
             w.writeOptional(p.due) { $0.writeInt($1.seconds) }
@@ -61,8 +76,7 @@ public enum LeafEncoding {
         case .contact(let c):
             // Excluded: any link to a system address book entry (per device).
             //   `note` is optional: absent and "" hash differently.
-            w.writeArrayHeader(8)
-            header(&w, key, vector)
+            w.writeArrayHeader(6)
             w.writeText(c.name)
             writeTexts(&w, c.emails)
             writeTexts(&w, c.phones)
@@ -71,16 +85,14 @@ public enum LeafEncoding {
             writeEditor(&w, c.editedBy)
         case .setting(let s):
             // Per-device flags (backup opt-in, role) live in prefs, never here.
-            w.writeArrayHeader(6)
-            header(&w, key, vector)
+            w.writeArrayHeader(4)
             w.writeText(s.name)
             w.writeText(s.value)
             w.writeInt(s.updatedAt.seconds)
             writeEditor(&w, s.editedBy)
         case .memory(let e):
             // Excluded: when this device first saw the event (per device).
-            w.writeArrayHeader(6)
-            header(&w, key, vector)
+            w.writeArrayHeader(4)
             w.writeInt(e.at.seconds)
             w.writeText(e.kind)
             w.writeText(e.text)
@@ -88,26 +100,12 @@ public enum LeafEncoding {
             for k in e.buries { w.writeBytes(k.bytes) }
         case .device(let d):
             // Excluded: last-seen times (each device observes its own).
-            w.writeArrayHeader(5)
-            header(&w, key, vector)
+            w.writeArrayHeader(3)
             w.writeText(d.name)
             w.writeBytes(d.certificate)
             w.writeOptional(d.revocation) { $0.writeBytes($1) }
         }
-        return SHA256.hash(separator: content.namespace.leafSeparator, w.bytes)
-    }
-
-    /// A resident body contributes the digest of its bytes; an offloaded
-    /// pointer contributes its stamped contentHash, which is that same digest
-    /// computed before the body was cleared. Residency never moves a leaf.
-    public static func noteBodyLeafDigest(body: [UInt8]?, contentHash: [UInt8]) -> [UInt8] {
-        if let body { return Note.bodyDigest(body) }
-        return contentHash
-    }
-
-    private static func header(_ w: inout CBORWriter, _ key: RowKey, _ vector: VersionVector) {
-        w.writeBytes(key.bytes)
-        vector.write(to: &w)
+        return SHA256.hash(separator: content.namespace.headSeparator, w.bytes)
     }
 
     private static func writeTexts(_ w: inout CBORWriter, _ texts: [String]) {

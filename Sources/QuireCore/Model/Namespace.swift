@@ -31,6 +31,8 @@ public enum Namespace: UInt8, CaseIterable, Comparable, Sendable, CustomStringCo
     /// Domain separator for this namespace's leaves: a leaf from one
     /// namespace can never equal a leaf from another.
     public var leafSeparator: String { "quire.state.\(name)" }
+    /// The separator of one version's field digest inside a leaf.
+    public var headSeparator: String { "quire.head.\(name)" }
 
     /// Namespaces whose deletions are per-row tombstones collected only by
     /// the barrier. `memory` is append-only (a deletion is itself an event).

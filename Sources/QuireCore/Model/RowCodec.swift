@@ -142,3 +142,68 @@ extension RowContent {
         }
     }
 }
+
+/// Heads on the wire and in the store: an array of [dot, fields], fields in
+/// the row codec above. A row's context travels beside them.
+extension Row {
+    /// More heads than this is not a row any honest device makes (each
+    /// needs a distinct concurrent writer); refused as hostile.
+    public static let maxHeads = 64
+
+    /// The heads as CBOR bytes. With `firstBodyApart`, the first head's
+    /// note body is left out (the store keeps it in a column of its own, so
+    /// offloading can clear it); every other body travels inline.
+    public func encodedHeads(firstBodyApart: Bool) -> [UInt8] {
+        var w = CBORWriter(capacity: 96 * heads.count)
+        w.writeArrayHeader(heads.count)
+        for (i, h) in heads.enumerated() {
+            w.writeArrayHeader(2)
+            h.dot.write(to: &w)
+            if case .note(let n) = h.content, i == 0 && firstBodyApart {
+                w.writeEncoded(n.storedFields())
+            } else {
+                w.write(h.content.fields(includeBody: true))
+            }
+        }
+        return w.bytes
+    }
+
+    public var headsCBOR: CBOR {
+        .array(heads.map { .array([$0.dot.cbor, $0.content.fields(includeBody: true)]) })
+    }
+
+    /// Decodes a row from its parts. Refuses a head whose dot the context
+    /// does not cover, more than `maxHeads` heads, or an empty context.
+    /// `firstBody`: the first head's note body kept apart (nil: offloaded).
+    public static func decode(_ namespace: Namespace, key: RowKey, context: VersionVector, heads cbor: CBOR,
+                              firstBody: [UInt8]?? = .none) throws(CBORError) -> Row {
+        let items = try cbor.asArray()
+        guard items.count <= maxHeads else { throw .invalidValue("\(items.count) heads (at most \(maxHeads))") }
+        guard !context.isEmpty else { throw .invalidValue("a row with an empty causal context") }
+        var heads: [RowHead] = []
+        for (i, item) in items.enumerated() {
+            let pair = try item.asArray()
+            guard pair.count == 2 else { throw .invalidValue("head") }
+            let dot = try Dot(cbor: pair[0])
+            guard context.covers(dot) else { throw .invalidValue("head \(dot) outside the row's context") }
+            var content: RowContent
+            if i == 0, case .some(let body) = firstBody, namespace == .notebook {
+                content = try RowContent.decode(namespace, fields: pair[1], body: nil)
+                if case .note(var n) = content {
+                    if let body {
+                        guard Note.bodyDigest(body) == n.contentHash else { throw .invalidValue("note body does not match its contentHash") }
+                        n.body = body
+                        n.length = nil
+                    } else {
+                        n.body = nil
+                    }
+                    content = .note(n)
+                }
+            } else {
+                content = try RowContent.decode(namespace, fields: pair[1])
+            }
+            heads.append(RowHead(dot: dot, content: content))
+        }
+        return Row(namespace: namespace, key: key, context: context, heads: RowMerge.deduplicated(heads))
+    }
+}

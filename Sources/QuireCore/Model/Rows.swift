@@ -53,15 +53,41 @@ public struct Note: Equatable, Sendable {
         SHA256.hash(separator: "quire.notebook.body", body)
     }
 
-    /// Equality of content; `length` is a derived convenience and ignored.
+    /// Equality of content, byte for byte (two texts that are canonically
+    /// equivalent Unicode but differ in bytes hash to different leaves, so
+    /// they must not compare equal either); `length` is derived and ignored.
     public static func == (a: Note, b: Note) -> Bool {
-        a.title == b.title && a.tags == b.tags && a.body == b.body && a.contentHash == b.contentHash
+        a.title.sameBytes(b.title) && a.tags.sameBytes(b.tags) && a.body == b.body && a.contentHash == b.contentHash
             && a.createdAt == b.createdAt && a.updatedAt == b.updatedAt && a.deletedParagraphs == b.deletedParagraphs
             && a.editedBy == b.editedBy
     }
 
     public static func canonicalTags(_ tags: [String]) -> [String] {
         Array(Set(tags.filter { !$0.isEmpty })).sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+    }
+}
+
+extension String {
+    /// Byte equality of the UTF-8 encodings. Swift's `==` is canonical
+    /// equivalence ("café" in NFC equals it in NFD), which is not what a
+    /// leaf hashes; every equality that decides a merge or "nothing changed"
+    /// must use this instead.
+    public func sameBytes(_ other: String) -> Bool { utf8.elementsEqual(other.utf8) }
+}
+
+extension Optional where Wrapped == String {
+    func sameBytes(_ other: String?) -> Bool {
+        switch (self, other) {
+        case (nil, nil): return true
+        case let (a?, b?): return a.sameBytes(b)
+        default: return false
+        }
+    }
+}
+
+extension Array where Element == String {
+    func sameBytes(_ other: [String]) -> Bool {
+        count == other.count && zip(self, other).allSatisfy { $0.sameBytes($1) }
     }
 }
 
@@ -83,6 +109,11 @@ public struct SagaEntry: Equatable, Sendable {
     }
 
     public static func key(for date: String) -> RowKey { .derived(separator: "quire.saga.key", name: date) }
+
+    public static func == (a: SagaEntry, b: SagaEntry) -> Bool {
+        a.date.sameBytes(b.date) && a.text == b.text && a.updatedAt == b.updatedAt
+            && a.deletedParagraphs == b.deletedParagraphs && a.editedBy == b.editedBy
+    }
 
     /// A valid day: YYYY-MM-DD with a real month and day.
     public static func isValidDate(_ s: String) -> Bool {
@@ -110,6 +141,11 @@ public struct Plan: Equatable, Sendable {
         self.title = title; self.notes = notes; self.due = due; self.isDone = isDone
         self.createdAt = createdAt; self.updatedAt = updatedAt; self.editedBy = editedBy
     }
+
+    public static func == (a: Plan, b: Plan) -> Bool {
+        a.title.sameBytes(b.title) && a.notes.sameBytes(b.notes) && a.due == b.due && a.isDone == b.isDone
+            && a.createdAt == b.createdAt && a.updatedAt == b.updatedAt && a.editedBy == b.editedBy
+    }
 }
 
 public struct Contact: Equatable, Sendable {
@@ -124,6 +160,11 @@ public struct Contact: Equatable, Sendable {
                 updatedAt: Timestamp, editedBy: DeviceID? = nil) {
         self.name = name; self.emails = emails; self.phones = phones; self.note = note
         self.updatedAt = updatedAt; self.editedBy = editedBy
+    }
+
+    public static func == (a: Contact, b: Contact) -> Bool {
+        a.name.sameBytes(b.name) && a.emails.sameBytes(b.emails) && a.phones.sameBytes(b.phones)
+            && a.note.sameBytes(b.note) && a.updatedAt == b.updatedAt && a.editedBy == b.editedBy
     }
 }
 
@@ -140,6 +181,10 @@ public struct Setting: Equatable, Sendable {
     }
 
     public static func key(for name: String) -> RowKey { .derived(separator: "quire.settings.key", name: name) }
+
+    public static func == (a: Setting, b: Setting) -> Bool {
+        a.name.sameBytes(b.name) && a.value.sameBytes(b.value) && a.updatedAt == b.updatedAt && a.editedBy == b.editedBy
+    }
 }
 
 /// An append-only memory event. Never edited; a deletion is a new event
@@ -153,6 +198,10 @@ public struct MemoryEvent: Equatable, Sendable {
     public init(at: Timestamp, kind: String, text: String, buries: [RowKey] = []) {
         self.at = at; self.kind = kind; self.text = text; self.buries = buries.sorted()
     }
+
+    public static func == (a: MemoryEvent, b: MemoryEvent) -> Bool {
+        a.at == b.at && a.kind.sameBytes(b.kind) && a.text.sameBytes(b.text) && a.buries == b.buries
+    }
 }
 
 /// A roster entry: an account-signed device certificate (opaque here; the
@@ -164,6 +213,10 @@ public struct DeviceRecord: Equatable, Sendable {
 
     public init(name: String, certificate: [UInt8], revocation: [UInt8]? = nil) {
         self.name = name; self.certificate = certificate; self.revocation = revocation
+    }
+
+    public static func == (a: DeviceRecord, b: DeviceRecord) -> Bool {
+        a.name.sameBytes(b.name) && a.certificate == b.certificate && a.revocation == b.revocation
     }
 }
 
@@ -226,26 +279,76 @@ public enum RowContent: Equatable, Sendable {
     }
 }
 
-/// A row as the sync layer and the store see it.
-public struct Row: Equatable, Sendable {
-    public var namespace: Namespace
-    public var key: RowKey
-    public var version: RowVersion
-    /// nil exactly when the row is a tombstone.
-    public var content: RowContent?
+/// One concurrent latest version of a row: the dot that wrote it and what
+/// it wrote.
+public struct RowHead: Equatable, Sendable {
+    public var dot: Dot
+    public var content: RowContent
 
-    public init(namespace: Namespace, key: RowKey, version: RowVersion, content: RowContent?) {
-        precondition(version.isTombstone == (content == nil), "a tombstone carries no content")
-        precondition(content == nil || content!.namespace == namespace, "content of another namespace")
-        self.namespace = namespace
-        self.key = key
-        self.version = version
+    public init(dot: Dot, content: RowContent) {
+        self.dot = dot
         self.content = content
     }
 
-    public static func tombstone(_ namespace: Namespace, _ key: RowKey, vector: VersionVector) -> Row {
-        Row(namespace: namespace, key: key, version: RowVersion(vector: vector, isTombstone: true), content: nil)
+    /// What a context records of this write beside its dot.
+    public var tag: UInt64 { LeafEncoding.headDigest(self).prefix(8).reduce(0) { $0 << 8 | UInt64($1) } }
+
+    /// The canonical order of heads: by dot, then (only for two versions
+    /// under one dot, a collision) by the content's leaf bytes.
+    static func precedes(_ a: RowHead, _ b: RowHead) -> Bool {
+        if a.dot != b.dot { return a.dot < b.dot }
+        return LeafEncoding.headDigest(a).lexicographicallyPrecedes(LeafEncoding.headDigest(b))
+    }
+}
+
+/// A row as the sync layer and the store see it: its concurrent latest
+/// versions (heads) under a causal context of every dot it has seen. A
+/// tombstone has no heads: a delete removes exactly the versions its
+/// context covers. What a file shows (`content`) is a pure function of the
+/// heads (`RowView`), so every device that holds the same heads shows the
+/// same thing.
+public struct Row: Equatable, Sendable {
+    public var namespace: Namespace
+    public var key: RowKey
+    public private(set) var context: VersionVector
+    /// In canonical order (see `RowHead.precedes`); every dot is covered by `context`.
+    public private(set) var heads: [RowHead]
+    /// What a reader is shown: the resolution of the heads; nil exactly
+    /// when the row is a tombstone.
+    public private(set) var content: RowContent?
+
+    public init(namespace: Namespace, key: RowKey, context: VersionVector, heads: [RowHead]) {
+        precondition(heads.allSatisfy { context.covers($0.dot) }, "a head outside its row's context")
+        precondition(heads.allSatisfy { $0.content.namespace == namespace }, "content of another namespace")
+        self.namespace = namespace
+        self.key = key
+        self.context = context
+        self.heads = heads.sorted(by: RowHead.precedes)
+        self.content = RowView.resolve(self.heads)
     }
 
-    public var isTombstone: Bool { version.isTombstone }
+    /// A row with one version: `dot` wrote `content` having seen `context`.
+    public static func single(_ namespace: Namespace, _ key: RowKey, dot: Dot, context: VersionVector,
+                              content: RowContent) -> Row {
+        let head = RowHead(dot: dot, content: content)
+        return Row(namespace: namespace, key: key, context: context.adding(dot, tag: head.tag), heads: [head])
+    }
+
+    public static func tombstone(_ namespace: Namespace, _ key: RowKey, context: VersionVector) -> Row {
+        Row(namespace: namespace, key: key, context: context, heads: [])
+    }
+
+    public var isTombstone: Bool { heads.isEmpty }
+
+    /// Replaces the content of the head written by `dot` (residency only:
+    /// a pointer's body put back, never an edit).
+    public mutating func replaceHeadContent(_ dot: Dot, with content: RowContent) {
+        guard let i = heads.firstIndex(where: { $0.dot == dot }) else { return }
+        heads[i].content = content
+        self.content = RowView.resolve(heads)
+    }
+
+    public static func == (a: Row, b: Row) -> Bool {
+        a.namespace == b.namespace && a.key == b.key && a.context == b.context && a.heads == b.heads
+    }
 }

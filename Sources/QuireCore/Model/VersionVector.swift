@@ -1,33 +1,138 @@
-/// Per-device edit counters. Dominance decides merges; a local edit bumps
-/// only this device's counter; merging takes the pointwise maximum and never
-/// bumps anything.
-public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
-    /// Entries with a zero counter are never stored, so equal vectors have
-    /// one representation.
-    public private(set) var counters: [DeviceID: UInt64]
+/// Who wrote a version: a device in one of its lives. A device mints a new
+/// random incarnation at init, at every restore, and whenever it learns it
+/// was rolled back (a copy of its directory put back), so that a counter it
+/// already used before the rollback is never used again under the same
+/// actor: no dot is ever minted twice.
+public struct Actor: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public let device: DeviceID
+    /// 0 only for versions written before incarnations existed (migrated rows).
+    public let incarnation: UInt64
 
-    public init(_ counters: [DeviceID: UInt64] = [:]) {
-        self.counters = counters.filter { $0.value > 0 }
+    public init(device: DeviceID, incarnation: UInt64) {
+        self.device = device
+        self.incarnation = incarnation
     }
 
-    public subscript(device: DeviceID) -> UInt64 { counters[device] ?? 0 }
+    public static func < (a: Actor, b: Actor) -> Bool {
+        a.device != b.device ? a.device < b.device : a.incarnation < b.incarnation
+    }
 
-    public func bumped(for device: DeviceID) -> VersionVector {
+    public var description: String { "\(device.hex.prefix(8))/\(String(incarnation, radix: 16).prefix(6))" }
+}
+
+/// One write's identity: the actor and that actor's counter on this row.
+/// Counters are per row: a local edit of a row takes the row's context entry
+/// for this actor plus one, so dots of one actor on one row are 1, 2, 3, ...
+public struct Dot: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public let actor: Actor
+    public let counter: UInt64
+
+    public init(actor: Actor, counter: UInt64) {
+        self.actor = actor
+        self.counter = counter
+    }
+
+    public static func < (a: Dot, b: Dot) -> Bool {
+        a.actor != b.actor ? a.actor < b.actor : a.counter < b.counter
+    }
+
+    public var description: String { "\(actor):\(counter)" }
+
+    public func write(to w: inout CBORWriter) {
+        w.writeArrayHeader(3)
+        w.writeBytes(actor.device.bytes)
+        w.writeUInt(actor.incarnation)
+        w.writeUInt(counter)
+    }
+
+    public var cbor: CBOR { .array([.bytes(actor.device.bytes), .unsigned(actor.incarnation), .unsigned(counter)]) }
+
+    public init(cbor: CBOR) throws(CBORError) {
+        let parts = try cbor.asArray()
+        guard parts.count == 3, let device = ID16(bytes: try parts[0].asBytes()) else { throw .invalidValue("dot") }
+        let counter = try parts[2].asUInt()
+        guard counter > 0 else { throw .invalidValue("dot counter 0") }
+        self.init(actor: Actor(device: device, incarnation: try parts[1].asUInt()), counter: counter)
+    }
+}
+
+/// A causal context: for each actor, the highest counter seen, and a tag
+/// of the write at that counter (the first 8 bytes of its head digest; 0
+/// when not known). Because an actor's dots on one row are made in sequence
+/// by one replica that held all earlier ones, "counter ≤ entry" means "this
+/// dot was seen". The tag tells a write that was seen from another write
+/// under the same dot (a device that came back from a copy of itself): a
+/// sibling whose context names our dot with our tag saw our write.
+/// Join is the pointwise maximum by counter; at equal counters the tags
+/// must agree, else the entry's tag becomes 0 (unknown): two writes under
+/// one dot (a device put back from a copy) must never let a context vouch
+/// for the one it did not keep. (Per entry this is the join of a flat
+/// lattice, so the join stays commutative, associative and idempotent.)
+/// Nothing here mints a dot.
+public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
+    public struct Entry: Hashable, Sendable {
+        public var counter: UInt64
+        public var tag: UInt64
+
+        func joined(with other: Entry) -> Entry {
+            if counter != other.counter { return counter > other.counter ? self : other }
+            return tag == other.tag ? self : Entry(counter: counter, tag: 0)
+        }
+    }
+
+    /// Entries with a zero counter are never stored, so equal vectors have
+    /// one representation.
+    public private(set) var entries: [Actor: Entry]
+
+    public init(_ counters: [Actor: UInt64] = [:]) {
+        entries = [:]
+        for (actor, counter) in counters where counter > 0 { entries[actor] = Entry(counter: counter, tag: 0) }
+    }
+
+    init(entries: [Actor: Entry]) { self.entries = entries.filter { $0.value.counter > 0 } }
+
+    public var counters: [Actor: UInt64] { entries.mapValues(\.counter) }
+
+    public subscript(actor: Actor) -> UInt64 { entries[actor]?.counter ?? 0 }
+
+    /// The tag of the write at this actor's counter (0: unknown).
+    public func tag(_ actor: Actor) -> UInt64 { entries[actor]?.tag ?? 0 }
+
+    public var isEmpty: Bool { entries.isEmpty }
+
+    public func covers(_ dot: Dot) -> Bool { self[dot.actor] >= dot.counter }
+
+    /// The next dot of `actor` on the row this context belongs to.
+    public func nextDot(for actor: Actor) -> Dot { Dot(actor: actor, counter: self[actor] + 1) }
+
+    /// This context after seeing `dot`, which wrote content tagged `tag`.
+    public func adding(_ dot: Dot, tag: UInt64) -> VersionVector {
         var copy = self
-        copy.counters[device, default: 0] += 1
+        let entry = Entry(counter: dot.counter, tag: tag)
+        copy.entries[dot.actor] = copy.entries[dot.actor].map { $0.joined(with: entry) } ?? entry
+        return copy
+    }
+
+    /// The same context with `actor`'s entry lowered to `counter` (0
+    /// removes it); the write at a lowered counter is not known (tag 0).
+    public func lowering(_ actor: Actor, to counter: UInt64) -> VersionVector {
+        guard counter < self[actor] else { return self }
+        var copy = self
+        copy.entries[actor] = counter > 0 ? Entry(counter: counter, tag: 0) : nil
         return copy
     }
 
     public func joined(with other: VersionVector) -> VersionVector {
-        VersionVector(counters.merging(other.counters, uniquingKeysWith: max))
+        VersionVector(entries: entries.merging(other.entries) { $0.joined(with: $1) })
     }
 
     public enum Order: Sendable, Equatable { case equal, dominates, dominated, concurrent }
 
+    /// Causal order by counters alone (tags only tell writes apart).
     public func compare(_ other: VersionVector) -> Order {
         var greater = false, less = false
-        for device in Set(counters.keys).union(other.counters.keys) {
-            let a = self[device], b = other[device]
+        for actor in Set(entries.keys).union(other.entries.keys) {
+            let a = self[actor], b = other[actor]
             if a > b { greater = true } else if a < b { less = true }
             if greater && less { return .concurrent }
         }
@@ -39,57 +144,67 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// Entries sorted by device id: the canonical order for encoding.
-    public var sortedEntries: [(DeviceID, UInt64)] {
-        counters.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    /// Entries sorted by actor: the canonical order for encoding.
+    public var sortedEntries: [(Actor, Entry)] {
+        entries.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
+    /// Canonical CBOR: an array of [device, incarnation, counter, tag], sorted by actor.
     public func write(to w: inout CBORWriter) {
-        let entries = sortedEntries
-        w.writeArrayHeader(entries.count)
-        for (device, counter) in entries {
-            w.writeArrayHeader(2)
-            w.writeBytes(device.bytes)
-            w.writeUInt(counter)
+        let sorted = sortedEntries
+        w.writeArrayHeader(sorted.count)
+        for (actor, entry) in sorted {
+            w.writeArrayHeader(4)
+            w.writeBytes(actor.device.bytes)
+            w.writeUInt(actor.incarnation)
+            w.writeUInt(entry.counter)
+            w.writeUInt(entry.tag)
         }
     }
 
-    /// The canonical CBOR bytes, written without building a tree.
     public func encoded() -> [UInt8] {
-        var w = CBORWriter(capacity: 8 + 20 * counters.count)
+        var w = CBORWriter(capacity: 8 + 40 * entries.count)
         write(to: &w)
         return w.bytes
     }
 
     public var cbor: CBOR {
-        .array(sortedEntries.map { .array([.bytes($0.0.bytes), .unsigned($0.1)]) })
+        .array(sortedEntries.map { .array([.bytes($0.0.device.bytes), .unsigned($0.0.incarnation), .unsigned($0.1.counter), .unsigned($0.1.tag)]) })
     }
 
+    /// Decodes a context; every entry must be a distinct actor in canonical
+    /// order with a non-zero counter, so one context has one encoding.
     public init(cbor: CBOR) throws(CBORError) {
-        var counters: [DeviceID: UInt64] = [:]
+        var entries: [Actor: Entry] = [:]
+        var previous: Actor? = nil
+        for item in try cbor.asArray() {
+            let parts = try item.asArray()
+            guard parts.count == 4, let device = ID16(bytes: try parts[0].asBytes()) else { throw .invalidValue("causal context entry") }
+            let actor = Actor(device: device, incarnation: try parts[1].asUInt())
+            let entry = Entry(counter: try parts[2].asUInt(), tag: try parts[3].asUInt())
+            guard entry.counter > 0 else { throw .invalidValue("causal context entry with counter 0") }
+            if let previous, !(previous < actor) { throw .invalidValue("causal context entries out of order") }
+            previous = actor
+            entries[actor] = entry
+        }
+        self.init(entries: entries)
+    }
+
+    /// A vector of the first schema ([device, counter] pairs): every entry
+    /// becomes the legacy incarnation 0 of its device, tag unknown.
+    public init(legacyCBOR cbor: CBOR) throws(CBORError) {
+        var counters: [Actor: UInt64] = [:]
         for entry in try cbor.asArray() {
             let pair = try entry.asArray()
             guard pair.count == 2, let device = ID16(bytes: try pair[0].asBytes()) else {
                 throw .invalidValue("version vector entry")
             }
-            counters[device] = try pair[1].asUInt()
+            counters[Actor(device: device, incarnation: 0)] = try pair[1].asUInt()
         }
         self.init(counters)
     }
 
     public var description: String {
-        "{" + sortedEntries.map { "\($0.0.hex.prefix(8)):\($0.1)" }.joined(separator: ",") + "}"
-    }
-}
-
-/// The version of one row: its vector and whether it is a tombstone. A
-/// tombstone keeps a deleted row deleted; only the barrier may drop it.
-public struct RowVersion: Hashable, Sendable {
-    public var vector: VersionVector
-    public var isTombstone: Bool
-
-    public init(vector: VersionVector, isTombstone: Bool) {
-        self.vector = vector
-        self.isTombstone = isTombstone
+        "{" + sortedEntries.map { "\($0.0):\($0.1.counter)" }.joined(separator: ",") + "}"
     }
 }

@@ -20,7 +20,7 @@ extension QuireFileSystem {
         var localOnly: [String] = []
         for namespace in MountLayout.namespaces {
             for name in scratch.names(.namespace(namespace)) where FileNames.meaning(of: name, in: namespace) == .localOnly {
-                localOnly.append(namespace.name + "/" + name)
+                localOnly.append(namespace.name + "/" + name.text)
             }
         }
         return MountStatus(mountpoint: configuration.mountpoint, problems: log.recentProblems,

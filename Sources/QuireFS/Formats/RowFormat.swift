@@ -5,7 +5,7 @@ import QuireFuse
 /// Why written text could not become a row: the errno close() returns and
 /// a sentence for the log and `.quire/status`.
 struct FormatError: Error, Equatable {
-    enum Kind: Equatable { case invalid, illegalByteSequence, readOnly }
+    enum Kind: Equatable { case invalid, illegalByteSequence, readOnly, tooLarge }
     var kind: Kind
     var message: String
 
@@ -19,6 +19,7 @@ struct FormatError: Error, Equatable {
         case .invalid: return .invalid
         case .illegalByteSequence: return .illegalByteSequence
         case .readOnly: return .permissionDenied
+        case .tooLarge: return .fileTooLarge
         }
     }
 }

@@ -10,6 +10,13 @@ import QuireCore
 /// before the extension tells two rows with the same title apart (the row
 /// with the smallest key keeps the plain name), and a title too long for a
 /// 255-byte name is cut and always marked. See mount/README.md.
+///
+/// Names are NFC (`CanonicalName`): a name is normalized before it is
+/// decoded, a decoded title is NFC, and a row's name is made from the NFC
+/// form of its title, so every name made here is NFC and decodes back to
+/// the NFC title. A combining mark right after an escape is escaped too
+/// (byte by byte): left as it is, NFC would compose it with the escape's
+/// last hex digit (`%2E` + U+0301 is `%2É`) and the escape would be lost.
 enum FileNames {
     static let maximumNameBytes = 255
     static let marker = "%~"
@@ -26,13 +33,19 @@ enum FileNames {
     static func escape(_ title: String) -> String {
         if title.isEmpty { return "%" }   // a lone % only ever means "empty"
         var out = ""
+        var afterEscape = false
         for (index, scalar) in title.unicodeScalars.enumerated() {
             let needsEscape = scalar == "%" || scalar == "/" || scalar.value < 0x20 || scalar.value == 0x7F
                 || (index == 0 && scalar == ".")
             if needsEscape {
                 out += "%" + hexByte(UInt8(scalar.value))
+                afterEscape = true
+            } else if afterEscape && scalar.properties.canonicalCombiningClass != .notReordered {
+                // Would compose with the hex digit before it: escape its bytes.
+                for byte in String(scalar).utf8 { out += "%" + hexByte(byte) }
             } else {
                 out.unicodeScalars.append(scalar)
+                afterEscape = false
             }
         }
         return out
@@ -83,6 +96,12 @@ enum FileNames {
     }
 
     static func meaning(of name: String, in namespace: Namespace) -> Meaning {
+        meaning(of: CanonicalName(name), in: namespace)
+    }
+
+    /// What a name stands for; the title of a row name is NFC.
+    static func meaning(of canonical: CanonicalName, in namespace: Namespace) -> Meaning {
+        let name = canonical.text
         if isJunk(name) { return .junk }
         let ext = fileExtension(namespace)
         guard name.hasSuffix(ext), name.utf8.count > ext.utf8.count || namespace != .saga else { return .localOnly }
@@ -94,13 +113,17 @@ enum FileNames {
             }
         }
         if base.isEmpty { return .localOnly }   // ".md" is hidden (junk) anyway; "%~xxxx.md" has no title
-        let title = unescape(base)
+        // An escape may decode to a letter that a following mark composes
+        // with (`%3C` + U+0338 is `≮`): the title is normalized once more.
+        let title = CanonicalName(unescape(base)).text
         if namespace == .saga && !SagaEntry.isValidDate(title) { return .localOnly }
         return .row(title: title)
     }
 
-    /// The untruncated, unmarked name stem of a row (before the extension).
-    static func stem(namespace: Namespace, title: String, updatedAt: Timestamp) -> String {
+    /// The untruncated, unmarked name stem of a row (before the extension),
+    /// made from the NFC form of its title whatever form the title is stored in.
+    static func stem(namespace: Namespace, title stored: String, updatedAt: Timestamp) -> String {
+        let title = CanonicalName(stored).text
         switch namespace {
         case .saga: return title
         case .memory: return escape(TextDates.formatDateTime(updatedAt.seconds) + " " + title)
@@ -134,7 +157,31 @@ enum FileNames {
         while let percent = out.lastIndex(of: "%"), out.distance(from: percent, to: out.endIndex) < 3 {
             out = String(out[..<percent])
         }
-        return out
+        // Nor inside the escapes of one character (an escaped combining
+        // mark is two or three): drop the escapes of a cut UTF-8 sequence.
+        return droppingCutEscapedSequence(out)
+    }
+
+    /// `text` without the trailing `%XX` escapes that start a UTF-8
+    /// sequence they do not finish.
+    private static func droppingCutEscapedSequence(_ text: String) -> String {
+        var bytes = Array(text.utf8)
+        var escaped: [UInt8] = []   // trailing escaped bytes, last first
+        var end = bytes.count
+        while end >= 3, bytes[end - 3] == UInt8(ascii: "%"),
+              let high = Hex.digitValue(bytes[end - 2]), let low = Hex.digitValue(bytes[end - 1]) {
+            escaped.append(high << 4 | low)
+            end -= 3
+        }
+        // Walk back over continuation bytes to the lead byte of the last sequence.
+        var continuations = 0
+        for byte in escaped {
+            if byte & 0xC0 == 0x80 { continuations += 1; continue }
+            let length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1
+            if continuations + 1 < length { bytes.removeLast(3 * (continuations + 1)) }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        return text
     }
 
     private static func hexByte(_ byte: UInt8) -> String {

@@ -6,8 +6,8 @@ enum MountLayout {
     static let namespaces: [Namespace] = [.notebook, .plans, .contacts, .saga, .settings, .memory]
     static let controlFolderName = ".quire"
 
-    static func namespace(named name: String) -> Namespace? {
-        namespaces.first { $0.name == name }
+    static func namespace(named name: CanonicalName) -> Namespace? {
+        namespaces.first { CanonicalName($0.name) == name }
     }
 
     /// Folders whose rows cannot be written through the mount.

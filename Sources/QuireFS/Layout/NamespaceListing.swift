@@ -23,30 +23,36 @@ struct ListedRow: Sendable {
 /// A file name that appeared, moved or went away, for cache invalidation.
 struct NameChange: Sendable, Equatable {
     var key: RowKey
-    var oldName: String?
-    var newName: String?
+    var oldName: CanonicalName?
+    var newName: CanonicalName?
 }
 
 /// The live rows of one namespace as file names, kept up to date one row at
 /// a time (a save must not cost a listing of 10,000 rows). Rows that share
 /// a name stem form a group; the smallest key keeps the plain name and the
 /// others get a key marker, so names are deterministic on every device.
+///
+/// Names and stems are `CanonicalName`s: a row is listed under the NFC form
+/// of its name whatever form its title is stored in, found by any form, and
+/// two rows whose titles differ only in normalization share a stem (one
+/// keeps the plain name, the other is marked), so no two entries look alike.
 struct NamespaceListing: Sendable {
     let namespace: Namespace
     private(set) var rows: [RowKey: ListedRow] = [:]
-    private(set) var nameOfKey: [RowKey: String] = [:]
-    private(set) var keyOfName: [String: RowKey] = [:]
-    private var groups: [String: [RowKey]] = [:]
-    private var stemOfKey: [RowKey: String] = [:]
+    /// The name each row is listed under (NFC).
+    private(set) var nameOfKey: [RowKey: CanonicalName] = [:]
+    private(set) var keyOfName: [CanonicalName: RowKey] = [:]
+    private var groups: [CanonicalName: [RowKey]] = [:]
+    private var stemOfKey: [RowKey: CanonicalName] = [:]
     /// Sorted names, rebuilt lazily for readdir.
-    private var sortedNamesCache: [String]?
+    private var sortedNamesCache: [CanonicalName]?
 
     init(namespace: Namespace, summaries: [RowSummary]) {
         self.namespace = namespace
         for summary in summaries where !summary.isTombstone {
             let row = ListedRow(summary)
             rows[row.key] = row
-            let stem = FileNames.stem(namespace: namespace, title: row.title, updatedAt: row.updatedAt)
+            let stem = CanonicalName(FileNames.stem(namespace: namespace, title: row.title, updatedAt: row.updatedAt))
             stemOfKey[row.key] = stem
             groups[stem, default: []].append(row.key)
         }
@@ -56,7 +62,7 @@ struct NamespaceListing: Sendable {
         }
     }
 
-    var sortedNames: [String] {
+    var sortedNames: [CanonicalName] {
         mutating get {
             if let sortedNamesCache { return sortedNamesCache }
             let names = keyOfName.keys.sorted()
@@ -65,20 +71,24 @@ struct NamespaceListing: Sendable {
         }
     }
 
-    func row(named name: String) -> ListedRow? { keyOfName[name].flatMap { rows[$0] } }
+    /// The row a name (in any normalization form) is listed under.
+    func key(named name: CanonicalName) -> RowKey? { keyOfName[name] }
 
-    /// Live rows whose title is `title` (for names typed in another form,
-    /// e.g. with escapes where none were needed).
+    func row(named name: String) -> ListedRow? { keyOfName[CanonicalName(name)].flatMap { rows[$0] } }
+
+    /// Live rows whose title is `title` under the name rule (for names
+    /// typed in another form, e.g. with escapes where none were needed).
     func keys(titled title: String) -> [RowKey] {
-        let stem = FileNames.stem(namespace: namespace, title: title, updatedAt: Timestamp(seconds: 0))
-        return (groups[stem] ?? []).filter { rows[$0]?.title == title }
+        let stem = CanonicalName(FileNames.stem(namespace: namespace, title: title, updatedAt: Timestamp(seconds: 0)))
+        let wanted = CanonicalName(title)
+        return (groups[stem] ?? []).filter { rows[$0].map { CanonicalName($0.title) == wanted } ?? false }
     }
 
     /// Applies one row from the change feed or a local write.
     mutating func apply(_ summary: RowSummary) -> [NameChange] {
         if summary.isTombstone { return remove(summary.key) }
         let row = ListedRow(summary)
-        let newStem = FileNames.stem(namespace: namespace, title: row.title, updatedAt: row.updatedAt)
+        let newStem = CanonicalName(FileNames.stem(namespace: namespace, title: row.title, updatedAt: row.updatedAt))
         let oldStem = stemOfKey[row.key]
         rows[row.key] = row
         if oldStem == newStem { return [] }
@@ -109,15 +119,15 @@ struct NamespaceListing: Sendable {
     }
 
     /// Gives every row of a group its name; returns the names that changed.
-    private mutating func assignNames(_ stem: String) -> [NameChange] {
+    private mutating func assignNames(_ stem: CanonicalName) -> [NameChange] {
         let keys = groups[stem] ?? []
         if keys.isEmpty { groups.removeValue(forKey: stem) }
         var changes: [NameChange] = []
         for (index, key) in keys.enumerated() {
-            var name = FileNames.name(stem: stem, namespace: namespace, key: key, isFirst: index == 0)
+            var name = CanonicalName(FileNames.name(stem: stem.text, namespace: namespace, key: key, isFirst: index == 0))
             if let holder = keyOfName[name], holder != key, stemOfKey[holder] != stem {
                 // Two 8-digit markers collided: fall back to the whole key.
-                name = FileNames.name(stem: stem, namespace: namespace, key: key, isFirst: false, longMarker: true)
+                name = CanonicalName(FileNames.name(stem: stem.text, namespace: namespace, key: key, isFirst: false, longMarker: true))
             }
             let old = nameOfKey[key]
             guard old != name else { continue }

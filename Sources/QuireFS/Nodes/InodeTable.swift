@@ -39,7 +39,7 @@ enum NodeObject: Hashable, Sendable {
     case control
     case controlFile(ControlFile)
     case row(RowRef)
-    case scratch(Folder, String)
+    case scratch(Folder, CanonicalName)
 }
 
 /// Inode numbers. Folders and `.quire` have fixed numbers; a row's number
@@ -105,7 +105,7 @@ struct InodeTable {
         return inode
     }
 
-    mutating func inode(forScratch folder: Folder, _ name: String) -> UInt64 {
+    mutating func inode(forScratch folder: Folder, _ name: CanonicalName) -> UInt64 {
         if let inode = scratchInodes[.scratch(folder, name)] { return inode }
         let inode = allocate()
         bind(inode, to: .scratch(folder, name))
@@ -120,7 +120,7 @@ struct InodeTable {
     }
 
     /// A scratch file went away or was renamed: forget its number.
-    mutating func dropScratch(_ folder: Folder, _ name: String) {
+    mutating func dropScratch(_ folder: Folder, _ name: CanonicalName) {
         guard let inode = scratchInodes.removeValue(forKey: .scratch(folder, name)) else { return }
         if objects[inode] == .scratch(folder, name) { objects.removeValue(forKey: inode) }
     }

@@ -4,27 +4,63 @@ import QuireFuse
 /// Editor junk and other files that are not rows live here, in the device
 /// directory's scratch folder (one subfolder per mount folder): ordinary
 /// local files, usable like any other, never rows and never synced.
+///
+/// Their names on disk are NFC (`CanonicalName`), like every name in the
+/// mount, so `.x.md.swp` typed in NFD finds the swap file made in NFC.
 struct ScratchArea: Sendable {
     let root: String
+    static let folders: [Folder] = [.root] + MountLayout.namespaces.map { Folder.namespace($0) }
 
     func directory(_ folder: Folder) -> String { root + "/" + folder.scratchDirectoryName }
 
-    func path(_ folder: Folder, _ name: String) -> String { directory(folder) + "/" + name }
+    func path(_ folder: Folder, _ name: CanonicalName) -> String { directory(folder) + "/" + name.text }
 
-    func prepare() throws(FuseError) {
-        for directory in [root] + ([Folder.root] + MountLayout.namespaces.map { Folder.namespace($0) }).map(directory) {
+    /// Makes the folders, and renames files an older build kept under a
+    /// name that is not NFC to their NFC name. A file whose NFC twin exists
+    /// too is kept as `<name>.nfd` (then `.nfd2`, ...); returns a line for each.
+    func prepare() throws(FuseError) -> [String] {
+        for directory in [root] + Self.folders.map(directory) {
             if mkdir(directory, 0o700) != 0 && errno != EEXIST { throw FuseError(errno) }
         }
+        var notes: [String] = []
+        for folder in Self.folders {
+            for raw in rawNames(folder) where !CanonicalName.isCanonical(raw) {
+                let canonical = CanonicalName(raw)
+                var target = canonical
+                var attempt = 1
+                while access(path(folder, target), F_OK) == 0 {
+                    target = canonical.appending(attempt == 1 ? ".nfd" : ".nfd\(attempt)")
+                    attempt += 1
+                }
+                if Glibc.rename(directory(folder) + "/" + raw, path(folder, target)) != 0 {
+                    notes.append("the local file \(folder.scratchDirectoryName)/\(target) (not NFC on disk) could not be renamed to NFC: \(String(cString: strerror(errno)))")
+                } else if target != canonical {
+                    notes.append("two local files in \(folder.scratchDirectoryName) were both named \(canonical) (in NFC and another form); one is now \(target)")
+                }
+            }
+        }
+        return notes
     }
 
-    func status(_ folder: Folder, _ name: String) -> stat? {
+    func status(_ folder: Folder, _ name: CanonicalName) -> stat? { status(path: path(folder, name)) }
+
+    private func status(path: String) -> stat? {
         var info = stat()
-        guard lstat(path(folder, name), &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
         return info
     }
 
     /// The regular files of a folder's scratch directory.
-    func names(_ folder: Folder) -> [String] {
+    func names(_ folder: Folder) -> [CanonicalName] {
+        var names = Set<CanonicalName>()
+        for raw in rawNames(folder) where status(path: directory(folder) + "/" + raw) != nil {
+            names.insert(CanonicalName(raw))
+        }
+        return names.sorted()
+    }
+
+    /// The names in a folder's scratch directory, as they are on disk.
+    private func rawNames(_ folder: Folder) -> [String] {
         guard let directory = opendir(directory(folder)) else { return [] }
         defer { closedir(directory) }
         var names: [String] = []
@@ -33,12 +69,12 @@ struct ScratchArea: Sendable {
                 String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
             }
             if name == "." || name == ".." { continue }
-            if status(folder, name) != nil { names.append(name) }
+            names.append(name)
         }
-        return names.sorted()
+        return names
     }
 
-    func open(_ folder: Folder, _ name: String, flags: Int32, mode: mode_t = 0o644) throws(FuseError) -> Int32 {
+    func open(_ folder: Folder, _ name: CanonicalName, flags: Int32, mode: mode_t = 0o644) throws(FuseError) -> Int32 {
         let descriptor = Glibc.open(path(folder, name), flags | O_CLOEXEC | O_NOFOLLOW, mode)
         guard descriptor >= 0 else { throw FuseError(errno) }
         return descriptor
@@ -62,7 +98,7 @@ struct ScratchArea: Sendable {
         return count
     }
 
-    func contents(_ folder: Folder, _ name: String) throws(FuseError) -> [UInt8] {
+    func contents(_ folder: Folder, _ name: CanonicalName) throws(FuseError) -> [UInt8] {
         let descriptor = try open(folder, name, flags: O_RDONLY)
         defer { close(descriptor) }
         var content: [UInt8] = []
@@ -75,7 +111,7 @@ struct ScratchArea: Sendable {
 
     /// Replaces a scratch file's content (creating it), durably enough for
     /// a file that holds text a user must not lose.
-    func replaceContents(_ folder: Folder, _ name: String, with bytes: [UInt8]) throws(FuseError) {
+    func replaceContents(_ folder: Folder, _ name: CanonicalName, with bytes: [UInt8]) throws(FuseError) {
         let descriptor = try open(folder, name, flags: O_WRONLY | O_CREAT | O_TRUNC)
         defer { close(descriptor) }
         var offset = 0
@@ -86,11 +122,11 @@ struct ScratchArea: Sendable {
         fsync(descriptor)
     }
 
-    func remove(_ folder: Folder, _ name: String) throws(FuseError) {
+    func remove(_ folder: Folder, _ name: CanonicalName) throws(FuseError) {
         if unlink(path(folder, name)) != 0 { throw FuseError(errno) }
     }
 
-    func rename(_ from: (Folder, String), _ to: (Folder, String), flags: UInt32) throws(FuseError) {
+    func rename(_ from: (Folder, CanonicalName), _ to: (Folder, CanonicalName), flags: UInt32) throws(FuseError) {
         let source = path(from.0, from.1), target = path(to.0, to.1)
         let result: Int32 = flags == 0 ? Glibc.rename(source, target) : LibC.renameat2(source, target, flags)
         if result != 0 { throw FuseError(errno) }

@@ -108,6 +108,15 @@ extension QuireFileSystem {
             reject(ref, copy: copy, previous: previous, error: error, name: name)
             throw error.fuseError
         }
+        // The file's size was checked as it was written; this is the same
+        // limit on what the text became (a plan's title comes from its name).
+        let bodyBytes = RowLimits.bodyBytes(of: content)
+        guard bodyBytes <= RowLimits.maxBodyBytes else {
+            let error = FormatError(.tooLarge, "holds \(RowLimits.describe(bodyBytes)), over the \(RowLimits.describe(RowLimits.maxBodyBytes)) "
+                                    + "one version of a row may hold and still sync (EFBIG)")
+            reject(ref, copy: copy, previous: previous, error: error, name: name)
+            throw error.fuseError
+        }
         // A card renamed while open: its FN is still the one the file showed
         // (the user did not change it), so the rename's name stands; it
         // used to come back as the old name at close.
@@ -157,7 +166,7 @@ extension QuireFileSystem {
     /// kept beside the file as `<name>.rejected` so not a word is lost.
     private func reject(_ ref: RowRef, copy: WorkingCopy, previous: RowContent?, error: FormatError, name: String) {
         let fileName = displayName(ref)
-        let keptName = fileName + ".rejected"
+        let keptName = CanonicalName(fileName + ".rejected")
         var kept = "and your text is kept in \(ref.namespace.name)/\(keptName) (on this device only)"
         do {
             try scratch.replaceContents(.namespace(ref.namespace), keptName, with: copy.content)
@@ -177,7 +186,7 @@ extension QuireFileSystem {
     /// full, say): keep it in the scratch area and say so.
     func keepUnsaved(_ ref: RowRef, because reason: String) {
         guard let copy = working[ref], copy.isDirty else { return }
-        let keptName = displayName(ref) + ".unsaved"
+        let keptName = CanonicalName(displayName(ref) + ".unsaved")
         let kept = (try? scratch.replaceContents(.namespace(ref.namespace), keptName, with: copy.content)) != nil
         log.problem("\(ref.namespace.name)/\(displayName(ref)) could not be saved (\(reason)); "
                     + (kept ? "the text is kept in \(ref.namespace.name)/\(keptName)" : "and could not be kept either"))
@@ -205,15 +214,8 @@ extension QuireFileSystem {
     func finishDetach(_ ref: RowRef) {
         guard detached.removeValue(forKey: ref) != nil else { return }
         do {
-            // A row that never left this device goes without a tombstone.
-            if try store.purgeIfUnadvertised(ref.namespace, ref.key) {
-                if let changes = listings[ref.namespace]?.remove(ref.key) {
-                    for change in changes {
-                        if let old = change.oldName { invalidations.append(.entry(parent: InodeTable.folderInode(ref.namespace), name: old)) }
-                    }
-                }
-                return
-            }
+            // Always a tombstone: a sibling may have pulled the row already,
+            // and only a tombstone keeps it from coming back from there.
             recordWrite(ref, try store.deleteFromMount(ref.namespace, ref.key))
         } catch {
             log.problem("could not delete \(ref.namespace.name)/\(ref.key.hex) after it was renamed away: \(error)")

@@ -5,19 +5,21 @@ import QuireFuse
 /// What a name in a folder stands for right now.
 enum ResolvedName: Equatable {
     case row(RowRef)
-    case scratch(Folder, String)
+    case scratch(Folder, CanonicalName)
     case none
 }
 
 extension QuireFileSystem {
-    func resolve(_ name: String, in namespace: Namespace) throws(FuseError) -> ResolvedName {
+    /// What `name` stands for in a namespace folder. Every form of a name
+    /// resolves alike: the lookups below are by `CanonicalName`.
+    func resolve(_ name: CanonicalName, in namespace: Namespace) throws(FuseError) -> ResolvedName {
         switch FileNames.meaning(of: name, in: namespace) {
         case .junk, .localOnly:
             return scratch.status(.namespace(namespace), name) != nil ? .scratch(.namespace(namespace), name) : .none
         case .row(let title):
             if let ref = pending[namespace]?[name] { return .row(ref) }
             let listing = try listing(namespace)
-            if let key = listing.keyOfName[name] {
+            if let key = listing.key(named: name) {
                 let ref = RowRef(namespace: namespace, key: key)
                 return detached[ref] == nil ? .row(ref) : .none
             }
@@ -46,24 +48,48 @@ extension QuireFileSystem {
         }
     }
 
-    public func lookup(parent: FuseInode, name: String, request: FuseRequest) throws -> FuseEntry {
-        try locked { () throws(FuseError) -> FuseEntry in
-            switch inodes.object(parent.rawValue) {
-            case .root?:
-                if let namespace = MountLayout.namespace(named: name) { return try entry(InodeTable.folderInode(namespace)) }
-                if name == MountLayout.controlFolderName { return try entry(InodeTable.controlDirectory) }
-                guard scratch.status(.root, name) != nil else { throw .noEntry }
-                return try entry(inodes.inode(forScratch: .root, name))
-            case .namespace(let namespace)?:
-                guard let inode = inode(of: try resolve(name, in: namespace)) else { throw .noEntry }
-                return try entry(inode)
-            case .control?:
-                guard let file = ControlFile.allCases.first(where: { $0.name == name }) else { throw .noEntry }
-                return try entry(InodeTable.controlFileInode(file))
-            case nil: throw .noEntry
-            default: throw .notDirectory
-            }
+    public func lookup(parent: FuseInode, name typed: String, request: FuseRequest) throws -> FuseEntry {
+        let name = CanonicalName(typed)
+        return try locked { () throws(FuseError) -> FuseEntry in
+            spelled(typed, name, try lookUp(name, in: parent.rawValue))
         }
+    }
+
+    private func lookUp(_ name: CanonicalName, in parent: UInt64) throws(FuseError) -> FuseEntry {
+        switch inodes.object(parent) {
+        case .root?:
+            if let namespace = MountLayout.namespace(named: name) { return try entry(InodeTable.folderInode(namespace)) }
+            if name == CanonicalName(MountLayout.controlFolderName) { return try entry(InodeTable.controlDirectory) }
+            guard scratch.status(.root, name) != nil else { throw .noEntry }
+            return try entry(inodes.inode(forScratch: .root, name))
+        case .namespace(let namespace)?:
+            guard let inode = inode(of: try resolve(name, in: namespace)) else { throw .noEntry }
+            return try entry(inode)
+        case .control?:
+            guard let file = ControlFile.allCases.first(where: { CanonicalName($0.name) == name }) else { throw .noEntry }
+            return try entry(InodeTable.controlFileInode(file))
+        case nil: throw .noEntry
+        default: throw .notDirectory
+        }
+    }
+
+    /// The reply for a name typed in another form than NFC: the kernel is
+    /// told not to cache it (entry timeout 0), so it asks again at each use.
+    /// A change made through one form then never leaves another form's
+    /// cached entry showing a file that moved or went away; the NFC form's
+    /// entry is dropped by name (`entry` invalidations) like any other.
+    func spelled(_ typed: String, _ name: CanonicalName, _ entry: FuseEntry) -> FuseEntry {
+        guard !typed.utf8.elementsEqual(name.text.utf8) else { return entry }
+        var uncached = entry
+        uncached.entryTimeout = 0
+        return uncached
+    }
+
+    /// After an unlink or rename through `typed`: when that was not the NFC
+    /// form, the kernel may still cache the NFC form's entry (looked up
+    /// before): drop it.
+    func forgetCanonicalForm(of typed: String, _ name: CanonicalName, in parent: UInt64) {
+        if !typed.utf8.elementsEqual(name.text.utf8) { invalidations.append(.entry(parent: parent, name: name)) }
     }
 
     public func getAttributes(_ inode: FuseInode, handle: UInt64?, request: FuseRequest) throws -> FuseAttributeReply {
@@ -116,20 +142,20 @@ extension QuireFileSystem {
         case .root?:
             entries += MountLayout.namespaces.map { DirectoryEntry(name: $0.name, inode: InodeTable.folderInode($0), kind: .directory) }
             entries.append(DirectoryEntry(name: MountLayout.controlFolderName, inode: InodeTable.controlDirectory, kind: .directory))
-            entries += scratch.names(.root).map { DirectoryEntry(name: $0, inode: inodes.inode(forScratch: .root, $0), kind: .regular) }
+            entries += scratch.names(.root).map { DirectoryEntry(name: $0.text, inode: inodes.inode(forScratch: .root, $0), kind: .regular) }
         case .namespace(let namespace)?:
             var listing = try listing(namespace)
             for name in listing.sortedNames {
-                let ref = RowRef(namespace: namespace, key: listing.keyOfName[name]!)
+                let ref = RowRef(namespace: namespace, key: listing.key(named: name)!)
                 if detached[ref] != nil { continue }
-                entries.append(DirectoryEntry(name: name, inode: inodes.inode(for: ref), kind: .regular))
+                entries.append(DirectoryEntry(name: name.text, inode: inodes.inode(for: ref), kind: .regular))
             }
             listings[namespace] = listing   // keeps the sorted names it built
-            for (name, ref) in (pending[namespace] ?? [:]).sorted(by: { $0.key < $1.key }) where listing.keyOfName[name] == nil {
-                entries.append(DirectoryEntry(name: name, inode: inodes.inode(for: ref), kind: .regular))
+            for (name, ref) in (pending[namespace] ?? [:]).sorted(by: { $0.key < $1.key }) where listing.key(named: name) == nil {
+                entries.append(DirectoryEntry(name: name.text, inode: inodes.inode(for: ref), kind: .regular))
             }
             entries += scratch.names(.namespace(namespace)).map {
-                DirectoryEntry(name: $0, inode: inodes.inode(forScratch: .namespace(namespace), $0), kind: .regular)
+                DirectoryEntry(name: $0.text, inode: inodes.inode(forScratch: .namespace(namespace), $0), kind: .regular)
             }
         case .control?:
             entries += ControlFile.allCases.map { DirectoryEntry(name: $0.name, inode: InodeTable.controlFileInode($0), kind: .regular) }

@@ -9,7 +9,8 @@ import QuireStore
 ///   user.quire.resident     "1" when the body is on this device, "0" when offloaded (read-only)
 ///   user.quire.holder       while offloaded: the devices holding the body, "name (id)" comma-separated (read-only)
 /// Other `user.*` attributes (editors add their own) are kept for the
-/// session only, never synced; other namespaces get EOPNOTSUPP.
+/// session only, never synced, under the NFC form of their name (any form
+/// reaches them, as with file names); other namespaces get EOPNOTSUPP.
 extension QuireFileSystem {
     static let keyAttribute = "user.quire.key"
     static let tagsAttribute = "user.quire.tags"
@@ -48,7 +49,7 @@ extension QuireFileSystem {
             // ls caches an unsupported answer per device, so `ls -l` stops
             // asking for security.selinux and system.posix_acl_access.
             guard name.hasPrefix("user.") else { throw .operationNotSupported }
-            guard let value = transientAttributes[inode.rawValue]?[name] else { throw .noData }
+            guard let value = transientAttributes[inode.rawValue]?[CanonicalName(name)] else { throw .noData }
             return value
         }
     }
@@ -58,7 +59,7 @@ extension QuireFileSystem {
             guard let object = inodes.object(inode.rawValue) else { throw .noEntry }
             var names: [String] = []
             if case .row(let ref) = object { names = try quireAttributes(ref).keys.sorted() }
-            return names + (transientAttributes[inode.rawValue]?.keys.sorted() ?? [])
+            return names + (transientAttributes[inode.rawValue]?.keys.sorted().map(\.text) ?? [])
         }
     }
 
@@ -80,6 +81,7 @@ extension QuireFileSystem {
             }
             // ACLs and security labels are not kept (permissions are fixed).
             guard name.hasPrefix("user.") else { throw .operationNotSupported }
+            let name = CanonicalName(name)
             let exists = transientAttributes[inode.rawValue]?[name] != nil
             if flags.contains(.create) && exists { throw .exists }
             if flags.contains(.replace) && !exists { throw .noData }
@@ -96,7 +98,7 @@ extension QuireFileSystem {
                 return
             }
             guard name.hasPrefix("user.") else { throw .operationNotSupported }
-            guard transientAttributes[inode.rawValue]?.removeValue(forKey: name) != nil else { throw .noData }
+            guard transientAttributes[inode.rawValue]?.removeValue(forKey: CanonicalName(name)) != nil else { throw .noData }
         }
     }
 

@@ -4,9 +4,17 @@ import QuireFuse
 import QuireStore
 
 extension QuireFileSystem {
-    /// Larger writes fail with EFBIG: a note is prose, and the whole body
-    /// lives in memory while the file is open.
-    static let maximumFileSize = 256 << 20
+    /// Larger writes fail with EFBIG: one version of a row holds at most
+    /// `RowLimits.maxBodyBytes` (the most that can sync to a sibling; see
+    /// RowLimits for why), and the whole body lives in memory while the
+    /// file is open. Removed files still open (orphans) keep the same limit.
+    static let maximumFileSize = RowLimits.maxBodyBytes
+
+    /// The sentence in the log and `.quire/status` for a refused size.
+    func tooLargeMessage(_ ref: RowRef, size: Int) -> String {
+        "\(ref.namespace.name)/\(displayName(ref)): would grow to \(RowLimits.describe(size)), but a file here is at most "
+            + "\(RowLimits.describe(Self.maximumFileSize)) (the most one version of a row may hold and still sync); refused with EFBIG"
+    }
 
     func addHandle(_ file: OpenFile) -> UInt64 {
         let handle = nextHandle
@@ -33,74 +41,94 @@ extension QuireFileSystem {
                 return FuseOpenReply(handle: addHandle(OpenFile(target: .scratch(descriptor), inode: inode.rawValue, flags: flags, shown: [])),
                                      options: [.noFlush])
             case .row(let ref):
-                if flags.isWritable && MountLayout.isReadOnly(ref.namespace) {
-                    throw refuse(.permissionDenied, "\(ref.namespace.name)/\(displayName(ref)) is read-only: memory is append-only")
-                }
-                var copy = try workingCopy(ref)
-                let shown = copy.content
-                // What this device last showed of the row (issue: no word lost).
-                if !copy.isDirty { lastShown[ref] = shown }
-                if flags.isTruncating && flags.isWritable && !copy.content.isEmpty {
-                    copy.content = []
-                    copy.isDirty = true
-                    copy.modifiedAt = .now
-                }
-                copy.openCount += 1
-                working[ref] = copy
-                // Keep the kernel's pages when they hold exactly this version.
-                let keepsCache = !copy.isDirty && kernelCachedSeq[inode.rawValue] == copy.seq
-                kernelCachedSeq[inode.rawValue] = copy.isDirty ? nil : copy.seq
-                let handle = addHandle(OpenFile(target: .row(ref), inode: inode.rawValue, flags: flags, shown: shown))
-                // A reader's close commits nothing: no flush round trip.
-                var options: FuseOpenReply.Options = flags.isWritable ? [] : [.noFlush]
-                if keepsCache { options.insert(.keepCache) }
-                return FuseOpenReply(handle: handle, options: options)
+                return try openRow(ref, inode: inode.rawValue, flags: flags)
             }
         }
     }
 
-    public func create(parent: FuseInode, name: String, mode: UInt32, flags: FuseOpenFlags,
+    private func openRow(_ ref: RowRef, inode: UInt64, flags: FuseOpenFlags) throws(FuseError) -> FuseOpenReply {
+        if flags.isWritable && MountLayout.isReadOnly(ref.namespace) {
+            throw refuse(.permissionDenied, "\(ref.namespace.name)/\(displayName(ref)) is read-only: memory is append-only")
+        }
+        var copy = try workingCopy(ref)
+        let shown = copy.content
+        // What this device last showed of the row (issue: no word lost).
+        if !copy.isDirty { lastShown[ref] = shown }
+        if flags.isTruncating && flags.isWritable && !copy.content.isEmpty {
+            copy.content = []
+            copy.isDirty = true
+            copy.modifiedAt = .now
+        }
+        copy.openCount += 1
+        working[ref] = copy
+        // Keep the kernel's pages when they hold exactly this version.
+        let keepsCache = !copy.isDirty && kernelCachedSeq[inode] == copy.seq
+        kernelCachedSeq[inode] = copy.isDirty ? nil : copy.seq
+        let handle = addHandle(OpenFile(target: .row(ref), inode: inode, flags: flags, shown: shown))
+        // A reader's close commits nothing: no flush round trip.
+        var options: FuseOpenReply.Options = flags.isWritable ? [] : [.noFlush]
+        if keepsCache { options.insert(.keepCache) }
+        return FuseOpenReply(handle: handle, options: options)
+    }
+
+    public func create(parent: FuseInode, name typed: String, mode: UInt32, flags: FuseOpenFlags,
                        request: FuseRequest) throws -> FuseCreateReply {
-        try locked { () throws(FuseError) -> FuseCreateReply in
-            let folder = try folder(parent.rawValue)
-            guard name.utf8.count <= FileNames.maximumNameBytes else {
-                throw refuse(.nameTooLong, "\(describe(parent.rawValue))/\(name.prefix(40))…: a name is at most 255 bytes (\(name.utf8.count) given)")
-            }
-            guard case .namespace(let namespace) = folder else {
-                guard FileNames.isJunk(name) else {
-                    throw refuse(.notPermitted, "\(name) refused: the top folder holds the namespace folders only; put notes in notebook/")
-                }
-                return try createScratch(.root, name, mode: mode, flags: flags)
-            }
-            if MountLayout.isReadOnly(namespace) {
-                throw refuse(.permissionDenied, "\(namespace.name)/\(name) refused: memory is append-only (use 'quire put memory')")
-            }
-            switch FileNames.meaning(of: name, in: namespace) {
-            case .junk:
-                return try createScratch(folder, name, mode: mode, flags: flags)
-            case .localOnly:
-                // Listed in .quire/status; not logged: every sed -i makes one.
-                return try createScratch(folder, name, mode: mode, flags: flags)
-            case .row(let title):
-                return try createRow(namespace, name: name, title: title, flags: flags)
-            }
+        let name = CanonicalName(typed)
+        return try locked { () throws(FuseError) -> FuseCreateReply in
+            var reply = try createFile(parent.rawValue, name, mode: mode, flags: flags)
+            reply.entry = spelled(typed, name, reply.entry)
+            return reply
         }
     }
 
-    private func createScratch(_ folder: Folder, _ name: String, mode: UInt32, flags: FuseOpenFlags) throws(FuseError) -> FuseCreateReply {
+    private func createFile(_ parent: UInt64, _ name: CanonicalName, mode: UInt32, flags: FuseOpenFlags) throws(FuseError) -> FuseCreateReply {
+        let folder = try folder(parent)
+        // The stored (NFC) form must fit too: it can be longer than the typed one.
+        guard name.text.utf8.count <= FileNames.maximumNameBytes else {
+            throw refuse(.nameTooLong, "\(describe(parent))/\(name.text.prefix(40))…: a name is at most 255 bytes in NFC (\(name.text.utf8.count) given)")
+        }
+        guard case .namespace(let namespace) = folder else {
+            guard FileNames.isJunk(name.text) else {
+                throw refuse(.notPermitted, "\(name) refused: the top folder holds the namespace folders only; put notes in notebook/")
+            }
+            return try createScratch(.root, name, mode: mode, flags: flags)
+        }
+        if MountLayout.isReadOnly(namespace) {
+            throw refuse(.permissionDenied, "\(namespace.name)/\(name) refused: memory is append-only (use 'quire put memory')")
+        }
+        switch FileNames.meaning(of: name, in: namespace) {
+        case .junk:
+            return try createScratch(folder, name, mode: mode, flags: flags)
+        case .localOnly:
+            // Listed in .quire/status; not logged: every sed -i makes one.
+            return try createScratch(folder, name, mode: mode, flags: flags)
+        case .row(let title):
+            return try createRow(namespace, name: name, title: title, flags: flags)
+        }
+    }
+
+    private func createScratch(_ folder: Folder, _ name: CanonicalName, mode: UInt32, flags: FuseOpenFlags) throws(FuseError) -> FuseCreateReply {
         let descriptor = try scratch.open(folder, name, flags: flags.rawValue | O_CREAT, mode: mode_t(mode & 0o7777))
         let inode = inodes.inode(forScratch: folder, name)
         let handle = addHandle(OpenFile(target: .scratch(descriptor), inode: inode, flags: flags, shown: []))
         return FuseCreateReply(entry: try entry(inode), open: FuseOpenReply(handle: handle, options: [.noFlush]))
     }
 
-    private func createRow(_ namespace: Namespace, name: String, title: String, flags: FuseOpenFlags) throws(FuseError) -> FuseCreateReply {
+    private func createRow(_ namespace: Namespace, name: CanonicalName, title: String, flags: FuseOpenFlags) throws(FuseError) -> FuseCreateReply {
+        // The name in another form (created meanwhile, or from a sibling):
+        // the existing file is opened, never a twin made beside it.
+        if case .row(let existing) = try resolve(name, in: namespace) {
+            if flags.rawValue & O_EXCL != 0 { throw .exists }
+            let inode = inodes.inode(for: existing)
+            let open = try openRow(existing, inode: inode, flags: flags)
+            return FuseCreateReply(entry: try entry(inode), open: open)
+        }
         // An editor that renamed this file to its backup name writes it
         // anew: the new file is the same row (same key, its history kept).
         var ref: RowRef
         var isNew = true
         var shown: [UInt8] = []
-        if let (detachedRef, _) = detached.first(where: { $0.key.namespace == namespace && $0.value.title == title }) {
+        if let (detachedRef, _) = detached.first(where: { $0.key.namespace == namespace && CanonicalName.same($0.value.title, title) }) {
             detached.removeValue(forKey: detachedRef)
             ref = detachedRef
             isNew = false
@@ -169,7 +197,7 @@ extension QuireFileSystem {
                 guard let count = working[ref]?.content.count else { throw .badFileHandle }
                 let start = file.flags.isAppending ? count : Int(clamping: offset)
                 guard start + data.count <= Self.maximumFileSize else {
-                    throw refuse(.fileTooLarge, "\(ref.namespace.name)/\(displayName(ref)): files here are at most 256 MiB")
+                    throw refuse(.fileTooLarge, tooLargeMessage(ref, size: start + data.count))
                 }
                 // Changed in place in the table: a `var copy` shares the
                 // text's storage with the table, so each write() copied the
@@ -197,7 +225,7 @@ extension QuireFileSystem {
         }
     }
 
-    /// fsync(2): committed and checkpointed, so it survives a power cut too.
+    /// fsync(2): committed and fsynced (`store.sync()`), so it survives a power cut too.
     public func synchronize(_ inode: FuseInode, handle: UInt64, dataOnly: Bool, request: FuseRequest) throws {
         try locked { () throws(FuseError) in
             guard let file = handles[handle] else { throw .badFileHandle }
@@ -272,7 +300,7 @@ extension QuireFileSystem {
     /// ftruncate on an open file changes its working copy (committed at
     /// close); truncate(2) by path is a complete edit of its own.
     private func resize(_ ref: RowRef, to size: Int, byHandle: Bool) throws(FuseError) {
-        guard size <= Self.maximumFileSize else { throw .fileTooLarge }
+        guard size <= Self.maximumFileSize else { throw refuse(.fileTooLarge, tooLargeMessage(ref, size: size)) }
         var copy = try workingCopy(ref)
         if size == copy.content.count { return }
         if size < copy.content.count {
@@ -290,7 +318,7 @@ extension QuireFileSystem {
         }
     }
 
-    private func changeScratch(_ folder: Folder, _ name: String, _ changes: FuseAttributeChanges, handle: UInt64?) throws(FuseError) {
+    private func changeScratch(_ folder: Folder, _ name: CanonicalName, _ changes: FuseAttributeChanges, handle: UInt64?) throws(FuseError) {
         let path = scratch.path(folder, name)
         if changes.fields.contains(.size), truncate(path, off_t(clamping: changes.size)) != 0 { throw FuseError(errno) }
         if changes.fields.contains(.mode), chmod(path, mode_t(changes.permissions)) != 0 { throw FuseError(errno) }

@@ -7,89 +7,112 @@ import QuireStore
 /// after each rename the inode that now sits at a name is re-pointed to the
 /// object that name shows (see `InodeTable`).
 extension QuireFileSystem {
-    public func unlink(parent: FuseInode, name: String, request: FuseRequest) throws {
+    public func unlink(parent: FuseInode, name typed: String, request: FuseRequest) throws {
+        let name = CanonicalName(typed)
         try locked { () throws(FuseError) in
-            let folder = try folder(parent.rawValue)
-            guard case .namespace(let namespace) = folder else {
-                guard scratch.status(.root, name) != nil else { throw .noEntry }
-                try scratch.remove(.root, name)
-                inodes.dropScratch(.root, name)
+            try unlink(name, in: parent.rawValue)
+            forgetCanonicalForm(of: typed, name, in: parent.rawValue)
+        }
+    }
+
+    private func unlink(_ name: CanonicalName, in parent: UInt64) throws(FuseError) {
+        let folder = try folder(parent)
+        guard case .namespace(let namespace) = folder else {
+            guard scratch.status(.root, name) != nil else { throw .noEntry }
+            try scratch.remove(.root, name)
+            inodes.dropScratch(.root, name)
+            return
+        }
+        switch try resolve(name, in: namespace) {
+        case .none: throw .noEntry
+        case .scratch(let folder, let name):
+            try scratch.remove(folder, name)
+            inodes.dropScratch(folder, name)
+        case .row(let ref):
+            if MountLayout.isReadOnly(namespace) {
+                throw refuse(.permissionDenied, "\(namespace.name)/\(name) cannot be deleted: memory is append-only (record an event that buries it)")
+            }
+            let wasNew = working[ref]?.isNew == true
+            orphanOpenFiles(of: ref)
+            if wasNew {
+                pending[namespace]?[name] = nil
                 return
             }
-            switch try resolve(name, in: namespace) {
-            case .none: throw .noEntry
-            case .scratch(let folder, let name):
-                try scratch.remove(folder, name)
-                inodes.dropScratch(folder, name)
-            case .row(let ref):
-                if MountLayout.isReadOnly(namespace) {
-                    throw refuse(.permissionDenied, "\(namespace.name)/\(name) cannot be deleted: memory is append-only (record an event that buries it)")
-                }
-                let wasNew = working[ref]?.isNew == true
-                orphanOpenFiles(of: ref)
-                if wasNew {
-                    pending[namespace]?[name] = nil
-                    return
-                }
-                do {
-                    recordWrite(ref, try store.deleteFromMount(namespace, ref.key))
-                } catch {
-                    throw storeFailure(error, doing: "delete \(namespace.name)/\(name)")
-                }
+            do {
+                recordWrite(ref, try store.deleteFromMount(namespace, ref.key))
+            } catch {
+                throw storeFailure(error, doing: "delete \(namespace.name)/\(name)")
             }
         }
     }
 
-    public func rename(parent: FuseInode, name: String, newParent: FuseInode, newName: String,
+    public func rename(parent: FuseInode, name typed: String, newParent: FuseInode, newName typedNew: String,
                        flags: FuseRenameFlags, request: FuseRequest) throws {
+        let name = CanonicalName(typed), newName = CanonicalName(typedNew)
         try locked { () throws(FuseError) in
-            if flags.contains(.whiteout) || (flags.contains(.noReplace) && flags.contains(.exchange)) { throw .invalid }
-            let from = try folder(parent.rawValue), to = try folder(newParent.rawValue)
-            guard newName.utf8.count <= FileNames.maximumNameBytes else {
-                throw refuse(.nameTooLong, "rename to \(newName.prefix(40))… refused: a name is at most 255 bytes (\(newName.utf8.count) given)")
-            }
-            let source = try resolveAnywhere(name, in: from)
-            let target = try resolveAnywhere(newName, in: to)
-            if source == .none { throw .noEntry }
-            if flags.contains(.noReplace) && target != .none { throw .exists }
-            if flags.contains(.exchange) && target == .none { throw .noEntry }
-            if source == target { return }
-            let exchange = flags.contains(.exchange)
-
-            var targetTitle: String? = nil
-            if case .namespace(let namespace) = to, case .row(let title) = FileNames.meaning(of: newName, in: namespace) {
-                targetTitle = title
-            }
-            let involvesRow: Bool = {
-                if case .row = source { return true }
-                if case .row = target { return true }
-                return targetTitle != nil
-            }()
-            if involvesRow && from != to { throw .crossDevice }   // mv copies across folders
-            for case .namespace(let namespace) in [from, to] where MountLayout.isReadOnly(namespace) && involvesRow {
-                throw refuse(.permissionDenied, "\(namespace.name) is read-only: memory is append-only")
-            }
-            if case .scratch(let sourceFolder, let sourceName) = source, targetTitle == nil {
-                return try renameScratch(sourceFolder, sourceName, to: to, newName, target: target, flags: flags)
-            }
-            guard case .namespace(let namespace) = to else { throw .notPermitted }
-            switch source {
-            case .row(let ref):
-                if let title = targetTitle {
-                    try renameRow(ref, from: name, to: newName, title: title, target: target, exchange: exchange)
-                } else {
-                    try moveRowToScratch(ref, from: name, to: newName, target: target, exchange: exchange)
-                }
-            case .scratch(let sourceFolder, let sourceName):
-                try moveScratchToRow(sourceFolder, sourceName, namespace: namespace, to: newName, title: targetTitle!,
-                                     target: target, exchange: exchange)
-            case .none:
-                throw .noEntry
+            try rename(name, in: parent.rawValue, to: newName, in: newParent.rawValue, flags: flags)
+            // The kernel moved its entry to the typed new name. The NFC
+            // forms of both names it may cache are stale when they were
+            // not the typed ones (the old one is gone, the new one showed
+            // the replaced file), and the moved entry, when typed in
+            // another form, must not stay cached (see `spelled`).
+            forgetCanonicalForm(of: typed, name, in: parent.rawValue)
+            forgetCanonicalForm(of: typedNew, newName, in: newParent.rawValue)
+            if !typedNew.utf8.elementsEqual(newName.text.utf8) {
+                invalidations.append(.spelling(parent: newParent.rawValue, name: Array(typedNew.utf8)))
             }
         }
     }
 
-    private func resolveAnywhere(_ name: String, in folder: Folder) throws(FuseError) -> ResolvedName {
+    private func rename(_ name: CanonicalName, in parent: UInt64, to newName: CanonicalName, in newParent: UInt64,
+                        flags: FuseRenameFlags) throws(FuseError) {
+        if flags.contains(.whiteout) || (flags.contains(.noReplace) && flags.contains(.exchange)) { throw .invalid }
+        let from = try folder(parent), to = try folder(newParent)
+        // The stored (NFC) form must fit: it can be longer than the typed one.
+        guard newName.text.utf8.count <= FileNames.maximumNameBytes else {
+            throw refuse(.nameTooLong, "rename to \(newName.text.prefix(40))… refused: a name is at most 255 bytes in NFC (\(newName.text.utf8.count) given)")
+        }
+        let source = try resolveAnywhere(name, in: from)
+        let target = try resolveAnywhere(newName, in: to)
+        if source == .none { throw .noEntry }
+        if flags.contains(.noReplace) && target != .none { throw .exists }
+        if flags.contains(.exchange) && target == .none { throw .noEntry }
+        if source == target { return }
+        let exchange = flags.contains(.exchange)
+
+        var targetTitle: String? = nil
+        if case .namespace(let namespace) = to, case .row(let title) = FileNames.meaning(of: newName, in: namespace) {
+            targetTitle = title
+        }
+        let involvesRow: Bool = {
+            if case .row = source { return true }
+            if case .row = target { return true }
+            return targetTitle != nil
+        }()
+        if involvesRow && from != to { throw .crossDevice }   // mv copies across folders
+        for case .namespace(let namespace) in [from, to] where MountLayout.isReadOnly(namespace) && involvesRow {
+            throw refuse(.permissionDenied, "\(namespace.name) is read-only: memory is append-only")
+        }
+        if case .scratch(let sourceFolder, let sourceName) = source, targetTitle == nil {
+            return try renameScratch(sourceFolder, sourceName, to: to, newName, target: target, flags: flags)
+        }
+        guard case .namespace(let namespace) = to else { throw .notPermitted }
+        switch source {
+        case .row(let ref):
+            if let title = targetTitle {
+                try renameRow(ref, from: name, to: newName, title: title, target: target, exchange: exchange)
+            } else {
+                try moveRowToScratch(ref, from: name, to: newName, target: target, exchange: exchange)
+            }
+        case .scratch(let sourceFolder, let sourceName):
+            try moveScratchToRow(sourceFolder, sourceName, namespace: namespace, to: newName, title: targetTitle!,
+                                 target: target, exchange: exchange)
+        case .none:
+            throw .noEntry
+        }
+    }
+
+    private func resolveAnywhere(_ name: CanonicalName, in folder: Folder) throws(FuseError) -> ResolvedName {
         switch folder {
         case .root: return scratch.status(.root, name) != nil ? .scratch(.root, name) : .none
         case .namespace(let namespace): return try resolve(name, in: namespace)
@@ -98,7 +121,7 @@ extension QuireFileSystem {
 
     // MARK: Scratch to scratch
 
-    private func renameScratch(_ folder: Folder, _ name: String, to newFolder: Folder, _ newName: String,
+    private func renameScratch(_ folder: Folder, _ name: CanonicalName, to newFolder: Folder, _ newName: CanonicalName,
                                target: ResolvedName, flags: FuseRenameFlags) throws(FuseError) {
         if case .row = target { throw .crossDevice }
         let sourceInode = inodes.inode(forScratch: folder, name)
@@ -110,7 +133,7 @@ extension QuireFileSystem {
 
     // MARK: Row to a row name
 
-    private func renameRow(_ ref: RowRef, from name: String, to newName: String, title: String,
+    private func renameRow(_ ref: RowRef, from name: CanonicalName, to newName: CanonicalName, title: String,
                            target: ResolvedName, exchange: Bool) throws(FuseError) {
         let namespace = ref.namespace
         let sourceInode = inodes.inode(for: ref)
@@ -120,7 +143,7 @@ extension QuireFileSystem {
             if namespace == .saga || namespace == .settings {
                 // The key is the date or setting name: a new name is a new row.
                 let newRef = RowRef(namespace: namespace, key: namespace == .saga ? SagaEntry.key(for: title) : Setting.key(for: title))
-                try replace(newRef, titled: title, with: bytes, removing: ref, sourceName: name)
+                try replace(newRef, titled: title, with: bytes, removing: ref, sourceName: name.text)
                 inodes.repoint(sourceInode, to: .row(newRef))
                 moveOpenFiles(of: sourceInode, to: newRef)
             } else if working[ref]?.isNew == true {
@@ -140,7 +163,7 @@ extension QuireFileSystem {
                 swapOpenFiles(sourceInode, targetInode, ref, targetRef)
             } else {
                 // The save by rename: the target keeps its key and history.
-                try replace(targetRef, titled: nil, with: bytes, removing: ref, sourceName: name)
+                try replace(targetRef, titled: nil, with: bytes, removing: ref, sourceName: name.text)
                 orphanOpenFiles(of: targetRef)
                 inodes.repoint(sourceInode, to: .row(targetRef))
                 moveOpenFiles(of: sourceInode, to: targetRef)
@@ -223,7 +246,7 @@ extension QuireFileSystem {
 
     // MARK: Rows and scratch files
 
-    private func moveScratchToRow(_ folder: Folder, _ name: String, namespace: Namespace, to newName: String, title: String,
+    private func moveScratchToRow(_ folder: Folder, _ name: CanonicalName, namespace: Namespace, to newName: CanonicalName, title: String,
                                   target: ResolvedName, exchange: Bool) throws(FuseError) {
         let sourceInode = inodes.inode(forScratch: folder, name)
         let bytes = try scratch.contents(folder, name)
@@ -232,7 +255,7 @@ extension QuireFileSystem {
             let targetInode = inodes.inode(for: targetRef)
             if exchange {
                 let targetBytes = try currentBytes(targetRef)
-                try replace(targetRef, titled: nil, with: bytes, removing: nil, sourceName: name)
+                try replace(targetRef, titled: nil, with: bytes, removing: nil, sourceName: name.text)
                 try scratch.replaceContents(folder, name, with: targetBytes)
                 inodes.repoint(sourceInode, to: .row(targetRef))
                 inodes.repoint(targetInode, to: .scratch(folder, name))
@@ -241,7 +264,7 @@ extension QuireFileSystem {
                 moveRowHandles(of: targetRef, toScratch: folder, name, bytes: targetBytes)
                 adoptScratchHandles(of: sourceInode, to: targetRef)
             } else {
-                try replace(targetRef, titled: nil, with: bytes, removing: nil, sourceName: name)
+                try replace(targetRef, titled: nil, with: bytes, removing: nil, sourceName: name.text)
                 try? scratch.remove(folder, name)
                 orphanOpenFiles(of: targetRef)
                 inodes.repoint(sourceInode, to: .row(targetRef))
@@ -249,7 +272,7 @@ extension QuireFileSystem {
             }
         case .none:
             let ref = reclaimOrNewRef(namespace, title: title)
-            try replace(ref, titled: title, with: bytes, removing: nil, sourceName: name)
+            try replace(ref, titled: title, with: bytes, removing: nil, sourceName: name.text)
             try? scratch.remove(folder, name)
             inodes.repoint(sourceInode, to: .row(ref))
             adoptScratchHandles(of: sourceInode, to: ref)
@@ -278,7 +301,7 @@ extension QuireFileSystem {
         working[ref] = copy
     }
 
-    private func moveRowToScratch(_ ref: RowRef, from name: String, to newName: String,
+    private func moveRowToScratch(_ ref: RowRef, from name: CanonicalName, to newName: CanonicalName,
                                   target: ResolvedName, exchange: Bool) throws(FuseError) {
         let namespace = ref.namespace
         let folder = Folder.namespace(namespace)
@@ -287,7 +310,7 @@ extension QuireFileSystem {
         if exchange, case .scratch = target {
             let targetInode = inodes.inode(forScratch: folder, newName)
             let scratchBytes = try scratch.contents(folder, newName)
-            try replace(ref, titled: nil, with: scratchBytes, removing: nil, sourceName: newName)
+            try replace(ref, titled: nil, with: scratchBytes, removing: nil, sourceName: newName.text)
             try scratch.replaceContents(folder, newName, with: bytes)
             inodes.repoint(sourceInode, to: .scratch(folder, newName))
             inodes.repoint(targetInode, to: .row(ref))
@@ -317,7 +340,7 @@ extension QuireFileSystem {
     /// Files open on `ref` follow its inode to the scratch file
     /// `folder/name`, which holds their text (`bytes`, unsaved edits
     /// included); the row's working copy goes with them.
-    private func moveRowHandles(of ref: RowRef, toScratch folder: Folder, _ name: String, bytes: [UInt8]) {
+    private func moveRowHandles(of ref: RowRef, toScratch folder: Folder, _ name: CanonicalName, bytes: [UInt8]) {
         for (handle, file) in handles {
             guard case .row(let open) = file.target, open == ref else { continue }
             let flags = file.flags.rawValue & ~(O_CREAT | O_EXCL | O_TRUNC)
@@ -331,7 +354,7 @@ extension QuireFileSystem {
     }
 
     private func reclaimOrNewRef(_ namespace: Namespace, title: String) -> RowRef {
-        if let (ref, _) = detached.first(where: { $0.key.namespace == namespace && $0.value.title == title }) {
+        if let (ref, _) = detached.first(where: { $0.key.namespace == namespace && CanonicalName.same($0.value.title, title) }) {
             detached.removeValue(forKey: ref)
             return ref
         }

@@ -2,44 +2,46 @@ import QuireCore
 import QuireCrypto
 
 /// Every place the simulator looks inside a row's version lives in this
-/// file, so that the row-model rewrite (issue 10: heads tagged with dots
-/// under a causal context, actors that are (device, incarnation)) is one
-/// small change here rather than a hunt through the workload and checks.
-///
-/// Today's model: a row holds one value (or a tombstone) under a version
-/// vector of per-device counters; a local write bumps this device's entry,
-/// so the write's dot is (device id, its new counter). After the rewrite:
-/// `mintedDot` reads the new head's dot, `covers` asks the context, `heads`
-/// returns every head with its dot, and `keepsConcurrentHeads` turns true,
-/// which switches on the strict half of the lost-write check.
+/// file. The model (issue 10): a row holds heads, each tagged with the dot
+/// (actor, counter) that wrote it, under a causal context; an actor is
+/// (device, incarnation). A local write replaces every head with one new
+/// head under a fresh dot; a delete mints no dot (its context is what it
+/// removes), so the simulator gives each delete a marker dot of its own
+/// (incarnation `deleteMarker`) that no row ever holds.
 public enum RowObservation {
-    /// Whether a row keeps concurrent versions side by side (heads). While
-    /// false, a value that lost a last-writer tie to a concurrent write is
-    /// gone by design of the model, and only what the row shows can be held
-    /// to account; when true, every unsuperseded write must be a head.
-    public static let keepsConcurrentHeads = false
+    /// Rows keep concurrent versions side by side: every write no later
+    /// edit or delete saw must still be a head.
+    public static let keepsConcurrentHeads = true
+
+    /// The incarnation of the marker dots given to deletes.
+    public static let deleteMarker = UInt64.max
 
     /// The dot a local write minted: `before` is the row as the device held
     /// it, `after` what the write returned. Nil when the write made no new
     /// version (content equal to what was stored).
     public static func mintedDot(by device: DeviceID, before: Row?, after: Row) -> Dot? {
-        let old = before?.version.vector[device] ?? 0
-        let new = after.version.vector[device]
-        guard new > old else { return nil }
-        return Dot(actor: device.bytes, counter: new)
+        if after.isTombstone {
+            guard let before, !before.isTombstone else { return nil }
+            // A marker unique to this delete: its context, hashed.
+            let tag = SHA256.hash(separator: "quire.simulation.delete", after.key.bytes + after.context.encoded())
+            return Dot(actor: Actor(device: device, incarnation: deleteMarker), counter: tag.prefix(7).reduce(1) { $0 << 8 | UInt64($1) })
+        }
+        let old = Set(before?.heads.map(\.dot) ?? [])
+        return after.heads.first { $0.dot.actor.device == device && !old.contains($0.dot) && !(before?.context.covers($0.dot) ?? false) }?.dot
     }
 
-    /// Whether the row's causal history includes the write tagged `dot`.
+    /// Whether the row's causal history includes the write tagged `dot`
+    /// (a delete's marker is never included: nothing holds a delete).
     public static func covers(_ row: Row?, _ dot: Dot) -> Bool {
-        guard let row, let device = ID16(bytes: Array(dot.actor.prefix(16))) else { return false }
-        return row.version.vector[device] >= dot.counter
+        guard let row, dot.actor.incarnation != deleteMarker else { return false }
+        return row.context.covers(dot)
     }
 
-    /// The highest counter this device has minted in the row, as far as
-    /// the row knows (after the rewrite: over every incarnation of it). A
-    /// restore that lowers it would let the device mint a counter again.
+    /// The highest counter this device has minted in the row, over every
+    /// incarnation of it. A restore that lowers it could let the device
+    /// mint a counter again, unless it changed incarnation.
     public static func ownCounter(of device: DeviceID, in row: Row) -> UInt64 {
-        row.version.vector[device]
+        row.context.counters.filter { $0.key.device == device }.values.max() ?? 0
     }
 
     /// What a file would show: nil for an absent row or a tombstone.
@@ -49,53 +51,42 @@ public enum RowObservation {
 
     public static func isTombstone(_ row: Row?) -> Bool { row?.isTombstone ?? false }
 
-    /// The concurrent versions the row keeps, each with its dot when the
-    /// model records one (today: the one value, whose dot is not recorded).
+    /// The concurrent versions the row keeps, each with its dot.
     public static func heads(_ row: Row) -> [Head] {
-        guard let content = row.content else { return [] }
-        return [Head(dot: nil, content: content)]
+        row.heads.map { Head(dot: $0.dot, content: $0.content) }
     }
 
     /// Identifies what a write put in the row, for "one dot, one content"
-    /// (invariant 7): the content's canonical CBOR (a tombstone: a marker).
-    /// Residency is not content: an offloaded note is fingerprinted by its
-    /// body's hash, like its leaf.
+    /// (invariant 7): the new head's content digest (a delete: its marker).
+    /// Residency is not content: a head digest names an offloaded body by
+    /// its hash, like its leaf.
     public static func fingerprint(of row: Row) -> [UInt8] {
-        guard let content = row.content else { return SHA256.hash(separator: "quire.simulation.tombstone", row.key.bytes) }
-        return SHA256.hash(separator: "quire.simulation.content", CBORWriter.encode(content.fields(includeBody: false)))
+        guard let head = row.heads.first else { return SHA256.hash(separator: "quire.simulation.tombstone", row.key.bytes) }
+        return LeafEncoding.headDigest(head)
     }
 
     /// The canonical bytes two converged replicas must agree on: the leaf
-    /// (what the digest commits to) followed by the version and the whole
-    /// content, body included (the leaf stands in a hash for the body).
+    /// (what the digest commits to), the context, and every head whole,
+    /// bodies included (the leaf stands in a hash for a body).
     public static func canonicalBytes(of row: Row) -> [UInt8] {
         var out: [UInt8] = LeafEncoding.leaf(of: row) ?? []
-        out += row.version.vector.encoded()
+        out += row.context.encoded()
         out.append(row.isTombstone ? 1 : 0)
-        if let content = row.content { out += CBORWriter.encode(content.fields()) }
+        out += row.encodedHeads(firstBodyApart: false)
         return out
     }
 
-    /// The row's version in a few characters, for traces (`{ada:3,ben:1}`).
+    /// The row's version in a few characters, for traces (`{ada/1f2e:3,ben/77a0:1}`).
     public static func describeVersion(_ row: Row?, names: [DeviceID: String]) -> String {
         guard let row else { return "absent" }
-        let entries = row.version.vector.sortedEntries.map { "\(names[$0.0] ?? String($0.0.hex.prefix(6))):\($0.1)" }
-        return (row.isTombstone ? "tombstone " : "") + "{" + entries.joined(separator: ",") + "}"
+        let entries = row.context.counters.sorted { $0.key < $1.key }.map {
+            "\(names[$0.key.device] ?? String($0.key.device.hex.prefix(6)))/\(String($0.key.incarnation, radix: 16).prefix(4)):\($0.value)"
+        }
+        return (row.isTombstone ? "tombstone " : "") + "{" + entries.joined(separator: ",") + "}" + (row.heads.count > 1 ? " \(row.heads.count) heads" : "")
     }
 
-    /// The device part of an actor (today the actor is the device).
-    public static func device(of dot: Dot) -> DeviceID? { ID16(bytes: Array(dot.actor.prefix(16))) }
-}
-
-/// A write's tag within one row: (actor, counter).
-public struct Dot: Hashable, Sendable {
-    public let actor: [UInt8]
-    public let counter: UInt64
-
-    public init(actor: [UInt8], counter: UInt64) {
-        self.actor = actor
-        self.counter = counter
-    }
+    /// The device part of an actor.
+    public static func device(of dot: Dot) -> DeviceID? { dot.actor.device }
 }
 
 /// One concurrent version of a row.

@@ -65,6 +65,17 @@ public final class HistoryModel: @unchecked Sendable {
     /// Invariant 7: every dot minted, per row, with what it tagged.
     private var minted: [RowRef: [Dot: (fingerprint: [UInt8], write: Int)]] = [:]
     public private(set) var dotCollisions: [String] = []
+    /// Dots minted twice by a device put back by a raw copy before it could
+    /// know (no outside signal exists then): reported, not failures, since
+    /// both versions must still survive (the lost-write check holds them to it).
+    public private(set) var copyBackCollisions: [String] = []
+    private var copyBackRows = Set<RowRef>()
+
+    /// Whether a device put back by a raw copy minted a dot twice on `row`.
+    public func hasCopyBackCollision(_ row: RowRef) -> Bool { copyBackRows.contains(row) }
+
+    /// Per slot, the write count at its last raw copy-back.
+    private var copiedBackAt: [Int: Int] = [:]
     public private(set) var dotsChecked = 0
     /// The model's causal clock per device slot (count of writes known, per slot).
     private var causal: [[Int]] = []
@@ -123,6 +134,11 @@ public final class HistoryModel: @unchecked Sendable {
         if let earlier = minted[row]?[dot] {
             if earlier.fingerprint != fingerprint {
                 let first = writes[earlier.write]
+                if let at = copiedBackAt[slot], at > earlier.write {
+                    copyBackRows.insert(row)
+                    copyBackCollisions.append("\(row): \(deviceName) re-minted (\(deviceName), \(dot.counter)) at \(record.label) after a copy-back")
+                    return record
+                }
                 dotCollisions.append("\(row): \(deviceName) minted (\(deviceName), \(dot.counter)) at \(record.label) (step \(step.map(String.init) ?? "-")), "
                                      + "already minted at \(first.label) (step \(first.step.map(String.init) ?? "-")) with other content")
             }
@@ -133,6 +149,12 @@ public final class HistoryModel: @unchecked Sendable {
     }
 
     public func markRolledBack(_ ids: [Int]) { rolledBack.formUnion(ids) }
+
+    /// Whether the device in `slot` was ever put back by a raw copy.
+    public func wasCopiedBack(slot: Int) -> Bool { copiedBackAt[slot] != nil }
+
+    /// A device was put back by a raw copy of its directory.
+    public func noteCopiedBack(slot: Int) { copiedBackAt[slot] = writes.count }
 
     /// The writes of `row` that happened as far as the fleet is concerned.
     private func standing(_ row: RowRef) -> [Int] { (writesByRow[row] ?? []).filter { !rolledBack.contains($0) } }

@@ -60,13 +60,6 @@ extension Simulation {
             let d = device(slot)
             guard !d.backups.isEmpty else { return skip(d, "no backup to restore") }
             let index = d.backups.count - 1 - Int(pick % UInt64(d.backups.count))
-            if !options.allowsRestoreByCopy {
-                let now = try ownCounters(d), then = d.backupCounters[index]
-                if let row = now.first(where: { $0.value > then[$0.key] ?? 0 })?.key {
-                    return skip(d, "restoring copy \(index + 1) would roll back its own writes (\(row)) and re-mint them (switched off)",
-                                kind: "held back: restore after own writes")
-                }
-            }
             if !options.allowsRestoreBehindSession {
                 // The copy's sync-state.json holds an older session stamp;
                 // if the wall clock is not past the newest session started
@@ -81,7 +74,16 @@ extension Simulation {
             }
             let held = try writesHeld(by: d)
             try fleet.restore(d, from: d.backups[index])
-            fleet.trace.record(d.name, "restored by copying back backup copy \(index + 1)")
+            if options.allowsRestoreByCopy {
+                // A copy put back by hand ('cp -a'): the device learns it was
+                // rolled back only from what its siblings show it.
+                model.noteCopiedBack(slot: slot)
+                fleet.trace.record(d.name, "restored by copying back backup copy \(index + 1) (no new incarnation)")
+            } else {
+                // 'quire restore': a new incarnation before anything else.
+                let actor = try d.store?.mintIncarnation(reason: "restored from backup copy \(index + 1) (simulation)")
+                fleet.trace.record(d.name, "restored backup copy \(index + 1) as 'quire restore' does: incarnation \(actor.map { String($0.incarnation, radix: 16).prefix(4) } ?? "-")")
+            }
             try noteRolledBack(held, by: d)
         case .join(let inviter):
             guard fleet.devices.count < 6 else { return skip(nil, "the fleet is full") }
@@ -188,7 +190,9 @@ extension Simulation {
     func commit(_ device: SimDevice, _ ref: RowRef, before: Row?, after: Row, isDelete: Bool, token: String?,
                         paragraphs: [String], removed: [String] = [], step: Int?, what: String) -> WriteRecord? {
         let record = model.record(step: step, slot: device.slot, deviceName: device.name, deviceID: device.id, row: ref,
-                                  before: before, after: after, isDelete: isDelete, token: token, paragraphs: paragraphs,
+                                  before: before, after: after, isDelete: isDelete,
+                                  token: step != nil && step == options.phantomWriteStep ? token.map { "phantom-" + $0 } : token,
+                                  paragraphs: paragraphs,
                                   removedParagraphs: removed, stamp: RowObservation.shown(after)?.updatedAt?.seconds)
         let names = Dictionary(uniqueKeysWithValues: fleet.devices.map { ($0.id, $0.name) })
         if let record {

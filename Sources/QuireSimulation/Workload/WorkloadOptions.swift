@@ -1,7 +1,7 @@
-/// What histories a run may contain. The defaults are what today's code is
-/// expected to survive; the two switches that are off by default turn on
-/// the histories issue 10 says today's row model gets wrong, so the same
-/// simulator shows them failing now and guards them once the rewrite lands.
+/// What histories a run may contain. The switches that are off by default
+/// turn on the histories issue 10 found the old row model getting wrong
+/// (rows as heads with dots now survive them; `--everything` runs them all,
+/// and CI's long run does).
 public struct WorkloadOptions: Sendable, Equatable {
     /// Devices at the start (2...6); nil: the seed chooses.
     public var deviceCount: Int?
@@ -39,6 +39,10 @@ public struct WorkloadOptions: Sendable, Equatable {
     public var allowsJoin = true
     /// Inject network faults (drop, duplicate, reorder, delay, partition, corrupt).
     public var injectsFaults = true
+    /// A deliberately wrong oracle, to test the simulator itself (traces,
+    /// replay commands, the shrinker): the write of this step is recorded
+    /// with a token the replica never received, so it must show as lost.
+    public var phantomWriteStep: Int?
     /// Demand that every unsuperseded concurrent write survive as a head,
     /// even on a row model that keeps one value per row (see RowObservation).
     public var requiresHeads = RowObservation.keepsConcurrentHeads
@@ -68,6 +72,7 @@ public struct WorkloadOptions: Sendable, Equatable {
         if allowsTiedStamps { out.append("--tied-stamps") }
         if allowsSmallResponseBudgets { out.append("--small-response-budgets") }
         if allowsRecreatingDeletedProse { out.append("--recreate-deleted-prose") }
+        if let phantomWriteStep { out += ["--phantom-write", String(phantomWriteStep)] }
         if !allowsJoin { out.append("--no-join") }
         if !injectsFaults { out.append("--no-faults") }
         if requiresHeads != RowObservation.keepsConcurrentHeads { out.append(requiresHeads ? "--require-heads" : "--no-require-heads") }

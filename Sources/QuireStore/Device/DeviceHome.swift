@@ -8,7 +8,13 @@ import QuireCrypto
 public struct DeviceHome: Sendable {
     public let path: String
 
-    public init(path: String) { self.path = path }
+    /// A relative `path` is taken from the current directory and kept
+    /// absolute, so every file named from it survives a change of directory
+    /// (the mount daemon changes to /).
+    public init(path: String) {
+        self.path = path.hasPrefix("/") || path.isEmpty
+            ? path : FileManager.default.currentDirectoryPath + "/" + path
+    }
 
     /// `$XDG_DATA_HOME/quire`, else `~/.local/share/quire`.
     public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
@@ -105,9 +111,8 @@ extension ReplicaStore {
 extension WriteContext {
     mutating func putRoster(_ record: DeviceRecord, key: RowKey) throws(StoreError) {
         let existing = try RowRecord.load(db, .devices, key, withBody: false)
-        let vector = (existing?.vector ?? VersionVector()).bumped(for: store.deviceID)
-        let row = Row(namespace: .devices, key: key, version: RowVersion(vector: vector, isTombstone: false), content: .device(record))
-        try writeRow(row, previousLeaf: existing?.leaf, exists: existing != nil)
-        noteOutbox(.devices, key, counter: vector[store.deviceID])
+        let existingRow = try existing?.row(path: store.path)
+        if case .device(let old)? = existingRow?.content, old == record, existingRow?.heads.count == 1 { return }
+        _ = try writeLocalVersion(.device(record), key: key, existing: existing, existingRow: existingRow)
     }
 }

@@ -22,26 +22,24 @@ extension ReplicaStore {
     }
 
     /// Recomputes every root from the rows' content, re-encoding and
-    /// re-hashing each leaf: the reference the incremental roots must equal.
+    /// re-hashing each leaf and every resident body against its stamped
+    /// hash: the reference the incremental roots must equal.
     public func recomputedRoots() throws(StoreError) -> [Namespace: [UInt8]] {
         try read { () throws(StoreError) -> [Namespace: [UInt8]] in
             var sums: [Namespace: Fingerprint] = [:]
-            let s = try db.prepare("SELECT ns, key, vv, tombstone, content, offloaded, body FROM rows WHERE tombstone = 0")
+            let s = try db.prepare("SELECT ns, key FROM rows WHERE tombstone = 0")
+            var keys: [(Namespace, RowKey)] = []
             while try s.step() {
                 guard let ns = Namespace(rawValue: UInt8(s.int(0))), let key = ID16(bytes: s.blob(1) ?? []) else {
                     throw StoreError(.corrupt, "\(path): row with a bad namespace or key")
                 }
-                do {
-                    let vector = try VersionVector(cbor: try CBORReader.decode(s.blob(2) ?? []))
-                    var content = try RowContent.decode(ns, fields: try CBORReader.decode(s.blob(4) ?? []), body: nil)
-                    if case .note(var n) = content {
-                        n.body = s.int(5) != 0 ? nil : (s.blob(6) ?? [])
-                        content = .note(n)
-                    }
-                    sums[ns, default: .zero] += Fingerprint(leaf: LeafEncoding.leaf(key: key, vector: vector, content: content))
-                } catch {
-                    throw StoreError(.corrupt, "\(path): row \(ns)/\(key) does not decode: \(error)")
-                }
+                keys.append((ns, key))
+            }
+            for (ns, key) in keys {
+                // Decoding checks every resident body against its contentHash.
+                guard let row = try RowRecord.load(db, ns, key, withBody: true)?.row(path: path),
+                      let leaf = LeafEncoding.leaf(of: row) else { continue }
+                sums[ns, default: .zero] += Fingerprint(leaf: leaf)
             }
             var roots: [Namespace: [UInt8]] = [:]
             for ns in Namespace.allCases { roots[ns] = (sums[ns] ?? .zero).root }
@@ -116,7 +114,7 @@ extension ReplicaStore {
         try read { () throws(StoreError) -> [Row] in
             var out: [Row] = []
             for (key, _) in try leafList(ns, lower, upper) {
-                if let r = try RowRecord.load(db, ns, key, withBody: true) { out.append(try r.row(path: path)) }
+                if let row = try loadRow(ns, key).row { out.append(row) }
             }
             return out
         }

@@ -10,9 +10,6 @@ extension ReplicaStore {
         /// The change number the edit was written under; nil when the content
         /// equalled the stored row and nothing was written.
         public var seq: Int64?
-        /// The source row of a replacement was removed without a trace
-        /// (it had never been advertised); false when it became a tombstone.
-        public var sourcePurged = false
     }
 
     /// `put` that also reports the change number of the write.
@@ -35,31 +32,21 @@ extension ReplicaStore {
 
     /// The save-by-rename of editors, in one transaction: `content` becomes
     /// a new version of the row `target` (which keeps its key and history),
-    /// and the row `source` the content came from goes away. A source that
-    /// was created on this device and never advertised (every version of it
-    /// still waits in the outbox) is removed outright: no other device can
-    /// know it, so a tombstone would only be noise. Otherwise it becomes a
-    /// tombstone like any deletion.
+    /// and the row `source` the content came from becomes a tombstone like
+    /// any deletion. Never removed outright: siblings pull rows before any
+    /// advertisement (every digest exchange serves them), so no device can
+    /// prove a row never left it, and a row removed without a tombstone
+    /// would come back from whoever pulled it.
     public func replaceFromMount(target: RowKey, with content: RowContent, removing source: RowKey?,
                                  shown: [UInt8]? = nil) throws(StoreError) -> MountEdit {
         try write { ctx in
-            var edit = MountEdit(row: try ctx.putMountEdit(content, key: target, shown: shown), seq: ctx.seq)
-            if let source, source != target {
-                edit.sourcePurged = try ctx.purgeIfUnadvertised(content.namespace, source)
-                if !edit.sourcePurged,
-                   let existing = try RowRecord.load(ctx.db, content.namespace, source, withBody: false), !existing.isTombstone {
-                    _ = try ctx.deleteLocal(content.namespace, source)
-                }
+            let edit = MountEdit(row: try ctx.putMountEdit(content, key: target, shown: shown), seq: ctx.seq)
+            if let source, source != target,
+               let existing = try RowRecord.load(ctx.db, content.namespace, source, withBody: false), !existing.isTombstone {
+                _ = try ctx.deleteLocal(content.namespace, source)
             }
             return edit
         }
-    }
-
-    /// Removes a row that never left this device; false (and nothing done)
-    /// when any sibling may know it.
-    @discardableResult
-    public func purgeIfUnadvertised(_ namespace: Namespace, _ key: RowKey) throws(StoreError) -> Bool {
-        try write { ctx in try ctx.purgeIfUnadvertised(namespace, key) }
     }
 }
 
@@ -72,25 +59,6 @@ extension WriteContext {
         }
     }
 
-    /// See `ReplicaStore.replaceFromMount`. The leaf leaves the fingerprints
-    /// in the same transaction, so the digest never counts a purged row.
-    mutating func purgeIfUnadvertised(_ ns: Namespace, _ key: RowKey) throws(StoreError) -> Bool {
-        guard let existing = try RowRecord.load(db, ns, key, withBody: false), !existing.isTombstone else { return false }
-        let me = store.deviceID
-        // Only this device ever wrote it ...
-        guard existing.vector.counters.keys.allSatisfy({ $0 == me }) else { return false }
-        // ... and every one of its versions still waits to be advertised.
-        let pending = try db.queryOne("SELECT count(*) FROM outbox WHERE ns = ? AND key = ?",
-                                      [.int(Int64(ns.rawValue)), .blob(key.bytes)]) { $0.int(0) } ?? 0
-        guard pending > 0, UInt64(pending) >= existing.vector[me] else { return false }
-        try db.run("DELETE FROM rows WHERE ns = ? AND key = ?", [.int(Int64(ns.rawValue)), .blob(key.bytes)])
-        try db.run("DELETE FROM outbox WHERE ns = ? AND key = ?", [.int(Int64(ns.rawValue)), .blob(key.bytes)])
-        try db.run("DELETE FROM shadows WHERE ns = ? AND key = ?", [.int(Int64(ns.rawValue)), .blob(key.bytes)])
-        if let leaf = existing.leaf {
-            deltas.add(ns, key, plus: .zero, minus: Fingerprint(leaf: leaf))
-        }
-        return true
-    }
 }
 
 extension RowSummary {

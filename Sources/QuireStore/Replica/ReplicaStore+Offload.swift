@@ -16,6 +16,12 @@ extension ReplicaStore {
             guard !record.isOffloaded, let body = record.body else {
                 throw StoreError(.conflict, "note \(key) is already offloaded")
             }
+            let heads = try record.row(path: path).heads.count
+            guard heads == 1 else {
+                // Only the first head's body has a column to clear; a note
+                // with concurrent versions is fresh anyway, never "old".
+                throw StoreError(.conflict, "note \(key) holds \(heads) concurrent versions; it stays resident until an edit joins them")
+            }
             guard Note.bodyDigest(body) == contentHash else {
                 throw StoreError(.conflict, "note \(key) changed while its offload was in flight; its new body stays resident")
             }
@@ -46,6 +52,8 @@ extension ReplicaStore {
             for key in try ctx.offloadedKeys(contentHash: contentHash) {
                 try ctx.db.run("UPDATE rows SET body = ?, offloaded = 0, holders = NULL, seq = ? WHERE ns = ? AND key = ?",
                                [.blob(body), .int(ctx.seq), .int(Int64(Namespace.notebook.rawValue)), .blob(key.bytes)])
+                try ctx.db.run("UPDATE damaged SET repaired = ? WHERE key = ? AND hash = ? AND repaired IS NULL",
+                               [.int(ctx.now.seconds), .blob(key.bytes), .blob(contentHash)])
                 restored += 1
             }
             return restored
@@ -56,13 +64,13 @@ extension ReplicaStore {
     public func offloadedNotes() throws(StoreError) -> [OffloadedNote] {
         try read { () throws(StoreError) -> [OffloadedNote] in
             // Through the offloaded-only index: the key index would read every note.
-            try db.query("SELECT key, name, size, content, holders FROM rows INDEXED BY rows_offloaded_hash"
+            try db.query("SELECT key, name, size, hash, holders FROM rows INDEXED BY rows_offloaded_hash"
                          + " WHERE ns = ? AND offloaded = 1 AND tombstone = 0 ORDER BY key",
                          [.int(Int64(Namespace.notebook.rawValue))]) { s throws(StoreError) in
                 let key = ID16(bytes: s.blob(0) ?? [])!
                 do {
-                    let fields = try CBORReader.decode(s.blob(3) ?? []).asFieldMap()
-                    let hash = try fields.required(4, "contentHash").asBytes()
+                    let hash = s.blob(3) ?? []
+                    guard hash.count == 32 else { throw StoreError(.corrupt, "content hash of \(hash.count) bytes") }
                     var holders: [DeviceID] = []
                     if let h = s.blob(4) { for item in try CBORReader.decode(h).asArray() { if let d = ID16(bytes: try item.asBytes()) { holders.append(d) } } }
                     return OffloadedNote(key: key, title: s.text(1) ?? "", contentHash: hash, size: Int(s.int(2)), holders: holders)

@@ -115,7 +115,7 @@ extension WriteContext {
         let edit = try putLocal(fixed, key: row.key)
         try db.run("INSERT INTO merges(ns, key, at, detail) VALUES (?, ?, ?, ?)",
                    [.int(Int64(row.namespace.rawValue)), .blob(row.key.bytes), .int(now.seconds),
-                    .text("restored \(report.keptFromA.count) paragraph(s) from this device's shadow that \(row.version.vector) dropped without a deletion")])
+                    .text("restored \(report.keptFromA.count) paragraph(s) from this device's shadow that \(WriteContext.describe(row)) dropped without a deletion")])
         return edit
     }
 

@@ -12,7 +12,7 @@ extension ReplicaStore {
             sql += " ORDER BY key"
             return try db.query(sql, args) { s throws(StoreError) in
                 do {
-                    return Row.tombstone(ns, ID16(bytes: s.blob(0) ?? [])!, vector: try VersionVector(cbor: try CBORReader.decode(s.blob(1) ?? [])))
+                    return Row.tombstone(ns, ID16(bytes: s.blob(0) ?? [])!, context: try VersionVector(cbor: try CBORReader.decode(s.blob(1) ?? [])))
                 } catch { throw StoreError(.corrupt, "\(path): tombstone in \(ns) does not decode: \(error)") }
             }
         }

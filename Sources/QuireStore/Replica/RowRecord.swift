@@ -1,10 +1,12 @@
 import QuireCore
 
 /// A row as stored: the columns of `rows`, decoded on demand.
+/// `vv` holds the causal context; `content` the heads ([dot, fields] each,
+/// the first note head's body in `body`, where offloading can clear it).
 struct RowRecord {
     var namespace: Namespace
     var key: RowKey
-    var vector: VersionVector
+    var context: VersionVector
     var isTombstone: Bool
     var leaf: [UInt8]?
     var content: [UInt8]?
@@ -12,32 +14,50 @@ struct RowRecord {
     var isOffloaded: Bool
     var holders: [UInt8]?
     var size: Int = 0
+    /// The first note head's content hash (the `hash` column).
+    var hash: [UInt8]? = nil
+    /// Whether `body` was read. A record loaded without it decodes to a row
+    /// whose first note head is a pointer: fine for comparing versions,
+    /// never to be written back.
+    var isBodyLoaded = true
 
     static func load(_ db: Connection, _ ns: Namespace, _ key: RowKey, withBody: Bool) throws(StoreError) -> RowRecord? {
-        let sql = "SELECT vv, tombstone, leaf, content, offloaded, holders, size" + (withBody ? ", body" : "") + " FROM rows WHERE ns = ? AND key = ?"
+        let sql = "SELECT vv, tombstone, leaf, content, offloaded, holders, size, hash" + (withBody ? ", body" : "") + " FROM rows WHERE ns = ? AND key = ?"
         return try db.queryOne(sql, [.int(Int64(ns.rawValue)), .blob(key.bytes)]) { s throws(StoreError) in
-            let vv: VersionVector
-            do { vv = try VersionVector(cbor: try CBORReader.decode(s.blob(0) ?? [])) } catch {
-                throw StoreError(.corrupt, "\(db.path): version vector of \(ns)/\(key) does not decode: \(error)")
+            let context: VersionVector
+            do { context = try VersionVector(cbor: try CBORReader.decode(s.blob(0) ?? [])) } catch {
+                throw StoreError(.corrupt, "\(db.path): causal context of \(ns)/\(key) does not decode: \(error)")
             }
-            return RowRecord(namespace: ns, key: key, vector: vv, isTombstone: s.int(1) != 0, leaf: s.blob(2), content: s.blob(3),
-                             body: withBody ? s.blob(7) : nil, isOffloaded: s.int(4) != 0, holders: s.blob(5), size: Int(s.int(6)))
+            return RowRecord(namespace: ns, key: key, context: context, isTombstone: s.int(1) != 0, leaf: s.blob(2), content: s.blob(3),
+                             body: withBody ? s.blob(8) : nil, isOffloaded: s.int(4) != 0, holders: s.blob(5), size: Int(s.int(6)),
+                             hash: s.blob(7), isBodyLoaded: withBody)
         }
     }
 
-    /// The full row (bodies as stored: an offloaded note has a nil body).
-    func row(path: String) throws(StoreError) -> Row {
-        if isTombstone { return .tombstone(namespace, key, vector: vector) }
+    /// The full row (bodies as stored: an offloaded note head has a nil body).
+    func row(path: String) throws(StoreError) -> Row { try decode(path: path).row }
+
+    /// The row, and whether its stored note body failed its hash (damaged
+    /// on disk). A damaged body is never handed out: the row comes back as
+    /// a pointer, as if the body were offloaded, and the caller records it
+    /// (`WriteContext.setAsideDamagedBody`) so a good copy is fetched.
+    func decode(path: String) throws(StoreError) -> (row: Row, isBodyDamaged: Bool) {
+        if isTombstone { return (.tombstone(namespace, key, context: context), false) }
         guard let content else { throw StoreError(.corrupt, "\(path): live row \(namespace)/\(key) has no content") }
         do {
-            let fields = try CBORReader.decode(content)
-            var decoded = try RowContent.decode(namespace, fields: fields, body: nil)
-            if case .note(var n) = decoded {
-                n.body = isOffloaded ? nil : (body ?? [])
-                n.length = isOffloaded ? size : nil
-                decoded = .note(n)
+            var damaged = false
+            var resident = namespace == .notebook && !isOffloaded && isBodyLoaded
+            if resident, let hash {
+                damaged = Note.bodyDigest(body ?? []) != hash
+                resident = !damaged
             }
-            return Row(namespace: namespace, key: key, version: RowVersion(vector: vector, isTombstone: false), content: decoded)
+            let firstBody: [UInt8]?? = namespace == .notebook ? .some(resident ? (body ?? []) : nil) : .none
+            var row = try Row.decode(namespace, key: key, context: context, heads: try CBORReader.decode(content), firstBody: firstBody)
+            if isOffloaded || damaged, let first = row.heads.first, case .note(var n) = first.content {
+                n.length = size
+                row.replaceHeadContent(first.dot, with: .note(n))
+            }
+            return (row, damaged)
         } catch {
             throw StoreError(.corrupt, "\(path): row \(namespace)/\(key) does not decode: \(error)")
         }

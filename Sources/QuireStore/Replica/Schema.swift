@@ -1,7 +1,47 @@
+import QuireCore
+
 /// The replica's tables. Applied migrations are recorded in `user_version`
 /// and each runs in one immediate transaction, so a crash mid-migration
-/// leaves the previous schema intact.
+/// leaves the previous schema intact. A migration is SQL, optionally
+/// followed by a data conversion in Swift inside the same transaction.
 enum Schema {
+    struct Migration {
+        var sql: String
+        var convert: ((Connection, _ random: any RandomSource) throws(StoreError) -> Void)? = nil
+    }
+
+    static var all: [Migration] {
+        migrations.map { Migration(sql: $0) } + [Migration(sql: headsMigration, convert: RowsToHeads.convert)]
+    }
+
+    /// Rows become heads with dots under a causal context; this device gets
+    /// an incarnation; the records that let it notice it was rolled back.
+    static let headsMigration = """
+        -- This device's writes not yet seen held by any sibling: the first
+        -- unconfirmed counter per row (see ReplicaStore+Incarnation).
+        CREATE TABLE unshipped(
+            ns INTEGER NOT NULL, key BLOB NOT NULL, incarnation INTEGER NOT NULL, counter INTEGER NOT NULL,
+            PRIMARY KEY(ns, key)
+        ) WITHOUT ROWID;
+        -- Each time this device learned it was rolled back.
+        CREATE TABLE rollbacks(
+            id INTEGER PRIMARY KEY, at INTEGER NOT NULL, old INTEGER NOT NULL, new INTEGER NOT NULL,
+            reason TEXT NOT NULL, reissued INTEGER NOT NULL
+        );
+        -- Note bodies found not to match their hash (damaged on disk): the
+        -- body is set aside like an offloaded one and fetched again from a
+        -- sibling or the homebase; `repaired` is when a good copy landed.
+        CREATE TABLE damaged(
+            id INTEGER PRIMARY KEY, key BLOB NOT NULL, hash BLOB NOT NULL, name TEXT NOT NULL,
+            at INTEGER NOT NULL, repaired INTEGER
+        );
+        -- Rows that hold two versions under one dot (both kept).
+        CREATE TABLE collisions(
+            id INTEGER PRIMARY KEY, ns INTEGER NOT NULL, key BLOB NOT NULL, dot TEXT NOT NULL,
+            at INTEGER NOT NULL, name TEXT NOT NULL
+        );
+        """
+
     /// 'QUIR': marks a file as a quire replica, so a foreign SQLite file
     /// is refused instead of being written into.
     static let applicationID: Int64 = 0x5155_4952

@@ -77,7 +77,7 @@ struct WriteContext {
         // would refuse a 128-bit collision); skip the lookup on bulk imports.
         let existing: RowRecord?
         if let preloaded { existing = preloaded } else { existing = freshKey ? nil : try RowRecord.load(db, ns, key, withBody: true) }
-        let existingRow = try existing?.row(path: store.path)
+        let existingRow = try existing.map { record throws(StoreError) in try decodeSettingAside(record) }
         if ns == .memory, existingRow != nil {
             throw StoreError(.conflict, "memory is append-only: event \(key) already exists; record a new event instead")
         }
@@ -88,10 +88,20 @@ struct WriteContext {
         if let existingRow, let old = existingRow.content, sameContent(old, stamped) {
             return existingRow    // nothing changed: no new version
         }
-        let vector = (existing?.vector ?? VersionVector()).bumped(for: store.deviceID)
-        let row = Row(namespace: ns, key: key, version: RowVersion(vector: vector, isTombstone: false), content: stamped)
+        return try writeLocalVersion(stamped, key: key, existing: existing, existingRow: existingRow)
+    }
+
+    /// A new version written here: a fresh dot of this device's actor whose
+    /// context covers every head it replaces (the edit was made from the
+    /// view of all of them), with its outbox and unshipped records.
+    mutating func writeLocalVersion(_ content: RowContent, key: RowKey, existing: RowRecord?, existingRow: Row?) throws(StoreError) -> Row {
+        let actor = try currentActor()
+        let context = existingRow?.context ?? existing?.context ?? VersionVector()
+        let dot = context.nextDot(for: actor)
+        let row = Row.single(content.namespace, key, dot: dot, context: context, content: content)
         try writeRow(row, previousLeaf: existing?.leaf, exists: existing != nil)
-        noteOutbox(ns, key, counter: vector[store.deviceID])
+        noteOutbox(content.namespace, key, counter: dot.counter)
+        try noteUnshipped(content.namespace, key, dot)
         return row
     }
 
@@ -102,9 +112,12 @@ struct WriteContext {
         guard let existing = try RowRecord.load(db, ns, key, withBody: false), !existing.isTombstone else {
             throw StoreError(.notFound, "no \(ns) row \(key)")
         }
-        let row = Row.tombstone(ns, key, vector: existing.vector.bumped(for: store.deviceID))
+        // A delete mints no dot: its context is exactly what it removes, so
+        // a concurrent edit it never saw survives it (edit beats delete).
+        let row = Row.tombstone(ns, key, context: existing.context)
         try writeRow(row, previousLeaf: existing.leaf, exists: true)
-        noteOutbox(ns, key, counter: row.version.vector[store.deviceID])
+        try db.run("DELETE FROM shadows WHERE ns = ? AND key = ?", [.int(Int64(ns.rawValue)), .blob(key.bytes)])
+        noteOutbox(ns, key, counter: existing.context[try currentActor()])
         return row
     }
 
@@ -158,7 +171,9 @@ struct WriteContext {
         }
     }
 
-    /// Equal apart from the stamp of this write.
+    /// Equal apart from the stamp of this write, byte for byte (RowContent's
+    /// equality compares the UTF-8 bytes of every text, never canonical
+    /// equivalence: an edit that only changes normalization is an edit).
     private func sameContent(_ old: RowContent, _ new: RowContent) -> Bool {
         func unstamped(_ c: RowContent) -> RowContent {
             switch c {
@@ -175,64 +190,85 @@ struct WriteContext {
 
     // MARK: Remote rows
 
-    /// Merges a row from a sibling. Never bumps this device's counter.
+    /// Merges a row from a sibling. Never mints a dot, except to re-issue
+    /// this device's own versions the sibling never saw (after a rollback,
+    /// under a new incarnation; `ReplicaStore+Incarnation`).
     mutating func applyRemote(_ incoming: Row) throws(StoreError) -> RowMerge.Outcome {
-        let existing = try RowRecord.load(db, incoming.namespace, incoming.key, withBody: true)
-        let local = try existing?.row(path: store.path)
-        var incoming = incoming
-        if case .note(var n)? = incoming.content, n.body == nil, case .note(let mine)? = local?.content,
-           let held = mine.body, mine.contentHash == n.contentHash {
-            // A sibling's pointer names content this device holds resident:
-            // keep the bytes, drop the pointer state (the leaf is the same).
-            n.body = held
-            incoming.content = .note(n)
+        var existing = try RowRecord.load(db, incoming.namespace, incoming.key, withBody: true)
+        var local = try existing.map { record throws(StoreError) in try decodeSettingAside(record) }
+        let atRisk = try versionsAtRisk(local: local, incoming: incoming)
+        if let reason = try rollbackSign(local: local, incoming: incoming, atRisk: atRisk) {
+            try mintIncarnation(reason: reason, reissued: atRisk.count)
+        }
+        if let row = local, !atRisk.isEmpty {
+            local = try reissue(atRisk, in: row, previousLeaf: existing?.leaf)
+            existing = try RowRecord.load(db, incoming.namespace, incoming.key, withBody: false)
         }
         let outcome = RowMerge.merge(local: local, incoming: incoming)
         if case .store(let row, let merged) = outcome {
             try writeRow(row, previousLeaf: existing?.leaf, exists: existing != nil)
             if merged {
-                let detail = "joined \(local?.version.vector.description ?? "-") with \(incoming.version.vector.description) → \(row.version.vector.description)"
+                let detail = "joined \(Self.describe(local)) with \(Self.describe(incoming)) → \(Self.describe(row))"
                 try db.run("INSERT INTO merges(ns, key, at, detail) VALUES (?, ?, ?, ?)",
                            [.int(Int64(row.namespace.rawValue)), .blob(row.key.bytes), .int(now.seconds), .text(detail)])
             }
-            _ = try restoreFromShadow(after: row)
+            for dot in RowMerge.collisions(row) where !(local.map(RowMerge.collisions) ?? []).contains(dot) {
+                try recordCollision(row, dot)
+            }
+            if row.isTombstone || local?.content == nil {
+                // A deleted row's shadow speaks for text a delete saw (and a
+                // row back from a delete starts afresh): never restore it.
+                try db.run("DELETE FROM shadows WHERE ns = ? AND key = ?", [.int(Int64(row.namespace.rawValue)), .blob(row.key.bytes)])
+            } else {
+                _ = try restoreFromShadow(after: row)
+            }
         }
+        try confirmShipped(incoming: incoming)
         return outcome
+    }
+
+    static func describe(_ row: Row?) -> String {
+        guard let row else { return "-" }
+        let heads = row.heads.map { $0.dot.description }.joined(separator: " ")
+        return "\(row.context) [\(heads.isEmpty ? "deleted" : heads)]"
     }
 
     // MARK: The one place a row is written
 
     mutating func writeRow(_ row: Row, previousLeaf: [UInt8]?, exists: Bool) throws(StoreError) {
         rowsWritten += 1
-        // Every stored note satisfies contentHash == digest(body) (stamped on
-        // local edits, checked when a sibling's row is decoded), so the leaf
-        // uses the stamped hash instead of hashing the body again.
+        // Every stored note head satisfies contentHash == digest(body)
+        // (stamped on local edits, checked when a row is decoded), so the
+        // leaf uses the stamped hash and never hashes a body again.
         // `recomputedRoots()` re-hashes bodies and so checks the invariant.
-        let leaf: [UInt8]?
-        if case .note(var n)? = row.content {
-            n.body = nil
-            leaf = LeafEncoding.leaf(key: row.key, vector: row.version.vector, content: .note(n))
-        } else {
-            leaf = LeafEncoding.leaf(of: row)
-        }
+        let leaf = LeafEncoding.leaf(of: row)
         var name = "", size = 0, updated: Int64 = 0
         var contentBytes: [UInt8]? = nil
         var body: [UInt8]? = nil
         var offloaded = false
-        if let content = row.content {
-            name = content.displayName
-            updated = content.updatedAt?.seconds ?? 0
-            switch content {
+        var hash: [UInt8]? = nil
+        if row.isTombstone {
+            // When this device learned of the delete: the barrier's age threshold.
+            updated = now.seconds
+        }
+        if let view = row.content {
+            name = view.displayName
+            updated = view.updatedAt?.seconds ?? 0
+            contentBytes = row.encodedHeads(firstBodyApart: row.namespace == .notebook)
+            switch view {
             case .note(let n):
-                contentBytes = n.storedFields()
-                body = n.body
-                offloaded = n.body == nil
+                // The first head's body lives in its own column: that is
+                // what offloading clears and recall puts back.
+                if case .note(let first)? = row.heads.first?.content {
+                    body = first.body
+                    offloaded = first.body == nil
+                    hash = first.contentHash
+                }
                 size = n.body?.count ?? n.length ?? 0
             case .saga(let s):
-                contentBytes = CBORWriter.encode(content.fields())
                 size = s.text.count
             default:
-                contentBytes = CBORWriter.encode(content.fields())
+                break
             }
         }
         if offloaded, exists, size == 0 {
@@ -240,11 +276,9 @@ struct WriteContext {
             size = Int(try db.queryOne("SELECT size FROM rows WHERE ns = ? AND key = ?",
                                        [.int(Int64(row.namespace.rawValue)), .blob(row.key.bytes)]) { $0.int(0) } ?? 0)
         }
-        var hash: [UInt8]? = nil
-        if case .note(let n)? = row.content { hash = n.contentHash }
         let args: [SQLValue] = [
             .int(Int64(row.namespace.rawValue)), .blob(row.key.bytes),
-            .blob(row.version.vector.encoded()), .int(row.isTombstone ? 1 : 0),
+            .blob(row.context.encoded()), .int(row.isTombstone ? 1 : 0),
             .text(name), .int(updated), .int(Int64(size)), leaf.map { .blob($0) } ?? .null, .int(seq),
             .int(offloaded ? 1 : 0), contentBytes.map { .blob($0) } ?? .null, body.map { .blob($0) } ?? .null,
             hash.map { .blob($0) } ?? .null,

@@ -16,11 +16,19 @@ final class Connection {
     let path: String
     private var cache: [String: Statement] = [:]
 
-    init(path: String, readOnly: Bool = false) throws(StoreError) {
+    /// The disk this connection's files live on, when not the normal one
+    /// (held so that the VFS outlives every file opened through it).
+    private let disk: PowerLossDisk?
+
+    init(path: String, readOnly: Bool = false, vfs disk: PowerLossDisk? = nil) throws(StoreError) {
         self.path = path
+        self.disk = disk
+        if let disk, disk.deadFilesOpen > 0 {
+            throw StoreError(.locked, "cannot open \(path): \(disk.deadFilesOpen) files opened before the power cut on \(disk.name) are still open; close every connection opened before powerLoss() first")
+        }
         let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
         var db: OpaquePointer?
-        let rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, nil)
+        let rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, disk?.name)
         handle = db
         if rc != SQLITE_OK {
             let detail = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
@@ -100,6 +108,22 @@ final class Connection {
         } catch {
             try? execute("ROLLBACK")
             throw error
+        }
+    }
+
+    /// fsync of the WAL (or rollback journal) and of the database file,
+    /// through SQLite's own handles: when it returns, everything committed so
+    /// far, by any connection, is on disk. Unlike a passive checkpoint it
+    /// always syncs (a checkpoint that a reader holds back syncs nothing).
+    func syncToDisk() throws(StoreError) {
+        for op in [SQLITE_FCNTL_JOURNAL_POINTER, SQLITE_FCNTL_FILE_POINTER] {
+            var file: UnsafeMutablePointer<sqlite3_file>? = nil
+            guard sqlite3_file_control(handle, "main", op, &file) == SQLITE_OK,
+                  let file, let sync = file.pointee.pMethods?.pointee.xSync else { continue }
+            let rc = sync(file, SQLITE_SYNC_NORMAL)
+            if rc != SQLITE_OK {
+                throw StoreError.fromSQLite(code: rc, detail: "fsync failed", path: path, sql: op == SQLITE_FCNTL_FILE_POINTER ? "fsync database" : "fsync WAL")
+            }
         }
     }
 

@@ -68,6 +68,8 @@ public struct SyncMetrics: Equatable, Sendable {
     public var maxPullRequests = 0
     public var rounds = 0
     public var rowsApplied = 0
+    /// Rows sent in a response of their own (larger than the response budget).
+    public var rowsSentAlone = 0
     public var sendErrors = 0
     public var dropped: [FrameDrop: Int] = [:]
 

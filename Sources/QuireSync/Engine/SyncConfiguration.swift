@@ -27,5 +27,18 @@ public struct SyncConfiguration: Sendable {
     /// How often the status snapshot is rewritten while something changes.
     public var statusIntervalMilliseconds: UInt64 = 500
 
+    /// A barrier round starts this long after a sibling last matched us
+    /// (a burst of convergence events becomes one attempt).
+    public var barrierDebounceMilliseconds: UInt64 = 5_000
+    /// A round that has not heard from every roster device by then is abandoned.
+    public var barrierTimeoutMilliseconds: UInt64 = 15_000
+    /// A round is worth its cost (it writes the whole anchor) only when this
+    /// device holds at least this many tombstones in the collected
+    /// namespaces, or when the oldest of them is at least this old.
+    public var barrierMinimumTombstones = 64
+    public var barrierMinimumTombstoneAgeSeconds: Int64 = 24 * 3600
+    /// Errors with no success for this long show the device as wedged.
+    public var wedgedAfterMilliseconds: UInt64 = 10 * 60 * 1000
+
     public init() {}
 }

@@ -12,6 +12,7 @@ extension SyncEngine {
             guard seq != lastSeq else { return }
             lastSeq = seq
             invalidateDigest()
+            if !unsyncable.isEmpty { revalidateUnsyncable() }
             let digest = try currentDigest()
             if digest.digest.roots[.devices] != rosterRoot { try reloadRoster() }
             if let mark = try store.outboxHighWater(), mark > lastOutboxMark { markDirty(nowMs: nowMs) }
@@ -128,6 +129,11 @@ extension SyncEngine {
             sibling.generationGap = theirs.generation
             sibling.inSync = false
             siblings[sender] = sibling
+            if theirs.generation > mine.digest.generation,
+               lastAnchorCheckMs.map({ nowMs &- $0 >= 30_000 }) ?? true {
+                lastAnchorCheckMs = nowMs
+                checkAnchor(trigger: "device '\(sibling.member.name)' advertised generation \(theirs.generation)")
+            }
             return
         }
         sibling.generationGap = nil
@@ -137,11 +143,19 @@ extension SyncEngine {
         let divergent = mine.digest.divergentNamespaces(from: theirs)
         sibling.divergent = divergent
         siblings[sender] = sibling
+        // A namespace whose roots agree is held whole by the sibling: our
+        // writes in it are confirmed, and a later replacement of them is
+        // a real one, not a sign that this device was rolled back.
+        for ns in StateDigest.namespaces where !divergent.contains(ns) {
+            if let root = theirs.roots[ns] { try store.confirmShipped(ns, root: root) }
+        }
         endSettledPulls(with: sender, nowMs: nowMs)
         guard var sibling = siblings[sender] else { return }
         if divergent.isEmpty {
             sibling.inSync = true
             sibling.lastMatch = clock.now()
+            // The one moment the fleet is known to agree about something.
+            scheduleBarrier(nowMs: nowMs)
             let shouldReturn = (sibling.isReconciling || sibling.lastSentDigest == nil) && sibling.lastSentDigest != mine.bytes
             sibling.isReconciling = false
             siblings[sender] = sibling

@@ -14,11 +14,15 @@ extension SyncEngine {
         switch FrameOpener.open(bytes, maxSize: deps.relay.maxFrameSize, me: me, roster: roster, replay: &replay) {
         case .failure(let drop):
             count(drop)
+            if drop != .misaddressed && drop != .unexpected {
+                wedge.error(.siblings, "frames from siblings are refused (\(drop))", nowMs: clock.monotonicMilliseconds())
+            }
             return
         case .success(let frame):
             inner = frame
         }
         let nowMs = clock.monotonicMilliseconds()
+        if inner.subKind != .introduce { wedge.success(.siblings) }
         // An introduce comes in an anonymous box, which anyone who knows the
         // account hash can seal with any sender id: no sign of life, so it
         // neither moves "last seen" nor cancels retries to that sibling.
@@ -34,6 +38,10 @@ extension SyncEngine {
         }
         if inner.subKind == .chunk {
             guard let chunk = Chunk.decode(inner.payload) else { count(.badPayload); return }
+            // A large response still arriving keeps its pull alive: a row
+            // near the size limit may take longer than the pull's timeout
+            // to cross, and a retry would only send it all again.
+            for key in pulls.keys where key.sibling == inner.sender { pulls[key]?.lastActivityMs = nowMs }
             let before = chunks.expired
             let whole = chunks.add(chunk, from: inner.sender, nowMs: nowMs)
             if chunks.expired > before { count(.chunkExpired, chunks.expired - before) }
@@ -61,6 +69,16 @@ extension SyncEngine {
                 try handleIntroduce(try IntroduceMessage.decode(message.payload), from: sender, nowMs: nowMs)
             case .offloadPut, .offloadAck, .recallRequest, .recallResponse, .holdQuery, .holdAnswer:
                 try handleOffloadMessage(message, from: sender, nowMs: nowMs)
+            case .gcPropose:
+                try handlePropose(try BarrierPropose.decode(message.payload), from: sender, nowMs: nowMs)
+            case .gcAck:
+                try handleAck(try BarrierAck.decode(message.payload), from: sender, nowMs: nowMs)
+            case .gcCommit:
+                try handleCommit(try BarrierCommit.decode(message.payload), from: sender, nowMs: nowMs)
+            case .snapshotRequest:
+                try handleSnapshotRequest(try SnapshotRequest.decode(message.payload), from: sender)
+            case .snapshotResponse:
+                try handleSnapshotResponse(try SnapshotResponse.decode(message.payload), from: sender)
             default:
                 count(.unknownSubKind)
             }
@@ -99,6 +117,7 @@ extension SyncEngine {
             } catch {
                 ok = false
                 metrics.sendErrors += 1
+                wedge.error(.siblings, "frames cannot be sent (the relay is unreachable?)", nowMs: clock.monotonicMilliseconds())
                 report("cannot send to \(name(of: device))", error)
                 break
             }
@@ -129,6 +148,7 @@ extension SyncEngine {
             siblings[device] = sibling
         } catch {
             metrics.sendErrors += 1
+            wedge.error(.siblings, "frames cannot be sent (the relay is unreachable?)", nowMs: clock.monotonicMilliseconds())
             report("cannot introduce this device to \(name(of: device))", error)
         }
     }
@@ -167,6 +187,9 @@ extension SyncEngine {
         }
         let current = roster.siblings(of: me.deviceID)
         let ids = Set(current.map(\.deviceID))
+        if let round = barrier.round, round.roster != ids {
+            abandonRound("a device was added or revoked while the round was open")
+        }
         for gone in siblings.keys where !ids.contains(gone) {
             if roster[gone]?.isRevoked == true { note("device \(name(of: gone)) was revoked: its frames are refused") }
             siblings[gone] = nil

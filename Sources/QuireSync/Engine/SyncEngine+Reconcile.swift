@@ -64,19 +64,40 @@ extension SyncEngine {
             return
         }
         siblings[sender]?.isReconciling = true
+        var known: [RowKey: [UInt8]] = [:]
+        for (id, row) in unsyncable where id.namespace == request.namespace { if let leaf = row.leaf { known[id.key] = leaf } }
         let responder = ReconcileResponder(store: store, threshold: configuration.keyListThreshold,
-                                           maxRowBytes: configuration.maxResponseRowBytes)
+                                           maxRowBytes: configuration.maxResponseRowBytes, knownUnsendable: known)
+        let answer = try responder.answer(request)
+        recordUnsendable(answer.unsendable, asked: request.namespace)
+        // Rows too large for the response go first, each alone (chunked):
+        // on an ordered relay they are merged before the response proper
+        // ends the pull, so a pull that goes again does not ask for them.
+        for var alone in answer.alone {
+            alone.generation = mine.digest.generation
+            metrics.rowBytesOut += alone.rows.reduce(0) { $0 + CBORWriter.encode(RowWire.encode($1)).count }
+            guard send(.reconcileResponse, alone.encoded(), to: sender) else { return }
+            metrics.responsesSent += 1
+            metrics.rowsSentAlone += 1
+        }
         // Nothing differs: send nothing at all.
-        guard let response = try responder.respond(to: request) else { return }
+        guard var response = answer.response else { return }
+        response.generation = mine.digest.generation
         metrics.rowBytesOut += response.rows.reduce(0) { $0 + CBORWriter.encode(RowWire.encode($1)).count }
         if send(.reconcileResponse, response.encoded(), to: sender) { metrics.responsesSent += 1 }
     }
 
     func handleResponse(_ response: ReconcileResponse, from sender: DeviceID, nowMs: UInt64) throws {
+        // Rows from across a barrier (a response that crossed a commit in
+        // flight) are the ones that resurrect: refused like a request would be.
+        if let theirs = response.generation, theirs != (try currentDigest().digest.generation) {
+            count(.generationGap)
+            return
+        }
         let key = PullKey(sibling: sender, namespace: response.namespace)
         if response.undecodableRows > 0 { count(.badPayload, response.undecodableRows) }
         metrics.rowBytesIn += response.rows.reduce(0) { $0 + CBORWriter.encode(RowWire.encode($1)).count }
-        let rows = certifiedRows(response.rows)
+        let rows = certifiedRows(rowsWithinLimits(response.rows, from: sender))
         if !rows.isEmpty {
             let (applied, _) = try store.apply(rows)
             deps.trace?("applied \(applied) of \(rows.count) rows from \(name(of: sender))")
@@ -85,6 +106,7 @@ extension SyncEngine {
                 invalidateDigest()
                 markDirty(nowMs: nowMs)
                 lastSeq = (try? store.changeSequence()) ?? lastSeq
+                if !unsyncable.isEmpty { revalidateUnsyncable() }
                 if response.namespace == .devices { try reloadRoster() }
                 if let digest = try? currentDigest() { refreshSyncFlags(digest.bytes) }
             }
@@ -96,6 +118,12 @@ extension SyncEngine {
             return
         }
         session.lastActivityMs = nowMs
+        if response.isRowsOnly {
+            // A large row sent alone: the response proper follows it.
+            if !response.rows.isEmpty { session.receivedRows = true }
+            pulls[key] = session
+            return
+        }
         session.answeredLast = true
         if !response.rows.isEmpty { session.receivedRows = true }
         if response.isTruncated { session.pullAgain = true }

@@ -18,12 +18,16 @@ extension SyncEngine {
         }
         var dropped: [String: Int] = [:]
         for (reason, n) in metrics.dropped { dropped[reason.rawValue] = n }
+        let wedged = wedge.wedged(nowMs: nowMs, after: configuration.wedgedAfterMilliseconds)
         return SyncStatus(device: me.deviceID.hex, pid: getpid(), updatedAt: now.seconds, startedAt: startedAt.seconds,
                           running: isAttached, phase: phase, relay: deps.relayDescription,
                           generation: (try? currentDigest().digest.generation) ?? deps.generation(),
                           siblings: siblingStatus, dropped: dropped, framesIn: metrics.framesIn, framesOut: metrics.framesOut,
                           bytesIn: metrics.bytesIn, bytesOut: metrics.bytesOut, rounds: metrics.rounds,
-                          rowsApplied: metrics.rowsApplied, sendErrors: metrics.sendErrors, events: events)
+                          rowsApplied: metrics.rowsApplied, sendErrors: metrics.sendErrors, events: events,
+                          unsyncableRows: unsyncable.isEmpty ? nil : unsyncableStatus, barrier: barrier.lastOutcome, anchor: anchorState,
+                          wedgedSince: wedged.map { now.seconds - Int64((nowMs &- $0.sinceMs) / 1000) },
+                          wedgedReason: wedged?.reason)
     }
 
     /// Rewrites the snapshot when something in it changed (at most every

@@ -33,6 +33,13 @@ public final class SyncEngine: @unchecked Sendable {
         /// Every frame in and out and every pull step, for diagnosing a
         /// fleet (the benchmark's BENCH_TRACE); nil in normal use.
         public var trace: (@Sendable (String) -> Void)?
+        /// The cloud folder holding the anchor; nil: this device cannot lead
+        /// a barrier (it has nowhere to write the anchor).
+        public var cloud: CloudFolder?
+        /// This device's cloud-anchor switch (prefs); off: it never acks.
+        public var isAnchorEnabled: @Sendable () -> Bool = { true }
+        /// Records a new local generation (prefs; refuses to move backward).
+        public var setGeneration: @Sendable (UInt64) throws -> Void = { _ in }
 
         public init(store: ReplicaStore, identity: Identity, relay: any Relay, clock: any Clock, random: any RandomSource,
                     generation: @escaping @Sendable () -> UInt64 = { 0 }, log: @escaping @Sendable (String) -> Void = { _ in },
@@ -80,6 +87,19 @@ public final class SyncEngine: @unchecked Sendable {
     var subscription: RelaySubscription?
     /// Offloads, recalls and hold queries in flight (Offload/).
     var offloadBook = OffloadBook()
+    /// The tombstone barrier (Barrier/).
+    var barrier = BarrierState()
+    /// Why this device cannot tell or reach the fleet's generation, in words (Anchor/).
+    var anchorState: String?
+    var lastAnchorCheckMs: UInt64?
+    /// A sibling's snapshot being received (Anchor/SyncEngine+Snapshot).
+    var snapshotAssembly: SnapshotAssembly?
+    /// Errors with no success (status says "wedged" past a while).
+    var wedge = WedgeDetector()
+    /// Rows of ours too large to travel, named in the status (SyncEngine+RowLimits).
+    var unsyncable: [RowID: UnsyncableRow] = [:]
+    /// Siblings' oversize rows already logged (sender, key, reason).
+    var refusedOversize = Set<String>()
 
     // MARK: Inbox (relay threads → engine)
     let inboxCondition = NSCondition()
@@ -88,7 +108,10 @@ public final class SyncEngine: @unchecked Sendable {
     var shedFrames = 0
     /// Frames waiting for the engine thread, bounded in count and bytes.
     static let inboxLimit = 8192
-    static let inboxByteLimit = 64 << 20
+    /// A whole message at the size limit (`RowLimits`) with its frames'
+    /// overhead, and room besides: a row sent alone must not be shed
+    /// while the engine is busy applying the one before it.
+    static let inboxByteLimit = RowLimits.maxMessageBytes + (16 << 20)
     var isRunning = false
     var runnerDone: DispatchSemaphore?
 
@@ -126,6 +149,7 @@ public final class SyncEngine: @unchecked Sendable {
         isAttached = true
         do {
             try reloadRoster()
+            checkAnchor(trigger: "at start-up")
             lastSeq = try store.changeSequence()
             // A sibling that ever sealed a frame to us holds our certificate;
             // the others (a device that just joined) get an introduction.
@@ -234,6 +258,7 @@ public final class SyncEngine: @unchecked Sendable {
             pullTimedOut(key, nowMs: now)
         }
         offloadTick(nowMs: now)
+        barrierTick(nowMs: now)
         chunks.expire(nowMs: now)
         updatePhase(nowMs: now)
         writeStatus(force: false)

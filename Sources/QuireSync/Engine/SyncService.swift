@@ -32,12 +32,26 @@ public final class SyncService: @unchecked Sendable {
             do { relay = try makeRelay(from: spec) } catch { throw SyncServiceError("cannot open relay \(spec): \(error)") }
             let log = LogFile(path: home.logPath)
             let generation = GenerationReader(prefs: home.prefs, initial: prefs.generation)
-            let deps = SyncEngine.Dependencies(
+            var deps = SyncEngine.Dependencies(
                 store: store, identity: identity, relay: relay, clock: SystemClock(), random: SystemRandom(),
                 generation: { generation.value() },
                 log: { line in log.write("sync: " + line); echo?(line) },
                 statusPath: SyncStatus.path(in: home), statePath: home.path + "/sync-state.json",
                 relayDescription: (try? RelaySpec(parsing: spec).description) ?? spec)
+            deps.cloud = prefs.cloud.map { CloudFolder(path: $0, accountID: identity.userIDHash) }
+            let prefsFile = home.prefs
+            deps.isAnchorEnabled = { (try? prefsFile.load().backupEnabled) ?? false }
+            deps.setGeneration = { value in
+                try prefsFile.setGeneration(value)
+                generation.set(value)
+            }
+            var configuration = configuration
+            // Drills and tests collect after a few tombstones, sooner.
+            let env = ProcessInfo.processInfo.environment
+            if let n = env["QUIRE_BARRIER_MIN_TOMBSTONES"].flatMap(Int.init) { configuration.barrierMinimumTombstones = n }
+            if let ms = env["QUIRE_BARRIER_DEBOUNCE_MS"].flatMap(UInt64.init) { configuration.barrierDebounceMilliseconds = ms }
+            if let ms = env["QUIRE_QUIET_WINDOW_MS"].flatMap(UInt64.init) { configuration.quietWindowMilliseconds = ms }
+            if let ms = env["QUIRE_WEDGED_AFTER_MS"].flatMap(UInt64.init) { configuration.wedgedAfterMilliseconds = ms }
             let engine = SyncEngine(deps, configuration: configuration)
             try engine.start()
             log.write("sync: started on \(deps.relayDescription) as channel \(engine.channel)")
@@ -71,12 +85,12 @@ public struct SyncServiceError: Error, CustomStringConvertible, Sendable {
 
 /// `flock` on `<home>/sync.lock`: one sync engine per device directory,
 /// across processes (the daemon, the mount, `quire sync --once`).
-final class DeviceLock: @unchecked Sendable {
+public final class DeviceLock: @unchecked Sendable {
     private var fd: Int32
 
     private init(fd: Int32) { self.fd = fd }
 
-    static func acquire(path: String) throws -> DeviceLock {
+    public static func acquire(path: String) throws -> DeviceLock {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw SyncServiceError("cannot open \(path): \(String(cString: strerror(errno)))") }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
@@ -92,7 +106,7 @@ final class DeviceLock: @unchecked Sendable {
         return DeviceLock(fd: fd)
     }
 
-    func release() {
+    public func release() {
         guard fd >= 0 else { return }
         flock(fd, LOCK_UN)
         close(fd)
@@ -131,6 +145,13 @@ final class GenerationReader: @unchecked Sendable {
     init(prefs: PrefsFile, initial: UInt64) {
         self.prefs = prefs
         self.cached = initial
+    }
+
+    /// A generation this process just recorded (a barrier commit).
+    func set(_ value: UInt64) {
+        lock.lock(); defer { lock.unlock() }
+        cached = value
+        readAt = Date()
     }
 
     func value() -> UInt64 {

@@ -28,6 +28,18 @@ public struct SyncStatus: Codable, Equatable, Sendable {
         public var bytesOut: Int
     }
 
+    /// A row of this device that cannot sync: no message may carry it.
+    public struct UnsyncableRow: Codable, Equatable, Sendable {
+        public var namespace: String
+        public var key: String
+        /// Its title or name (empty if it has none).
+        public var name: String
+        /// Why, in words (`RowLimits.Violation`).
+        public var reason: String
+        /// Unix seconds when this engine first found it.
+        public var since: Int64
+    }
+
     public enum Phase: String, Codable, Sendable {
         /// Just started: the store may still be landing; nothing infers deletions.
         case settling
@@ -57,6 +69,16 @@ public struct SyncStatus: Codable, Equatable, Sendable {
     public var sendErrors: Int
     /// The last few notable events, newest last, for `quire status`.
     public var events: [String]
+    /// Rows of this device that cannot sync (too large to travel), and why.
+    /// Optional so a snapshot written before it existed still reads.
+    public var unsyncableRows: [UnsyncableRow]?
+    /// The tombstone barrier's last outcome, in words.
+    public var barrier: String? = nil
+    /// Why this device cannot tell or reach the fleet's generation, in words.
+    public var anchor: String? = nil
+    /// Set when errors have persisted with no success (unix seconds since, reason).
+    public var wedgedSince: Int64? = nil
+    public var wedgedReason: String? = nil
 
     public static func path(in home: DeviceHome) -> String { home.path + "/sync-status.json" }
 

@@ -62,10 +62,14 @@ public struct Chunk: Equatable, Sendable {
 /// total, and a timeout after which an incomplete message is dropped.
 public struct ChunkAssembler: Sendable {
     public static let maxChunks = 4096
-    /// A 64 MiB note body (offload_put, recall_resp) plus its framing.
-    public static let maxMessageBytes = (64 << 20) + (64 << 10)
+    /// A row at the wire limit (a reconcile response carrying it alone) or
+    /// a 64 MiB note body (offload_put, recall_resp), plus framing: see `RowLimits`.
+    public static let maxMessageBytes = RowLimits.maxMessageBytes
     public static let maxTotalBytes = 128 << 20
     public static let maxPerSender = 4
+    /// An incomplete message is dropped when no chunk of it arrived for
+    /// this long (measured from its latest chunk, not its first: a message
+    /// at the size limit may take longer than this to cross a slow link).
     public static let timeoutMilliseconds: UInt64 = 30_000
 
     struct Pending: Sendable {
@@ -73,6 +77,7 @@ public struct ChunkAssembler: Sendable {
         var parts: [Int: [UInt8]] = [:]
         var bytes = 0
         var startedMs: UInt64
+        var lastChunkMs: UInt64
     }
 
     private var pending: [DeviceID: [[UInt8]: Pending]] = [:]
@@ -103,8 +108,9 @@ public struct ChunkAssembler: Sendable {
                     expired += 1
                 }
             }
-            entry = Pending(count: chunk.count, startedMs: nowMs)
+            entry = Pending(count: chunk.count, startedMs: nowMs, lastChunkMs: nowMs)
         }
+        entry.lastChunkMs = nowMs
         if entry.parts[chunk.index] == nil {
             guard entry.bytes + chunk.data.count <= ChunkAssembler.maxMessageBytes,
                   totalBytes + chunk.data.count <= ChunkAssembler.maxTotalBytes else {
@@ -140,7 +146,7 @@ public struct ChunkAssembler: Sendable {
     public mutating func expire(nowMs: UInt64) {
         for (sender, messages) in pending {
             var kept = messages
-            for (id, entry) in messages where nowMs &- entry.startedMs > ChunkAssembler.timeoutMilliseconds {
+            for (id, entry) in messages where nowMs &- entry.lastChunkMs > ChunkAssembler.timeoutMilliseconds {
                 kept[id] = nil
                 totalBytes -= entry.bytes
                 expired += 1

@@ -124,10 +124,16 @@ public enum FrameDrop: String, CaseIterable, Sendable, Error, CustomStringConver
     case generationGap
     /// Chunks that could not be reassembled in time or within memory bounds.
     case chunkExpired
+    /// A row from a sibling larger than `RowLimits` allows: refused, the
+    /// rest of its message applied (the sender names the row in its status).
+    case rowOverLimit
     /// Our own echo, or an anonymous box carrying anything but `introduce`.
     case unexpected
     /// Arrived faster than the engine could process them; shed at the door.
     case backlog
+    /// A barrier commit for a round this device did not ack, already
+    /// committed (a replay), or whose digest is no longer this device's.
+    case barrierRefused
 
     public var description: String {
         switch self {
@@ -138,6 +144,7 @@ public enum FrameDrop: String, CaseIterable, Sendable, Error, CustomStringConver
         case .misaddressed: return "addressed to another device"
         case .unknownSender: return "unknown sender (another account, or not yet introduced)"
         case .revoked: return "from a revoked device"
+        case .barrierRefused: return "barrier commit refused (not acked here, a replay, or a moved digest)"
         case .unauthenticated: return "failed to authenticate"
         case .otherAccount: return "from another account"
         case .replay: return "replayed"
@@ -147,6 +154,7 @@ public enum FrameDrop: String, CaseIterable, Sendable, Error, CustomStringConver
         case .uncertifiedRoster: return "uncertified roster row"
         case .generationGap: return "across a generation gap"
         case .chunkExpired: return "chunks expired or over budget"
+        case .rowOverLimit: return "rows over the size limit (refused)"
         case .unexpected: return "unexpected"
         case .backlog: return "shed under backlog"
         }

@@ -17,7 +17,7 @@ public struct SubKind: Hashable, Sendable, CustomStringConvertible {
     public static let chunk = SubKind("chunk")
 
     public static let known: Set<SubKind> = Set<SubKind>([.stateDigest, .reconcileRequest, .reconcileResponse, .introduce, .chunk])
-        .union(SubKind.offloadKinds)
+        .union(SubKind.offloadKinds).union(SubKind.barrierKinds).union(SubKind.snapshotKinds)
     public var description: String { name }
 }
 

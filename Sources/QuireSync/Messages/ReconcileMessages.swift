@@ -153,6 +153,13 @@ public struct ReconcileResponse: Equatable, Sendable {
     public var isTruncated: Bool
     /// Rows that did not decode (a bug or a newer field shape), skipped.
     public var undecodableRows = 0
+    /// Carries one row too large for the response proper, sent on its own
+    /// just before it: rows only, it says nothing about ranges and neither
+    /// advances nor ends the pull.
+    public var isRowsOnly = false
+    /// The responder's generation (nil from a build that did not send it);
+    /// a receiver at another generation refuses the rows.
+    public var generation: UInt64? = nil
 
     public init(namespace: Namespace, session: [UInt8], step: UInt64, rows: [Row], items: [ResponseItem], isTruncated: Bool) {
         self.namespace = namespace; self.session = session; self.step = step; self.rows = rows; self.items = items
@@ -173,6 +180,8 @@ public struct ReconcileResponse: Equatable, Sendable {
                                       (.unsigned(3), .unsigned(step)), (.unsigned(4), .array(rows.map(RowWire.encode))),
                                       (.unsigned(5), .array(items))]
         if isTruncated { fields.append((.unsigned(6), .bool(true))) }
+        if isRowsOnly { fields.append((.unsigned(7), .bool(true))) }
+        if let generation { fields.append((.unsigned(8), .unsigned(generation))) }
         return CBORWriter.encode(.map(fields))
     }
 
@@ -205,6 +214,8 @@ public struct ReconcileResponse: Equatable, Sendable {
         var response = ReconcileResponse(namespace: ns, session: try sessionField(f), step: try f.optional(3)?.asUInt() ?? 0,
                                           rows: rows, items: items, isTruncated: try f.optional(6)?.asBool() ?? false)
         response.undecodableRows = undecodable
+        response.isRowsOnly = try f.optional(7)?.asBool() ?? false
+        response.generation = try f.optional(8)?.asUInt()
         return response
     }
 }

@@ -4,14 +4,29 @@ import QuireStore
 /// Answers one `reconcile_req` from the store. Stateless: every request
 /// carries all the responder needs, so a lost or duplicated request costs
 /// nothing but its bytes. Returns nil when nothing differs (no frame is sent).
+///
+/// No row stops the others: a row larger than the response budget travels
+/// in a response of its own (chunked by the frame layer), a row that does
+/// not fit what is left of the budget waits for the next round while
+/// smaller rows after it still go, and a row that cannot travel at all
+/// (`RowLimits`) is left out and named, so whatever the key order every row
+/// that can sync does.
 struct ReconcileResponder {
     let store: ReplicaStore
     /// Ranges holding at most this many rows travel as key lists.
     let threshold: Int
-    /// Rows stop being added past this many bytes; the response says so.
+    /// Row bytes in the main response; larger rows go on their own.
     let maxRowBytes: Int
+    /// Rows already found too large to travel, by key, with their leaf
+    /// then: not read again while unchanged (a row written before the limit
+    /// may be hundreds of MiB, and siblings ask for it every round).
+    var knownUnsendable: [RowKey: [UInt8]] = [:]
 
     func respond(to request: ReconcileRequest) throws -> ReconcileResponse? {
+        try answer(request).response
+    }
+
+    func answer(_ request: ReconcileRequest) throws -> ReconcileAnswer {
         let ns = request.namespace
         let reader = RangeReader(store: store, namespace: ns)
         var rows = RowBudget(limit: maxRowBytes)
@@ -38,7 +53,8 @@ struct ReconcileResponder {
                 var mineLive = Set<RowKey>()
                 for e in try reader.entries(range) {
                     mineLive.insert(e.key)
-                    if theirLeaves[e.key] != e.leaf, let row = try store.row(ns, e.key) { rows.add([row]) }
+                    if theirLeaves[e.key] != e.leaf, try !isKnownUnsendable(ns, e.key, leaf: e.leaf),
+                       let row = try store.row(ns, e.key) { rows.add([row]) }
                 }
                 // Keys they hold live that we deleted: our tombstones bury them.
                 for key in theirLeaves.keys.sorted() where !mineLive.contains(key) {
@@ -48,45 +64,96 @@ struct ReconcileResponder {
                 items.append(.keyList(range, try reader.entries(range)))
                 rows.add(try reader.tombstones(range))
             case .want(let keys):
-                for key in keys { if let row = try store.row(ns, key) { rows.add([row]) } }
+                for key in keys where try !isKnownUnsendable(ns, key, leaf: nil) {
+                    if let row = try store.row(ns, key) { rows.add([row]) }
+                }
             case .whole:
                 rows.add(try store.rows(ns, from: [], to: nil))
                 rows.add(try store.tombstones(ns))
             }
         }
-        if rows.rows.isEmpty && items.isEmpty { return nil }
-        return ReconcileResponse(namespace: ns, session: request.session, step: request.step, rows: rows.rows,
-                                 items: items, isTruncated: rows.isTruncated)
+        let alone = rows.alone.map {
+            var r = ReconcileResponse(namespace: ns, session: request.session, step: request.step, rows: [$0], items: [], isTruncated: false)
+            r.isRowsOnly = true
+            return r
+        }
+        // The main response goes even when empty if rows went alone: it is
+        // what moves (or ends) the puller's session.
+        let main: ReconcileResponse? = rows.rows.isEmpty && items.isEmpty && alone.isEmpty && !rows.isTruncated ? nil
+            : ReconcileResponse(namespace: ns, session: request.session, step: request.step, rows: rows.rows,
+                                items: items, isTruncated: rows.isTruncated)
+        return ReconcileAnswer(alone: alone, response: main, unsendable: rows.unsendable)
     }
 }
 
-/// Rows for one response, up to a byte budget (bounded memory on both ends;
-/// the rest follows in the next round).
+extension ReconcileResponder {
+    /// True for a row found unsendable before and unchanged since (its
+    /// leaf, or the first bytes of it a key list carries, still match).
+    func isKnownUnsendable(_ ns: Namespace, _ key: RowKey, leaf: [UInt8]?) throws -> Bool {
+        guard let known = knownUnsendable[key] else { return false }
+        guard let current = try leaf ?? store.leaves(ns, from: key.bytes, to: key.bytes + [0]).first?.leaf else { return false }
+        let n = min(KeyLeaf.leafSize, current.count, known.count)
+        return n > 0 && current.prefix(n).elementsEqual(known.prefix(n))
+    }
+}
+
+/// What answers one request: responses that each carry one large row
+/// (sent first), the response proper, and the rows that cannot travel.
+struct ReconcileAnswer {
+    var alone: [ReconcileResponse]
+    var response: ReconcileResponse?
+    var unsendable: [UnsendableRow]
+}
+
+/// A row the responder left out because no message may carry it.
+struct UnsendableRow: Equatable {
+    var row: Row
+    var violation: RowLimits.Violation
+}
+
+/// Rows for one response, up to a byte budget (bounded memory on both
+/// ends; the rest follows in the next round). A row over the budget never
+/// truncates the rows after it:
+///  - a row that cannot travel at all (`RowLimits.check`) is set aside as
+///    unsendable, and the rows after it are still considered;
+///  - a row larger than the budget goes alone, in a response of its own, up
+///    to `aloneLimit` bytes of such rows per answer (always at least one);
+///  - a row that fits the budget but not what is left of it waits for the
+///    next round (`isTruncated`), and smaller rows after it may still go.
 struct RowBudget {
     let limit: Int
+    let aloneLimit: Int
     private(set) var rows: [Row] = []
     private(set) var bytes = 0
+    private(set) var alone: [Row] = []
+    private(set) var aloneBytes = 0
+    private(set) var unsendable: [UnsendableRow] = []
     private(set) var isTruncated = false
     private var keys = Set<RowKey>()
 
-    init(limit: Int) { self.limit = limit }
+    init(limit: Int, aloneLimit: Int = RowLimits.maxRowWireBytes) {
+        self.limit = limit
+        self.aloneLimit = aloneLimit
+    }
 
     mutating func add(_ more: [Row]) {
         for row in more where !keys.contains(row.key) {
-            let size = RowBudget.estimate(row)
-            if bytes + size > limit && !rows.isEmpty { isTruncated = true; return }
-            rows.append(row)
+            if let violation = RowLimits.check(row) {
+                keys.insert(row.key)
+                unsendable.append(UnsendableRow(row: row, violation: violation))
+                continue
+            }
+            let size = RowLimits.wireBytes(of: row)
+            if size > limit {
+                guard alone.isEmpty || aloneBytes + size <= aloneLimit else { isTruncated = true; continue }
+                alone.append(row)
+                aloneBytes += size
+            } else {
+                guard bytes + size <= limit else { isTruncated = true; continue }
+                rows.append(row)
+                bytes += size
+            }
             keys.insert(row.key)
-            bytes += size
-        }
-    }
-
-    static func estimate(_ row: Row) -> Int {
-        switch row.content {
-        case .note(let n)?: return 160 + (n.body?.count ?? 0) + n.title.utf8.count
-        case .saga(let s)?: return 120 + s.text.count
-        case nil: return 60
-        default: return 200
         }
     }
 }

@@ -109,9 +109,46 @@ struct StatusReport {
         }
         let merges = try store.mergeCount()
         lines.append("\(merges) concurrent merges done")
+        if prefs.cloud == nil {
+            lines.append("no cloud folder: this device cannot lead a tombstone collection nor notice by itself that it was put back "
+                         + "from a backup ('quire config cloud DIR')")
+        }
+        if !prefs.backupEnabled {
+            lines.append("the cloud anchor is off on this device: it never acks a barrier, which stops tombstone collection for the "
+                         + "whole account ('quire config cloud-anchor on')")
+        }
+        let actor = try store.actor()
+        let rollbacks = try store.rollbacks()
+        if let last = rollbacks.first {
+            lines.append("this device learned \(rollbacks.count == 1 ? "once" : "\(rollbacks.count) times") that it had been rolled back "
+                         + "(put back from a copy of itself); the last time, \(DateText.format(last.at.seconds, time: true)): \(last.reason). "
+                         + "It now writes as a new incarnation, so nothing it writes can be mistaken for what it wrote before")
+        }
+        let collisions = try store.collisions()
+        if !collisions.isEmpty {
+            let names = collisions.prefix(5).map { "\($0.namespace.name)/\($0.name.isEmpty ? $0.key.hex : $0.name)" }
+            lines.append("\(collisions.count) rows hold two versions written under one device counter (a device put back from a copy "
+                         + "wrote before it knew); both are kept and shown: " + names.joined(separator: ", ")
+                         + (collisions.count > 5 ? ", …" : "") + ". Editing such a row joins them")
+        }
+        let damaged = try store.damagedBodies()
+        let waiting = damaged.filter { $0.repairedAt == nil }
+        if !waiting.isEmpty {
+            lines.append("\(waiting.count) note bod\(waiting.count == 1 ? "y was" : "ies were") found damaged on disk and \(waiting.count == 1 ? "is" : "are") not shown: "
+                         + waiting.prefix(5).map { "notebook/\($0.name)" }.joined(separator: ", ") + (waiting.count > 5 ? ", …" : "")
+                         + "; a good copy comes back from a sibling or the homebase when the note is read, or with 'quire recall --all'")
+        }
+        if damaged.count > waiting.count {
+            lines.append("\(damaged.count - waiting.count) damaged note bod\(damaged.count - waiting.count == 1 ? "y was" : "ies were") repaired from a good copy")
+        }
         let json: [String: Any] = ["device": identity.deviceID.hex, "name": prefs.deviceName, "role": prefs.role.rawValue,
                                    "home": home.path, "generation": prefs.generation, "namespaces": counts,
-                                   "outboxPending": pending, "merges": merges, "account": Hex.encode(identity.userIDHash)]
+                                   "outboxPending": pending, "merges": merges, "account": Hex.encode(identity.userIDHash),
+                                   "incarnation": String(actor.incarnation, radix: 16),
+                                   "rollbacks": rollbacks.map { ["at": $0.at.seconds, "reason": $0.reason, "reissued": $0.reissued] as [String: Any] },
+                                   "collisions": collisions.map { ["namespace": $0.namespace.name, "key": $0.key.hex, "dot": $0.dot] },
+                                   "damagedBodies": damaged.map { ["key": $0.key.hex, "name": $0.name, "found": $0.foundAt.seconds,
+                                                                   "repaired": $0.repairedAt.map { $0.seconds } as Any] }]
         return StatusReport(json: json, text: lines.joined(separator: "\n")).addingSync(home: home)
             .addingOffload(home: home, identity: identity, store: store)
     }

@@ -4,5 +4,6 @@ enum ExtensionCommands {
         SyncCommands.sync, SyncCommands.up, InviteCommand.command, DevicesCommands.devices,
         MountCommands.mount, MountCommands.unmount,
         OffloadCommands.offload, OffloadCommands.recall, FsckCommand.command, RoleCommand.command,
+        BackupCommands.backup, BackupCommands.restore, ConfigCommand.command, RepairCommand.command,
     ]
 }

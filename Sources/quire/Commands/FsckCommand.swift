@@ -31,6 +31,11 @@ enum FsckCommand {
         let timeout = try OffloadCommands.timeoutValue(args)
         let (identity, store) = try inv.open()
         var problems: [String] = []
+        let damaged = try store.checkBodies()
+        if damaged > 0 {
+            problems.append("\(damaged) note bod\(damaged == 1 ? "y" : "ies") did not match \(damaged == 1 ? "its" : "their") hash (damaged on disk): set aside, "
+                            + "never shown or served; reading the note or 'quire recall --all' fetches a good copy from a sibling or the homebase")
+        }
         let rootsOK = try store.recomputedRoots() == store.roots()
         if !rootsOK { problems.append("the maintained state digest differs from the one recomputed from content: the replica is damaged") }
 

@@ -1,5 +1,6 @@
 import Foundation
 import QuireCore
+import QuireCrypto
 import QuireRelay
 import QuireStore
 import QuireSync
@@ -9,8 +10,9 @@ enum InitCommand {
         name: "init",
         summary: "create a new device (new account, or --join an existing one)",
         usage: """
-            usage: quire [--home DIR] init [--name NAME] [--homebase] [--relay SPEC] [--json]
-                   quire [--home DIR] init --join INVITE [--name NAME] [--passphrase-file F] [--relay SPEC]
+            usage: quire [--home DIR] init [--name NAME] [--homebase] [--relay SPEC] [--cloud DIR] [--json]
+                   quire [--home DIR] init --join INVITE [--name NAME] [--passphrase-file F] [--relay SPEC] [--cloud DIR]
+                   quire [--home DIR] init --from-cloud DIR [--name NAME] [--relay SPEC]
 
             Creates a device directory with a new replica, device keys (mode 0600)
             and the device's prefs. Without --join it also creates a new account.
@@ -22,6 +24,20 @@ enum InitCommand {
                             this machine, the default), local:/dir, or
                             redis://host:port (devices on several machines); with
                             --join, overrides the inviter's setting
+              --cloud DIR   the cloud folder (a folder a file-sync service keeps the
+                            same on every device) where the fleet's anchor lives;
+                            never inside the device directory. Without it, this
+                            device cannot lead a tombstone collection nor notice
+                            it was put back from a backup by itself
+                            With a new account, a recovery code is printed once
+                            and the account's keys are sealed under it in the
+                            cloud folder (Argon2id, --kdf moderate|interactive)
+              --from-cloud DIR
+                            rebuild an account whose every device is lost: the
+                            recovery code (QUIRE_RECOVERY_CODE, or the terminal)
+                            opens the keys in DIR, and the newest anchor there
+                            becomes this new device's content. Offloaded note
+                            bodies come back from the homebase if it survives
               --join INVITE join the account of an invite made by 'quire invite'
                             on a paired device: INVITE is the invite text or a file
                             holding it. The new device gets its own keys and an
@@ -32,7 +48,7 @@ enum InitCommand {
                             first syncs (and right away if they are listening).
               --json        print the result as JSON
             """,
-        valued: ["name", "join", "passphrase-file", "relay"], flags: ["homebase", "json"]
+        valued: ["name", "join", "passphrase-file", "relay", "cloud", "from-cloud", "kdf"], flags: ["homebase", "json"]
     ) { args, inv in
         try args.expectPositional(0...0, "")
         let name = args.value("name") ?? ProcessInfo.processInfo.hostName
@@ -42,17 +58,43 @@ enum InitCommand {
         if let relay {
             do { _ = try RelaySpec(parsing: relay) } catch { throw UsageError("\(error)") }
         }
+        let cloud = try args.value("cloud").map { try ConfigCommand.cloudFolder($0, home: inv.home) }
+        if let source = args.value("from-cloud") {
+            try CloudRecovery.rebuild(from: try ConfigCommand.cloudFolder(source, home: inv.home), name: name, role: role,
+                                      relay: relay, json: args.has("json"), home: inv.home)
+            return
+        }
         if let join = args.value("join") {
             try joinAccount(invite: join, name: name, role: role, relay: relay, args: args, inv: inv)
+            if let cloud { try inv.home.prefs.update { $0.cloud = cloud } }
             return
         }
         let (identity, _) = try inv.home.create(name: name, role: role)
         if let relay { try inv.home.prefs.update { $0.relay = relay } }
+        var code: String? = nil
+        if let cloud {
+            try inv.home.prefs.update { $0.cloud = cloud }
+            let strength: PasswordHash.Strength
+            switch args.value("kdf") ?? "moderate" {
+            case "moderate": strength = .moderate
+            case "interactive": strength = .interactive
+            case let other: throw UsageError("--kdf is moderate or interactive, not '\(other)'")
+            }
+            let made = RecoveryFile.makeCode()
+            do { try RecoveryFile.write(identity: identity, cloud: cloud, code: made, strength: strength) } catch {
+                throw CommandFailure("the device was created, but the recovery file could not be written to \(cloud): \(error)")
+            }
+            code = made
+        }
         if args.has("json") {
             Output.json(["home": inv.home.path, "device": identity.deviceID.hex, "name": name,
-                         "account": Hex.encode(identity.userIDHash)])
+                         "account": Hex.encode(identity.userIDHash), "recoveryCode": code as Any])
         } else {
             Output.line("created device '\(name)' (\(identity.deviceID.hex.prefix(12))) in \(inv.home.path)")
+            if let code {
+                Output.line("recovery code: \(code)")
+                Output.line("  shown this once and stored nowhere: with it and the cloud folder, 'quire init --from-cloud' rebuilds this account if every device is lost")
+            }
         }
     }
 

@@ -135,6 +135,10 @@ enum MountDaemon {
                 log.problem("\(service.name) did not start while mounted: \(error)")
             }
         }
+        // What the services changed before serving (a device put back from a
+        // backup recovers from the anchor as sync starts) is in the folder
+        // views before the first request: a collected row never shows.
+        feed.poll()
         // Folder listings and a first rendering of .quire are made in the
         // background, not by whoever lists the folder first.
         Thread.detachNewThread { fileSystem.prepare() }

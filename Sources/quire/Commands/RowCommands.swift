@@ -24,6 +24,9 @@ enum RowCommands {
             Options:
               --key HEX   address the row by its key instead of its name
               --json      print the written row's key and version as JSON
+            A body (or a row's text) is at most 16 MiB: the most one version of a
+            row may hold and still sync to every sibling. Larger input is refused
+            and nothing is written.
             """,
         valued: ["file", "tags", "notes", "due", "email", "phone", "note", "key", "buries"],
         flags: ["new", "done", "undone", "no-note", "json"]
@@ -44,12 +47,12 @@ enum RowCommands {
             if case .note(let old)? = existing { n = old } else { n = Note(title: name, body: [], createdAt: zero, updatedAt: zero) }
             if let tags = args.value("tags") { n.tags = tags.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
             n.title = name
-            n.body = try Output.readInput(file: args.value("file"))
+            n.body = try readBody(file: args.value("file"), ns, name)
             n.contentHash = Note.bodyDigest(n.body!)
             content = .note(n)
         case .saga:
             guard SagaEntry.isValidDate(name) else { throw UsageError("a journal day is YYYY-MM-DD, not '\(name)'") }
-            content = .saga(SagaEntry(date: name, text: try Output.readInput(file: args.value("file")), updatedAt: zero))
+            content = .saga(SagaEntry(date: name, text: try readBody(file: args.value("file"), ns, name), updatedAt: zero))
         case .plans:
             var p: Plan
             if case .plan(let old)? = existing { p = old } else { p = Plan(title: name, createdAt: zero, updatedAt: zero) }
@@ -81,21 +84,49 @@ enum RowCommands {
                 guard let k = RowKey(hex: String(id)) else { throw UsageError("--buries expects 32-hex-digit event ids, not '\(id)'") }
                 buried.append(k)
             }
-            let text = String(decoding: try Output.readInput(file: args.value("file")), as: UTF8.self)
+            let text = String(decoding: try readBody(file: args.value("file"), ns, name), as: UTF8.self)
             content = .memory(MemoryEvent(at: zero, kind: name, text: text, buries: buried))
         case .devices:
             throw UsageError("the devices roster is read-only here; use 'quire devices'")
         }
+        let size = RowLimits.bodyBytes(of: content)
+        guard size <= RowLimits.maxBodyBytes else { throw tooLarge(ns, name, size: size) }
         // Prose replaced from the command line: what `quire get` shows is
         // what the user replaced, so removed paragraphs become deletions.
         let row = ns == .notebook || ns == .saga
             ? try store.saveProse(content, key: existingKey, shown: nil)
             : try store.put(content, key: ns == .memory ? nil : existingKey)
         if args.has("json") {
-            Output.json(["namespace": ns.name, "key": row.key.hex, "version": row.version.vector.description])
+            Output.json(["namespace": ns.name, "key": row.key.hex, "version": row.context.description])
         } else {
             Output.line("\(ns.name)/\(row.content?.displayName ?? name) \(row.key.hex)")
         }
+    }
+
+    /// The refusal of a body over `RowLimits.maxBodyBytes`: one line, naming the limit.
+    static func tooLarge(_ ns: Namespace, _ name: String, size: Int?) -> CommandFailure {
+        let what = size.map { "is \(RowLimits.describe($0)), over" } ?? "is over"
+        return CommandFailure("\(ns.name)/\(name) not written: its text \(what) the \(RowLimits.describe(RowLimits.maxBodyBytes)) limit "
+                              + "of a row (the most one version may hold and still sync to siblings)")
+    }
+
+    /// The input (--file or standard input), read no further than one byte
+    /// past the limit: a larger body is refused without holding it all.
+    static func readBody(file: String?, _ ns: Namespace, _ name: String) throws -> [UInt8] {
+        let limit = RowLimits.maxBodyBytes
+        if let file, file != "-" {
+            if let size = (try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? Int, size > limit {
+                throw tooLarge(ns, name, size: size)
+            }
+            return try Output.readInput(file: file)
+        }
+        var bytes: [UInt8] = []
+        while bytes.count <= limit {
+            let data = FileHandle.standardInput.readData(ofLength: min(1 << 20, limit + 1 - bytes.count))
+            if data.isEmpty { return bytes }
+            bytes += data
+        }
+        throw tooLarge(ns, name, size: nil)
     }
 
     static let get = Command(
@@ -118,7 +149,9 @@ enum RowCommands {
         if args.has("json") {
             var object = RowText.json(content)
             object["key"] = key.hex
-            object["version"] = row.version.vector.description
+            object["version"] = row.context.description
+            // Concurrent versions the shown content was resolved from.
+            object["heads"] = row.heads.map { $0.dot.description }
             Output.json(object)
             return
         }

@@ -28,6 +28,14 @@ enum SyncCommands {
           --verbose           print sync events on standard error
           --json              with --once/--until-converged: the result as JSON
 
+        Tombstones are collected by a barrier that every device of the roster
+        must answer, and only after the anchor landed in the cloud folder
+        ('quire config cloud DIR'); a round starts 5 s after a sibling matched,
+        when this device holds at least 64 tombstones or one a day old. Drills
+        shorten these with QUIRE_BARRIER_MIN_TOMBSTONES, QUIRE_BARRIER_DEBOUNCE_MS
+        and QUIRE_QUIET_WINDOW_MS. A device whose errors persist with no success
+        for 10 minutes (QUIRE_WEDGED_AFTER_MS) says it is wedged, and why.
+
         Only one sync may run per device directory (the mount runs one too).
         """
 

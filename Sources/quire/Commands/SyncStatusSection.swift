@@ -33,16 +33,34 @@ enum SyncStatusSection {
         for sib in s.siblings {
             lines.append("  " + siblingText(sib, now: now))
         }
+        let stuck = s.unsyncableRows ?? []
+        if !stuck.isEmpty {
+            lines.append("\(stuck.count) \(stuck.count == 1 ? "row" : "rows") CANNOT SYNC (too large to travel; every other row still syncs; "
+                         + "shorten or split it here to let it go):")
+            for row in stuck.prefix(20) { lines.append("  " + unsyncableText(row)) }
+            if stuck.count > 20 { lines.append("  … and \(stuck.count - 20) more (quire status --json lists them all)") }
+        }
         let dropped = s.dropped.filter { $0.value > 0 }.sorted { $0.key < $1.key }
         if !dropped.isEmpty {
             let words = dropped.map { "\($0.value) \(FrameDrop(rawValue: $0.key)?.description ?? $0.key)" }
             lines.append("dropped frames: " + words.joined(separator: ", "))
         }
         if s.sendErrors > 0 { lines.append("\(s.sendErrors) frames could not be sent (relay unreachable?)") }
+        if let barrier = s.barrier { lines.append(barrier) }
+        if let anchor = s.anchor { lines.append("STUCK: " + anchor) }
+        if let since = s.wedgedSince, let reason = s.wedgedReason {
+            lines.append("WEDGED since \(DateText.format(since, time: true)): \(reason); nothing has succeeded since. "
+                         + "'quire repair' backs this device up first, then offers the ways back")
+        }
         for event in s.events.suffix(3) { lines.append("  recent: \(event)") }
-        var json: [String: Any] = ["running": alive, "phase": s.phase.rawValue, "relay": s.relay, "pid": s.pid,
+        var json: [String: Any] = ["barrier": s.barrier as Any, "anchor": s.anchor as Any,
+                                   "wedged": s.wedgedReason.map { ["since": s.wedgedSince ?? 0, "reason": $0] as [String: Any] } as Any, "running": alive, "phase": s.phase.rawValue, "relay": s.relay, "pid": s.pid,
                                    "updatedAt": s.updatedAt, "rounds": s.rounds, "rowsApplied": s.rowsApplied,
                                    "dropped": s.dropped, "sendErrors": s.sendErrors]
+        json["unsyncableRows"] = stuck.map {
+            ["namespace": $0.namespace, "key": $0.key, "name": $0.name, "reason": $0.reason, "since": $0.since,
+             "text": unsyncableText($0)] as [String: Any]
+        }
         json["siblings"] = s.siblings.map { sib -> [String: Any] in
             var o: [String: Any] = ["device": sib.device, "name": sib.name, "inSync": sib.inSync, "divergent": sib.divergent,
                                     "rounds": sib.rounds, "storms": sib.storms, "text": siblingText(sib, now: now)]
@@ -54,6 +72,10 @@ enum SyncStatusSection {
             return o
         }
         return (json, lines)
+    }
+
+    static func unsyncableText(_ row: SyncStatus.UnsyncableRow) -> String {
+        "\(row.namespace)/" + (row.name.isEmpty ? "" : "'\(row.name)' ") + "(\(row.key.prefix(12))): \(row.reason)"
     }
 
     static func phaseText(_ phase: SyncStatus.Phase) -> String {

@@ -1,0 +1,79 @@
+/// What a row shows: a pure, deterministic function of its heads (in their
+/// canonical order), so every device holding the same heads shows the same
+/// file. It decides nothing about what is kept: all heads stay until an
+/// edit that saw them replaces them.
+///  - one head: its content;
+///  - note bodies and journal days: the paragraph union of every head's
+///    text, minus the union of their paragraph tombstones (no word lost);
+///    title and tags from the last writer;
+///  - devices: a revocation, once signed by anyone, shows (grow-only);
+///  - every other value: the last writer by (updatedAt, dot).
+public enum RowView {
+    public static func resolve(_ heads: [RowHead]) -> RowContent? {
+        guard let first = heads.first else { return nil }
+        if heads.count == 1 { return first.content }
+        let winner = lastWriter(heads)
+        switch winner.content {
+        case .note(let w):
+            var notes: [Note] = []
+            for h in heads { if case .note(let n) = h.content { notes.append(n) } }
+            return .note(unionOfNotes(notes, winner: w))
+        case .saga(let w):
+            var days: [SagaEntry] = []
+            for h in heads { if case .saga(let s) = h.content { days.append(s) } }
+            return .saga(unionOfDays(days, winner: w))
+        case .device:
+            let revoked = heads.filter { if case .device(let d) = $0.content { return d.revocation != nil } else { return false } }
+            return revoked.isEmpty ? winner.content : lastWriter(revoked).content
+        default:
+            return winner.content
+        }
+    }
+
+    /// The last writer by whole-second updatedAt, then by dot, then (a
+    /// collision) by the content's leaf bytes: a total order, so every
+    /// device picks the same head.
+    public static func lastWriter(_ heads: [RowHead]) -> RowHead {
+        heads.max { a, b in
+            let ta = a.content.updatedAt?.seconds ?? 0, tb = b.content.updatedAt?.seconds ?? 0
+            if ta != tb { return ta < tb }
+            return RowHead.precedes(a, b)
+        }!
+    }
+
+    static func sortedDeletions(_ lists: [[[UInt8]]]) -> [[UInt8]] {
+        Array(Set(lists.joined())).sorted { $0.lexicographicallyPrecedes($1) }
+    }
+
+    static func unionOfNotes(_ notes: [Note], winner: Note) -> Note {
+        var merged = winner
+        let deleted = sortedDeletions(notes.map(\.deletedParagraphs))
+        let bodies = notes.compactMap(\.body)
+        if bodies.count == notes.count {
+            let body = bodies.dropFirst().reduce(bodies[0]) { ProseBridge.mergeBodies($0, $1, deleted: deleted) }
+            merged.body = body
+            merged.contentHash = Note.bodyDigest(body)
+            merged.length = nil
+        } else {
+            // A head's body is offloaded here: show the row as not resident
+            // (a read recalls it) rather than a union that hides its words.
+            let pointer = notes.first { $0.body == nil }!
+            merged.body = nil
+            merged.contentHash = pointer.contentHash
+            merged.length = pointer.length
+        }
+        merged.deletedParagraphs = deleted
+        merged.createdAt = notes.map(\.createdAt).min()!
+        merged.updatedAt = notes.map(\.updatedAt).max()!
+        return merged
+    }
+
+    static func unionOfDays(_ days: [SagaEntry], winner: SagaEntry) -> SagaEntry {
+        var merged = winner
+        let deleted = sortedDeletions(days.map(\.deletedParagraphs))
+        merged.text = days.dropFirst().reduce(days[0].text) { ProseBridge.mergeBodies($0, $1.text, deleted: deleted) }
+        merged.deletedParagraphs = deleted
+        merged.updatedAt = days.map(\.updatedAt).max()!
+        return merged
+    }
+}

@@ -1,0 +1,71 @@
+import QuireCore
+
+/// Catching up to the cloud anchor after a rollback (a device put back from
+/// a backup older than the fleet's last barrier). Rows are a semilattice,
+/// so recovery joins the snapshot in, except for what the barrier collected:
+/// a row this device holds that the snapshot lacks was deleted and its
+/// tombstone collected, so it becomes a tombstone here, unless it holds a
+/// version this device wrote and no sibling ever saw (edit beats delete:
+/// that version stays).
+extension ReplicaStore {
+    public struct Recovery: Equatable, Sendable {
+        /// Rows the snapshot brought in or moved forward.
+        public var joined = 0
+        /// Rows removed because the fleet deleted and collected them.
+        public var removed = 0
+        /// Rows kept because they hold this device's unshared writes.
+        public var keptUnshared = 0
+    }
+
+    /// Joins `snapshot` (every live row of the account at the anchor's
+    /// generation) into this replica, in one transaction.
+    public func recover(from snapshot: [Row]) throws(StoreError) -> Recovery {
+        try write { ctx in
+            var report = Recovery()
+            var byKey: [Namespace: [RowKey: Row]] = [:]
+            for row in snapshot { byKey[row.namespace, default: [:]][row.key] = row }
+            for ns in Namespace.allCases {
+                let incoming = byKey[ns] ?? [:]
+                let localKeys = try ctx.db.query("SELECT key FROM rows WHERE ns = ?", [.int(Int64(ns.rawValue))]) { ID16(bytes: $0.blob(0) ?? [])! }
+                for key in localKeys where incoming[key] == nil {
+                    guard ReplicaStore.collectedNamespaces.contains(ns),
+                          let record = try RowRecord.load(ctx.db, ns, key, withBody: true) else { continue }
+                    let local = try ctx.decodeSettingAside(record)
+                    let unshared = try ctx.unsharedHeads(local)
+                    if unshared.isEmpty {
+                        // A local tombstone, not a silent removal: the mount's
+                        // change feed sees it go, and it buries any stale copy
+                        // until a later barrier collects it (no leaf: the digest
+                        // equals the fleet's either way).
+                        guard !local.isTombstone else { continue }
+                        try ctx.writeRow(local.deleted(), previousLeaf: record.leaf, exists: true)
+                        try ctx.db.run("DELETE FROM unshipped WHERE ns = ? AND key = ?", [.int(Int64(ns.rawValue)), .blob(key.bytes)])
+                        report.removed += 1
+                    } else {
+                        let kept = Row(namespace: ns, key: key, context: local.context, heads: unshared)
+                        try ctx.writeRow(kept, previousLeaf: record.leaf, exists: true)
+                        report.keptUnshared += 1
+                    }
+                }
+                for (_, row) in incoming.sorted(by: { $0.key < $1.key }) {
+                    if case .store = try ctx.applyRemote(row) { report.joined += 1 }
+                }
+            }
+            return report
+        }
+    }
+}
+
+extension WriteContext {
+    /// Versions of `row` this device wrote that no sibling is known to hold.
+    func unsharedHeads(_ row: Row) throws(StoreError) -> [RowHead] {
+        var out: [RowHead] = []
+        for h in row.heads where h.dot.actor.device == store.deviceID {
+            let first = try db.queryOne("SELECT counter FROM unshipped WHERE ns = ? AND key = ? AND incarnation = ?",
+                                        [.int(Int64(row.namespace.rawValue)), .blob(row.key.bytes),
+                                         .int(Int64(bitPattern: h.dot.actor.incarnation))]) { UInt64($0.int(0)) }
+            if let first, h.dot.counter >= first { out.append(h) }
+        }
+        return out
+    }
+}

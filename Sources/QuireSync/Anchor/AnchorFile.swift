@@ -1,0 +1,163 @@
+import Foundation
+import QuireCore
+import QuireCrypto
+
+/// The cloud anchor: the fleet's generation where a device restore cannot
+/// revert it, and the account's snapshot at that generation (also the
+/// user's last-resort backup). Format (docs/anchor-format.md):
+///
+///     header, 64 bytes, cleartext:
+///       "QUIREANC" ‖ format 0x01 ‖ 7 zero bytes ‖ generation (u64 BE)
+///       ‖ account id (SHA-256 of the account key, 32 bytes) ‖ written at (i64 BE, seconds)
+///     body: XChaCha20-Poly1305 under the account's backup key, the header
+///       as associated data: nonce (24) ‖ ciphertext ‖ tag (16) of the snapshot
+///
+/// Reading the generation needs no key (a start-up check costs one read);
+/// a header altered in the folder makes the body fail to open, so a device
+/// that holds the key never acts on a forged generation.
+public struct AnchorHeader: Equatable, Sendable {
+    public static let magic = Array("QUIREANC".utf8)
+    public static let formatVersion: UInt8 = 1
+    public static let size = 64
+
+    public var generation: UInt64
+    public var accountID: [UInt8]
+    public var writtenAt: Timestamp
+
+    public init(generation: UInt64, accountID: [UInt8], writtenAt: Timestamp) {
+        self.generation = generation
+        self.accountID = accountID
+        self.writtenAt = writtenAt
+    }
+
+    public func encoded() -> [UInt8] {
+        var out = AnchorHeader.magic + [AnchorHeader.formatVersion] + [UInt8](repeating: 0, count: 7)
+        out += bigEndian(generation)
+        out += accountID
+        out += bigEndian(UInt64(bitPattern: writtenAt.seconds))
+        return out
+    }
+
+    public init(decoding bytes: [UInt8]) throws(AnchorError) {
+        guard bytes.count >= AnchorHeader.size else { throw .malformed("\(bytes.count) bytes, shorter than the 64-byte header") }
+        guard Array(bytes[0..<8]) == AnchorHeader.magic else { throw .malformed("not an anchor (bad magic)") }
+        guard bytes[8] == AnchorHeader.formatVersion else {
+            throw .unsupportedFormat(bytes[8])
+        }
+        guard bytes[9..<16].allSatisfy({ $0 == 0 }) else { throw .malformed("reserved header bytes are not zero") }
+        generation = readBigEndian(bytes[16..<24])
+        accountID = Array(bytes[24..<56])
+        writtenAt = Timestamp(seconds: Int64(bitPattern: readBigEndian(bytes[56..<64])))
+    }
+}
+
+/// What an anchor holds: every live row of the account at its generation
+/// (bodies as the writer held them: an offloaded note travels as a pointer).
+public struct AnchorSnapshot: Equatable, Sendable {
+    public var generation: UInt64
+    public var rows: [Row]
+
+    public init(generation: UInt64, rows: [Row]) {
+        self.generation = generation
+        self.rows = rows
+    }
+
+    public func encoded() -> [UInt8] {
+        var byNamespace: [Namespace: [Row]] = [:]
+        for row in rows { byNamespace[row.namespace, default: []].append(row) }
+        let groups: [CBOR] = Namespace.allCases.compactMap { ns in
+            guard let rows = byNamespace[ns] else { return nil }
+            return .array([.unsigned(UInt64(ns.rawValue)), .array(rows.map(RowWire.encode))])
+        }
+        return CBORWriter.encode(.map([(.unsigned(1), .unsigned(generation)), (.unsigned(2), .array(groups))]))
+    }
+
+    public init(decoding bytes: [UInt8]) throws(AnchorError) {
+        do {
+            let fields = try CBORReader.decode(bytes).asFieldMap()
+            generation = try fields.required(1, "generation").asUInt()
+            var rows: [Row] = []
+            for group in try fields.required(2, "rows").asArray() {
+                let parts = try group.asArray()
+                guard parts.count == 2, let ns = Namespace(rawValue: UInt8(try parts[0].asUInt())) else {
+                    throw AnchorError.malformed("a snapshot group names no namespace")
+                }
+                for item in try parts[1].asArray() {
+                    guard let row = RowWire.decode(item, namespace: ns) else { throw AnchorError.malformed("a \(ns) row in the snapshot does not decode") }
+                    rows.append(row)
+                }
+            }
+            self.rows = rows
+        } catch let error as AnchorError {
+            throw error
+        } catch {
+            throw .malformed("the snapshot does not decode: \(error)")
+        }
+    }
+}
+
+public enum AnchorError: Error, Equatable, Sendable, CustomStringConvertible {
+    case malformed(String)
+    case unsupportedFormat(UInt8)
+    case otherAccount
+    case doesNotOpen(String)
+    case unreadable(String)
+    case unwritable(String)
+
+    public var description: String {
+        switch self {
+        case .malformed(let why): return "anchor is malformed: \(why)"
+        case .unsupportedFormat(let v): return "anchor format \(v) is not one this quire reads; upgrade quire"
+        case .otherAccount: return "anchor belongs to another account"
+        case .doesNotOpen(let why): return "anchor does not open with this account's backup key (altered, or another key): \(why)"
+        case .unreadable(let why): return "cloud folder cannot be read: \(why)"
+        case .unwritable(let why): return "cloud folder cannot be written: \(why)"
+        }
+    }
+}
+
+/// Sealing and opening whole anchor files.
+public enum AnchorFile {
+    public static func seal(_ snapshot: AnchorSnapshot, accountID: [UInt8], backupKey: SecretBytes, at: Timestamp) throws -> [UInt8] {
+        let header = AnchorHeader(generation: snapshot.generation, accountID: accountID, writtenAt: at).encoded()
+        return header + (try AEAD.seal(snapshot.encoded(), associatedData: header, with: backupKey))
+    }
+
+    /// The header alone (no key needed), checked to be this account's.
+    public static func header(of bytes: [UInt8], accountID: [UInt8]) throws(AnchorError) -> AnchorHeader {
+        let header = try AnchorHeader(decoding: bytes)
+        guard header.accountID == accountID else { throw .otherAccount }
+        return header
+    }
+
+    /// Opens the body; the header (associated data) and the snapshot's own
+    /// generation must agree with what was sealed.
+    public static func open(_ bytes: [UInt8], accountID: [UInt8], backupKey: SecretBytes) throws(AnchorError) -> (AnchorHeader, AnchorSnapshot) {
+        let header = try self.header(of: bytes, accountID: accountID)
+        let body: [UInt8]
+        do { body = try AEAD.open(Array(bytes[AnchorHeader.size...]), associatedData: Array(bytes[..<AnchorHeader.size]), with: backupKey) } catch {
+            throw .doesNotOpen("\(error)")
+        }
+        let snapshot = try AnchorSnapshot(decoding: body)
+        guard snapshot.generation == header.generation else { throw .malformed("header and snapshot name different generations") }
+        return (header, snapshot)
+    }
+}
+
+/// The start-up and advertisement check, exactly as the seed states it: a
+/// local generation below the anchor's means this device un-saw a barrier
+/// (it was put back from a backup), not that it is merely behind, because a
+/// barrier commits only with every roster device present.
+public enum AnchorDecision: Equatable, Sendable {
+    case noAnchor
+    case rolledBack(anchor: UInt64)
+    case current
+
+    public static func decide(local: UInt64, anchor: UInt64?) -> AnchorDecision {
+        guard let anchor else { return .noAnchor }
+        return anchor > local ? .rolledBack(anchor: anchor) : .current
+    }
+}
+
+private func bigEndian(_ v: UInt64) -> [UInt8] { (0..<8).map { UInt8((v >> (56 - 8 * UInt64($0))) & 0xFF) } }
+private func readBigEndian(_ bytes: ArraySlice<UInt8>) -> UInt64 { bytes.reduce(0) { $0 << 8 | UInt64($1) } }

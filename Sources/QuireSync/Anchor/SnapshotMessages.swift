@@ -1,0 +1,64 @@
+import QuireCore
+
+extension SubKind {
+    /// A device behind the fleet's generation that cannot read the anchor
+    /// asks a sibling at a higher generation for its rows.
+    public static let snapshotRequest = SubKind("snapshot_req")
+    /// Every live row of one namespace at the sender's generation.
+    public static let snapshotResponse = SubKind("snapshot_resp")
+
+    static let snapshotKinds: Set<SubKind> = [.snapshotRequest, .snapshotResponse]
+}
+
+/// `snapshot_req {generation}`: the asker's generation (the answer is
+/// gated on being ahead of it).
+public struct SnapshotRequest: Equatable, Sendable {
+    public var generation: UInt64
+
+    public func encoded() -> [UInt8] { CBORWriter.encode(.map([(.unsigned(1), .unsigned(generation))])) }
+
+    public static func decode(_ bytes: [UInt8]) throws(CBORError) -> SnapshotRequest {
+        let f = try CBORReader.decode(bytes, limits: .init(maxDepth: 4, maxItemLength: 1 << 10)).asFieldMap()
+        return SnapshotRequest(generation: try f.required(1, "generation").asUInt())
+    }
+}
+
+/// `snapshot_resp {generation, namespace, part, parts, rows}`: one namespace
+/// per message (a namespace too large for one message cannot be served this
+/// way; the anchor is the way for those).
+public struct SnapshotResponse: Equatable, Sendable {
+    public var generation: UInt64
+    public var namespace: Namespace
+    /// Which of the `parts` messages this is (one per namespace, in order).
+    public var part: Int
+    public var parts: Int
+    public var rows: [Row]
+
+    public func encoded() -> [UInt8] {
+        CBORWriter.encode(.map([(.unsigned(1), .unsigned(generation)), (.unsigned(2), .unsigned(UInt64(namespace.rawValue))),
+                                (.unsigned(3), .unsigned(UInt64(part))), (.unsigned(4), .unsigned(UInt64(parts))),
+                                (.unsigned(5), .array(rows.map(RowWire.encode)))]))
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws(CBORError) -> SnapshotResponse {
+        let f = try CBORReader.decode(bytes).asFieldMap()
+        guard let ns = Namespace(rawValue: UInt8(clamping: try f.required(2, "namespace").asUInt())) else { throw .invalidValue("namespace") }
+        let part = Int(clamping: try f.required(3, "part").asUInt()), parts = Int(clamping: try f.required(4, "parts").asUInt())
+        guard parts > 0, parts <= Namespace.allCases.count, part < parts else { throw .invalidValue("snapshot part \(part) of \(parts)") }
+        var rows: [Row] = []
+        for item in try f.required(5, "rows").asArray() {
+            guard let row = RowWire.decode(item, namespace: ns) else { throw .invalidValue("a \(ns) row of the snapshot") }
+            rows.append(row)
+        }
+        return SnapshotResponse(generation: try f.required(1, "generation").asUInt(), namespace: ns, part: part, parts: parts, rows: rows)
+    }
+}
+
+/// The parts of a sibling's snapshot gathered so far (one sender, one generation).
+struct SnapshotAssembly {
+    var from: DeviceID
+    var generation: UInt64
+    var parts: Int
+    var received: [Int: [Row]] = [:]
+    var isComplete: Bool { received.count == parts }
+}

@@ -1,0 +1,73 @@
+import Foundation
+import QuireCore
+import QuireStore
+
+/// The anchor check, further than the seed: at start-up too (a restored
+/// device with no sibling online still notices), and whenever a sibling
+/// advertises a higher generation.
+extension SyncEngine {
+    /// Reads the anchor's generation and, if this device is behind it
+    /// (rolled back), recovers from the anchor's snapshot: join it in,
+    /// remove what the fleet collected, keep this device's unshared
+    /// writes, mint a new incarnation, and only then advance the
+    /// generation (a failed import leaves it alone).
+    func checkAnchor(trigger: String) {
+        defer {
+            if let stuck = anchorState { wedge.error(.generation, stuck, nowMs: clock.monotonicMilliseconds()) } else { wedge.success(.generation) }
+        }
+        let local = deps.generation()
+        // The sibling ahead of us, if any: the fallback when the anchor cannot be read.
+        let ahead = siblings.filter { ($0.value.generationGap ?? 0) > local }.max { ($0.value.generationGap ?? 0) < ($1.value.generationGap ?? 0) }
+        guard let cloud = deps.cloud else {
+            if let (id, sibling) = ahead {
+                anchorState = "this device is behind the fleet (generation \(local), \(sibling.member.name) is at \(sibling.generationGap!)) "
+                    + "and has no cloud folder; catching up from that sibling's snapshot ('quire config cloud DIR' names the folder)"
+                requestSnapshot(from: id, theirGeneration: sibling.generationGap!)
+            }
+            return
+        }
+        let anchorGeneration: UInt64?
+        do {
+            anchorGeneration = try cloud.generation(backupKey: deps.identity.backupKey)
+            wedge.success(.cloud)
+        } catch {
+            wedge.error(.cloud, "the cloud anchor cannot be read (\(error)); a restore of this device cannot be detected until it can",
+                        nowMs: clock.monotonicMilliseconds())
+            if let (id, sibling) = ahead {
+                anchorState = "this device is behind the fleet (generation \(local), \(sibling.member.name) is at \(sibling.generationGap!)) "
+                    + "and cannot read the anchor (\(error)); catching up from that sibling's snapshot"
+                requestSnapshot(from: id, theirGeneration: sibling.generationGap!)
+            }
+            return
+        }
+        switch AnchorDecision.decide(local: local, anchor: anchorGeneration) {
+        case .noAnchor, .current:
+            anchorState = nil
+            // A sibling ahead of an anchor we can read: the anchor write of
+            // that round did not reach this folder; its snapshot can.
+            if let (id, sibling) = ahead { requestSnapshot(from: id, theirGeneration: sibling.generationGap!) }
+        case .rolledBack(let target):
+            note("anchor: this device is at generation \(local) but the fleet's anchor is at \(target) (\(trigger)): it was put back from a backup; recovering")
+            do {
+                guard let (_, snapshot) = try cloud.newest(backupKey: deps.identity.backupKey), snapshot.generation == target else {
+                    anchorState = "behind the fleet (anchor at generation \(target), this device at \(local)) but the anchor does not open with this account's key"
+                    return
+                }
+                let report = try store.recover(from: snapshot.rows)
+                try store.mintIncarnation(reason: "the cloud anchor is at generation \(target), this device was at \(local): it had been put back from a backup")
+                try deps.setGeneration(target)
+                invalidateDigest()
+                anchorState = nil
+                barrier.lastOutcome = "recovered from the cloud anchor at \(DateStamp.format(clock.now())): generation \(local) → \(target), "
+                    + "\(report.joined) rows brought forward, \(report.removed) rows the fleet had deleted removed, "
+                    + "\(report.keptUnshared) rows kept for writes no other device had seen"
+                note("anchor: " + barrier.lastOutcome!)
+                broadcast(force: true, nowMs: clock.monotonicMilliseconds())
+            } catch {
+                anchorState = "behind the fleet (anchor at generation \(target), this device at \(local)) and recovery failed: \(error); "
+                    + "nothing was changed and the generation stays; 'quire repair' or a retry at the next start"
+                note("anchor: recovery failed: \(error)")
+            }
+        }
+    }
+}

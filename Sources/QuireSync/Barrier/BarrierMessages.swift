@@ -1,0 +1,64 @@
+import QuireCore
+
+extension SubKind {
+    /// The leader asks every roster device for its digest now.
+    public static let gcPropose = SubKind("gc_propose")
+    /// A device's digest at the moment it was asked (or that it declines:
+    /// its cloud anchor is off).
+    public static let gcAck = SubKind("gc_ack")
+    /// The anchor landed: drop tombstones, move to the new generation.
+    public static let gcCommit = SubKind("gc_commit")
+
+    static let barrierKinds: Set<SubKind> = [.gcPropose, .gcAck, .gcCommit]
+}
+
+/// `gc_propose {nonce (16 random bytes), digest}`.
+public struct BarrierPropose: Equatable, Sendable {
+    public var nonce: [UInt8]
+    public var digest: [UInt8]
+
+    public func encoded() -> [UInt8] { CBORWriter.encode(.map([(.unsigned(1), .bytes(nonce)), (.unsigned(2), .bytes(digest))])) }
+
+    public static func decode(_ bytes: [UInt8]) throws(CBORError) -> BarrierPropose {
+        let f = try CBORReader.decode(bytes, limits: .init(maxDepth: 4, maxItemLength: 64 << 10)).asFieldMap()
+        let nonce = try f.required(1, "nonce").asBytes()
+        guard nonce.count == 16 else { throw .invalidValue("a barrier nonce is 16 bytes") }
+        return BarrierPropose(nonce: nonce, digest: try f.required(2, "digest").asBytes())
+    }
+}
+
+/// `gc_ack {nonce, myDigest}`; `declined` when the device's cloud anchor is off.
+public struct BarrierAck: Equatable, Sendable {
+    public var nonce: [UInt8]
+    public var digest: [UInt8]
+    public var declined: Bool
+
+    public func encoded() -> [UInt8] {
+        CBORWriter.encode(.map([(.unsigned(1), .bytes(nonce)), (.unsigned(2), .bytes(digest)), (.unsigned(3), .bool(declined))]))
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws(CBORError) -> BarrierAck {
+        let f = try CBORReader.decode(bytes, limits: .init(maxDepth: 4, maxItemLength: 64 << 10)).asFieldMap()
+        let nonce = try f.required(1, "nonce").asBytes()
+        guard nonce.count == 16 else { throw .invalidValue("a barrier nonce is 16 bytes") }
+        return BarrierAck(nonce: nonce, digest: try f.required(2, "digest").asBytes(), declined: try f.optional(3)?.asBool() ?? false)
+    }
+}
+
+/// `gc_commit {nonce, digest, generation + 1}`.
+public struct BarrierCommit: Equatable, Sendable {
+    public var nonce: [UInt8]
+    public var digest: [UInt8]
+    public var generation: UInt64
+
+    public func encoded() -> [UInt8] {
+        CBORWriter.encode(.map([(.unsigned(1), .bytes(nonce)), (.unsigned(2), .bytes(digest)), (.unsigned(3), .unsigned(generation))]))
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws(CBORError) -> BarrierCommit {
+        let f = try CBORReader.decode(bytes, limits: .init(maxDepth: 4, maxItemLength: 64 << 10)).asFieldMap()
+        let nonce = try f.required(1, "nonce").asBytes()
+        guard nonce.count == 16 else { throw .invalidValue("a barrier nonce is 16 bytes") }
+        return BarrierCommit(nonce: nonce, digest: try f.required(2, "digest").asBytes(), generation: try f.required(3, "generation").asUInt())
+    }
+}

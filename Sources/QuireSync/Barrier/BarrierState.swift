@@ -1,0 +1,64 @@
+import QuireCore
+
+/// The tombstone barrier's state on one device, owned in one place: the
+/// round this device leads (if any) and the rounds it answered. Pure: the
+/// engine feeds it events and acts on what it returns.
+///
+/// Safety comes from three checks, in order: a commit needs an ack with the
+/// current nonce from every roster device, every acked digest equal to the
+/// leader's own freshly recomputed one; the anchor lands before anything is
+/// collected; and a receiver collects only for a round it acked and has
+/// not committed before, with its digest still the agreed one (the seed
+/// checks only the digest, so a replayed commit could pass).
+struct BarrierState {
+    struct Round {
+        let nonce: [UInt8]
+        /// The roster (device ids other than ours) this round must hear from.
+        let roster: Set<DeviceID>
+        let digest: [UInt8]
+        let startedMs: UInt64
+        var acks: [DeviceID: [UInt8]] = [:]
+        var declined: Set<DeviceID> = []
+    }
+
+    /// The round this device leads.
+    var round: Round?
+    /// When a sibling last matched us, a round may start this many ms later.
+    var attemptAtMs: UInt64?
+    /// Rounds this device acked: nonce → (leader, digest it acked).
+    var acked: [[UInt8]: (leader: DeviceID, digest: [UInt8], atMs: UInt64)] = [:]
+    /// Nonces of rounds this device has collected for (a replay is refused).
+    var committed: Set<[UInt8]> = []
+    /// The last outcome, in words (status).
+    var lastOutcome: String?
+
+    enum AckOutcome: Equatable {
+        case waiting
+        case unanimous
+        case failed(String)
+    }
+
+    /// Records an ack to the round this device leads.
+    mutating func record(_ ack: BarrierAck, from sender: DeviceID, name: String) -> AckOutcome {
+        guard var current = round, ack.nonce == current.nonce, current.roster.contains(sender) else { return .waiting }
+        if ack.declined {
+            current.declined.insert(sender)
+            round = current
+            return .failed("device \(name) has the cloud anchor off, so it never acks: tombstones are not collected for this account "
+                           + "until it turns it on ('quire config cloud-anchor on') or is revoked")
+        }
+        guard ack.digest == current.digest else {
+            round = current
+            return .failed("device \(name) answered with another digest (it moved since it matched)")
+        }
+        current.acks[sender] = ack.digest
+        round = current
+        return Set(current.acks.keys) == current.roster ? .unanimous : .waiting
+    }
+
+    /// Forgets acked rounds older than `keepMs` (a commit for them would be
+    /// refused anyway once the timer passed).
+    mutating func expireAcked(nowMs: UInt64, keepMs: UInt64) {
+        acked = acked.filter { nowMs &- $0.value.atMs < keepMs }
+    }
+}

@@ -1,0 +1,153 @@
+import Foundation
+import QuireCore
+import QuireCrypto
+import QuireStore
+
+/// The tombstone barrier (seeds/convergence-barrier-and-cloud-anchor.txt):
+/// unanimity of the whole roster on a fresh nonce and equal digests, the
+/// anchor written and landed before any tombstone is dropped, and a
+/// receiver that collects only for a round it acked. Never on a timer:
+/// a round is scheduled only when a sibling's digest came back equal.
+extension SyncEngine {
+    /// The roster device whose signing key sorts lowest leads; the rest answer.
+    var isBarrierLeader: Bool {
+        guard let mine = roster[me.deviceID]?.signingKey else { return false }
+        return roster.members.values.filter { !$0.isRevoked && $0.deviceID != me.deviceID }
+            .allSatisfy { mine.lexicographicallyPrecedes($0.signingKey) }
+    }
+
+    func scheduleBarrier(nowMs: UInt64) {
+        guard barrier.round == nil else { return }
+        barrier.attemptAtMs = nowMs + configuration.barrierDebounceMilliseconds
+    }
+
+    func barrierTick(nowMs: UInt64) {
+        barrier.expireAcked(nowMs: nowMs, keepMs: 2 * configuration.barrierTimeoutMilliseconds)
+        if let round = barrier.round, nowMs &- round.startedMs >= configuration.barrierTimeoutMilliseconds {
+            let silent = round.roster.subtracting(round.acks.keys).map { name(of: $0) }.sorted()
+            abandonRound("no answer from \(silent.joined(separator: ", ")) within \(configuration.barrierTimeoutMilliseconds / 1000) s")
+        }
+        guard let at = barrier.attemptAtMs, nowMs >= at else { return }
+        barrier.attemptAtMs = nil
+        startRoundIfWorthIt(nowMs: nowMs)
+    }
+
+    func startRoundIfWorthIt(nowMs: UInt64) {
+        guard phase == .settled, barrier.round == nil, isBarrierLeader, deps.cloud != nil, deps.isAnchorEnabled() else { return }
+        let siblingIDs = Set(roster.siblings(of: me.deviceID).map(\.deviceID))
+        guard !siblingIDs.isEmpty else { return }    // a single-device account never collects
+        do {
+            let backlog = try store.tombstoneBacklog()
+            let oldEnough = backlog.oldest.map { clock.now().seconds - $0.seconds >= configuration.barrierMinimumTombstoneAgeSeconds } ?? false
+            guard backlog.count > 0, backlog.count >= configuration.barrierMinimumTombstones || oldEnough else { return }
+            invalidateDigest()
+            let digest = try currentDigest().bytes
+            let nonce = deps.random.bytes(16)
+            barrier.round = BarrierState.Round(nonce: nonce, roster: siblingIDs, digest: digest, startedMs: nowMs)
+            note("barrier: proposing a collection of \(backlog.count) tombstones to \(siblingIDs.count) devices")
+            let payload = BarrierPropose(nonce: nonce, digest: digest).encoded()
+            for id in siblingIDs.sorted() { send(.gcPropose, payload, to: id) }
+        } catch {
+            report("barrier", error)
+        }
+    }
+
+    func abandonRound(_ why: String) {
+        guard barrier.round != nil else { return }
+        barrier.round = nil
+        barrier.lastOutcome = "the last barrier round was abandoned at \(DateStamp.format(clock.now())): \(why); every tombstone is kept"
+        note("barrier: round abandoned: \(why)")
+    }
+
+    // MARK: Answering
+
+    func handlePropose(_ propose: BarrierPropose, from sender: DeviceID, nowMs: UInt64) throws {
+        guard let leader = roster[sender], !leader.isRevoked,
+              roster.members.values.filter({ !$0.isRevoked }).allSatisfy({ $0.deviceID == sender || leader.signingKey.lexicographicallyPrecedes($0.signingKey) })
+        else {
+            note("barrier: ignored a proposal from \(name(of: sender)), which is not the roster's leader")
+            return
+        }
+        invalidateDigest()
+        let mine = try currentDigest().bytes
+        guard deps.isAnchorEnabled() else {
+            barrier.lastOutcome = "this device has the cloud anchor off, so it never acks a barrier: tombstones are not collected "
+                + "for the whole account ('quire config cloud-anchor on' turns it back on)"
+            send(.gcAck, BarrierAck(nonce: propose.nonce, digest: mine, declined: true).encoded(), to: sender)
+            return
+        }
+        barrier.acked[propose.nonce] = (leader: sender, digest: mine, atMs: nowMs)
+        send(.gcAck, BarrierAck(nonce: propose.nonce, digest: mine, declined: false).encoded(), to: sender)
+    }
+
+    func handleAck(_ ack: BarrierAck, from sender: DeviceID, nowMs: UInt64) throws {
+        switch barrier.record(ack, from: sender, name: name(of: sender)) {
+        case .waiting: return
+        case .failed(let why): abandonRound(why)
+        case .unanimous: try commitRound(nowMs: nowMs)
+        }
+    }
+
+    /// Every roster device acked the same digest: anchor first, then collect.
+    func commitRound(nowMs: UInt64) throws {
+        guard let round = barrier.round, let cloud = deps.cloud else { return }
+        let generation = deps.generation() + 1
+        // The leader's own digest, recomputed now, must still be the agreed one.
+        invalidateDigest()
+        guard try currentDigest().bytes == round.digest else { abandonRound("this device changed while the round was open"); return }
+        do {
+            var rows: [Row] = []
+            for ns in Namespace.allCases { rows += try store.rows(ns, from: [], to: nil) }
+            let bytes = try AnchorFile.seal(AnchorSnapshot(generation: generation, rows: rows), accountID: deps.identity.userIDHash,
+                                            backupKey: deps.identity.backupKey, at: clock.now())
+            // CRITICAL ORDER: the anchor lands before any commit or any drop.
+            // A dangling anchor (round abandoned after this) is harmless; a
+            // collection with no anchor would strand a restored device.
+            try cloud.write(bytes)
+            wedge.success(.cloud)
+        } catch {
+            abandonRound("the anchor could not be written (\(error))")
+            wedge.error(.cloud, "the cloud folder cannot be written, so tombstones are never collected (\(error))", nowMs: nowMs)
+            return
+        }
+        // A delete made during the upload has been through no barrier.
+        invalidateDigest()
+        guard try currentDigest().bytes == round.digest else { abandonRound("this device changed while the anchor was written"); return }
+        let payload = BarrierCommit(nonce: round.nonce, digest: round.digest, generation: generation).encoded()
+        for id in round.roster.sorted() { send(.gcCommit, payload, to: id) }
+        barrier.round = nil
+        try collect(generation: generation, nonce: round.nonce)
+    }
+
+    func handleCommit(_ commit: BarrierCommit, from sender: DeviceID, nowMs: UInt64) throws {
+        func refuse(_ why: String) {
+            count(.barrierRefused)
+            note("barrier: refused a commit from \(name(of: sender)): \(why)")
+        }
+        guard let acked = barrier.acked[commit.nonce] else {
+            return refuse(barrier.committed.contains(commit.nonce) ? "that round was already committed here (a replay)"
+                                                                   : "this device did not ack that round")
+        }
+        guard acked.leader == sender else { return refuse("it did not lead that round") }
+        invalidateDigest()
+        guard try currentDigest().bytes == commit.digest, acked.digest == commit.digest else {
+            barrier.acked[commit.nonce] = nil
+            return refuse("this device's digest is no longer the agreed one; its tombstones wait for a later round")
+        }
+        guard commit.generation == deps.generation() + 1 else {
+            return refuse("generation \(commit.generation) does not follow this device's \(deps.generation())")
+        }
+        barrier.acked[commit.nonce] = nil
+        try collect(generation: commit.generation, nonce: commit.nonce)
+    }
+
+    private func collect(generation: UInt64, nonce: [UInt8]) throws {
+        barrier.committed.insert(nonce)
+        let dropped = try store.dropTombstonesForBarrier()
+        try deps.setGeneration(generation)
+        invalidateDigest()
+        barrier.lastOutcome = "the last barrier committed at \(DateStamp.format(clock.now())): generation \(generation), \(dropped) tombstones collected"
+        note("barrier: generation \(generation), \(dropped) tombstones collected")
+        broadcast(force: true, nowMs: clock.monotonicMilliseconds())
+    }
+}

@@ -1,0 +1,52 @@
+import Foundation
+import QuireCore
+import QuireCrypto
+import QuireStore
+import QuireSync
+
+/// `quire init --from-cloud DIR`: a new device of an account whose every
+/// device is lost, rebuilt from the recovery file and the newest anchor.
+enum CloudRecovery {
+    static func rebuild(from cloud: String, name: String, role: Prefs.Role, relay: String?, json: Bool, home: DeviceHome) throws {
+        if home.exists { throw CommandFailure("\(home.path) already holds a quire device; choose another --home") }
+        let accounts = RecoveryFile.accounts(in: cloud)
+        guard let accountID = accounts.first else { throw CommandFailure("\(cloud) holds no recovery file (quire-recovery-*.qrecovery)") }
+        guard accounts.count == 1 else { throw CommandFailure("\(cloud) holds recovery files of \(accounts.count) accounts; keep only the one to rebuild") }
+        let code: String
+        if let env = ProcessInfo.processInfo.environment["QUIRE_RECOVERY_CODE"], !env.isEmpty {
+            code = env
+        } else {
+            code = try Passphrase.read(file: nil, confirm: false)
+        }
+        let keys: (account: SigningKeyPair, backupKey: SecretBytes)
+        do { keys = try RecoveryFile.open(cloud: cloud, accountID: accountID, code: code) } catch { throw CommandFailure("\(error)") }
+        let folder = CloudFolder(path: cloud, accountID: accountID)
+        guard let (header, snapshot) = try folder.newest(backupKey: keys.backupKey) else {
+            throw CommandFailure("\(cloud) holds no anchor that opens with this account's key: there is nothing to rebuild from")
+        }
+        let identity = Identity(account: keys.account, deviceSigning: SigningKeyPair(), deviceBox: BoxKeyPair(), backupKey: keys.backupKey)
+        let (_, store) = try home.create(name: name, role: role, identity: identity)
+        try home.prefs.update { p in
+            p.cloud = cloud
+            if let relay { p.relay = relay }
+        }
+        let report = try store.recover(from: snapshot.rows)
+        try home.prefs.setGeneration(header.generation)
+        let pointers = snapshot.rows.filter { if case .note(let n)? = $0.content { return n.body == nil } else { return false } }
+        if json {
+            Output.json(["home": home.path, "device": identity.deviceID.hex, "account": Hex.encode(accountID),
+                         "generation": header.generation, "rows": report.joined, "offloadedBodies": pointers.count])
+        } else {
+            Output.line("rebuilt the account as device '\(name)' (\(identity.deviceID.hex.prefix(12))) in \(home.path) from the anchor "
+                        + "at generation \(header.generation), written \(DateText.format(header.writtenAt.seconds, time: true)): \(report.joined) rows")
+            if pointers.isEmpty {
+                Output.line("every note body was in the anchor")
+            } else {
+                Output.line("\(pointers.count) note bodies were offloaded and are not in the anchor; they come back from the homebase if it survives "
+                            + "('quire recall --all' once it is online): " + pointers.prefix(5).compactMap { $0.content?.displayName }.joined(separator: ", ")
+                            + (pointers.count > 5 ? ", …" : ""))
+            }
+            Output.line("the lost devices are still on the roster: 'quire devices revoke NAME' takes each off, so barriers can collect again")
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import XCTest
+
+/// Deleted stays deleted, end to end: three devices with a shared cloud
+/// folder, a barrier that collects a deleted plan everywhere, then a device
+/// put back from a backup taken before the delete. It notices at start-up
+/// (no sibling online), recovers from the anchor, and the plan never comes
+/// back on any device.
+final class RestoreEndToEndTests: XCTestCase {
+    var dir = ""
+    let env = ["QUIRE_PASSPHRASE": "correct horse battery staple"]
+    let drill = ["QUIRE_BARRIER_MIN_TOMBSTONES": "1", "QUIRE_BARRIER_DEBOUNCE_MS": "300", "QUIRE_QUIET_WINDOW_MS": "500"]
+    var relay: String { "local:\(dir)/relay" }
+    var cloud: String { dir + "/cloud" }
+    override func setUp() {
+        dir = makeShortDirectory()
+        try? FileManager.default.createDirectory(atPath: dir + "/cloud", withIntermediateDirectories: true)
+    }
+    override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
+
+    func home(_ name: String) -> String { dir + "/" + name }
+
+    func generation(_ name: String) throws -> Int {
+        let o = try jsonObject(try quireOK(["config", "--json"], home: home(name)).stdout) as! [String: Any]
+        return (o["generation"] as? Int) ?? -1
+    }
+
+    func plans(_ name: String) throws -> String { try quireOK(["ls", "plans"], home: home(name)).stdout }
+
+    func testARestoredDeviceNeverBringsBackAPlanTheFleetCollected() throws {
+        let made = try quireOK(["init", "--name", "phone", "--relay", relay, "--cloud", cloud, "--kdf", "interactive"], home: home("phone")).stdout
+        let code = try XCTUnwrap(made.split(separator: "\n").first { $0.hasPrefix("recovery code: ") }).dropFirst("recovery code: ".count)
+        try quireOK(["invite", "--out", dir + "/invite", "--kdf", "interactive"], home: home("phone"), env: env)
+        for n in ["tablet", "home"] {
+            try quireOK(["init", "--join", dir + "/invite", "--name", n, "--relay", relay, "--cloud", cloud], home: home(n), env: env)
+        }
+        try quireOK(["put", "plans", "Keep me"], home: home("phone"))
+        try quireOK(["put", "plans", "Delete me"], home: home("phone"))
+        var daemons = try ["phone", "tablet", "home"].map { try SyncDaemon(home: home($0), relay: relay, env: drill) }
+        XCTAssertTrue(try waitForEqualDigests(["phone", "tablet", "home"].map(home), timeout: 30))
+        daemons.forEach { $0.stop() }
+        XCTAssertTrue(try plans("tablet").contains("Delete me"))
+        let backup = dir + "/tablet.qbackup"
+        try quireOK(["backup", "--to", backup], home: home("tablet"))
+
+        try quireOK(["rm", "plans", "Delete me"], home: home("phone"))
+        daemons = try ["phone", "tablet", "home"].map { try SyncDaemon(home: home($0), relay: relay, env: drill) }
+        let collected = eventually(40) {
+            (try? ["phone", "tablet", "home"].allSatisfy { try self.generation($0) == 1 }) ?? false
+        }
+        daemons.forEach { $0.stop() }
+        XCTAssertTrue(collected, "a barrier committed: " + daemons.map(\.output).joined(separator: "\n"))
+        let anchors = try FileManager.default.contentsOfDirectory(atPath: cloud).filter { $0.hasPrefix("quire-anchor-") }
+        XCTAssertEqual(anchors.count, 1, "\(anchors)")
+        for n in ["phone", "tablet", "home"] {
+            let status = try jsonObject(try quireOK(["status", "--json"], home: home(n)).stdout) as! [String: Any]
+            let plansCounts = (status["namespaces"] as? [String: Any])?["plans"] as? [String: Any]
+            XCTAssertEqual(plansCounts?["tombstones"] as? Int, 0, "tombstones collected on \(n)")
+        }
+
+        // The tablet is put back from its old backup: the plan is live in it, generation 0.
+        try quireOK(["restore", "--from", backup], home: home("tablet"))
+        XCTAssertTrue(try plans("tablet").contains("Delete me"))
+        XCTAssertEqual(try generation("tablet"), 0)
+        // No sibling online: the start-up check against the anchor catches it.
+        let alone = try SyncDaemon(home: home("tablet"), relay: relay, env: drill)
+        XCTAssertTrue(eventually(15) { (try? self.generation("tablet")) == 1 }, alone.output)
+        alone.stop()
+        XCTAssertFalse(try plans("tablet").contains("Delete me"), "the collected plan is gone again")
+        XCTAssertTrue(try plans("tablet").contains("Keep me"))
+        XCTAssertTrue(try quireOK(["status"], home: home("tablet")).stdout.contains("recovered from the cloud anchor"))
+        // With everyone online, it never comes back anywhere.
+        daemons = try ["phone", "tablet", "home"].map { try SyncDaemon(home: home($0), relay: relay, env: drill) }
+        XCTAssertTrue(try waitForEqualDigests(["phone", "tablet", "home"].map(home), timeout: 30))
+        daemons.forEach { $0.stop() }
+        for n in ["phone", "tablet", "home"] { XCTAssertFalse(try plans(n).contains("Delete me"), "on \(n)") }
+
+        // Every device lost: the account is rebuilt from the cloud folder with the recovery code.
+        let wrong = try quire(["init", "--from-cloud", cloud, "--name", "rebuilt"], home: home("rebuilt"),
+                              env: ["QUIRE_RECOVERY_CODE": "00000-00000-00000-00000-00000-00000"])
+        XCTAssertEqual(wrong.status, 1)
+        XCTAssertTrue(wrong.stderr.contains("recovery code does not open"), wrong.stderr)
+        let rebuilt = try quireOK(["init", "--from-cloud", cloud, "--name", "rebuilt"], home: home("rebuilt"),
+                                  env: ["QUIRE_RECOVERY_CODE": String(code).lowercased()]).stdout
+        XCTAssertTrue(rebuilt.contains("generation 1"), rebuilt)
+        XCTAssertTrue(try plans("rebuilt").contains("Keep me"))
+        XCTAssertFalse(try plans("rebuilt").contains("Delete me"))
+        XCTAssertEqual(try generation("rebuilt"), 1)
+        let account = { (n: String) throws -> String in
+            (try jsonObject(try quireOK(["status", "--json"], home: self.home(n)).stdout) as! [String: Any])["account"] as! String
+        }
+        XCTAssertEqual(try account("rebuilt"), try account("phone"), "a device of the same account")
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+import XCTest
+import QuireCore
+@testable import QuireStore
+
+/// A device that comes back from a copy of its directory never mints a
+/// dot twice: what it wrote after the copy was put back survives as a
+/// concurrent version, on every device, whatever the siblings had seen.
+final class IncarnationTests: XCTestCase {
+    var dir = ""
+    override func setUp() { dir = temporaryDirectory() }
+    override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
+
+    func plan(_ title: String, _ notes: String) -> RowContent {
+        .plan(Plan(title: title, notes: notes, createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0)))
+    }
+
+    func notes(_ s: ReplicaStore, _ key: RowKey) throws -> [String] {
+        try XCTUnwrap(try s.row(.plans, key)).heads.compactMap { if case .plan(let p) = $0.content { return p.notes } else { return nil } }.sorted()
+    }
+
+    /// Every row each holds goes to the other at once, as a reconcile
+    /// would, until their roots agree; then equal roots confirm what each wrote.
+    func exchange(_ a: ReplicaStore, _ b: ReplicaStore) throws {
+        for _ in 0..<4 where try a.roots() != b.roots() {
+            for ns in Namespace.allCases {
+                let fromA = try a.rows(ns, from: [], to: nil) + a.tombstones(ns)
+                let fromB = try b.rows(ns, from: [], to: nil) + b.tombstones(ns)
+                try b.apply(fromA)
+                try a.apply(fromB)
+            }
+        }
+        XCTAssertEqual(try a.roots(), try b.roots())
+        try confirmHeld(a)
+        try confirmHeld(b)
+    }
+
+    func copyReplica(from: String, to: String) throws {
+        let fm = FileManager.default
+        for suffix in ["", "-wal", "-shm"] {
+            try? fm.removeItem(atPath: to + suffix)
+            if fm.fileExists(atPath: from + suffix) { try fm.copyItem(atPath: from + suffix, toPath: to + suffix) }
+        }
+    }
+
+    func testAnOfflineEditAfterACopyBackSurvivesASiblingThatReplacedTheSameCounter() throws {
+        let pathA = dir + "/a.sqlite", backup = dir + "/a-backup.sqlite"
+        var a: ReplicaStore? = try ReplicaStore(path: pathA, deviceID: deviceA, create: true, clock: ManualClock(), random: SeededRandom(seed: 1))
+        let b = try ReplicaStore(path: dir + "/b.sqlite", deviceID: deviceB, create: true, clock: ManualClock(), random: SeededRandom(seed: 2))
+        let p = try a!.put(plan("trip", "v1"))
+        let q = try a!.put(plan("shopping", "milk"))
+        try exchange(a!, b)
+        try a!.compact()
+        try copyReplica(from: pathA, to: backup)           // the device directory is copied
+        let oldActor = try a!.actor()
+        try a!.put(plan("trip", "v2 before the restore"), key: p.key)
+        try exchange(a!, b)
+        try b.put(plan("trip", "v3 by the phone"), key: p.key)   // replaces A's counter 2
+        a = nil
+        try copyReplica(from: backup, to: pathA)           // ... and put back
+        a = try ReplicaStore(path: pathA, deviceID: deviceA, clock: ManualClock(), random: SeededRandom(seed: 3))
+        XCTAssertEqual(try a!.actor(), oldActor, "a copy carries its incarnation")
+        let offline = try a!.put(plan("trip", "written offline after the restore"), key: p.key)
+        XCTAssertEqual(offline.heads[0].dot, Dot(actor: oldActor, counter: 2), "the counter the phone already saw, minted again")
+        try a!.put(plan("shopping", "milk, eggs"), key: q.key)
+
+        try exchange(a!, b)
+        let rollbacks = try a!.rollbacks()
+        XCTAssertEqual(rollbacks.count, 1, "the device learns it was rolled back")
+        XCTAssertEqual(rollbacks.first?.reissued, 1, "only the write the phone replaced without seeing it is re-issued")
+        XCTAssertNotEqual(try a!.actor(), oldActor)
+        for s in [a!, b] {
+            XCTAssertEqual(try notes(s, p.key), ["v3 by the phone", "written offline after the restore"],
+                           "neither the phone's edit nor the offline one is dropped")
+            XCTAssertEqual(try notes(s, q.key), ["milk, eggs"])
+            XCTAssertEqual(try s.roots(), try s.recomputedRoots())
+        }
+        XCTAssertFalse(try XCTUnwrap(try b.row(.plans, p.key)).heads.contains { $0.dot == Dot(actor: oldActor, counter: 2) },
+                       "no version travels under the dot minted twice")
+        // The next edit joins both, under the new incarnation.
+        let joined = try a!.put(plan("trip", "both read"), key: p.key)
+        XCTAssertEqual(joined.heads.map(\.dot.actor), [try a!.actor()])
+        try exchange(a!, b)
+        XCTAssertEqual(try notes(b, p.key), ["both read"])
+    }
+
+    func testASiblingThatSawMoreOfThisDevicesWritesMintsANewIncarnation() throws {
+        let pathA = dir + "/a.sqlite", backup = dir + "/a-backup.sqlite"
+        var a: ReplicaStore? = try ReplicaStore(path: pathA, deviceID: deviceA, create: true, clock: ManualClock(), random: SeededRandom(seed: 1))
+        let b = try ReplicaStore(path: dir + "/b.sqlite", deviceID: deviceB, create: true, clock: ManualClock(), random: SeededRandom(seed: 2))
+        let p = try a!.put(plan("trip", "v1"))
+        try exchange(a!, b)             // v1 is confirmed before the copy is taken
+        try a!.compact()
+        try copyReplica(from: pathA, to: backup)
+        try a!.put(plan("trip", "v2"), key: p.key)
+        try exchange(a!, b)
+        let oldActor = try a!.actor()
+        a = nil
+        try copyReplica(from: backup, to: pathA)
+        a = try ReplicaStore(path: pathA, deviceID: deviceA, clock: ManualClock(), random: SeededRandom(seed: 3))
+        try a!.apply([try XCTUnwrap(try b.row(.plans, p.key))])
+        XCTAssertNotEqual(try a!.actor(), oldActor)
+        XCTAssertTrue(try a!.rollbacks().first?.reason.contains("holds only up to 1") ?? false)
+        XCTAssertEqual(try notes(a!, p.key), ["v2"], "the lost write comes back from the sibling")
+        let next = try a!.put(plan("trip", "v3"), key: p.key)
+        XCTAssertEqual(next.heads[0].dot.actor, try a!.actor())
+    }
+
+    func testTwoVersionsUnderOneDotAreBothKeptAndRecorded() throws {
+        let a = try makeStore(dir)
+        let b = Actor(device: deviceB, incarnation: 9)
+        let base = Row.tombstone(.plans, RowKey(bytes: [UInt8](repeating: 4, count: 16))!, context: VersionVector())
+        try a.apply([base.edited(by: b, to: plan("x", "one"))])
+        try a.apply([base.edited(by: b, to: plan("x", "two"))])
+        XCTAssertEqual(try notes(a, base.key), ["one", "two"])
+        XCTAssertEqual(try a.collisions().map(\.dot), [Dot(actor: b, counter: 1).description])
+    }
+
+    func testASiblingThatSawThisWriteReplacesItEvenBeforeAnyConfirmation() throws {
+        // The sibling's context names our dot with our write's tag: it saw
+        // this very write, so its edit or delete is a real replacement.
+        let a = try makeStore(dir)
+        let p = try a.put(plan("trip", "mine"))
+        try a.apply([p.edited(by: Actor(device: deviceB, incarnation: 5), to: plan("trip", "theirs"))])
+        XCTAssertEqual(try notes(a, p.key), ["theirs"])
+        let q = try a.put(plan("tea", "mine"))
+        try a.apply([q.deleted()])
+        XCTAssertEqual(try a.row(.plans, q.key)?.isTombstone, true, "a deliberate delete wins")
+        XCTAssertEqual(try a.rollbacks().count, 0)
+        // Another write under the same dot is not ours: a rollback.
+        let r = try a.put(plan("cake", "mine"))
+        let impostor = Row.single(.plans, r.key, dot: r.heads[0].dot, context: VersionVector(), content: plan("cake", "another write"))
+        try a.apply([impostor.deleted()])
+        XCTAssertEqual(try a.rollbacks().count, 1)
+        XCTAssertEqual(try notes(a, r.key), ["mine"], "the write the delete never saw survives, re-issued")
+    }
+}

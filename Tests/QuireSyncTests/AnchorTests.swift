@@ -1,0 +1,109 @@
+import Foundation
+import QuireCore
+import QuireCrypto
+import XCTest
+@testable import QuireSync
+
+final class AnchorTests: XCTestCase {
+    let account = [UInt8](repeating: 0xAC, count: 32)
+    let key = SecretBytes(randomCount: 32)
+    var dir = ""
+    override func setUp() {
+        dir = NSTemporaryDirectory() + "quire-anchor-\(UUID().uuidString.prefix(8))"
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    }
+    override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
+
+    func snapshot(_ generation: UInt64) -> AnchorSnapshot {
+        let actor = Actor(device: DeviceID(bytes: [UInt8](repeating: 1, count: 16))!, incarnation: 9)
+        let base = Row.tombstone(.plans, RowKey(bytes: [UInt8](repeating: 2, count: 16))!, context: VersionVector())
+        let plan = base.edited(by: actor, to: .plan(Plan(title: "Ship", createdAt: Timestamp(seconds: 1), updatedAt: Timestamp(seconds: 2))))
+        let note = Row.tombstone(.notebook, RowKey(bytes: [UInt8](repeating: 3, count: 16))!, context: VersionVector())
+            .edited(by: actor, to: .note(Note(title: "n", body: Array("words\n".utf8), createdAt: Timestamp(seconds: 1), updatedAt: Timestamp(seconds: 1))))
+        return AnchorSnapshot(generation: generation, rows: [plan, note])
+    }
+
+    func testDecideIsTheSeedsComparison() {
+        XCTAssertEqual(AnchorDecision.decide(local: 3, anchor: nil), .noAnchor)
+        XCTAssertEqual(AnchorDecision.decide(local: 3, anchor: 4), .rolledBack(anchor: 4))
+        XCTAssertEqual(AnchorDecision.decide(local: 3, anchor: 3), .current)
+        XCTAssertEqual(AnchorDecision.decide(local: 5, anchor: 4), .current, "a dangling older anchor is harmless")
+    }
+
+    func testSealedAnchorOpensAndItsHeaderNeedsNoKey() throws {
+        let bytes = try AnchorFile.seal(snapshot(7), accountID: account, backupKey: key, at: Timestamp(seconds: 100))
+        XCTAssertEqual(Array(bytes.prefix(8)), Array("QUIREANC".utf8))
+        XCTAssertEqual(try AnchorFile.header(of: bytes, accountID: account).generation, 7)
+        let (header, opened) = try AnchorFile.open(bytes, accountID: account, backupKey: key)
+        XCTAssertEqual(header.writtenAt, Timestamp(seconds: 100))
+        XCTAssertEqual(opened.generation, 7)
+        XCTAssertEqual(Set(opened.rows.map { LeafEncoding.leaf(of: $0)! }), Set(snapshot(7).rows.map { LeafEncoding.leaf(of: $0)! }))
+        XCTAssertEqual(opened.rows.count, 2)
+    }
+
+    func testATamperedHeaderOrBodyOrAWrongKeyNeverOpens() throws {
+        let bytes = try AnchorFile.seal(snapshot(7), accountID: account, backupKey: key, at: Timestamp(seconds: 100))
+        var forged = bytes
+        forged[23] = 9                               // generation 7 → 9 in the cleartext header
+        XCTAssertEqual(try AnchorFile.header(of: forged, accountID: account).generation, 9)
+        XCTAssertThrowsError(try AnchorFile.open(forged, accountID: account, backupKey: key)) { e in
+            guard case .doesNotOpen = e as? AnchorError else { return XCTFail("\(e)") }
+        }
+        var flipped = bytes
+        flipped[bytes.count - 5] ^= 1
+        XCTAssertThrowsError(try AnchorFile.open(flipped, accountID: account, backupKey: key))
+        XCTAssertThrowsError(try AnchorFile.open(bytes, accountID: account, backupKey: SecretBytes(randomCount: 32)))
+        XCTAssertThrowsError(try AnchorFile.header(of: bytes, accountID: [UInt8](repeating: 1, count: 32))) { e in
+            XCTAssertEqual(e as? AnchorError, .otherAccount)
+        }
+        XCTAssertThrowsError(try AnchorFile.header(of: Array(bytes.prefix(20)), accountID: account)) { e in
+            XCTAssertTrue("\(e)".contains("shorter than the 64-byte header"), "\(e)")
+        }
+        var future = bytes
+        future[8] = 2
+        XCTAssertThrowsError(try AnchorFile.header(of: future, accountID: account)) { e in
+            XCTAssertEqual(e as? AnchorError, .unsupportedFormat(2))
+        }
+    }
+
+    func testTheHighestValidGenerationWinsOverConflictCopiesOlderAnchorsAndForgeries() throws {
+        let folder = CloudFolder(path: dir, accountID: account)
+        XCTAssertNil(try folder.generation(backupKey: key), "no anchor")
+        try folder.write(try AnchorFile.seal(snapshot(4), accountID: account, backupKey: key, at: Timestamp(seconds: 1)))
+        var mode = stat()
+        XCTAssertEqual(stat(folder.anchorPath, &mode), 0)
+        XCTAssertEqual(mode.st_mode & 0o777, 0o600)
+        // A sync service's conflict copy of a newer round, and an older anchor put back.
+        let newer = try AnchorFile.seal(snapshot(6), accountID: account, backupKey: key, at: Timestamp(seconds: 2))
+        let older = try AnchorFile.seal(snapshot(2), accountID: account, backupKey: key, at: Timestamp(seconds: 0))
+        let prefix = folder.anchorPath.replacingOccurrences(of: ".qanchor", with: "")
+        XCTAssertTrue(FileManager.default.createFile(atPath: prefix + " (conflicted copy 2026-12-03).qanchor", contents: Data(newer)))
+        XCTAssertTrue(FileManager.default.createFile(atPath: prefix + " (1).qanchor", contents: Data(older)))
+        // A file claiming generation 99 that does not open with the key.
+        var forged = newer
+        forged[23] = 99
+        XCTAssertTrue(FileManager.default.createFile(atPath: prefix + "-forged.qanchor", contents: Data(forged)))
+        XCTAssertEqual(try folder.generation(backupKey: key), 6)
+        XCTAssertEqual(try folder.newest(backupKey: key)?.1.generation, 6)
+        XCTAssertEqual(try folder.generation(backupKey: nil), 99, "without the key only headers can be read")
+        XCTAssertThrowsError(try CloudFolder(path: dir + "/missing", accountID: account).write(newer)) { e in
+            XCTAssertTrue("\(e)".contains("is not a folder"), "\(e)")
+        }
+    }
+
+    func testAnAnchorOfTenThousandNotesIsWrittenQuickly() throws {
+        // Size is the point here: the figure itself is measured by a benchmark.
+        let actor = Actor(device: DeviceID(bytes: [UInt8](repeating: 1, count: 16))!, incarnation: 9)
+        var rows: [Row] = []
+        for i in 0..<10_000 {
+            let key = RowKey(bytes: [UInt8](repeating: 0, count: 14) + [UInt8(i >> 8), UInt8(i & 0xFF)])!
+            rows.append(Row.tombstone(.notebook, key, context: VersionVector()).edited(by: actor, to: .note(
+                Note(title: "note \(i)", body: Array(String(repeating: "word ", count: 200 + i % 600).utf8),
+                     createdAt: Timestamp(seconds: 1), updatedAt: Timestamp(seconds: 1)))))
+        }
+        let bytes = try AnchorFile.seal(AnchorSnapshot(generation: 1, rows: rows), accountID: account, backupKey: key, at: Timestamp(seconds: 1))
+        let (_, opened) = try AnchorFile.open(bytes, accountID: account, backupKey: key)
+        XCTAssertEqual(opened.rows.count, 10_000)
+        XCTAssertEqual(opened.rows.map { LeafEncoding.leaf(of: $0) }, rows.map { LeafEncoding.leaf(of: $0) })
+    }
+}

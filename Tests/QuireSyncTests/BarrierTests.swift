@@ -1,0 +1,295 @@
+import Foundation
+import QuireCore
+import QuireCrypto
+import QuireRelay
+import XCTest
+@testable import QuireStore
+@testable import QuireSync
+
+/// The tombstone barrier on a simulated fleet: real stores and engines, a
+/// memory relay, a shared cloud folder, a clock moved by hand.
+final class BarrierTests: XCTestCase {
+    final class Generation: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value: UInt64 = 0
+        func get() -> UInt64 { lock.lock(); defer { lock.unlock() }; return value }
+        func set(_ v: UInt64) throws {
+            lock.lock(); defer { lock.unlock() }
+            guard v >= value else { throw StoreError(.conflict, "generation backward") }
+            value = v
+        }
+    }
+    final class Switch: @unchecked Sendable { var isOn = true }
+
+    var base = ""
+    var cloud = ""
+    var devices: [TestDevice] = []
+    var engines: [SyncEngine] = []
+    var generations: [Generation] = []
+    var anchorSwitches: [Switch] = []
+    let relay = MemoryRelay(maxFrameSize: 64 << 10)
+    let clock = SimClock()
+
+    override func setUp() {
+        base = makeShortTemporaryDirectory()
+        cloud = base + "/cloud"
+        try? FileManager.default.createDirectory(atPath: cloud, withIntermediateDirectories: true)
+    }
+    override func tearDown() { try? FileManager.default.removeItem(atPath: base) }
+
+    func makeFleet3(cloudPath: String? = nil) throws {
+        devices = try makeFleet(["a", "b", "c"], in: base, clock: clock)
+        var config = SyncConfiguration()
+        config.barrierMinimumTombstones = 1
+        config.quietWindowMilliseconds = 1_000
+        for (i, d) in devices.enumerated() {
+            let generation = Generation(), anchor = Switch()
+            var deps = SyncEngine.Dependencies(store: d.store, identity: d.identity, relay: relay, clock: clock,
+                                               random: SeededRandom(seed: UInt64(i + 1) * 977), generation: { generation.get() })
+            deps.cloud = CloudFolder(path: cloudPath ?? cloud, accountID: d.identity.userIDHash)
+            deps.isAnchorEnabled = { anchor.isOn }
+            deps.setGeneration = { try generation.set($0) }
+            engines.append(SyncEngine(deps, configuration: config))
+            generations.append(generation)
+            anchorSwitches.append(anchor)
+        }
+    }
+
+    /// Index of the roster's leader (lowest signing key).
+    var leader: Int {
+        devices.indices.min { devices[$0].identity.deviceSigning.publicKey.bytes.lexicographicallyPrecedes(devices[$1].identity.deviceSigning.publicKey.bytes) }!
+    }
+
+    func tick(_ n: Int, skipping offline: Set<Int> = []) {
+        for _ in 0..<n {
+            relay.deliverAll(limit: 100_000)
+            for (i, e) in engines.enumerated() where !offline.contains(i) { e.step() }
+            clock.advance(ms: 100)
+        }
+    }
+
+    /// Notes written on the leader, two of them deleted there.
+    func deleteSome() throws -> [RowKey] {
+        let a = devices[leader].store
+        var keys: [RowKey] = []
+        for i in 0..<5 { keys.append(try a.put(.note(Note(title: "n\(i)", body: Array("words \(i)\n".utf8), createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0)))).key) }
+        try a.delete(.notebook, keys[0])
+        try a.delete(.notebook, keys[1])
+        return keys
+    }
+
+    func testABarrierCollectsEveryTombstoneOnceTheAnchorLanded() throws {
+        try makeFleet3()
+        let store = devices[leader].store
+        var keys: [RowKey] = []
+        for i in 0..<5 { keys.append(try store.put(.note(Note(title: "n\(i)", body: Array("words \(i)\n".utf8), createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0)))).key) }
+        for e in engines { try e.attach() }
+        tick(30)
+        XCTAssertEqual(try devices.map { try $0.store.counts(.notebook).live }, [5, 5, 5])
+        try store.delete(.notebook, keys[0])
+        try store.delete(.notebook, keys[1])
+        tick(20)
+        XCTAssertEqual(try devices.map { try $0.store.counts(.notebook).tombstones }, [2, 2, 2], "the deletes reached every device")
+        tick(400)
+        for (i, d) in devices.enumerated() {
+            XCTAssertEqual(generations[i].get(), 1, "device \(d.name) moved to generation 1")
+            XCTAssertEqual(try d.store.counts(.notebook).tombstones, 0, "tombstones collected on \(d.name)")
+            XCTAssertEqual(try d.store.counts(.notebook).live, 3)
+            XCTAssertNil(try d.store.row(.notebook, keys[0]))
+        }
+        let folder = CloudFolder(path: cloud, accountID: devices[0].identity.userIDHash)
+        let newest = try XCTUnwrap(try folder.newest(backupKey: devices[0].identity.backupKey))
+        XCTAssertEqual(newest.0.generation, 1)
+        XCTAssertEqual(newest.1.rows.filter { $0.namespace == .notebook }.count, 3, "the anchor holds the live notes")
+        XCTAssertTrue(engines[leader].status().barrier?.contains("generation 1") ?? false)
+        // Digests agree at the new generation, and sync goes on.
+        XCTAssertEqual(Set(try devices.map { try $0.store.digest(generation: 1).encoded() }).count, 1)
+        try devices[1].store.put(.plan(Plan(title: "after", createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0))))
+        tick(100)
+        XCTAssertEqual(try devices[2].store.counts(.plans).live, 1)
+    }
+
+    func testAnOfflineRosterDeviceStopsCollection() throws {
+        try makeFleet3()
+        _ = try deleteSome()
+        let offline = (leader + 1) % 3
+        for (i, e) in engines.enumerated() where i != offline { try e.attach() }
+        tick(400, skipping: [offline])
+        XCTAssertEqual(try devices[leader].store.counts(.notebook).tombstones, 2, "nobody collects while a roster device is away")
+        XCTAssertEqual(generations[leader].get(), 0)
+        XCTAssertTrue(engines[leader].status().barrier?.contains("no answer from") ?? false, "\(engines[leader].status().barrier ?? "-")")
+    }
+
+    func testAFailedAnchorWriteAbortsTheRoundAndAKeptTombstoneWaitsForTheNextRound() throws {
+        let missing = base + "/not-yet"
+        try makeFleet3(cloudPath: missing)
+        _ = try deleteSome()
+        for e in engines { try e.attach() }
+        tick(200)
+        // Tombstones live where the rows were deleted (the others never held them).
+        XCTAssertEqual(try devices[leader].store.counts(.notebook).tombstones, 2, "anchor first: no anchor, no collection")
+        for g in generations { XCTAssertEqual(g.get(), 0) }
+        XCTAssertTrue(engines[leader].status().barrier?.contains("anchor could not be written") ?? false)
+        XCTAssertNil(engines[leader].status().wedgedReason, "one failure is not wedged")
+        clock.advance(ms: 11 * 60 * 1000)      // errors persist, nothing succeeds: wedged, in words
+        tick(200)
+        XCTAssertTrue(engines[leader].status().wedgedReason?.contains("cloud folder cannot be written") ?? false,
+                      engines[leader].status().wedgedReason ?? "-")
+        try FileManager.default.createDirectory(atPath: missing, withIntermediateDirectories: true)
+        tick(400)    // the next match (a heartbeat) schedules another round
+        for (i, d) in devices.enumerated() {
+            XCTAssertEqual(try d.store.counts(.notebook).tombstones, 0)
+            XCTAssertEqual(generations[i].get(), 1)
+        }
+        XCTAssertNil(engines[leader].status().wedgedReason, "a success ends it")
+    }
+
+    func testACommitForARoundNotAckedOrAlreadyCommittedIsRefused() throws {
+        try makeFleet3()
+        _ = try deleteSome()
+        for e in engines { try e.attach() }
+        tick(400)
+        let follower = (leader + 1) % 3
+        XCTAssertEqual(generations[follower].get(), 1)
+        // New tombstones, then a commit replayed with the nonce of the round already committed.
+        let key = try devices[follower].store.put(.plan(Plan(title: "p", createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0)))).key
+        try devices[follower].store.delete(.plans, key)
+        let nonce = try XCTUnwrap(engines[follower].barrier.committed.first)
+        engines[follower].lock.lock()
+        engines[follower].invalidateDigest()
+        let digest = try engines[follower].currentDigest().bytes
+        try engines[follower].handleCommit(BarrierCommit(nonce: nonce, digest: digest, generation: 2), from: devices[leader].id, nowMs: 0)
+        try engines[follower].handleCommit(BarrierCommit(nonce: [UInt8](repeating: 7, count: 16), digest: digest, generation: 2),
+                                           from: devices[leader].id, nowMs: 0)
+        engines[follower].lock.unlock()
+        XCTAssertEqual(try devices[follower].store.counts(.plans).tombstones, 1, "a replayed commit collects nothing")
+        XCTAssertEqual(generations[follower].get(), 1)
+        XCTAssertEqual(engines[follower].metricsSnapshot().dropped[.barrierRefused], 2)
+    }
+
+    /// A reconcile response carries its generation; rows from across a
+    /// barrier are refused by the receiver, as requests are by the responder.
+    func testAResponseFromAnotherGenerationIsRefused() throws {
+        try makeFleet3()
+        let row = Row.tombstone(.plans, RowKey(bytes: [UInt8](repeating: 5, count: 16))!, context: VersionVector())
+            .edited(by: Actor(device: devices[1].id, incarnation: 3), to: .plan(Plan(title: "from the future", createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0))))
+        var response = ReconcileResponse(namespace: .plans, session: [UInt8](repeating: 1, count: 8), step: 1, rows: [row], items: [], isTruncated: false)
+        response.generation = 1
+        let decoded = try ReconcileResponse.decode(response.encoded())
+        XCTAssertEqual(decoded.generation, 1)
+        try engines[0].attach()
+        engines[0].lock.lock()
+        try engines[0].handleResponse(decoded, from: devices[1].id, nowMs: 0)
+        response.generation = 0
+        try engines[0].handleResponse(try ReconcileResponse.decode(response.encoded()), from: devices[1].id, nowMs: 0)
+        engines[0].lock.unlock()
+        XCTAssertEqual(engines[0].metricsSnapshot().dropped[.generationGap], 1)
+        XCTAssertEqual(try devices[0].store.counts(.plans).live, 1, "only the response at this device's generation was applied")
+    }
+
+    /// The roster a round must hear from is fixed when it opens: a device
+    /// added (or revoked) meanwhile aborts it.
+    func testARosterChangeWhileARoundIsOpenAbortsIt() throws {
+        try makeFleet3()
+        _ = try deleteSome()
+        let follower = (leader + 1) % 3
+        for (i, e) in engines.enumerated() where i != follower { try e.attach() }
+        // The follower never answers: the round stays open until its timer.
+        var opened = false
+        for _ in 0..<200 where !opened {
+            tick(1, skipping: [follower])
+            engines[leader].lock.lock()
+            opened = engines[leader].barrier.round != nil
+            engines[leader].lock.unlock()
+        }
+        XCTAssertTrue(opened, "a round opened")
+        let newcomer = Identity(account: devices[0].identity.account, deviceSigning: SigningKeyPair(), deviceBox: BoxKeyPair(),
+                                backupKey: devices[0].identity.backupKey)
+        try devices[leader].store.putRosterEntry(DeviceRecord(name: "newcomer", certificate: certificate(for: newcomer, name: "newcomer", at: clock.now())),
+                                                 key: newcomer.deviceID)
+        tick(5, skipping: [follower])
+        engines[leader].lock.lock()
+        let stillOpen = engines[leader].barrier.round != nil
+        engines[leader].lock.unlock()
+        XCTAssertFalse(stillOpen)
+        XCTAssertTrue(engines[leader].status().barrier?.contains("added or revoked") ?? false, engines[leader].status().barrier ?? "-")
+        XCTAssertEqual(try devices[leader].store.counts(.notebook).tombstones, 2)
+    }
+
+    func testADeviceWithTheCloudAnchorOffNeverAcksAndSaysWhy() throws {
+        try makeFleet3()
+        _ = try deleteSome()
+        let opted = (leader + 2) % 3
+        anchorSwitches[opted].isOn = false
+        for e in engines { try e.attach() }
+        tick(300)
+        XCTAssertEqual(try devices[leader].store.counts(.notebook).tombstones, 2)
+        XCTAssertTrue(engines[opted].status().barrier?.contains("cloud anchor off") ?? false)
+        XCTAssertTrue(engines[leader].status().barrier?.contains("cloud anchor off") ?? false, "\(engines[leader].status().barrier ?? "-")")
+    }
+
+    /// A device put back from a backup older than the barrier notices at
+    /// start-up (no sibling needed), recovers from the anchor's snapshot,
+    /// never brings a collected row back, and keeps what it wrote offline.
+    func testARestoredDeviceRecoversFromTheAnchorAtStartUp() throws {
+        try restoreVictim(withCloud: true)
+    }
+
+    /// Without a cloud folder the anchor cannot be read: the device behind
+    /// the fleet catches up from a sibling's snapshot instead of staying stuck.
+    func testARestoredDeviceWithoutTheCloudFolderCatchesUpFromASiblingsSnapshot() throws {
+        try restoreVictim(withCloud: false)
+    }
+
+    func restoreVictim(withCloud: Bool) throws {
+        try makeFleet3()
+        let victim = (leader + 1) % 3
+        let store = devices[leader].store
+        var keys: [RowKey] = []
+        for i in 0..<5 { keys.append(try store.put(.note(Note(title: "n\(i)", body: Array("words \(i)\n".utf8), createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0)))).key) }
+        for e in engines { try e.attach() }
+        tick(30)
+        let backup = base + "/victim-backup.sqlite"
+        try devices[victim].store.compact()
+        try FileManager.default.copyItem(atPath: devices[victim].dir + "/replica.sqlite", toPath: backup)
+        try store.delete(.notebook, keys[0])
+        try store.delete(.notebook, keys[1])
+        tick(420)
+        XCTAssertEqual(generations.map { $0.get() }, [1, 1, 1])
+
+        engines[victim].stop()
+        let restoredDir = base + "/restored"
+        try FileManager.default.createDirectory(atPath: restoredDir, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: backup, toPath: restoredDir + "/replica.sqlite")
+        let restored = try ReplicaStore(path: restoredDir + "/replica.sqlite", deviceID: devices[victim].id, clock: clock, random: SeededRandom(seed: 4242))
+        XCTAssertEqual(try restored.counts(.notebook).live, 5, "the backup still holds the deleted notes")
+        let offline = try restored.put(.note(Note(title: "offline", body: Array("written after the restore\n".utf8), createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0))))
+        let generation = Generation()
+        var deps = SyncEngine.Dependencies(store: restored, identity: devices[victim].identity, relay: relay, clock: clock,
+                                           random: SeededRandom(seed: 99), generation: { generation.get() })
+        deps.cloud = withCloud ? CloudFolder(path: cloud, accountID: devices[victim].identity.userIDHash) : nil
+        deps.setGeneration = { try generation.set($0) }
+        var config = SyncConfiguration()
+        config.barrierMinimumTombstones = 1
+        engines[victim] = SyncEngine(deps, configuration: config)
+        generations[victim] = generation
+        try engines[victim].attach()          // the anchor check runs here, before any sibling is heard
+        if !withCloud {
+            XCTAssertEqual(generation.get(), 0, "nothing to check against yet")
+            tick(60)                          // a sibling advertises generation 1: the gap asks for its snapshot
+        }
+        XCTAssertEqual(generation.get(), 1, "rolled back, then recovered to the fleet's generation")
+        XCTAssertNil(try restored.row(.notebook, keys[0])?.content, "a row the fleet collected never comes back")
+        XCTAssertNil(try restored.row(.notebook, keys[1])?.content)
+        XCTAssertNotNil(try restored.row(.notebook, offline.key), "what it wrote offline is kept")
+        XCTAssertEqual(try restored.rollbacks().count, 1)
+        XCTAssertTrue(engines[victim].status().barrier?.contains(withCloud ? "recovered from the cloud anchor" : "snapshot") ?? false,
+                      engines[victim].status().barrier ?? "-")
+        tick(100)
+        for d in devices where d !== devices[victim] {
+            XCTAssertNotNil(try d.store.row(.notebook, offline.key), "the offline note reached \(d.name)")
+            XCTAssertNil(try d.store.row(.notebook, keys[0]))
+        }
+        XCTAssertEqual(try restored.roots(), try store.roots())
+    }
+}
