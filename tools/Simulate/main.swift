@@ -19,12 +19,11 @@ let usage = """
       --steps N               steps per history (default: the seed chooses, 20...50)
       --restore-by-copy       restore devices by copying back a backup by hand, with no new incarnation
                               (issue 10, #2; without it a restore is 'quire restore', which mints one)
-      --restore-behind-session  also copy a backup back while the device's clock is behind a session it started since
       --three-way-edit-delete also let a delete that saw one of two concurrent edits meet the other (issue 10, #1)
       --tied-stamps           also let an edit tie the stamp of the value it replaces beside a concurrent write (issue 10, #1)
       --small-response-budgets  also shrink response budgets below a long note (a livelock the simulator found)
       --recreate-deleted-prose  also write a deleted journal day or note again
-      --everything            all six of the above (CI's long run)
+      --everything            all five of the above (CI's long run)
       --require-heads, --no-require-heads
                               demand (default) or not that every concurrent unsuperseded write survive as a head
       --phantom-write STEP    test the simulator itself: record STEP's write with a token the replica never
@@ -118,7 +117,6 @@ func parse(_ args: [String]) -> Arguments {
             a.options.deviceCount = n
         case "--steps": a.options.stepCount = number(value(), "--steps")
         case "--restore-by-copy": a.options.allowsRestoreByCopy = true
-        case "--restore-behind-session": a.options.allowsRestoreBehindSession = true
         case "--three-way-edit-delete": a.options.allowsThreeWayEditDelete = true
         case "--tied-stamps": a.options.allowsTiedStamps = true
         case "--small-response-budgets": a.options.allowsSmallResponseBudgets = true

@@ -21,13 +21,6 @@ public final class SimDevice: @unchecked Sendable {
     /// For each copy: this device's own counter in every row it held then
     /// (what a restore would roll back to).
     var backupCounters: [[RowRef: UInt64]] = []
-    /// The session stamp its directory's sync-state.json holds: the engine
-    /// starts each session at max(wall clock, this + 1) ms and writes it
-    /// back, and siblings refuse any session not newer than the newest
-    /// they saw. Mirrored here (the engine keeps it to itself).
-    var sessionStartMs: UInt64 = 0
-    /// For each copy: the session stamp it holds.
-    var backupSessionStartMs: [UInt64] = []
     /// Simulated milliseconds at which it joined the fleet.
     public let joinedAtMs: UInt64
     /// Its own wall clock (skewed from the fleet's).

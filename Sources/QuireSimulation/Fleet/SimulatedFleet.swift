@@ -105,7 +105,6 @@ public final class SimulatedFleet: @unchecked Sendable {
         guard device.engine == nil else { return }
         if device.store == nil { try openStore(device) }
         device.engineStarts += 1
-        device.sessionStartMs = max(UInt64(max(device.clock.now().seconds, 0)) * 1000, device.sessionStartMs + 1)
         let random = SeededRandom(seed: SeedMix.mix(seed, 0x45_4E_47, UInt64(device.slot), UInt64(device.engineStarts)))
         let generation = (try? device.home.prefs.load().generation) ?? 0
         let name = device.name
@@ -151,24 +150,26 @@ public final class SimulatedFleet: @unchecked Sendable {
             try FileManager.default.copyItem(atPath: device.home.path + "/" + file, toPath: destination + "/" + file)
         }
         device.backups.append(destination)
-        device.backupSessionStartMs.append(device.sessionStartMs)
         try powerOn(device, online: wasOnline)
         return destination
     }
 
-    /// Puts a backup copy back in place of the device directory's files, as
-    /// a restore from a device backup would, and starts the device again.
-    public func restore(_ device: SimDevice, from copy: String) throws {
+    /// Puts a backup copy back in place of the device directory's files and
+    /// starts the device again. `byCopy`: every file goes back, as `cp -a`
+    /// or a VM snapshot would do it (the sync state's session stamp too);
+    /// otherwise only what `quire restore` puts back (replica and prefs: a
+    /// `DeviceBackup` never holds the sync state).
+    public func restore(_ device: SimDevice, from copy: String, byCopy: Bool) throws {
         let wasOnline = device.isOnline
         powerOff(device)
         let fm = FileManager.default
-        for file in SimDevice.directoryFiles where fm.fileExists(atPath: device.home.path + "/" + file) {
+        let files = byCopy ? SimDevice.directoryFiles : SimDevice.directoryFiles.filter { !$0.hasPrefix("sync-") }
+        for file in files where fm.fileExists(atPath: device.home.path + "/" + file) {
             try fm.removeItem(atPath: device.home.path + "/" + file)
         }
-        for file in SimDevice.directoryFiles where fm.fileExists(atPath: copy + "/" + file) {
+        for file in files where fm.fileExists(atPath: copy + "/" + file) {
             try fm.copyItem(atPath: copy + "/" + file, toPath: device.home.path + "/" + file)
         }
-        if let index = device.backups.firstIndex(of: copy) { device.sessionStartMs = device.backupSessionStartMs[index] }
         try powerOn(device, online: wasOnline)
     }
 

@@ -60,20 +60,8 @@ extension Simulation {
             let d = device(slot)
             guard !d.backups.isEmpty else { return skip(d, "no backup to restore") }
             let index = d.backups.count - 1 - Int(pick % UInt64(d.backups.count))
-            if !options.allowsRestoreBehindSession {
-                // The copy's sync-state.json holds an older session stamp;
-                // if the wall clock is not past the newest session started
-                // since, the next one is not newer than what siblings saw,
-                // and they drop every frame of it as a replay (found by
-                // this simulator).
-                let next = max(UInt64(max(d.clock.now().seconds, 0)) * 1000, d.backupSessionStartMs[index] + 1)
-                if next <= d.sessionStartMs {
-                    return skip(d, "restoring copy \(index + 1) would start a session (\(next)) not newer than one its siblings saw "
-                                + "(\(d.sessionStartMs)) (switched off)", kind: "held back: restore behind a session")
-                }
-            }
             let held = try writesHeld(by: d)
-            try fleet.restore(d, from: d.backups[index])
+            try fleet.restore(d, from: d.backups[index], byCopy: options.allowsRestoreByCopy)
             if options.allowsRestoreByCopy {
                 // A copy put back by hand ('cp -a'): the device learns it was
                 // rolled back only from what its siblings show it.
@@ -129,8 +117,18 @@ extension Simulation {
         guard let store = d.store else { return [] }
         return try model.writes.filter { w in
             guard !model.rolledBack.contains(w.id) else { return false }
-            return RowObservation.covers(try store.row(w.row.namespace, w.row.key), w.dot)
+            return keeps(try store.row(w.row.namespace, w.row.key), w)
         }
+    }
+
+    /// Whether `row` keeps what `w` did: an edit's dot is in its history; a
+    /// delete (no dot of its own) removed versions that are in its history
+    /// and no longer heads. Without the delete case, a delete taken back by
+    /// a restore before it left the device was still owed (seed 30006).
+    private func keeps(_ row: Row?, _ w: WriteRecord) -> Bool {
+        guard w.isDelete else { return RowObservation.covers(row, w.dot) }
+        let removed = w.seen.map { model.writes[$0] }.filter { !$0.isDelete }.map(\.dot)
+        return RowObservation.keepsRemoval(row, of: removed)
     }
 
     /// After a restore: the writes the device held before and not after,
@@ -142,7 +140,7 @@ extension Simulation {
         for w in heldBefore {
             var holders = fleet.devices.filter { $0 !== d }.compactMap(\.store)
             if let mine = d.store { holders.insert(mine, at: 0) }
-            let stillHeld = try holders.contains { RowObservation.covers(try $0.row(w.row.namespace, w.row.key), w.dot) }
+            let stillHeld = try holders.contains { keeps(try $0.row(w.row.namespace, w.row.key), w) }
             if !stillHeld { gone.append(w.id) }
         }
         guard !gone.isEmpty else { return }

@@ -11,11 +11,6 @@ public struct WorkloadOptions: Sendable, Equatable {
     /// device wrote since that copy (issue 10, #2: it re-mints counters its
     /// siblings already saw). Off, such a restore is held back.
     public var allowsRestoreByCopy = false
-    /// Put a copy back while the device's wall clock is not past the
-    /// sessions it started since the copy (a clock stepped back): siblings
-    /// then drop its frames as replays, silently (found by this simulator;
-    /// not one of issue 10's six). Off, such a restore is held back.
-    public var allowsRestoreBehindSession = false
     /// Let a delete that saw one of two concurrent edits meet the other
     /// (issue 10, #1: the outcome depends on which devices meet first).
     public var allowsThreeWayEditDelete = false
@@ -53,7 +48,6 @@ public struct WorkloadOptions: Sendable, Equatable {
     public static var everything: WorkloadOptions {
         var o = WorkloadOptions()
         o.allowsRestoreByCopy = true
-        o.allowsRestoreBehindSession = true
         o.allowsThreeWayEditDelete = true
         o.allowsTiedStamps = true
         o.allowsSmallResponseBudgets = true
@@ -67,7 +61,6 @@ public struct WorkloadOptions: Sendable, Equatable {
         if let deviceCount { out += ["--devices", String(deviceCount)] }
         if let stepCount { out += ["--steps", String(stepCount)] }
         if allowsRestoreByCopy { out.append("--restore-by-copy") }
-        if allowsRestoreBehindSession { out.append("--restore-behind-session") }
         if allowsThreeWayEditDelete { out.append("--three-way-edit-delete") }
         if allowsTiedStamps { out.append("--tied-stamps") }
         if allowsSmallResponseBudgets { out.append("--small-response-budgets") }

@@ -60,6 +60,7 @@ extension SyncEngine {
             switch message.subKind {
             case .stateDigest:
                 let m = try DigestMessage.decode(message.payload)
+                if let seen = m.recipientSession { startSession(after: seen, toldBy: sender) }
                 try handleDigest(m.digest, echo: m.echo, from: sender, nowMs: nowMs)
             case .reconcileRequest:
                 try handleRequest(try ReconcileRequest.decode(message.payload), from: sender)

@@ -225,13 +225,18 @@ public struct ReconcileResponse: Equatable, Sendable {
 /// an echo of the recipient's digest as last received (8 bytes of its hash,
 /// empty if none): a relay with no mailbox may have lost our last
 /// advertisement, and the echo is how we find out without a timer.
+/// It also tells the recipient the newest session of its own that the
+/// sender accepted (`SessionSeen`): a device put back from a copy of its
+/// directory has an older session stamp, and learns here to start after it.
 public struct DigestMessage: Equatable, Sendable {
     public var digest: [UInt8]
     public var echo: [UInt8]
+    public var recipientSession: SessionSeen?
 
-    public init(digest: [UInt8], echo: [UInt8] = []) {
+    public init(digest: [UInt8], echo: [UInt8] = [], recipientSession: SessionSeen? = nil) {
         self.digest = digest
         self.echo = echo
+        self.recipientSession = recipientSession
     }
 
     public static func echo(of digest: [UInt8]?) -> [UInt8] {
@@ -240,12 +245,24 @@ public struct DigestMessage: Equatable, Sendable {
     }
 
     public func encoded() -> [UInt8] {
-        CBORWriter.encode(.map([(.unsigned(1), .bytes(digest)), (.unsigned(2), .bytes(echo))]))
+        var fields: [(CBOR, CBOR)] = [(.unsigned(1), .bytes(digest)), (.unsigned(2), .bytes(echo))]
+        if let recipientSession {
+            fields.append((.unsigned(3), .unsigned(recipientSession.start)))
+            if let id = recipientSession.id { fields.append((.unsigned(4), .bytes(id))) }
+        }
+        return CBORWriter.encode(.map(fields))
     }
 
     public static func decode(_ bytes: [UInt8]) throws(CBORError) -> DigestMessage {
         let f = try CBORReader.decode(bytes, limits: .init(maxDepth: 4, maxItemLength: 64 << 10)).asFieldMap()
-        return DigestMessage(digest: try f.required(1, "digest").asBytes(), echo: try f.optional(2)?.asBytes() ?? [])
+        var session: SessionSeen?
+        if let start = try f.optional(3)?.asUInt() {
+            let id = try f.optional(4)?.asBytes()
+            guard id == nil || id?.count == 8 else { throw .invalidValue("session id") }
+            session = SessionSeen(start: start, id: id)
+        }
+        return DigestMessage(digest: try f.required(1, "digest").asBytes(), echo: try f.optional(2)?.asBytes() ?? [],
+                             recipientSession: session)
     }
 }
 
