@@ -23,7 +23,9 @@ let usage = """
       --tied-stamps           also let an edit tie the stamp of the value it replaces beside a concurrent write (issue 10, #1)
       --small-response-budgets  also shrink response budgets below a long note (a livelock the simulator found)
       --recreate-deleted-prose  also write a deleted journal day or note again
-      --everything            all five of the above (CI's long run)
+      --cloud-and-power-faults  also lose the cloud folder on a device, put conflict copies and older or dangling
+                              anchors in it, and cut a device's power (unsynced writes lost)
+      --everything            all six of the above (CI's long run)
       --require-heads, --no-require-heads
                               demand (default) or not that every concurrent unsuperseded write survive as a head
       --phantom-write STEP    test the simulator itself: record STEP's write with a token the replica never
@@ -121,6 +123,7 @@ func parse(_ args: [String]) -> Arguments {
         case "--tied-stamps": a.options.allowsTiedStamps = true
         case "--small-response-budgets": a.options.allowsSmallResponseBudgets = true
         case "--recreate-deleted-prose": a.options.allowsRecreatingDeletedProse = true
+        case "--cloud-and-power-faults": a.options.injectsCloudAndPowerFaults = true
         case "--everything": a.options = WorkloadOptions.everything.merging(deviceCount: a.options.deviceCount, stepCount: a.options.stepCount)
         case "--require-heads": a.options.requiresHeads = true
         case "--no-require-heads": a.options.requiresHeads = false

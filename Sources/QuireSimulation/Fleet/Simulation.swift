@@ -55,6 +55,8 @@ public final class Simulation {
 
     var fleet: SimulatedFleet!
     let model = HistoryModel()
+    /// The barrier's commits and the generations seen (invariants 2 and 6).
+    let ledger = BarrierLedger()
     var skipped = 0
     /// Why steps did nothing, by kind ("held back" is a switch at work).
     var skips: [String: Int] = [:]
@@ -95,6 +97,8 @@ public final class Simulation {
         configuration.statusIntervalMilliseconds = 5_000
         configuration.maxResponseRowBytes = plan.maxResponseRowBytes
         configuration.keyListThreshold = plan.keyListThreshold
+        // The real barrier, made to run in a short history: one tombstone is worth a round.
+        configuration.barrierMinimumTombstones = 1
         fleet = SimulatedFleet(seed: seed, base: base ?? "\(scratch)/quire-sim-\(seed)", configuration: configuration,
                                maxFrameSize: plan.maxFrameSize)
         defer { fleet.tearDown() }
@@ -107,6 +111,9 @@ public final class Simulation {
         fleet.network.onFault = { kind, from, to, detail in trace.record(names(from), "fault \(kind.rawValue) to \(names(to)): \(detail)") }
         var settled = false
         var checker = InvariantChecker(fleet: fleet, model: model, options: options)
+        fleet.onLog = { [unowned self] device, line in
+            if line.hasPrefix("barrier: generation ") { noteCommit(by: device) }
+        }
         do {
             trace.record(nil, "seed \(seed): \(plan.deviceCount) devices, \(plan.steps.count) steps, network \(plan.rates), frames up to \(plan.maxFrameSize) B, "
                          + "responses up to \(plan.maxResponseRowBytes) B of rows, key lists up to \(plan.keyListThreshold) rows, clock offsets "
@@ -118,8 +125,13 @@ public final class Simulation {
                 fleet.network.reseed(SeedMix.mix(seed, 0x4E_45_54, UInt64(index)))
                 try perform(step.operation, step: index)
                 fleet.run(ms: step.thenRunMs)
+                fleet.cloud.observe()
+                try checker.checkNoResurrection(ledger: ledger, final: false)
+                checker.checkGenerations(ledger: ledger, final: false)
             }
             settled = try settle()
+            try checker.checkNoResurrection(ledger: ledger, final: true)
+            checker.checkGenerations(ledger: ledger, final: true)
             try checker.checkConvergence(settled: settled, settleBudgetMs: Simulation.settleBudgetMs)
             try checker.checkNoLostWrite()
             checker.checkNoSilentStuckDevice(settled: settled)
@@ -148,7 +160,8 @@ public final class Simulation {
         fleet.trace.phase = .settle
         fleet.network.rates = .none
         fleet.network.partition = nil
-        fleet.trace.record(nil, "heal: no more faults, no partition, every device on")
+        fleet.cloud.healAll()
+        fleet.trace.record(nil, "heal: no more faults, no partition, the cloud folder reachable, every device on")
         for device in fleet.devices { try fleet.powerOn(device, online: true) }
         var elapsed: UInt64 = 0
         var nextReport: UInt64 = 10_000

@@ -72,6 +72,7 @@ extension Simulation {
                 let actor = try d.store?.mintIncarnation(reason: "restored from backup copy \(index + 1) (simulation)")
                 fleet.trace.record(d.name, "restored backup copy \(index + 1) as 'quire restore' does: incarnation \(actor.map { String($0.incarnation, radix: 16).prefix(4) } ?? "-")")
             }
+            ledger.noteRestore(slot: d.slot)
             try noteRolledBack(held, by: d)
         case .join(let inviter):
             guard fleet.devices.count < 6 else { return skip(nil, "the fleet is full") }
@@ -96,6 +97,10 @@ extension Simulation {
             let d = device(slot)
             d.clock.step(by: delta)
             fleet.trace.record(d.name, "wall clock stepped \(delta >= 0 ? "+" : "")\(delta) ms (now off by \(d.clock.offset / 1000) s)")
+        case .cloud(let fault):
+            try perform(fault)
+        case .powerLoss(let slot):
+            try losePower(device(slot))
         }
     }
 

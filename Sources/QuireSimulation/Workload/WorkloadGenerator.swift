@@ -47,7 +47,12 @@ public enum WorkloadGenerator {
         var steps: [Step] = []
         var slots = deviceCount
         let maxSlots = 6
+        // A stream of its own, so switching these faults on leaves the rest of the history as it was.
+        let faults = SeededRandom(seed: SeedMix.mix(seed, 0x434C_4F55))   // "CLOU"
         while steps.count < stepCount {
+            if options.injectsCloudAndPowerFaults, faults.chance(0.1) {
+                steps.append(Step(cloudOrPowerFault(faults, slots: slots), thenRunMs: UInt64(faults.int(0...200)) * 100))
+            }
             // The histories issue 10 describes, played on purpose (they also
             // arise by chance, but rarely): only when their switch is on.
             if options.allowsThreeWayEditDelete, slots >= 3, random.chance(0.08) {
@@ -115,6 +120,18 @@ public enum WorkloadGenerator {
         }
         return Plan(deviceCount: deviceCount, steps: steps, rates: rates, maxFrameSize: maxFrameSize, clockOffsetsMs: clockOffsetsMs,
                     maxResponseRowBytes: maxResponseRowBytes, keyListThreshold: keyListThreshold)
+    }
+
+    static func cloudOrPowerFault(_ random: SeededRandom, slots: Int) -> Operation {
+        let device = random.int(0..<slots)
+        switch random.int(0..<10) {
+        case 0..<2: return .cloud(.unreachable(device: device))
+        case 2..<4: return .cloud(.reachable(device: device))
+        case 4: return .cloud(.conflictCopy(pick: random.next()))
+        case 5: return .cloud(.olderPutBack(pick: random.next()))
+        case 6: return .cloud(.dangling(device: device))
+        default: return .powerLoss(device: device)
+        }
     }
 
     /// Issue 10, #1: a value everywhere; A edits it offline; B edits it

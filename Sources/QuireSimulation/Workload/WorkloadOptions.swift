@@ -30,6 +30,10 @@ public struct WorkloadOptions: Sendable, Equatable {
     /// paragraphs as a fresh local edit, which then beats later deletes too
     /// (found by this simulator; not one of issue 10's six).
     public var allowsRecreatingDeletedProse = false
+    /// Faults of the cloud folder (a device loses it, conflict copies, an
+    /// older anchor put back, an anchor for a round that never committed)
+    /// and power losses, drawn from a stream of their own.
+    public var injectsCloudAndPowerFaults = false
     /// Let a device join mid-history.
     public var allowsJoin = true
     /// Inject network faults (drop, duplicate, reorder, delay, partition, corrupt).
@@ -52,6 +56,7 @@ public struct WorkloadOptions: Sendable, Equatable {
         o.allowsTiedStamps = true
         o.allowsSmallResponseBudgets = true
         o.allowsRecreatingDeletedProse = true
+        o.injectsCloudAndPowerFaults = true
         return o
     }
 
@@ -65,6 +70,7 @@ public struct WorkloadOptions: Sendable, Equatable {
         if allowsTiedStamps { out.append("--tied-stamps") }
         if allowsSmallResponseBudgets { out.append("--small-response-budgets") }
         if allowsRecreatingDeletedProse { out.append("--recreate-deleted-prose") }
+        if injectsCloudAndPowerFaults { out.append("--cloud-and-power-faults") }
         if let phantomWriteStep { out += ["--phantom-write", String(phantomWriteStep)] }
         if !allowsJoin { out.append("--no-join") }
         if !injectsFaults { out.append("--no-faults") }
