@@ -78,7 +78,8 @@ final class SimulationTests: XCTestCase {
         for history in BarrierRegressions.histories {
             let run = try SimulatorBinary.run(["--replay", String(history.seed)] + history.flags)
             XCTAssertEqual(run.status, 0, "seed \(history.seed) \(history.flags) (\(history.cause)):\n" + run.stdout.suffix(4000))
-            let mark = history.flags.contains("--restore-by-copy") ? "started a new session after it" : "for a round that never commits"
+            let mark = history.flags.contains("--restore-by-copy") ? "started a new session after it"
+                : history.flags.contains("--cloud-and-power-faults") ? "for a round that never commits" : "barrier committed"
             XCTAssertTrue(run.stdout.contains(mark), "seed \(history.seed) no longer plays what it was kept for ('\(mark)')")
         }
     }
@@ -112,6 +113,7 @@ enum BarrierRegressions {
         (60, ["--steps", "30", "--cloud-and-power-faults"], "the same"),
         (79, ["--steps", "30", "--cloud-and-power-faults"], "the same"),
         (103, ["--cloud-and-power-faults"], "a conflict copy of a dangling anchor chosen over the committed one at its generation"),
+        (9, ["--three-way-edit-delete"], "a setting written again after its row was collected re-minted the collected row's dot"),
         (26, ["--restore-by-copy"], "a copy-back under a clock behind its last session: siblings refused its frames as replays"),
         (134, ["--restore-by-copy"], "the same"),
         (169, ["--restore-by-copy"], "the same"),
