@@ -19,6 +19,11 @@ final class SimulationTests: XCTestCase {
         print(report.render())
         XCTAssertEqual(run.status, report.failures.isEmpty ? 0 : 1)
         XCTAssertEqual(report.seedsRun, Self.fastSeeds)
+        if let first = report.failures.first {
+            // The first failing history, step by step, then its violations.
+            let replay = try SimulatorBinary.run(Array(first.replay.split(separator: " ").dropFirst().map(String.init)))
+            print(replay.stdout)
+        }
         XCTAssertTrue(report.failures.isEmpty, "\n" + report.render(failuresShown: 10))
         for kind in FaultKind.allCases { XCTAssertGreaterThan(report.faults[kind], 0, "no \(kind) fault was injected") }
         for invariant in Invariant.allCases {
@@ -69,6 +74,16 @@ final class SimulationTests: XCTestCase {
         XCTAssertTrue(replay.violations.contains { $0.invariant == .noLostWrite })
     }
 
+    func testBarrierAnchorAndCopyBackHistoriesHold() throws {
+        for history in BarrierRegressions.histories {
+            let run = try SimulatorBinary.run(["--replay", String(history.seed)] + history.flags)
+            XCTAssertEqual(run.status, 0, "seed \(history.seed) \(history.flags) (\(history.cause)):\n" + run.stdout.suffix(4000))
+            let mark = history.flags.contains("--restore-by-copy") ? "started a new session after it"
+                : history.flags.contains("--cloud-and-power-faults") ? "for a round that never commits" : "barrier committed"
+            XCTAssertTrue(run.stdout.contains(mark), "seed \(history.seed) no longer plays what it was kept for ('\(mark)')")
+        }
+    }
+
     /// Issue 10's histories, which this simulator found failing on the old
     /// row model (one value per row under a joined vector; actors that were
     /// bare devices): regression tests now that rows keep heads with dots.
@@ -87,6 +102,23 @@ final class SimulationTests: XCTestCase {
             XCTAssertEqual(run.status, 0, "seed \(seed) (everything):\n" + run.stdout.suffix(4000))
         }
     }
+}
+
+/// Histories of the barrier, the cloud anchor and copy-backs that failed
+/// before their fixes (each replays with `tools/simulate --replay SEED FLAGS`).
+enum BarrierRegressions {
+    static let histories: [(seed: Int, flags: [String], cause: String)] = [
+        (46, ["--steps", "30", "--cloud-and-power-faults"], "an anchor for a round that never committed taken for a rollback at start-up"),
+        (51, ["--steps", "30", "--cloud-and-power-faults"], "the same"),
+        (60, ["--steps", "30", "--cloud-and-power-faults"], "the same"),
+        (79, ["--steps", "30", "--cloud-and-power-faults"], "the same"),
+        (103, ["--cloud-and-power-faults"], "a conflict copy of a dangling anchor chosen over the committed one at its generation"),
+        (9, ["--three-way-edit-delete"], "a setting written again after its row was collected re-minted the collected row's dot"),
+        (26, ["--restore-by-copy"], "a copy-back under a clock behind its last session: siblings refused its frames as replays"),
+        (134, ["--restore-by-copy"], "the same"),
+        (169, ["--restore-by-copy"], "the same"),
+        (276, ["--restore-by-copy"], "the same"),
+    ]
 }
 
 /// Seeds that failed on the old row model with a switch on (issue 11's

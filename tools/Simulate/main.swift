@@ -20,9 +20,12 @@ let usage = """
       --restore-by-copy       restore devices by copying back a backup by hand, with no new incarnation
                               (issue 10, #2; without it a restore is 'quire restore', which mints one)
       --three-way-edit-delete also let a delete that saw one of two concurrent edits meet the other (issue 10, #1)
-      --tied-stamps           also let an edit tie the stamp of the value it replaces beside a concurrent edit (issue 10, #1)
+      --tied-stamps           also let an edit tie the stamp of the value it replaces beside a concurrent write (issue 10, #1)
       --small-response-budgets  also shrink response budgets below a long note (a livelock the simulator found)
-      --everything            all four of the above (CI's long run)
+      --recreate-deleted-prose  also write a deleted journal day or note again
+      --cloud-and-power-faults  also lose the cloud folder on a device, put conflict copies and older or dangling
+                              anchors in it, and cut a device's power (unsynced writes lost)
+      --everything            all six of the above (CI's long run)
       --require-heads, --no-require-heads
                               demand (default) or not that every concurrent unsuperseded write survive as a head
       --phantom-write STEP    test the simulator itself: record STEP's write with a token the replica never
@@ -68,6 +71,8 @@ struct Arguments {
     var from: UInt64 = 1
     var minutes: Double?
     var jobs = 1
+    /// Run every n-th seed (how --jobs splits a range among its workers).
+    var every = 1
     var replay: UInt64?
     var stepsKept: Set<Int>?
     var shrink = false
@@ -101,6 +106,7 @@ func parse(_ args: [String]) -> Arguments {
         case "--from": a.from = number(value(), "--from")
         case "--minutes": guard let m = Double(value()), m > 0 else { fail("--minutes must be a positive number") }; a.minutes = m
         case "--jobs": a.jobs = max(1, number(value(), "--jobs"))
+        case "--every": a.every = max(1, number(value(), "--every"))
         case "--replay": a.replay = number(value(), "--replay")
         case "--steps-kept":
             let list = value()
@@ -116,6 +122,8 @@ func parse(_ args: [String]) -> Arguments {
         case "--three-way-edit-delete": a.options.allowsThreeWayEditDelete = true
         case "--tied-stamps": a.options.allowsTiedStamps = true
         case "--small-response-budgets": a.options.allowsSmallResponseBudgets = true
+        case "--recreate-deleted-prose": a.options.allowsRecreatingDeletedProse = true
+        case "--cloud-and-power-faults": a.options.injectsCloudAndPowerFaults = true
         case "--everything": a.options = WorkloadOptions.everything.merging(deviceCount: a.options.deviceCount, stepCount: a.options.stepCount)
         case "--require-heads": a.options.requiresHeads = true
         case "--no-require-heads": a.options.requiresHeads = false
@@ -178,41 +186,45 @@ if let seed = arguments.replay {
 // MARK: Many seeds
 
 let started = Date()
+var workerFailures: [String] = []
 let deadline = arguments.minutes.map { started.addingTimeInterval($0 * 60) }
 var report = SoakReport(firstSeed: arguments.from)
 
 if arguments.jobs > 1 {
-    // Contiguous ranges, one child process each, reports merged.
-    var children: [(Process, Pipe)] = []
-    let per = (arguments.seeds + arguments.jobs - 1) / arguments.jobs
-    for job in 0..<arguments.jobs {
-        let first = arguments.from + UInt64(job * per)
-        let count = min(per, arguments.seeds - job * per)
-        guard count > 0 else { continue }
+    // Interleaved seeds, one child process each (worker k runs from + k,
+    // from + k + jobs, ...), so a run cut short by --minutes still covers
+    // one range from its start; reports merged.
+    var children: [(Process, Pipe, String)] = []
+    for job in 0..<min(arguments.jobs, arguments.seeds) {
+        let first = arguments.from + UInt64(job)
+        let count = (arguments.seeds - job + arguments.jobs - 1) / arguments.jobs
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/proc/self/exe")
-        var args = ["--seeds", String(count), "--from", String(first), "--json", "--jobs", "1"] + arguments.options.flags
+        p.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        var args = ["--seeds", String(count), "--from", String(first), "--every", String(arguments.jobs), "--json", "--jobs", "1"]
+            + arguments.options.flags
         if let m = arguments.minutes { args += ["--minutes", String(m)] }
         if arguments.quiet { args.append("--quiet") }
         p.arguments = args
         let pipe = Pipe()
         p.standardOutput = pipe
         try p.run()
-        children.append((p, pipe))
+        children.append((p, pipe, "every \(arguments.jobs)th seed from \(first)"))
     }
-    for (p, pipe) in children {
+    for (p, pipe, range) in children {
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
         guard let part = try? JSONDecoder().decode(SoakReport.self, from: data) else {
-            FileHandle.standardError.write(Data("quire-simulate: a worker process failed (status \(p.terminationStatus))\n".utf8))
-            exit(70)
+            // A crash in a replica or an engine is a finding: the worker
+            // said which seed on stderr. The others' results still count.
+            workerFailures.append("the worker for \(range) ended with status \(p.terminationStatus) (\(p.terminationReason == .uncaughtSignal ? "signal" : "exit")) without a report")
+            continue
         }
         report.add(part)
     }
 } else {
     for offset in 0..<arguments.seeds {
         if let deadline, Date() >= deadline { note("time is up after \(offset) seeds"); break }
-        let seed = arguments.from + UInt64(offset)
+        let seed = arguments.from + UInt64(offset * arguments.every)
         armCrashNote(crashText(seed, arguments.options))
         let t0 = Date()
         let result = Simulation(seed: seed, options: arguments.options).run()
@@ -234,4 +246,13 @@ if arguments.shrink, let first = report.failures.first {
 }
 
 if arguments.json { printJSON(report) } else { print(report.render()) }
+for line in workerFailures { FileHandle.standardError.write(Data("quire-simulate: \(line)\n".utf8)) }
+if !arguments.json, let first = report.failures.first {
+    // The first failing history, step by step (frames left out; --replay
+    // with --frames shows them).
+    let result = Simulation(seed: first.seed, options: arguments.options, keepsTrace: true, framesTraced: false).run()
+    print("\ntrace of seed \(first.seed) (operations only; \(first.replay) for faults too, with --frames for every frame):")
+    print(result.operationsTrace ?? "")
+}
+if !workerFailures.isEmpty { exit(70) }
 exit(report.failures.isEmpty ? 0 : 1)

@@ -21,6 +21,11 @@ public final class SimDevice: @unchecked Sendable {
     /// For each copy: this device's own counter in every row it held then
     /// (what a restore would roll back to).
     var backupCounters: [[RowRef: UInt64]] = []
+    /// The disk under its replica (power loss loses what it did not sync);
+    /// a fresh one at each opening, since files at rest are durable.
+    var disk: PowerLossDisk?
+    /// Its generation as its engine reads it (prefs, cached like the real service's).
+    let generation = GenerationCell()
     /// Simulated milliseconds at which it joined the fleet.
     public let joinedAtMs: UInt64
     /// Its own wall clock (skewed from the fleet's).
@@ -56,4 +61,16 @@ public final class SimDevice: @unchecked Sendable {
         let box = try! BoxKeyPair(seed: SecretBytes(copying: SeedMix.keyMaterial(seed, "device-box", slot)))
         return Identity(account: account, deviceSigning: signing, deviceBox: box, backupKey: backupKey)
     }
+}
+
+/// A device's generation: read by its engine at every digest, written only
+/// through the prefs (which refuse to move it backward), reloaded from them
+/// whenever an engine starts (a restore puts older prefs back).
+final class GenerationCell: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: UInt64 = 0
+
+    var value: UInt64 { lock.lock(); defer { lock.unlock() }; return stored }
+
+    func set(_ value: UInt64) { lock.lock(); stored = value; lock.unlock() }
 }

@@ -25,10 +25,11 @@ public final class SimulatedFleet: @unchecked Sendable {
     /// The simulated disk: one directory per device, plus backups.
     public let base: String
     /// The simulated cloud folder (`--cloud`): shared by every device, never
-    /// part of a device backup. Empty today; the anchor of the barrier work
-    /// lives here, and its faults (unreachable, late, conflict copies, an
-    /// older anchor put back) belong in Faults/ beside the relay's.
-    public var cloudPath: String { base + "/cloud" }
+    /// part of a device backup; each device has a view of its own (SimCloud).
+    public var cloudPath: String { cloud.path }
+    public let cloud: SimCloud
+    /// Every line an engine logs, with its device (the barrier's commits are read from it).
+    public var onLog: ((SimDevice, String) -> Void)?
     public private(set) var devices: [SimDevice] = []
     let account: SigningKeyPair
     let backupKey: SecretBytes
@@ -54,7 +55,7 @@ public final class SimulatedFleet: @unchecked Sendable {
         network = FaultyRelay(clock: clock, random: SeededRandom(seed: SeedMix.mix(seed, 0x4E45_54)), maxFrameSize: maxFrameSize)
         account = try! SigningKeyPair(seed: SecretBytes(copying: SeedMix.keyMaterial(seed, "account")))
         backupKey = SecretBytes(copying: SeedMix.keyMaterial(seed, "backup"))
-        _ = mkdir(base + "/cloud", 0o700)
+        cloud = SimCloud(base: base, accountID: SHA256.hash(account.publicKey.bytes))
     }
 
     /// Simulated milliseconds since the fleet started.
@@ -95,8 +96,10 @@ public final class SimulatedFleet: @unchecked Sendable {
     func openStore(_ device: SimDevice, create: Bool = false) throws {
         device.openings += 1
         let random = SeededRandom(seed: SeedMix.mix(seed, 0x53_54_4F_52_45, UInt64(device.slot), UInt64(device.openings)))
+        let disk = PowerLossDisk(forwardsSync: false)
+        device.disk = disk
         device.store = try ReplicaStore(path: device.home.databasePath, deviceID: device.id, create: create, clock: device.clock,
-                                        random: random)
+                                        random: random, vfs: disk)
     }
 
     /// Attaches a fresh engine (as a process start would: it reads the
@@ -106,15 +109,28 @@ public final class SimulatedFleet: @unchecked Sendable {
         if device.store == nil { try openStore(device) }
         device.engineStarts += 1
         let random = SeededRandom(seed: SeedMix.mix(seed, 0x45_4E_47, UInt64(device.slot), UInt64(device.engineStarts)))
-        let generation = (try? device.home.prefs.load().generation) ?? 0
+        let generation = device.generation
+        generation.set((try? device.home.prefs.load().generation) ?? 0)
         let name = device.name
         let trace = self.trace
         var deps = SyncEngine.Dependencies(
             store: device.store!, identity: device.identity, relay: network.endpoint(for: device.slot), clock: device.clock, random: random,
-            generation: { generation }, log: { line in trace.record(name, "log: " + line) },
+            generation: { generation.value },
+            log: { [weak self, weak device] line in
+                trace.record(name, "log: " + line)
+                if let self, let device { self.onLog?(device, line) }
+            },
             statusPath: device.home.path + "/sync-status.json", statePath: device.home.path + "/sync-state.json",
             relayDescription: "simulated")
         deps.trace = { line in trace.record(name, "frame " + line) }
+        // The real barrier and anchor code, on the simulated cloud folder.
+        deps.cloud = CloudFolder(path: cloud.view(of: device.name), accountID: device.identity.userIDHash)
+        deps.isAnchorEnabled = { true }
+        let prefs = device.home.prefs
+        deps.setGeneration = { value in
+            try prefs.setGeneration(value)
+            generation.set(value)
+        }
         let engine = SyncEngine(deps, configuration: configuration)
         device.engine = engine
         try engine.attach()
@@ -154,16 +170,20 @@ public final class SimulatedFleet: @unchecked Sendable {
         return destination
     }
 
-    /// Puts a backup copy back in place of the device directory's files, as
-    /// a restore from a device backup would, and starts the device again.
-    public func restore(_ device: SimDevice, from copy: String) throws {
+    /// Puts a backup copy back in place of the device directory's files and
+    /// starts the device again. `byCopy`: every file goes back, as `cp -a`
+    /// or a VM snapshot would do it (the sync state's session stamp too);
+    /// otherwise only what `quire restore` puts back (replica and prefs: a
+    /// `DeviceBackup` never holds the sync state).
+    public func restore(_ device: SimDevice, from copy: String, byCopy: Bool) throws {
         let wasOnline = device.isOnline
         powerOff(device)
         let fm = FileManager.default
-        for file in SimDevice.directoryFiles where fm.fileExists(atPath: device.home.path + "/" + file) {
+        let files = byCopy ? SimDevice.directoryFiles : SimDevice.directoryFiles.filter { !$0.hasPrefix("sync-") }
+        for file in files where fm.fileExists(atPath: device.home.path + "/" + file) {
             try fm.removeItem(atPath: device.home.path + "/" + file)
         }
-        for file in SimDevice.directoryFiles where fm.fileExists(atPath: copy + "/" + file) {
+        for file in files where fm.fileExists(atPath: copy + "/" + file) {
             try fm.copyItem(atPath: copy + "/" + file, toPath: device.home.path + "/" + file)
         }
         try powerOn(device, online: wasOnline)
@@ -201,10 +221,13 @@ public final class SimulatedFleet: @unchecked Sendable {
     /// engine knows it (its siblings hold it too, nothing is being pulled).
     public func isSettled() -> Bool {
         let online = devices.filter(\.isOnline)
-        guard let first = online.first, let reference = try? first.store!.digest(generation: 0).encoded() else { return online.isEmpty }
+        func digest(_ d: SimDevice) -> [UInt8]? {
+            let generation = (try? d.home.prefs.load().generation) ?? 0
+            return try? d.store?.digest(generation: generation).encoded()
+        }
+        guard let first = online.first, let reference = digest(first) else { return online.isEmpty }
         for device in online {
-            guard let digest = try? device.store!.digest(generation: 0).encoded(), digest == reference else { return false }
-            guard device.engine!.isConverged() else { return false }
+            guard digest(device) == reference, device.engine!.isConverged() else { return false }
         }
         return true
     }

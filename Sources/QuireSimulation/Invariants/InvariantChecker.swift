@@ -178,7 +178,12 @@ struct InvariantChecker {
         var out: [String] = []
         for device in fleet.devices {
             guard let store = device.store else { continue }
-            for m in try store.mergeHistory(ref.namespace, ref.key) { out.append("\(device.name) merge log: \(m.detail)") }
+            for m in try store.mergeHistory(ref.namespace, ref.key) {
+                // The log names devices by id prefix; say their names.
+                var detail = m.detail
+                for d in fleet.devices { detail = detail.replacingOccurrences(of: String(d.id.hex.prefix(8)), with: d.name) }
+                out.append("\(device.name) merge log: \(detail)")
+            }
         }
         return out
     }
@@ -207,6 +212,7 @@ struct InvariantChecker {
             } else {
                 fail(.noSilentStuckDevice, "\(device.name) is not converged with \(silent.joined(separator: ", ")) and its status does not say why",
                      ["phase \(status.phase.rawValue); siblings: " + status.siblings.map { "\($0.name) inSync=\($0.inSync) divergent=\($0.divergent)" }.joined(separator: "; "),
+                      "frames dropped: " + status.dropped.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "),
                       "events: " + status.events.suffix(4).joined(separator: " | ")])
             }
         }

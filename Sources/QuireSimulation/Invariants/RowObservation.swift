@@ -37,6 +37,16 @@ public enum RowObservation {
         return row.context.covers(dot)
     }
 
+    /// Whether the row keeps a delete of the versions `removed`: each is in
+    /// its history and none is a head (a delete that removed nothing the
+    /// model knows is kept by any row).
+    public static func keepsRemoval(_ row: Row?, of removed: [Dot]) -> Bool {
+        guard !removed.isEmpty else { return true }
+        guard let row else { return false }
+        let heads = Set(row.heads.map(\.dot))
+        return removed.allSatisfy { row.context.covers($0) && !heads.contains($0) }
+    }
+
     /// The highest counter this device has minted in the row, over every
     /// incarnation of it. A restore that lowers it could let the device
     /// mint a counter again, unless it changed incarnation.

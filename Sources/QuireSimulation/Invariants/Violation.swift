@@ -1,16 +1,20 @@
 /// The invariants of issue 11 this simulator checks. The numbers are the
-/// issue's; (2) no resurrection after a barrier, (4) no body lost to
-/// offload and (6) generations only move back through a detected restore
-/// belong to the barrier, offload and restore work and plug in here (a
-/// case, a check in `InvariantChecker`, a counter) when that work lands.
+/// issue's; (4) no body lost to offload belongs to the offload work and
+/// plugs in here (a case, a check in `InvariantChecker`, a counter) once
+/// the simulator offloads bodies.
 public enum Invariant: Int, CaseIterable, Sendable, Codable, Comparable, CustomStringConvertible {
     /// Equal digests and byte-identical rows on every device once the fleet settled.
     case convergence = 1
+    /// No key a committed barrier collected is live again (unless written again since).
+    case noResurrection = 2
     /// Every value or paragraph committed and not superseded by a write
     /// that had seen it is present; nothing a delete saw is shown again.
     case noLostWrite = 3
     /// Every device converges, or its status says why in words.
     case noSilentStuckDevice = 5
+    /// Generations never move backward except through a restore, and every
+    /// restore is detected (the device ends at the fleet's generation).
+    case generations = 6
     /// No (actor, counter) pair is minted twice with different content.
     case oneDotOneContent = 7
 
@@ -19,8 +23,10 @@ public enum Invariant: Int, CaseIterable, Sendable, Codable, Comparable, CustomS
     public var description: String {
         switch self {
         case .convergence: "(1) convergence"
+        case .noResurrection: "(2) no resurrection"
         case .noLostWrite: "(3) no lost write"
         case .noSilentStuckDevice: "(5) no silent stuck device"
+        case .generations: "(6) generations"
         case .oneDotOneContent: "(7) one dot, one content"
         }
     }

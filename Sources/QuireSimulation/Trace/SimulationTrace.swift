@@ -73,10 +73,11 @@ public final class SimulationTrace: @unchecked Sendable {
         return Hex.encode(copy.finalize())
     }
 
-    /// The trace as text, optionally only operations and faults (no frames).
-    public func render(framesIncluded: Bool = true) -> String {
+    /// The trace as text; frames and faults can be left out (operations,
+    /// engine events and the settling remain).
+    public func render(framesIncluded: Bool = true, faultsIncluded: Bool = true) -> String {
         var out = ""
-        for line in lines where framesIncluded || !line.text.hasPrefix("frame ") {
+        for line in lines where (framesIncluded || !line.text.hasPrefix("frame ")) && (faultsIncluded || !line.text.hasPrefix("fault ")) {
             out += line.description + "\n"
         }
         if lineCount > lines.count { out += "… \(lineCount - lines.count) more lines not kept\n" }

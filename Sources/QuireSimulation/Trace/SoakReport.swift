@@ -11,6 +11,9 @@ public struct SoakReport: Sendable, Codable {
     }
 
     public var firstSeed: UInt64 = 0
+    /// The highest seed run (seeds between may be missing when a run with
+    /// several workers was cut short by time).
+    public var lastSeed: UInt64?
     public var seedsRun = 0
     public var seedsPassed = 0
     public var wallSeconds = 0.0
@@ -27,6 +30,7 @@ public struct SoakReport: Sendable, Codable {
 
     public mutating func add(_ result: SimulationResult) {
         seedsRun += 1
+        lastSeed = max(lastSeed ?? result.seed, result.seed)
         if result.passed { seedsPassed += 1 }
         simulatedHours += Double(result.simulatedMs) / 3_600_000
         deviceHours += result.deviceHours
@@ -43,6 +47,7 @@ public struct SoakReport: Sendable, Codable {
 
     public mutating func add(_ other: SoakReport) {
         seedsRun += other.seedsRun
+        if let last = other.lastSeed { lastSeed = max(lastSeed ?? last, last) }
         seedsPassed += other.seedsPassed
         simulatedHours += other.simulatedHours
         deviceHours += other.deviceHours
@@ -60,7 +65,7 @@ public struct SoakReport: Sendable, Codable {
     /// The summary in words.
     public func render(failuresShown: Int = 5) -> String {
         var out: [String] = []
-        out.append("seeds run: \(seedsRun) (from \(firstSeed)), passed \(seedsPassed), failed \(seedsRun - seedsPassed)"
+        out.append("seeds run: \(seedsRun) (from \(firstSeed)\(lastSeed.map { " to \($0)" } ?? "")), passed \(seedsPassed), failed \(seedsRun - seedsPassed)"
                    + String(format: " in %.1f s (%.0f seeds/minute)", wallSeconds, seedsPerMinute))
         out.append(String(format: "simulated: %.1f device-hours (%.1f h of fleet time), %d writes, %d steps skipped",
                           deviceHours, simulatedHours, writes, stepsSkipped)

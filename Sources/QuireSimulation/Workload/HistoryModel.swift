@@ -215,22 +215,24 @@ public final class HistoryModel: @unchecked Sendable {
         return false
     }
 
-    /// Issue 10, #1 again, with no delete: s, an edit r that saw s and
+    /// Issue 10, #1 again, by a stamp tie: s, an edit r that saw s and
     /// carries the same stamp (same second, or a clock behind: a local edit
-    /// is never stamped earlier than what it replaces), and an edit u
-    /// concurrent with both. If s and u meet first and s wins, the join
-    /// looks concurrent with r, and r can lose the tie to the very value it
-    /// replaced. True if a new edit (seeing `seen`, to be stamped
-    /// `stamp`) would complete that shape, as r or as u.
+    /// is never stamped earlier than what it replaces), and a write u (an
+    /// edit or a delete) concurrent with both. If s and u meet first and s
+    /// survives (it wins over u, or beats u as an edit beats a delete), the
+    /// join looks concurrent with r, and r can lose the tie to the very
+    /// value it replaced. True if a new write seeing `seen` would complete
+    /// the shape: as r (an edit to be stamped `stamp`) or as u.
     public func completesTiedStampEdits(row: RowRef, seen: Set<Int>, stamp: Int64?) -> Bool {
-        let edits = standing(row).filter { !writes[$0].isDelete }
+        let ids = standing(row)
+        let edits = ids.filter { !writes[$0].isDelete }
         if let stamp {
-            // As r: a seen edit s with the same stamp, and an unseen edit u that did not see s.
+            // As r: a seen edit s with the same stamp, and an unseen write u that did not see s.
             for s in seen where !writes[s].isDelete && writes[s].stamp == stamp {
-                if edits.contains(where: { u in !seen.contains(u) && u != s && !writes[u].seen.contains(s) }) { return true }
+                if ids.contains(where: { u in !seen.contains(u) && u != s && !writes[u].seen.contains(s) }) { return true }
             }
         }
-        // As u: an unseen r that saw an unseen s with r's stamp.
+        // As u: an unseen edit r that saw an unseen edit s with r's stamp.
         for r in edits where !seen.contains(r) {
             guard let rStamp = writes[r].stamp else { continue }
             if writes[r].seen.contains(where: { s in !writes[s].isDelete && !seen.contains(s) && writes[s].stamp == rStamp }) { return true }

@@ -48,6 +48,26 @@ public enum Operation: Sendable, Equatable {
     case sleep(ms: UInt64)
     /// The device's wall clock is stepped by `deltaMs` (an NTP correction; back or forth).
     case clockStep(device: Int, deltaMs: Int64)
+    /// A fault of the cloud folder (SimCloud).
+    case cloud(CloudFault)
+    /// The device loses power: its disk loses every write it had not
+    /// synced, and it restarts from what survived.
+    case powerLoss(device: Int)
+}
+
+/// What goes wrong with the cloud folder.
+public enum CloudFault: Sendable, Equatable {
+    /// The folder as this device sees it goes away (reads and the anchor write fail).
+    case unreachable(device: Int)
+    /// It comes back.
+    case reachable(device: Int)
+    /// A sync service's conflict copy of an earlier anchor appears beside the current one.
+    case conflictCopy(pick: UInt64)
+    /// An earlier anchor replaces the current one (the folder restored from its own backup).
+    case olderPutBack(pick: UInt64)
+    /// An anchor at the device's generation + 1 lands for a round that never
+    /// commits (the leader lost power right after the upload).
+    case dangling(device: Int)
 }
 
 /// What a `write` edits.
@@ -79,6 +99,11 @@ public enum ProseTarget: Sendable, Equatable {
 /// How a prose edit changes the paragraphs the editor shows.
 public enum ProseEdit: String, Sendable, Equatable, Codable, CaseIterable {
     case append, insert, rewrite, remove
+    /// Appends a paragraph of 20 to 80 KB (a row bigger than a small response budget).
+    case appendLong
+
+    /// What people do most of the time.
+    public static let everyday: [ProseEdit] = [.append, .insert, .rewrite, .remove]
 }
 
 extension Operation: CustomStringConvertible {
@@ -99,6 +124,8 @@ extension Operation: CustomStringConvertible {
         case .heal: return "the network heals"
         case .sleep(let ms): return "everyone sleeps \(ms / 60_000) min"
         case .clockStep(let d, let delta): return "slot \(d)'s clock steps \(delta) ms"
+        case .cloud(let fault): return "cloud folder: \(fault)"
+        case .powerLoss(let d): return "slot \(d) loses power"
         }
     }
 }

@@ -12,9 +12,14 @@ struct ProseWriter {
 
     /// A paragraph of a few words; now and then a long one (20 to 80 KB),
     /// so rows travel in chunks and responses fill their byte budget.
-    static func paragraph(token: String, random: SeededRandom) -> String {
-        let words = random.chance(0.03) ? random.int(3_000...12_000) : random.int(2...6)
+    static func paragraph(token: String, random: SeededRandom, long: Bool = false) -> String {
+        let words = (long || random.chance(0.03)) ? random.int(3_000...12_000) : random.int(2...6)
         return ([token] + (0..<words).map { _ in random.pick(vocabulary) }).joined(separator: " ")
+    }
+
+    /// The edit as made: on an empty text every edit is an append.
+    static func effective(_ edit: ProseEdit, on shown: [String]) -> ProseEdit {
+        shown.isEmpty && edit != .appendLong ? .append : edit
     }
 
     /// Applies `edit` to what the editor shows. Returns the new paragraphs
@@ -22,11 +27,12 @@ struct ProseWriter {
     static func apply(_ edit: ProseEdit, to shown: [String], random: SeededRandom, fresh: () -> String)
         -> (paragraphs: [String], removed: [String]) {
         var paragraphs = shown
-        var edit = edit
-        if paragraphs.isEmpty { edit = .append }
-        switch edit {
+        switch effective(edit, on: shown) {
         case .append:
             paragraphs.append(paragraph(token: fresh(), random: random))
+            return (paragraphs, [])
+        case .appendLong:
+            paragraphs.append(paragraph(token: fresh(), random: random, long: true))
             return (paragraphs, [])
         case .insert:
             paragraphs.insert(paragraph(token: fresh(), random: random), at: random.int(0...paragraphs.count))

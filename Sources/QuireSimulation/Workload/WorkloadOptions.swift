@@ -9,21 +9,31 @@ public struct WorkloadOptions: Sendable, Equatable {
     public var stepCount: Int?
     /// Put a device directory back from a copy taken earlier even when the
     /// device wrote since that copy (issue 10, #2: it re-mints counters its
-    /// siblings already saw). Off, a restore runs only when the device wrote
-    /// nothing since the copy.
+    /// siblings already saw). Off, such a restore is held back.
     public var allowsRestoreByCopy = false
     /// Let a delete that saw one of two concurrent edits meet the other
     /// (issue 10, #1: the outcome depends on which devices meet first).
     public var allowsThreeWayEditDelete = false
     /// Let an edit carry the same stamp as the value it replaces while a
-    /// third, concurrent edit exists (issue 10, #1's cause, with no delete:
-    /// the replaced value can win the tie). Skewed clocks make this common.
+    /// third, concurrent write (edit or delete) exists (issue 10, #1's
+    /// cause: the replaced value can win the tie). Skewed clocks make this
+    /// common.
     public var allowsTiedStamps = false
     /// Let a seed shrink the engines' response budget to 64 or 8 KiB, below
     /// the size of a long note: two siblings can then livelock, each
     /// resending a row the other already supersedes (found by this
     /// simulator; not one of issue 10's six).
     public var allowsSmallResponseBudgets = false
+    /// Let a journal day or a note be written again on a device that holds
+    /// it deleted: a sibling that held the old text keeps it as its shadow
+    /// through the delete, and when the new text arrives "restores" the old
+    /// paragraphs as a fresh local edit, which then beats later deletes too
+    /// (found by this simulator; not one of issue 10's six).
+    public var allowsRecreatingDeletedProse = false
+    /// Faults of the cloud folder (a device loses it, conflict copies, an
+    /// older anchor put back, an anchor for a round that never committed)
+    /// and power losses, drawn from a stream of their own.
+    public var injectsCloudAndPowerFaults = false
     /// Let a device join mid-history.
     public var allowsJoin = true
     /// Inject network faults (drop, duplicate, reorder, delay, partition, corrupt).
@@ -45,6 +55,8 @@ public struct WorkloadOptions: Sendable, Equatable {
         o.allowsThreeWayEditDelete = true
         o.allowsTiedStamps = true
         o.allowsSmallResponseBudgets = true
+        o.allowsRecreatingDeletedProse = true
+        o.injectsCloudAndPowerFaults = true
         return o
     }
 
@@ -57,6 +69,8 @@ public struct WorkloadOptions: Sendable, Equatable {
         if allowsThreeWayEditDelete { out.append("--three-way-edit-delete") }
         if allowsTiedStamps { out.append("--tied-stamps") }
         if allowsSmallResponseBudgets { out.append("--small-response-budgets") }
+        if allowsRecreatingDeletedProse { out.append("--recreate-deleted-prose") }
+        if injectsCloudAndPowerFaults { out.append("--cloud-and-power-faults") }
         if let phantomWriteStep { out += ["--phantom-write", String(phantomWriteStep)] }
         if !allowsJoin { out.append("--no-join") }
         if !injectsFaults { out.append("--no-faults") }

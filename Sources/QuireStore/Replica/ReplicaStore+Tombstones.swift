@@ -30,6 +30,12 @@ extension ReplicaStore {
             let n = try ctx.db.queryOne("SELECT count(*) FROM rows WHERE tombstone = 1 AND ns IN (\(list))") { Int($0.int(0)) } ?? 0
             try ctx.db.run("DELETE FROM unshipped WHERE (ns, key) IN (SELECT ns, key FROM rows WHERE tombstone = 1 AND ns IN (\(list)))")
             try ctx.db.run("DELETE FROM rows WHERE tombstone = 1 AND ns IN (\(list))")
+            // Counters are per row: a key written again after its row was
+            // collected (a setting, a journal day) would start over at 1 and
+            // mint a dot the collected row had used for other content (the
+            // simulator's seed 9 with --three-way-edit-delete). A new
+            // incarnation, in the same transaction, makes every later dot new.
+            if n > 0 { try ctx.mintIncarnation(reason: "a barrier collected \(n) tombstones", reissued: 0) }
             return n
         }
     }

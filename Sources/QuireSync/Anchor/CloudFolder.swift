@@ -55,7 +55,16 @@ public struct CloudFolder: Sendable {
             guard let head, let header = try? AnchorFile.header(of: Array(head), accountID: accountID) else { continue }
             out.append(Candidate(path: path + "/" + name, header: header))
         }
-        return out.sorted { $0.header.generation != $1.header.generation ? $0.header.generation > $1.header.generation : $0.path < $1.path }
+        // At one generation, the anchor written last first: an anchor for a
+        // round that never committed (or its conflict copy) is overwritten
+        // by the next round at that generation, and recovering from the
+        // older snapshot would take rows written since for collected ones
+        // (the simulator's seed 103 with --cloud-and-power-faults).
+        return out.sorted {
+            if $0.header.generation != $1.header.generation { return $0.header.generation > $1.header.generation }
+            if $0.header.writtenAt != $1.header.writtenAt { return $0.header.writtenAt.seconds > $1.header.writtenAt.seconds }
+            return $0.path < $1.path
+        }
     }
 
     /// The fleet's generation as the folder shows it: the highest one among

@@ -60,5 +60,8 @@ struct SnapshotAssembly {
     var generation: UInt64
     var parts: Int
     var received: [Int: [Row]] = [:]
+    /// When the last part arrived: the relay is lossy, so a snapshot that
+    /// stopped arriving is asked for again.
+    var lastPartMs: UInt64 = 0
     var isComplete: Bool { received.count == parts }
 }

@@ -47,6 +47,17 @@ extension SyncEngine {
             // that round did not reach this folder; its snapshot can.
             if let (id, sibling) = ahead { requestSnapshot(from: id, theirGeneration: sibling.generationGap!) }
         case .rolledBack(let target):
+            // The anchor lands before its round commits: act on it only once
+            // the round is known to have committed (CommitRecord).
+            let isCommitted = (ahead?.value.generationGap ?? 0) >= target
+                || (cloud.committedGeneration(backupKey: deps.identity.backupKey) ?? 0) >= target
+            guard isCommitted else {
+                anchorState = nil
+                note("anchor: the fleet's anchor is at generation \(target), this device at \(local) (\(trigger)), but no device is known to have "
+                     + "committed that generation (a round abandoned after its upload?): not recovering from it")
+                if let (id, sibling) = ahead { requestSnapshot(from: id, theirGeneration: sibling.generationGap!) }
+                return
+            }
             note("anchor: this device is at generation \(local) but the fleet's anchor is at \(target) (\(trigger)): it was put back from a backup; recovering")
             do {
                 guard let (_, snapshot) = try cloud.newest(backupKey: deps.identity.backupKey), snapshot.generation == target else {

@@ -10,7 +10,12 @@ import QuireStore
 /// only a snapshot ahead of it, whole, from the sibling that advertised it.
 extension SyncEngine {
     func requestSnapshot(from sibling: DeviceID, theirGeneration: UInt64) {
-        guard snapshotAssembly == nil || snapshotAssembly?.from != sibling else { return }
+        // One request at a time per sibling, unless its parts stopped coming
+        // (a part lost on the relay left a device behind forever: the
+        // simulator's seed 1117 with --everything).
+        let nowMs = clock.monotonicMilliseconds()
+        if let assembly = snapshotAssembly, assembly.from == sibling,
+           nowMs &- assembly.lastPartMs < configuration.barrierTimeoutMilliseconds { return }
         note("asking \(name(of: sibling)) (generation \(theirGeneration)) for a snapshot: the anchor cannot be read here")
         send(.snapshotRequest, SnapshotRequest(generation: deps.generation()).encoded(), to: sibling)
     }
@@ -40,6 +45,7 @@ extension SyncEngine {
             assembly = SnapshotAssembly(from: sender, generation: response.generation, parts: response.parts)
         }
         assembly.received[response.part] = response.rows
+        assembly.lastPartMs = clock.monotonicMilliseconds()
         snapshotAssembly = assembly
         guard assembly.isComplete else { return }
         snapshotAssembly = nil

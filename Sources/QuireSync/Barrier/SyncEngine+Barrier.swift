@@ -145,6 +145,9 @@ extension SyncEngine {
         barrier.committed.insert(nonce)
         let dropped = try store.dropTombstonesForBarrier()
         try deps.setGeneration(generation)
+        // Start-up checks may now trust this generation's anchor (CommitRecord);
+        // if the record cannot be written, a sibling's advertisement still can.
+        try? deps.cloud?.recordCommit(generation, backupKey: deps.identity.backupKey)
         invalidateDigest()
         barrier.lastOutcome = "the last barrier committed at \(DateStamp.format(clock.now())): generation \(generation), \(dropped) tombstones collected"
         note("barrier: generation \(generation), \(dropped) tombstones collected")

@@ -33,6 +33,12 @@ public struct ReplayGuard: Sendable {
     /// The newest session start seen per sender, to persist across restarts.
     public var floors: [DeviceID: UInt64] { senders.mapValues(\.start) }
 
+    /// The newest session of `sender` this guard accepted (id nil: a floor
+    /// from before our restart), told back to the sender in our digest.
+    public func newestSession(of sender: DeviceID) -> SessionSeen? {
+        senders[sender].map { SessionSeen(start: $0.start, id: $0.session) }
+    }
+
     /// True if the frame is fresh (and records it); false for a replay.
     public mutating func accept(sender: DeviceID, session: [UInt8], start: UInt64, sequence: UInt64) -> Bool {
         guard var state = senders[sender] else {
@@ -91,5 +97,30 @@ public struct ReplayGuard: Sendable {
             out[i] = v
         }
         return out
+    }
+}
+
+/// A sender's session as a receiver's guard holds it. A sender told one
+/// that is ahead of its own (`isAhead(ofStart:id:)`) has every frame refused
+/// by that receiver as a replay: its directory was put back from a copy
+/// (the session stamp in `sync-state.json` went back with it) under a clock
+/// not yet past the session it started since.
+public struct SessionSeen: Equatable, Sendable {
+    public var start: UInt64
+    public var id: [UInt8]?
+
+    public init(start: UInt64, id: [UInt8]?) {
+        self.start = start
+        self.id = id
+    }
+
+    /// Whether the receiver refuses a session (start, id) for this one:
+    /// a later start, or the same start under another id (the guard orders
+    /// those by id; a sender never starts two sessions at one stamp unless
+    /// it was put back, so it must move on rather than trust the coin).
+    public func isAhead(ofStart start: UInt64, id: [UInt8]) -> Bool {
+        if self.start != start { return self.start > start }
+        guard let seen = self.id else { return false }
+        return seen != id
     }
 }

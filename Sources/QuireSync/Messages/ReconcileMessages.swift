@@ -224,17 +224,22 @@ public struct ReconcileResponse: Equatable, Sendable {
 /// wire version still parses far enough to be named in `quire status`, and
 /// an echo of the recipient's digest as last received (8 bytes of its hash,
 /// empty if none): a relay with no mailbox may have lost our last
-/// advertisement, and the echo is how we find out without a timer. Also
-/// how many rows the sender holds (for a catching-up sibling's "what
-/// remains"; absent from older senders, ignored by older receivers).
+/// advertisement, and the echo is how we find out without a timer.
+/// It also tells the recipient the newest session of its own that the
+/// sender accepted (`SessionSeen`): a device put back from a copy of its
+/// directory has an older session stamp, and learns here to start after it.
+/// And how many rows the sender holds (for a catching-up sibling's "what
+/// remains"). Fields a receiver does not know are ignored.
 public struct DigestMessage: Equatable, Sendable {
     public var digest: [UInt8]
     public var echo: [UInt8]
+    public var recipientSession: SessionSeen?
     public var rows: UInt64?
 
-    public init(digest: [UInt8], echo: [UInt8] = [], rows: UInt64? = nil) {
+    public init(digest: [UInt8], echo: [UInt8] = [], recipientSession: SessionSeen? = nil, rows: UInt64? = nil) {
         self.digest = digest
         self.echo = echo
+        self.recipientSession = recipientSession
         self.rows = rows
     }
 
@@ -245,14 +250,24 @@ public struct DigestMessage: Equatable, Sendable {
 
     public func encoded() -> [UInt8] {
         var fields: [(CBOR, CBOR)] = [(.unsigned(1), .bytes(digest)), (.unsigned(2), .bytes(echo))]
-        if let rows { fields.append((.unsigned(3), .unsigned(rows))) }
+        if let recipientSession {
+            fields.append((.unsigned(3), .unsigned(recipientSession.start)))
+            if let id = recipientSession.id { fields.append((.unsigned(4), .bytes(id))) }
+        }
+        if let rows { fields.append((.unsigned(5), .unsigned(rows))) }
         return CBORWriter.encode(.map(fields))
     }
 
     public static func decode(_ bytes: [UInt8]) throws(CBORError) -> DigestMessage {
         let f = try CBORReader.decode(bytes, limits: .init(maxDepth: 4, maxItemLength: 64 << 10)).asFieldMap()
+        var session: SessionSeen?
+        if let start = try f.optional(3)?.asUInt() {
+            let id = try f.optional(4)?.asBytes()
+            guard id == nil || id?.count == 8 else { throw .invalidValue("session id") }
+            session = SessionSeen(start: start, id: id)
+        }
         return DigestMessage(digest: try f.required(1, "digest").asBytes(), echo: try f.optional(2)?.asBytes() ?? [],
-                             rows: try f.optional(3)?.asUInt())
+                             recipientSession: session, rows: try f.optional(5)?.asUInt())
     }
 }
 

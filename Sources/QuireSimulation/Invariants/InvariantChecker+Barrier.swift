@@ -1,0 +1,69 @@
+import QuireCore
+import QuireStore
+
+/// Invariants 2 and 6, checked after every step and once more after the
+/// fleet settled.
+extension InvariantChecker {
+    /// Fails once per distinct summary (the checks run after every step).
+    mutating func failOnce(_ invariant: Invariant, _ summary: String, _ details: [String] = []) {
+        guard !violations.contains(where: { $0.summary == summary }) else { return }
+        fail(invariant, summary, details)
+    }
+
+    /// (2) A key a committed barrier collected shows again a version some
+    /// delete of it had seen. Checked on devices at or past that commit's
+    /// generation (a device behind it is held apart by the generation gap
+    /// until it recovers), and on every device once settled. A version
+    /// written after the delete (edit beats delete) is not a resurrection.
+    mutating func checkNoResurrection(ledger: BarrierLedger, final: Bool) throws {
+        for commit in ledger.commits {
+            for ref in commit.keys.sorted(by: { $0.description < $1.description }) {
+                let ids = (model.writesByRow[ref] ?? []).filter { $0 < commit.writesBefore }
+                let deletedDots = Set(ids.filter { model.writes[$0].isDelete }.flatMap { model.writes[$0].seen }.map { model.writes[$0].dot })
+                for device in fleet.devices {
+                    guard let store = device.store, final || device.generation.value >= commit.generation else { continue }
+                    guard let row = try store.row(ref.namespace, ref.key), RowObservation.isLive(row) else {
+                        tally.pass(.noResurrection)
+                        continue
+                    }
+                    let stale = RowObservation.heads(row).compactMap(\.dot).filter { deletedDots.contains($0) }
+                    if stale.isEmpty {
+                        tally.pass(.noResurrection)
+                    } else {
+                        failOnce(.noResurrection, "\(ref), collected by the barrier at generation \(commit.generation) (committed on \(commit.device)), "
+                                 + "is live again on \(device.name) with a version a delete had seen",
+                                 ["\(device.name) is at generation \(device.generation.value), shows \(describe(row))"]
+                                 + ids.map { model.writes[$0] }.map { "\($0.label) \($0.deviceName) \($0.isDelete ? "deleted" : "wrote \($0.token ?? "")")" })
+                    }
+                }
+            }
+        }
+    }
+
+    /// (6) A device's generation moved backward with no restore since it was
+    /// last seen; once settled, a device behind the fleet's highest
+    /// generation (a restore or a missed commit nobody detected).
+    mutating func checkGenerations(ledger: BarrierLedger, final: Bool) {
+        var top = ledger.committedGeneration
+        for device in fleet.devices {
+            let generation = (try? device.home.prefs.load().generation) ?? 0
+            top = max(top, generation)
+            let seen = ledger.observe(slot: device.slot, generation: generation)
+            if seen.ok {
+                tally.pass(.generations)
+            } else {
+                failOnce(.generations, "\(device.name)'s generation moved back from \(seen.was) to \(generation) with no restore")
+            }
+        }
+        guard final else { return }
+        for device in fleet.devices {
+            let generation = (try? device.home.prefs.load().generation) ?? 0
+            if generation < top {
+                failOnce(.generations, "\(device.name) ended at generation \(generation), behind the fleet's \(top): a restore or a missed commit went undetected",
+                         ["status: " + (device.engine.map { s in [s.status().anchor, s.status().barrier].compactMap { $0 }.joined(separator: "; ") } ?? "offline")])
+            } else {
+                tally.pass(.generations)
+            }
+        }
+    }
+}
