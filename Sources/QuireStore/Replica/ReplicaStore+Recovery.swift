@@ -3,10 +3,13 @@ import QuireCore
 /// Catching up to the cloud anchor after a rollback (a device put back from
 /// a backup older than the fleet's last barrier). Rows are a semilattice,
 /// so recovery joins the snapshot in, except for what the barrier collected:
-/// a row this device holds that the snapshot lacks was deleted and its
-/// tombstone collected, so it becomes a tombstone here, unless it holds a
-/// version this device wrote and no sibling ever saw (edit beats delete:
-/// that version stays).
+/// a version this device holds that the snapshot neither holds nor covers
+/// was deleted and its tombstone collected (the fleet held it, and the
+/// snapshot is the fleet's state after the barrier), so it goes, unless it
+/// is a version this device wrote and no sibling ever saw (edit beats
+/// delete: that version stays). That holds whether the snapshot lacks the
+/// key or holds a row written again after the collection, whose context
+/// knows nothing of the old versions.
 extension ReplicaStore {
     public struct Recovery: Equatable, Sendable {
         /// Rows the snapshot brought in or moved forward.
@@ -47,7 +50,21 @@ extension ReplicaStore {
                         report.keptUnshared += 1
                     }
                 }
-                for (_, row) in incoming.sorted(by: { $0.key < $1.key }) {
+                for (key, row) in incoming.sorted(by: { $0.key < $1.key }) {
+                    if ReplicaStore.collectedNamespaces.contains(ns), let record = try RowRecord.load(ctx.db, ns, key, withBody: true) {
+                        let local = try ctx.decodeSettingAside(record)
+                        let held = Set(row.heads.map(\.dot))
+                        let unshared = Set(try ctx.unsharedHeads(local).map(\.dot))
+                        let collected = local.heads.filter {
+                            !held.contains($0.dot) && !row.context.covers($0.dot) && !unshared.contains($0.dot)
+                        }
+                        if !collected.isEmpty {
+                            let kept = local.heads.filter { h in !collected.contains { $0.dot == h.dot } }
+                            let trimmed = Row(namespace: ns, key: key, context: local.context, heads: kept)
+                            try ctx.writeRow(trimmed, previousLeaf: record.leaf, exists: true)
+                            report.removed += 1
+                        }
+                    }
                     if case .store = try ctx.applyRemote(row) { report.joined += 1 }
                 }
             }
