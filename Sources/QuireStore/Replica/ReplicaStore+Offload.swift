@@ -51,8 +51,9 @@ extension ReplicaStore {
         return try write { ctx in
             var restored = 0
             for key in try ctx.offloadedKeys(contentHash: contentHash) {
-                try ctx.db.run("UPDATE rows SET body = ?, offloaded = 0, holders = NULL, seq = ? WHERE ns = ? AND key = ?",
-                               [.blob(body), .int(ctx.seq), .int(Int64(Namespace.notebook.rawValue)), .blob(key.bytes)])
+                let stored = StoredBody.encode(body)
+                try ctx.db.run("UPDATE rows SET body = ?, bodyFormat = ?, offloaded = 0, holders = NULL, seq = ? WHERE ns = ? AND key = ?",
+                               [.blob(stored.bytes), .int(stored.format), .int(ctx.seq), .int(Int64(Namespace.notebook.rawValue)), .blob(key.bytes)])
                 try ctx.db.run("UPDATE damaged SET repaired = ? WHERE key = ? AND hash = ? AND repaired IS NULL",
                                [.int(ctx.now.seconds), .blob(key.bytes), .blob(contentHash)])
                 restored += 1
@@ -130,8 +131,8 @@ extension ReplicaStore {
             if let held = try db.queryOne("SELECT body FROM held_bodies WHERE hash = ?", [.blob(contentHash)], { $0.blob(0) ?? [] }),
                Note.bodyDigest(held) == contentHash { return held }
             if let key,
-               let body = try db.queryOne("SELECT body FROM rows WHERE ns = ? AND key = ? AND offloaded = 0 AND tombstone = 0 AND body IS NOT NULL",
-                                          [.int(Int64(Namespace.notebook.rawValue)), .blob(key.bytes)], { $0.blob(0) ?? [] }),
+               let body = try db.queryOne("SELECT body, bodyFormat FROM rows WHERE ns = ? AND key = ? AND offloaded = 0 AND tombstone = 0 AND body IS NOT NULL",
+                                          [.int(Int64(Namespace.notebook.rawValue)), .blob(key.bytes)], { StoredBody.decode($0.blob(0) ?? [], format: $0.int(1)) }) ?? nil,
                Note.bodyDigest(body) == contentHash { return body }
             return nil
         }

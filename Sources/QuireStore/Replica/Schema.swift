@@ -12,7 +12,20 @@ enum Schema {
 
     static var all: [Migration] {
         migrations.map { Migration(sql: $0) } + [Migration(sql: headsMigration, convert: RowsToHeads.convert),
-                                                 Migration(sql: shadowsSameAsBody)]
+                                                 Migration(sql: shadowsSameAsBody),
+                                                 Migration(sql: "ALTER TABLE rows ADD COLUMN bodyFormat INTEGER NOT NULL DEFAULT 0;",
+                                                           convert: deflateBodies)]
+    }
+
+    /// Note bodies are kept deflated where that saves space (`StoredBody`);
+    /// the ones already stored are deflated in place.
+    static func deflateBodies(_ db: Connection, _ random: any RandomSource) throws(StoreError) {
+        let bodies = try db.query("SELECT id, body FROM rows WHERE body IS NOT NULL AND bodyFormat = 0") { ($0.int(0), $0.blob(1) ?? []) }
+        for (id, body) in bodies {
+            let stored = StoredBody.encode(body)
+            guard stored.format != StoredBody.raw else { continue }
+            try db.run("UPDATE rows SET body = ?, bodyFormat = ? WHERE id = ?", [.blob(stored.bytes), .int(stored.format), .int(id)])
+        }
     }
 
     /// A shadow equal to the row's stored text is kept as a mark, not a
