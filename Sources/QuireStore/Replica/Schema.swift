@@ -14,8 +14,17 @@ enum Schema {
         migrations.map { Migration(sql: $0) } + [Migration(sql: headsMigration, convert: RowsToHeads.convert),
                                                  Migration(sql: shadowsSameAsBody),
                                                  Migration(sql: "ALTER TABLE rows ADD COLUMN bodyFormat INTEGER NOT NULL DEFAULT 0;",
-                                                           convert: deflateBodies)]
+                                                           convert: deflateBodies),
+                                                 Migration(sql: collectedLog)]
     }
+
+    /// Rows a barrier collected, by change number: a running mount reads
+    /// changes by number, and a row deleted outright leaves no number, so a
+    /// mount that had not yet read the tombstone would keep showing it.
+    static let collectedLog = """
+        CREATE TABLE collected(id INTEGER PRIMARY KEY, seq INTEGER NOT NULL, ns INTEGER NOT NULL, key BLOB NOT NULL, at INTEGER NOT NULL);
+        CREATE INDEX collected_seq ON collected(seq);
+        """
 
     /// Note bodies are kept deflated where that saves space (`StoredBody`);
     /// the ones already stored are deflated in place.
