@@ -11,13 +11,7 @@ import QuireCrypto
 
 @_cdecl("LLVMFuzzerInitialize")
 public func fuzzInitialize(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>) -> CInt {
-    // Seeds: valid examples of every input kind, so the fuzzer starts from
-    // the interesting shapes instead of rediscovering them.
-    guard let dir = ProcessInfo.processInfo.environment["QUIRE_FUZZ_SEEDS"] else { return 0 }
-    try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    for (i, seed) in FuzzSeeds.all().enumerated() {
-        FileManager.default.createFile(atPath: dir + "/seed-\(i)", contents: Data(seed))
-    }
+    writeSeeds { FuzzSeeds.all() }
     return 0
 }
 
@@ -71,10 +65,6 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         if let c = Chunk.decode(input) { _ = assembler.add(c, from: ID16(bytes: Array(repeating: 0, count: 16))!, nowMs: 0) }
     }
     return 0
-}
-
-func check(_ condition: Bool, _ what: String) {
-    if !condition { fatalError("fuzz invariant broken: \(what)") }
 }
 
 enum FuzzSeeds {
