@@ -71,4 +71,27 @@ final class FuzzFoundFormatTests: XCTestCase {
         XCTAssertEqual(crlf, MemoryEvent(at: Timestamp(seconds: 1_700_000_000), kind: "import", text: "Imported.\r\n"))
         XCTAssertNil(MemoryText.parse(Array("at: 2023-11-14T22:13:20Z\nkind: x\n".utf8)), "no blank line before the text")
     }
+
+    func testACardNameOfOnlyCarriageReturnsIsNoName() throws {
+        // fuzz vcard: "N:\r" gave the name "\r", which rendered as an empty
+        // FN and read back as the file's title. A CR is dropped on reading too.
+        let card = Array("BEGIN:VCARD\r\nN:\r\r\nNOTE:a\rb\r\nEND:VCARD\r\n".utf8)
+        let contact = try VCard.parse(card, fileTitle: "Lady", previous: nil)
+        XCTAssertEqual(contact.name, "Lady")
+        XCTAssertEqual(contact.note, "ab")
+        XCTAssertEqual(try VCard.parse(VCard.render(contact), fileTitle: "Lady", previous: nil), contact)
+    }
+
+    func testTrimmingASpaceBeforeACombiningMarkKeepsTheMark() {
+        // fuzz mount-text: "kind:\u{301}a" parsed to "\u{301}a", rendered as
+        // "kind: \u{301}a", where " \u{301}" is one Character that the
+        // Character-wise trim kept, so it read back with a space more.
+        XCTAssertEqual(" \u{301}a\t".trimmingSpaces, "\u{301}a")
+        let event = MemoryEvent(at: Timestamp(seconds: 1_700_000_000), kind: "\u{301}a\u{FFFD}t", text: "Impo",
+                                buries: [RowKey(bytes: [UInt8](repeating: 0xAB, count: 16))!])
+        XCTAssertEqual(MemoryText.parse(MemoryText.render(event)), event)
+        var plan = Plan(title: "p", createdAt: zero, updatedAt: zero)
+        plan.notes = "\u{301}notes"
+        XCTAssertEqual(try PlanText.parse(PlanText.render(plan), title: "p"), plan)
+    }
 }

@@ -51,4 +51,17 @@ final class FuzzFoundTests: XCTestCase {
         XCTAssertEqual(SHA256.hash(try RecoveryFile.open(cloud: good.cloud, accountID: good.accountID, code: good.code).account.publicKey.bytes),
                        good.accountID)
     }
+
+    /// fuzz-sync: a snapshot group numbered 0x0d0be2284f2a56d1 trapped in
+    /// UInt8(UInt64) ("Not enough bits to represent the passed value").
+    func testSnapshotGroupWithANamespaceNumberPast255IsMalformed() {
+        for number: UInt64 in [256, 0x0d0b_e228_4f2a_56d1, UInt64.max] {
+            let body = CBORWriter.encode(.map([(.unsigned(1), .unsigned(3)), (.unsigned(2), .array([.array([.unsigned(number), .array([])])]))]))
+            XCTAssertThrowsError(try AnchorSnapshot(decoding: body), "namespace \(number)") {
+                guard case AnchorError.malformed = $0 else { return XCTFail("\($0)") }
+            }
+        }
+        let empty = CBORWriter.encode(.map([(.unsigned(1), .unsigned(3)), (.unsigned(2), .array([.array([.unsigned(UInt64(Namespace.plans.rawValue)), .array([])])]))]))
+        XCTAssertEqual(try AnchorSnapshot(decoding: empty).generation, 3)
+    }
 }

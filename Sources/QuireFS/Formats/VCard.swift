@@ -114,7 +114,7 @@ enum VCard {
                 escaping = false
             } else if scalar == "\\" {
                 escaping = true
-            } else {
+            } else if scalar != "\r" {   // as escape drops it: a card cannot carry one
                 out.append(scalar)
             }
         }
