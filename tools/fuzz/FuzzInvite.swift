@@ -38,7 +38,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
            bytes.count >= headerSize {
             let ops = readBigEndian(bytes, at: 3 + PasswordHash.saltByteCount), memory = readBigEndian(bytes, at: 11 + PasswordHash.saltByteCount)
             if PasswordHash.strength(fromFile: ops, memoryBytes: memory) != nil
-                && (ops > strength.operations || memory > 1 << 20) {
+                && (ops > strength.operations || memory > 64 << 10) {
                 return 0
             }
         }

@@ -59,7 +59,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 
 func isExpensiveButAccepted(operations: UInt64, memoryBytes: UInt64) -> Bool {
     PasswordHash.strength(fromFile: operations, memoryBytes: memoryBytes) != nil
-        && (operations > strength.operations || memoryBytes > 1 << 20)
+        && (operations > strength.operations || memoryBytes > 64 << 10)
 }
 
 /// The outer file as RecoveryFile.write makes it, around given sealed bytes.
