@@ -39,7 +39,7 @@ extension ReplicaStore {
             // mint a dot the collected row had used for other content (the
             // simulator's seed 9 with --three-way-edit-delete). A new
             // incarnation, in the same transaction, makes every later dot new.
-            if n > 0 { try ctx.mintIncarnation(reason: "a barrier collected \(n) tombstones", reissued: 0) }
+            if n > 0 { try ctx.mintIncarnation(reason: "a barrier collected \(n) tombstones", reissued: 0, isRollback: false) }
             return n
         }
     }
