@@ -20,22 +20,22 @@ extension QuireFileSystem {
         guard case .namespace(let namespace) = folder else {
             guard scratch.status(.root, name) != nil else { throw .noEntry }
             try scratch.remove(.root, name)
-            inodes.dropScratch(.root, name)
+            names.inodes.dropScratch(.root, name)
             return
         }
         switch try resolve(name, in: namespace) {
         case .none: throw .noEntry
         case .scratch(let folder, let name):
             try scratch.remove(folder, name)
-            inodes.dropScratch(folder, name)
+            names.inodes.dropScratch(folder, name)
         case .row(let ref):
             if MountLayout.isReadOnly(namespace) {
                 throw refuse(.permissionDenied, "\(namespace.name)/\(name) cannot be deleted: memory is append-only (record an event that buries it)")
             }
-            let wasNew = working[ref]?.isNew == true
+            let wasNew = openFiles.copy(ref)?.isNew == true
             orphanOpenFiles(of: ref)
             if wasNew {
-                pending[namespace]?[name] = nil
+                names.removePending(ref)
                 return
             }
             do {
@@ -59,7 +59,7 @@ extension QuireFileSystem {
             forgetCanonicalForm(of: typed, name, in: parent.rawValue)
             forgetCanonicalForm(of: typedNew, newName, in: newParent.rawValue)
             if !typedNew.utf8.elementsEqual(newName.text.utf8) {
-                invalidations.append(.spelling(parent: newParent.rawValue, name: Array(typedNew.utf8)))
+                kernelCache.invalidate(.spelling(parent: newParent.rawValue, name: Array(typedNew.utf8)))
             }
         }
     }
@@ -124,11 +124,11 @@ extension QuireFileSystem {
     private func renameScratch(_ folder: Folder, _ name: CanonicalName, to newFolder: Folder, _ newName: CanonicalName,
                                target: ResolvedName, flags: FuseRenameFlags) throws(FuseError) {
         if case .row = target { throw .crossDevice }
-        let sourceInode = inodes.inode(forScratch: folder, name)
-        let targetInode = target == .none ? nil : inodes.inode(forScratch: newFolder, newName)
+        let sourceInode = names.inodes.inode(forScratch: folder, name)
+        let targetInode = target == .none ? nil : names.inodes.inode(forScratch: newFolder, newName)
         try scratch.rename((folder, name), (newFolder, newName), flags: flags.rawValue & 3)
-        inodes.repoint(sourceInode, to: .scratch(newFolder, newName))
-        if flags.contains(.exchange), let targetInode { inodes.repoint(targetInode, to: .scratch(folder, name)) }
+        names.inodes.repoint(sourceInode, to: .scratch(newFolder, newName))
+        if flags.contains(.exchange), let targetInode { names.inodes.repoint(targetInode, to: .scratch(folder, name)) }
     }
 
     // MARK: Row to a row name
@@ -136,7 +136,7 @@ extension QuireFileSystem {
     private func renameRow(_ ref: RowRef, from name: CanonicalName, to newName: CanonicalName, title: String,
                            target: ResolvedName, exchange: Bool) throws(FuseError) {
         let namespace = ref.namespace
-        let sourceInode = inodes.inode(for: ref)
+        let sourceInode = names.inodes.inode(for: ref)
         let bytes = try currentBytes(ref)
         switch target {
         case .none:
@@ -144,28 +144,27 @@ extension QuireFileSystem {
                 // The key is the date or setting name: a new name is a new row.
                 let newRef = RowRef(namespace: namespace, key: namespace == .saga ? SagaEntry.key(for: title) : Setting.key(for: title))
                 try replace(newRef, titled: title, with: bytes, removing: ref, sourceName: name.text)
-                inodes.repoint(sourceInode, to: .row(newRef))
+                names.inodes.repoint(sourceInode, to: .row(newRef))
                 moveOpenFiles(of: sourceInode, to: newRef)
-            } else if working[ref]?.isNew == true {
-                pending[namespace]?[name] = nil
-                pending[namespace, default: [:]][newName] = ref
-                working[ref]?.title = title
+            } else if openFiles.copy(ref)?.isNew == true {
+                names.addPending(newName, ref)
+                openFiles.modifyCopy(ref) { $0.title = title }
             } else {
                 try retitle(ref, to: title)
             }
         case .row(let targetRef):
-            let targetInode = inodes.inode(for: targetRef)
+            let targetInode = names.inodes.inode(for: targetRef)
             if exchange {
                 let targetBytes = try currentBytes(targetRef)
                 try swapContents(ref, bytes: targetBytes, targetRef, bytes: bytes)
-                inodes.repoint(sourceInode, to: .row(targetRef))
-                inodes.repoint(targetInode, to: .row(ref))
+                names.inodes.repoint(sourceInode, to: .row(targetRef))
+                names.inodes.repoint(targetInode, to: .row(ref))
                 swapOpenFiles(sourceInode, targetInode, ref, targetRef)
             } else {
                 // The save by rename: the target keeps its key and history.
                 try replace(targetRef, titled: nil, with: bytes, removing: ref, sourceName: name.text)
                 orphanOpenFiles(of: targetRef)
-                inodes.repoint(sourceInode, to: .row(targetRef))
+                names.inodes.repoint(sourceInode, to: .row(targetRef))
                 moveOpenFiles(of: sourceInode, to: targetRef)
             }
         case .scratch:
@@ -180,9 +179,9 @@ extension QuireFileSystem {
                          removing source: RowRef?, sourceName: String) throws(FuseError) {
         let namespace = targetRef.namespace
         let previous = try storedContent(targetRef)
-        let title = newTitle ?? working[targetRef]?.title ?? previous?.displayName ?? ""
+        let title = newTitle ?? openFiles.copy(targetRef)?.title ?? previous?.displayName ?? ""
         let content = try parseForRename(namespace, title: title, bytes: bytes, previous: previous, name: sourceName)
-        let sourceIsNew = source.map { working[$0]?.isNew == true } ?? true
+        let sourceIsNew = source.map { openFiles.copy($0)?.isNew == true } ?? true
         let edit: ReplicaStore.MountEdit
         do {
             // The editor wrote the temp file from what this device last
@@ -195,16 +194,12 @@ extension QuireFileSystem {
         recordWrite(targetRef, edit)
         lastShown[targetRef] = edit.row.content.flatMap(RowFormat.render) ?? bytes
         if let source {
-            if sourceIsNew { pending[namespace] = pending[namespace]?.filter { $0.value != source } }
-            if working[source] != nil {
-                working[source]?.isDirty = false
-                working[source]?.isNew = false
+            if sourceIsNew { names.removePending(source) }
+            openFiles.modifyCopy(source) { copy in
+                copy.isDirty = false
+                copy.isNew = false
             }
-            if let changes = listings[namespace]?.remove(source.key) {
-                for change in changes {
-                    if let old = change.oldName { invalidations.append(.entry(parent: InodeTable.folderInode(namespace), name: old)) }
-                }
-            }
+            kernelCache.invalidate(names.unlist(source))
         }
     }
 
@@ -220,18 +215,20 @@ extension QuireFileSystem {
         do { recordWrite(ref, try store.putFromMount(content, key: ref.key)) } catch {
             throw storeFailure(error, doing: "rename \(ref.namespace.name)/\(displayName(ref))")
         }
-        working[ref]?.title = title
+        openFiles.modifyCopy(ref) { $0.title = title }
         if case .contact = content {
             // The card's FN shows the new name: its text changed.
-            if var copy = working[ref], !copy.isDirty, let bytes = RowFormat.render(content) { copy.content = bytes; working[ref] = copy }
-            for inode in inodes.inodesOfRow[ref] ?? [] { invalidations.append(.inode(inode)); kernelCachedSeq.removeValue(forKey: inode) }
+            if let copy = openFiles.copy(ref), !copy.isDirty, let bytes = RowFormat.render(content) {
+                openFiles.modifyCopy(ref) { $0.content = bytes }
+            }
+            kernelCache.invalidateInodes(names.inodes.inodesOfRow[ref] ?? [])
         }
     }
 
     /// RENAME_EXCHANGE of two rows: each name keeps its row (and key) and
     /// shows the other's text. Both edits in one transaction.
     private func swapContents(_ a: RowRef, bytes aBytes: [UInt8], _ b: RowRef, bytes bBytes: [UInt8]) throws(FuseError) {
-        for ref in [a, b] where working[ref]?.isNew == true { try commit(ref, shown: nil) }
+        for ref in [a, b] where openFiles.copy(ref)?.isNew == true { try commit(ref, shown: nil) }
         let aPrevious = try storedContent(a), bPrevious = try storedContent(b)
         let aContent = try parseForRename(a.namespace, title: aPrevious?.displayName ?? "", bytes: aBytes, previous: aPrevious, name: displayName(b))
         let bContent = try parseForRename(b.namespace, title: bPrevious?.displayName ?? "", bytes: bBytes, previous: bPrevious, name: displayName(a))
@@ -248,17 +245,17 @@ extension QuireFileSystem {
 
     private func moveScratchToRow(_ folder: Folder, _ name: CanonicalName, namespace: Namespace, to newName: CanonicalName, title: String,
                                   target: ResolvedName, exchange: Bool) throws(FuseError) {
-        let sourceInode = inodes.inode(forScratch: folder, name)
+        let sourceInode = names.inodes.inode(forScratch: folder, name)
         let bytes = try scratch.contents(folder, name)
         switch target {
         case .row(let targetRef):
-            let targetInode = inodes.inode(for: targetRef)
+            let targetInode = names.inodes.inode(for: targetRef)
             if exchange {
                 let targetBytes = try currentBytes(targetRef)
                 try replace(targetRef, titled: nil, with: bytes, removing: nil, sourceName: name.text)
                 try scratch.replaceContents(folder, name, with: targetBytes)
-                inodes.repoint(sourceInode, to: .row(targetRef))
-                inodes.repoint(targetInode, to: .scratch(folder, name))
+                names.inodes.repoint(sourceInode, to: .row(targetRef))
+                names.inodes.repoint(targetInode, to: .scratch(folder, name))
                 // Open files follow their inodes: the note's to the scratch
                 // name, the scratch file's into the note.
                 moveRowHandles(of: targetRef, toScratch: folder, name, bytes: targetBytes)
@@ -267,14 +264,14 @@ extension QuireFileSystem {
                 try replace(targetRef, titled: nil, with: bytes, removing: nil, sourceName: name.text)
                 try? scratch.remove(folder, name)
                 orphanOpenFiles(of: targetRef)
-                inodes.repoint(sourceInode, to: .row(targetRef))
+                names.inodes.repoint(sourceInode, to: .row(targetRef))
                 adoptScratchHandles(of: sourceInode, to: targetRef)
             }
         case .none:
             let ref = reclaimOrNewRef(namespace, title: title)
             try replace(ref, titled: title, with: bytes, removing: nil, sourceName: name.text)
             try? scratch.remove(folder, name)
-            inodes.repoint(sourceInode, to: .row(ref))
+            names.inodes.repoint(sourceInode, to: .row(ref))
             adoptScratchHandles(of: sourceInode, to: ref)
         case .scratch:
             throw .crossDevice
@@ -287,33 +284,32 @@ extension QuireFileSystem {
     /// They were opened without flush, so their text is committed when the
     /// last of them is released.
     private func adoptScratchHandles(of inode: UInt64, to ref: RowRef) {
-        let open = handles.filter { _, file in
+        let open = openFiles.handles { file in
             if case .scratch = file.target { return file.inode == inode }
             return false
         }
-        guard !open.isEmpty, var copy = try? workingCopy(ref) else { return }
-        for (handle, file) in open {
-            if case .scratch(let descriptor) = file.target { close(descriptor) }
-            handles[handle]?.target = .row(ref)
-            handles[handle]?.shown = copy.content
+        guard !open.isEmpty, let copy = try? workingCopy(ref) else { return }
+        openFiles.keep(copy, for: ref)
+        for handle in open {
+            if case .scratch(let descriptor)? = openFiles[handle]?.target { close(descriptor) }
+            openFiles.retarget(handle, to: .row(ref))
+            openFiles.setShown(handle, copy.content)
         }
-        copy.openCount += open.count
-        working[ref] = copy
     }
 
     private func moveRowToScratch(_ ref: RowRef, from name: CanonicalName, to newName: CanonicalName,
                                   target: ResolvedName, exchange: Bool) throws(FuseError) {
         let namespace = ref.namespace
         let folder = Folder.namespace(namespace)
-        let sourceInode = inodes.inode(for: ref)
+        let sourceInode = names.inodes.inode(for: ref)
         let bytes = try currentBytes(ref)
         if exchange, case .scratch = target {
-            let targetInode = inodes.inode(forScratch: folder, newName)
+            let targetInode = names.inodes.inode(forScratch: folder, newName)
             let scratchBytes = try scratch.contents(folder, newName)
             try replace(ref, titled: nil, with: scratchBytes, removing: nil, sourceName: newName.text)
             try scratch.replaceContents(folder, newName, with: bytes)
-            inodes.repoint(sourceInode, to: .scratch(folder, newName))
-            inodes.repoint(targetInode, to: .row(ref))
+            names.inodes.repoint(sourceInode, to: .scratch(folder, newName))
+            names.inodes.repoint(targetInode, to: .row(ref))
             moveRowHandles(of: ref, toScratch: folder, newName, bytes: bytes)
             adoptScratchHandles(of: targetInode, to: ref)
             return
@@ -322,16 +318,16 @@ extension QuireFileSystem {
         // file under the old name). The row waits, hidden, for its name to
         // come back; if it does not, it is deleted (ChangeFeed.detachGrace).
         try scratch.replaceContents(folder, newName, with: bytes)
-        if working[ref]?.isNew == true {
-            pending[namespace]?[name] = nil
-            working[ref]?.isDirty = false
+        if openFiles.copy(ref)?.isNew == true {
+            names.removePending(ref)
+            openFiles.modifyCopy(ref) { $0.isDirty = false }
         } else {
             let listed = try listing(namespace).rows[ref.key]?.title
-            let title = working[ref]?.title ?? listed ?? ""
-            detached[ref] = DetachedRow(title: title, name: name, since: Date())
+            let title = openFiles.copy(ref)?.title ?? listed ?? ""
+            names.detach(ref, DetachedRow(title: title, name: name, since: Date()))
             wakeFeed?()
         }
-        inodes.repoint(sourceInode, to: .scratch(folder, newName))
+        names.inodes.repoint(sourceInode, to: .scratch(folder, newName))
         // Files still open go with the file to its new name: their writes
         // went to the row, which then came back as a row nobody named or
         // was deleted with them. Their unsaved text is in `bytes` already.
@@ -342,21 +338,20 @@ extension QuireFileSystem {
     /// `folder/name`, which holds their text (`bytes`, unsaved edits
     /// included); the row's working copy goes with them.
     private func moveRowHandles(of ref: RowRef, toScratch folder: Folder, _ name: CanonicalName, bytes: [UInt8]) {
-        for (handle, file) in handles {
-            guard case .row(let open) = file.target, open == ref else { continue }
-            let flags = file.flags.rawValue & ~(O_CREAT | O_EXCL | O_TRUNC)
+        for handle in openFiles.handles(on: ref) {
+            let flags = openFiles[handle]!.flags.rawValue & ~(O_CREAT | O_EXCL | O_TRUNC)
             if let descriptor = try? scratch.open(folder, name, flags: flags) {
-                handles[handle]?.target = .scratch(descriptor)
+                openFiles.retarget(handle, to: .scratch(descriptor))
             } else {
-                handles[handle]?.target = .orphan(bytes, modifiedAt: .now)
+                openFiles.retarget(handle, to: .orphan(bytes, modifiedAt: .now))
             }
         }
-        working.removeValue(forKey: ref)
+        openFiles.dropCopyIfUnheld(ref)
     }
 
     private func reclaimOrNewRef(_ namespace: Namespace, title: String) -> RowRef {
-        if let (ref, _) = detached.first(where: { $0.key.namespace == namespace && CanonicalName.same($0.value.title, title) }) {
-            detached.removeValue(forKey: ref)
+        if let ref = names.detachedRow(titled: title, in: namespace) {
+            names.reattach(ref)
             return ref
         }
         switch namespace {
@@ -370,8 +365,7 @@ extension QuireFileSystem {
 
     /// The text a row's file shows now (its open working copy, else stored).
     func currentBytes(_ ref: RowRef) throws(FuseError) -> [UInt8] {
-        if let copy = working[ref] { return copy.content }
-        return try workingCopy(ref).content
+        try workingCopy(ref).content
     }
 
     private func storedContent(_ ref: RowRef) throws(FuseError) -> RowContent? {
@@ -392,27 +386,20 @@ extension QuireFileSystem {
     /// Files still open on a row that was replaced or deleted keep reading
     /// what they had; their writes go nowhere, as on any filesystem.
     func orphanOpenFiles(of ref: RowRef) {
-        guard let copy = working.removeValue(forKey: ref) else { return }
-        for (handle, file) in handles {
-            if case .row(let open) = file.target, open == ref { handles[handle]?.target = .orphan(copy.content, modifiedAt: copy.modifiedAt) }
-        }
-        if copy.isNew { pending[ref.namespace] = pending[ref.namespace]?.filter { $0.value != ref } }
+        guard let copy = openFiles.orphan(ref) else { return }
+        if copy.isNew { names.removePending(ref) }
     }
 
     /// The kernel moved `inode` (and the files open on it) to a name that
     /// now shows `ref`.
     private func moveOpenFiles(of inode: UInt64, to ref: RowRef) {
-        for (handle, file) in handles where file.inode == inode {
-            guard case .row(let old) = file.target, old != ref else { continue }
-            if var copy = working[old] {
-                copy.openCount -= 1
-                working[old] = copy.openCount > 0 ? copy : nil
-            }
-            if var copy = try? workingCopy(ref) {
-                copy.openCount += 1
-                working[ref] = copy
-                handles[handle]?.target = .row(ref)
-            }
+        for handle in openFiles.handles(where: { $0.inode == inode }) {
+            guard let old = openFiles[handle]?.target.row, old != ref else { continue }
+            // A handle whose new row cannot be loaded stays where it was.
+            guard let copy = try? workingCopy(ref) else { continue }
+            openFiles.keep(copy, for: ref)
+            openFiles.retarget(handle, to: .row(ref))
+            openFiles.dropCopyIfUnheld(old)
         }
     }
 
@@ -422,35 +409,35 @@ extension QuireFileSystem {
     /// dirty text that unmount committed over the exchange, and a handle
     /// moved to a row with no copy failed its writes with EBADF.
     private func swapOpenFiles(_ aInode: UInt64, _ bInode: UInt64, _ a: RowRef, _ b: RowRef) {
-        for (handle, file) in handles {
-            guard case .row(let open) = file.target else { continue }
-            if file.inode == aInode && open == a { handles[handle]?.target = .row(b) }
-            if file.inode == bInode && open == b { handles[handle]?.target = .row(a) }
+        let toB = openFiles.handles { $0.inode == aInode && $0.target.row == a }
+        let toA = openFiles.handles { $0.inode == bInode && $0.target.row == b }
+        let copyOfA = openFiles.copy(a), copyOfB = openFiles.copy(b)
+        var stored: [RowRef: [UInt8]] = [:]
+        for ref in [a, b] {
+            stored[ref] = try? renderedContent(ref)
+            if let bytes = stored[ref] { lastShown[ref] = bytes }
         }
-        let copyOfA = working.removeValue(forKey: a), copyOfB = working.removeValue(forKey: b)
-        for (ref, moved) in [(b, copyOfA), (a, copyOfB)] {
-            let stored = try? renderedContent(ref)
-            if let stored { lastShown[ref] = stored }
-            let open = handles.filter { _, file in
-                if case .row(let open) = file.target { return open == ref }
-                return false
-            }.keys
+        for (ref, moved, movers) in [(b, copyOfA, toB), (a, copyOfB, toA)] {
+            let stays = openFiles.handles(on: ref).filter { !toA.contains($0) && !toB.contains($0) }
+            // Each working copy lives while a handle points at it.
+            guard !(movers + stays).isEmpty, let bytes = stored[ref] else { continue }
+            // The exchange committed the moved text to this row: the copy
+            // (the one that moved with the file, if any) is that text.
+            var copy = moved ?? WorkingCopy(title: "", content: [])
+            copy.content = bytes
+            copy.isDirty = false
+            copy.isNew = false
+            copy.title = names.listing(ref.namespace)?.rows[ref.key]?.title ?? copy.title
+            copy.seq = names.listing(ref.namespace)?.rows[ref.key]?.seq ?? copy.seq
+            openFiles.keep(copy, for: ref)
+        }
+        for handle in toB where openFiles.copy(b) != nil { openFiles.retarget(handle, to: .row(b)) }
+        for handle in toA where openFiles.copy(a) != nil { openFiles.retarget(handle, to: .row(a)) }
+        for ref in [a, b] {
             // What each handle shows is committed now: the baseline of its
             // next save (a stale one made a prose merge repeat paragraphs).
-            for handle in open { handles[handle]?.shown = stored ?? [] }
-            let count = open.count
-            // Each working copy lives while a handle points at it.
-            guard count > 0, var copy = moved ?? (try? workingCopy(ref)) else { continue }
-            if moved != nil, let stored {
-                // The exchange committed the moved text to this row.
-                copy.content = stored
-                copy.isDirty = false
-                copy.isNew = false
-                copy.title = listings[ref.namespace]?.rows[ref.key]?.title ?? copy.title
-                copy.seq = listings[ref.namespace]?.rows[ref.key]?.seq ?? copy.seq
-            }
-            copy.openCount = count
-            working[ref] = copy
+            for handle in openFiles.handles(on: ref) { openFiles.setShown(handle, stored[ref] ?? []) }
+            openFiles.dropCopyIfUnheld(ref)
         }
     }
 }
