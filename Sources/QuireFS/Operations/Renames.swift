@@ -3,9 +3,9 @@ import QuireCore
 import QuireFuse
 import QuireStore
 
-/// unlink and rename. The kernel moves an inode along with its name, so
-/// after each rename the inode that now sits at a name is re-pointed to the
-/// object that name shows (see `InodeTable`).
+/// unlink and rename. A rename is planned by `RenamePlanner` from the
+/// tables' state, then applied to the store, then to scratch files, then
+/// to the tables (see `RenamePlan`).
 extension QuireFileSystem {
     public func unlink(parent: FuseInode, name typed: String, request: FuseRequest) throws {
         let name = CanonicalName(typed)
@@ -66,50 +66,32 @@ extension QuireFileSystem {
 
     private func rename(_ name: CanonicalName, in parent: UInt64, to newName: CanonicalName, in newParent: UInt64,
                         flags: FuseRenameFlags) throws(FuseError) {
-        if flags.contains(.whiteout) || (flags.contains(.noReplace) && flags.contains(.exchange)) { throw .invalid }
-        let from = try folder(parent), to = try folder(newParent)
-        // The stored (NFC) form must fit: it can be longer than the typed one.
-        guard newName.text.utf8.count <= FileNames.maximumNameBytes else {
-            throw refuse(.nameTooLong, "rename to \(newName.text.prefix(40))… refused: a name is at most 255 bytes in NFC (\(newName.text.utf8.count) given)")
+        let request = RenameRequest(from: try folder(parent), name: name, to: try folder(newParent), newName: newName, flags: flags)
+        let facts = try renameFacts(request)
+        let plan: RenamePlan
+        do {
+            plan = try RenamePlanner.plan(request, facts)
+        } catch {
+            throw error.message.map { refuse(error.error, $0) } ?? error.error
         }
-        let source = try resolveAnywhere(name, in: from)
-        let target = try resolveAnywhere(newName, in: to)
-        if source == .none { throw .noEntry }
-        if flags.contains(.noReplace) && target != .none { throw .exists }
-        if flags.contains(.exchange) && target == .none { throw .noEntry }
-        if source == target { return }
-        let exchange = flags.contains(.exchange)
+        try apply(plan)
+    }
 
-        var targetTitle: String? = nil
-        if case .namespace(let namespace) = to, case .row(let title) = FileNames.meaning(of: newName, in: namespace) {
-            targetTitle = title
+    /// What the planner needs to know about the two names.
+    private func renameFacts(_ request: RenameRequest) throws(FuseError) -> RenameFacts {
+        let source = try resolveAnywhere(request.name, in: request.from)
+        let target = try resolveAnywhere(request.newName, in: request.to)
+        var facts = RenameFacts(source: source, target: target, sourceInode: inode(of: source), targetInode: inode(of: target),
+                                freshKey: RowKey(bytes: (0..<16).map { _ in UInt8.random(in: 0...255) })!)
+        for case .row(let ref) in [source, target] where openFiles.copy(ref)?.isNew == true { facts.newRows.insert(ref) }
+        if case .row(let ref) = source {
+            let listed = try listing(ref.namespace).rows[ref.key]?.title
+            facts.sourceTitle = openFiles.copy(ref)?.title ?? listed ?? ""
         }
-        let involvesRow: Bool = {
-            if case .row = source { return true }
-            if case .row = target { return true }
-            return targetTitle != nil
-        }()
-        if involvesRow && from != to { throw .crossDevice }   // mv copies across folders
-        for case .namespace(let namespace) in [from, to] where MountLayout.isReadOnly(namespace) && involvesRow {
-            throw refuse(.permissionDenied, "\(namespace.name) is read-only: memory is append-only")
+        if case .namespace(let namespace) = request.to, case .row(let title) = FileNames.meaning(of: request.newName, in: namespace) {
+            facts.reclaimable = names.detachedRow(titled: title, in: namespace)
         }
-        if case .scratch(let sourceFolder, let sourceName) = source, targetTitle == nil {
-            return try renameScratch(sourceFolder, sourceName, to: to, newName, target: target, flags: flags)
-        }
-        guard case .namespace(let namespace) = to else { throw .notPermitted }
-        switch source {
-        case .row(let ref):
-            if let title = targetTitle {
-                try renameRow(ref, from: name, to: newName, title: title, target: target, exchange: exchange)
-            } else {
-                try moveRowToScratch(ref, from: name, to: newName, target: target, exchange: exchange)
-            }
-        case .scratch(let sourceFolder, let sourceName):
-            try moveScratchToRow(sourceFolder, sourceName, namespace: namespace, to: newName, title: targetTitle!,
-                                 target: target, exchange: exchange)
-        case .none:
-            throw .noEntry
-        }
+        return facts
     }
 
     private func resolveAnywhere(_ name: CanonicalName, in folder: Folder) throws(FuseError) -> ResolvedName {
@@ -119,90 +101,90 @@ extension QuireFileSystem {
         }
     }
 
-    // MARK: Scratch to scratch
+    // MARK: Applying a plan
 
-    private func renameScratch(_ folder: Folder, _ name: CanonicalName, to newFolder: Folder, _ newName: CanonicalName,
-                               target: ResolvedName, flags: FuseRenameFlags) throws(FuseError) {
-        if case .row = target { throw .crossDevice }
-        let sourceInode = names.inodes.inode(forScratch: folder, name)
-        let targetInode = target == .none ? nil : names.inodes.inode(forScratch: newFolder, newName)
-        try scratch.rename((folder, name), (newFolder, newName), flags: flags.rawValue & 3)
-        names.inodes.repoint(sourceInode, to: .scratch(newFolder, newName))
-        if flags.contains(.exchange), let targetInode { names.inodes.repoint(targetInode, to: .scratch(folder, name)) }
+    private func apply(_ plan: RenamePlan) throws(FuseError) {
+        // The bytes the plan moves, read before anything changes.
+        var bytes: [RenamePlan.Bytes: [UInt8]] = [:]
+        for source in plan.byteSources {
+            switch source {
+            case .row(let ref): bytes[source] = try currentBytes(ref)
+            case .scratch(let place): bytes[source] = try scratch.contents(place.folder, place.name)
+            }
+        }
+        if let ref = plan.reclaim { names.reattach(ref) }
+        switch plan.store {
+        case .replace(let target, let title, let source, let removing, let sourceName)?:
+            try replace(target, titled: title, with: bytes[source]!, removing: removing, sourceName: sourceName)
+        case .retitle(let ref, let title)?:
+            try retitle(ref, to: title)
+        case .exchange(let a, let b)?:
+            try swapContents(a, bytes: bytes[.row(b)]!, b, bytes: bytes[.row(a)]!)
+        case nil:
+            break
+        }
+        for change in plan.scratch {
+            switch change {
+            case .rename(let from, let to, let flags): try scratch.rename((from.folder, from.name), (to.folder, to.name), flags: flags)
+            case .write(let place, let source): try scratch.replaceContents(place.folder, place.name, with: bytes[source]!)
+            case .remove(let place): try? scratch.remove(place.folder, place.name)
+            }
+        }
+        for change in plan.tables { apply(change, bytes: bytes) }
     }
 
-    // MARK: Row to a row name
-
-    private func renameRow(_ ref: RowRef, from name: CanonicalName, to newName: CanonicalName, title: String,
-                           target: ResolvedName, exchange: Bool) throws(FuseError) {
-        let namespace = ref.namespace
-        let sourceInode = names.inodes.inode(for: ref)
-        let bytes = try currentBytes(ref)
-        switch target {
-        case .none:
-            if namespace == .saga || namespace == .settings {
-                // The key is the date or setting name: a new name is a new row.
-                let newRef = RowRef(namespace: namespace, key: namespace == .saga ? SagaEntry.key(for: title) : Setting.key(for: title))
-                try replace(newRef, titled: title, with: bytes, removing: ref, sourceName: name.text)
-                names.inodes.repoint(sourceInode, to: .row(newRef))
-                moveOpenFiles(of: sourceInode, to: newRef)
-            } else if openFiles.copy(ref)?.isNew == true {
-                names.addPending(newName, ref)
-                openFiles.modifyCopy(ref) { $0.title = title }
-            } else {
-                try retitle(ref, to: title)
+    private func apply(_ change: RenamePlan.TableChange, bytes: [RenamePlan.Bytes: [UInt8]]) {
+        switch change {
+        case .repoint(let inode, let object): names.inodes.repoint(inode, to: object)
+        case .moveOpenFiles(let inode, let ref): moveOpenFiles(of: inode, to: ref)
+        case .swapOpenFiles(let aInode, let bInode, let a, let b): swapOpenFiles(aInode, bInode, a, b)
+        case .orphanOpenFiles(let ref): orphanOpenFiles(of: ref)
+        case .moveRowHandlesToScratch(let ref, let place, let text):
+            moveRowHandles(of: ref, toScratch: place.folder, place.name, bytes: bytes[text] ?? [])
+        case .adoptScratchHandles(let inode, let ref): adoptScratchHandles(of: inode, to: ref)
+        case .renamePending(let ref, let name, let title):
+            names.addPending(name, ref)
+            openFiles.modifyCopy(ref) { $0.title = title }
+        case .retitleCopy(let ref, let title): openFiles.modifyCopy(ref) { $0.title = title }
+        case .forgetPending(let ref): names.removePending(ref)
+        case .markClean(let ref): openFiles.modifyCopy(ref) { $0.isDirty = false }
+        case .settleReplacedSource(let ref):
+            names.removePending(ref)
+            openFiles.modifyCopy(ref) { copy in
+                copy.isDirty = false
+                copy.isNew = false
             }
-        case .row(let targetRef):
-            let targetInode = names.inodes.inode(for: targetRef)
-            if exchange {
-                let targetBytes = try currentBytes(targetRef)
-                try swapContents(ref, bytes: targetBytes, targetRef, bytes: bytes)
-                names.inodes.repoint(sourceInode, to: .row(targetRef))
-                names.inodes.repoint(targetInode, to: .row(ref))
-                swapOpenFiles(sourceInode, targetInode, ref, targetRef)
-            } else {
-                // The save by rename: the target keeps its key and history.
-                try replace(targetRef, titled: nil, with: bytes, removing: ref, sourceName: name.text)
-                orphanOpenFiles(of: targetRef)
-                names.inodes.repoint(sourceInode, to: .row(targetRef))
-                moveOpenFiles(of: sourceInode, to: targetRef)
-            }
-        case .scratch:
-            throw .crossDevice
+            kernelCache.invalidate(names.unlist(ref))
+        case .detach(let ref, let title, let name):
+            names.detach(ref, DetachedRow(title: title, name: name, since: Date()))
+            wakeFeed?()
         }
     }
 
+    // MARK: Store changes
+
     /// `bytes` become a new version of `targetRef` (created if needed), and
-    /// `source` goes away: removed outright if it never left this device,
-    /// else as a tombstone. One transaction.
+    /// `source` becomes a tombstone. One transaction.
     private func replace(_ targetRef: RowRef, titled newTitle: String?, with bytes: [UInt8],
                          removing source: RowRef?, sourceName: String) throws(FuseError) {
         let namespace = targetRef.namespace
         let previous = try storedContent(targetRef)
         let title = newTitle ?? openFiles.copy(targetRef)?.title ?? previous?.displayName ?? ""
         let content = try parseForRename(namespace, title: title, bytes: bytes, previous: previous, name: sourceName)
-        let sourceIsNew = source.map { openFiles.copy($0)?.isNew == true } ?? true
         let edit: ReplicaStore.MountEdit
         do {
             // The editor wrote the temp file from what this device last
             // showed of the target: deletions are computed against that.
-            edit = try store.replaceFromMount(target: targetRef.key, with: content, removing: sourceIsNew ? nil : source?.key,
+            edit = try store.replaceFromMount(target: targetRef.key, with: content, removing: source?.key,
                                               shown: lastShown[targetRef])
         } catch {
             throw storeFailure(error, doing: "save \(namespace.name)/\(sourceName) over its target")
         }
         recordWrite(targetRef, edit)
         lastShown[targetRef] = edit.row.content.flatMap(RowFormat.render) ?? bytes
-        if let source {
-            if sourceIsNew { names.removePending(source) }
-            openFiles.modifyCopy(source) { copy in
-                copy.isDirty = false
-                copy.isNew = false
-            }
-            kernelCache.invalidate(names.unlist(source))
-        }
     }
 
+    /// A new title for a stored row; a card's text shows its new FN.
     private func retitle(_ ref: RowRef, to title: String) throws(FuseError) {
         guard let stored = try storedContent(ref) else { throw .noEntry }
         var content = stored
@@ -215,7 +197,6 @@ extension QuireFileSystem {
         do { recordWrite(ref, try store.putFromMount(content, key: ref.key)) } catch {
             throw storeFailure(error, doing: "rename \(ref.namespace.name)/\(displayName(ref))")
         }
-        openFiles.modifyCopy(ref) { $0.title = title }
         if case .contact = content {
             // The card's FN shows the new name: its text changed.
             if let copy = openFiles.copy(ref), !copy.isDirty, let bytes = RowFormat.render(content) {
@@ -241,42 +222,7 @@ extension QuireFileSystem {
         }
     }
 
-    // MARK: Rows and scratch files
-
-    private func moveScratchToRow(_ folder: Folder, _ name: CanonicalName, namespace: Namespace, to newName: CanonicalName, title: String,
-                                  target: ResolvedName, exchange: Bool) throws(FuseError) {
-        let sourceInode = names.inodes.inode(forScratch: folder, name)
-        let bytes = try scratch.contents(folder, name)
-        switch target {
-        case .row(let targetRef):
-            let targetInode = names.inodes.inode(for: targetRef)
-            if exchange {
-                let targetBytes = try currentBytes(targetRef)
-                try replace(targetRef, titled: nil, with: bytes, removing: nil, sourceName: name.text)
-                try scratch.replaceContents(folder, name, with: targetBytes)
-                names.inodes.repoint(sourceInode, to: .row(targetRef))
-                names.inodes.repoint(targetInode, to: .scratch(folder, name))
-                // Open files follow their inodes: the note's to the scratch
-                // name, the scratch file's into the note.
-                moveRowHandles(of: targetRef, toScratch: folder, name, bytes: targetBytes)
-                adoptScratchHandles(of: sourceInode, to: targetRef)
-            } else {
-                try replace(targetRef, titled: nil, with: bytes, removing: nil, sourceName: name.text)
-                try? scratch.remove(folder, name)
-                orphanOpenFiles(of: targetRef)
-                names.inodes.repoint(sourceInode, to: .row(targetRef))
-                adoptScratchHandles(of: sourceInode, to: targetRef)
-            }
-        case .none:
-            let ref = reclaimOrNewRef(namespace, title: title)
-            try replace(ref, titled: title, with: bytes, removing: nil, sourceName: name.text)
-            try? scratch.remove(folder, name)
-            names.inodes.repoint(sourceInode, to: .row(ref))
-            adoptScratchHandles(of: sourceInode, to: ref)
-        case .scratch:
-            throw .crossDevice
-        }
-    }
+    // MARK: Open files across renames
 
     /// Files still open on a temp file renamed over a row name follow it:
     /// what they write later (Python flushes its buffer at close, after an
@@ -297,43 +243,6 @@ extension QuireFileSystem {
         }
     }
 
-    private func moveRowToScratch(_ ref: RowRef, from name: CanonicalName, to newName: CanonicalName,
-                                  target: ResolvedName, exchange: Bool) throws(FuseError) {
-        let namespace = ref.namespace
-        let folder = Folder.namespace(namespace)
-        let sourceInode = names.inodes.inode(for: ref)
-        let bytes = try currentBytes(ref)
-        if exchange, case .scratch = target {
-            let targetInode = names.inodes.inode(forScratch: folder, newName)
-            let scratchBytes = try scratch.contents(folder, newName)
-            try replace(ref, titled: nil, with: scratchBytes, removing: nil, sourceName: newName.text)
-            try scratch.replaceContents(folder, newName, with: bytes)
-            names.inodes.repoint(sourceInode, to: .scratch(folder, newName))
-            names.inodes.repoint(targetInode, to: .row(ref))
-            moveRowHandles(of: ref, toScratch: folder, newName, bytes: bytes)
-            adoptScratchHandles(of: targetInode, to: ref)
-            return
-        }
-        // An editor's backup step (vim, emacs: rename to name~, write a new
-        // file under the old name). The row waits, hidden, for its name to
-        // come back; if it does not, it is deleted (ChangeFeed.detachGrace).
-        try scratch.replaceContents(folder, newName, with: bytes)
-        if openFiles.copy(ref)?.isNew == true {
-            names.removePending(ref)
-            openFiles.modifyCopy(ref) { $0.isDirty = false }
-        } else {
-            let listed = try listing(namespace).rows[ref.key]?.title
-            let title = openFiles.copy(ref)?.title ?? listed ?? ""
-            names.detach(ref, DetachedRow(title: title, name: name, since: Date()))
-            wakeFeed?()
-        }
-        names.inodes.repoint(sourceInode, to: .scratch(folder, newName))
-        // Files still open go with the file to its new name: their writes
-        // went to the row, which then came back as a row nobody named or
-        // was deleted with them. Their unsaved text is in `bytes` already.
-        moveRowHandles(of: ref, toScratch: folder, newName, bytes: bytes)
-    }
-
     /// Files open on `ref` follow its inode to the scratch file
     /// `folder/name`, which holds their text (`bytes`, unsaved edits
     /// included); the row's working copy goes with them.
@@ -347,47 +256,6 @@ extension QuireFileSystem {
             }
         }
         openFiles.dropCopyIfUnheld(ref)
-    }
-
-    private func reclaimOrNewRef(_ namespace: Namespace, title: String) -> RowRef {
-        if let ref = names.detachedRow(titled: title, in: namespace) {
-            names.reattach(ref)
-            return ref
-        }
-        switch namespace {
-        case .saga: return RowRef(namespace: namespace, key: SagaEntry.key(for: title))
-        case .settings: return RowRef(namespace: namespace, key: Setting.key(for: title))
-        default: return RowRef(namespace: namespace, key: RowKey(bytes: (0..<16).map { _ in UInt8.random(in: 0...255) })!)
-        }
-    }
-
-    // MARK: Helpers
-
-    /// The text a row's file shows now (its open working copy, else stored).
-    func currentBytes(_ ref: RowRef) throws(FuseError) -> [UInt8] {
-        try workingCopy(ref).content
-    }
-
-    private func storedContent(_ ref: RowRef) throws(FuseError) -> RowContent? {
-        do { return try store.row(ref.namespace, ref.key)?.content } catch {
-            throw storeFailure(error, doing: "read \(ref.namespace.name)/\(ref.key.hex)")
-        }
-    }
-
-    private func parseForRename(_ namespace: Namespace, title: String, bytes: [UInt8], previous: RowContent?,
-                                name: String) throws(FuseError) -> RowContent {
-        do {
-            return try RowFormat.parse(namespace, title: title, bytes: bytes, previous: previous)
-        } catch {
-            throw refuse(error.fuseError, "\(namespace.name)/\(name) \(error.message); the rename was refused and the file left as it was")
-        }
-    }
-
-    /// Files still open on a row that was replaced or deleted keep reading
-    /// what they had; their writes go nowhere, as on any filesystem.
-    func orphanOpenFiles(of ref: RowRef) {
-        guard let copy = openFiles.orphan(ref) else { return }
-        if copy.isNew { names.removePending(ref) }
     }
 
     /// The kernel moved `inode` (and the files open on it) to a name that
@@ -439,5 +307,34 @@ extension QuireFileSystem {
             for handle in openFiles.handles(on: ref) { openFiles.setShown(handle, stored[ref] ?? []) }
             openFiles.dropCopyIfUnheld(ref)
         }
+    }
+
+    // MARK: Helpers
+
+    /// The text a row's file shows now (its open working copy, else stored).
+    func currentBytes(_ ref: RowRef) throws(FuseError) -> [UInt8] {
+        try workingCopy(ref).content
+    }
+
+    private func storedContent(_ ref: RowRef) throws(FuseError) -> RowContent? {
+        do { return try store.row(ref.namespace, ref.key)?.content } catch {
+            throw storeFailure(error, doing: "read \(ref.namespace.name)/\(ref.key.hex)")
+        }
+    }
+
+    private func parseForRename(_ namespace: Namespace, title: String, bytes: [UInt8], previous: RowContent?,
+                                name: String) throws(FuseError) -> RowContent {
+        do {
+            return try RowFormat.parse(namespace, title: title, bytes: bytes, previous: previous)
+        } catch {
+            throw refuse(error.fuseError, "\(namespace.name)/\(name) \(error.message); the rename was refused and the file left as it was")
+        }
+    }
+
+    /// Files still open on a row that was replaced or deleted keep reading
+    /// what they had; their writes go nowhere, as on any filesystem.
+    func orphanOpenFiles(of ref: RowRef) {
+        guard let copy = openFiles.orphan(ref) else { return }
+        if copy.isNew { names.removePending(ref) }
     }
 }
