@@ -94,6 +94,11 @@ extension QuireFileSystem {
             kernelCache.invalidateInodes(names.inodes.inodesOfRow[ref] ?? [])
         }
         openFiles.keep(copy, for: ref)
+        // Every handle on the row shares this copy, so every one of them
+        // was shown what was just committed: the baseline of its next save.
+        // (Only the flushing handle's was updated, so a second file open
+        // on the note repeated the first one's paragraphs at its close.)
+        for handle in openFiles.handles(on: ref) { openFiles.setShown(handle, copy.content) }
         recordWrite(ref, edit)
     }
 
