@@ -11,6 +11,8 @@ public struct MountStatus: Sendable {
     /// Files in the folders that are not rows and stay on this device.
     public var localOnlyFiles: [String]
     public var openFiles: Int
+    /// How much the mount's tables hold (they shrink when the kernel forgets).
+    public var tables: MountTableSizes
 }
 
 /// The replica as a folder: namespaces as folders, rows as files. See
@@ -79,6 +81,9 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     /// `user.*` attributes other than Quire's: kept for the session only.
     /// Their names follow the name rule too (`CanonicalName`).
     var transientAttributes: [UInt64: [CanonicalName: [UInt8]]] = [:]
+    /// Inodes the kernel forgot while a handle was still open on them:
+    /// dropped at that handle's release.
+    var forgottenWhileOpen: Set<UInt64> = []
     var lastSeenSequence: Int64 = 0
     /// Wakes the change feed (set by `ChangeFeed.start`): called after a
     /// request that left invalidations for it, or detached a row (whose
@@ -274,4 +279,6 @@ struct DirectoryEntry {
     var name: String
     var inode: UInt64
     var kind: FuseFileKind
+    /// What the entry shows, when its inode may come and go (rows, scratch files).
+    var object: NodeObject? = nil
 }

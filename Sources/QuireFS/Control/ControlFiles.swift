@@ -24,6 +24,6 @@ extension QuireFileSystem {
             }
         }
         return MountStatus(mountpoint: configuration.mountpoint, problems: log.recentProblems,
-                           localOnlyFiles: localOnly, openFiles: openFiles.count)
+                           localOnlyFiles: localOnly, openFiles: openFiles.count, tables: tableSizes())
     }
 }

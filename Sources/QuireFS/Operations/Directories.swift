@@ -128,20 +128,23 @@ extension QuireFileSystem {
         case .root?:
             entries += MountLayout.namespaces.map { DirectoryEntry(name: $0.name, inode: InodeTable.folderInode($0), kind: .directory) }
             entries.append(DirectoryEntry(name: MountLayout.controlFolderName, inode: InodeTable.controlDirectory, kind: .directory))
-            entries += scratch.names(.root).map { DirectoryEntry(name: $0.text, inode: names.inodes.inode(forScratch: .root, $0), kind: .regular) }
+            entries += scratch.names(.root).map {
+                DirectoryEntry(name: $0.text, inode: names.inodes.inode(forScratch: .root, $0), kind: .regular, object: .scratch(.root, $0))
+            }
         case .namespace(let namespace)?:
             var listing = try listing(namespace)
             for name in listing.sortedNames {
                 let ref = RowRef(namespace: namespace, key: listing.key(named: name)!)
                 if names.isDetached(ref) { continue }
-                entries.append(DirectoryEntry(name: name.text, inode: names.inodes.inode(for: ref), kind: .regular))
+                entries.append(DirectoryEntry(name: name.text, inode: names.inodes.listedInode(of: ref), kind: .regular, object: .row(ref)))
             }
             names.install(listing)   // keeps the sorted names it built
             for (name, ref) in names.pendingEntries(namespace) {
-                entries.append(DirectoryEntry(name: name.text, inode: names.inodes.inode(for: ref), kind: .regular))
+                entries.append(DirectoryEntry(name: name.text, inode: names.inodes.listedInode(of: ref), kind: .regular, object: .row(ref)))
             }
             entries += scratch.names(.namespace(namespace)).map {
-                DirectoryEntry(name: $0.text, inode: names.inodes.inode(forScratch: .namespace(namespace), $0), kind: .regular)
+                DirectoryEntry(name: $0.text, inode: names.inodes.inode(forScratch: .namespace(namespace), $0), kind: .regular,
+                               object: .scratch(.namespace(namespace), $0))
             }
         case .control?:
             entries += ControlFile.allCases.map { DirectoryEntry(name: $0.name, inode: InodeTable.controlFileInode($0), kind: .regular) }
@@ -170,11 +173,22 @@ extension QuireFileSystem {
             while index < entries.count {
                 let item = entries[index]
                 // An entry that vanished since opendir is skipped, not an error.
-                if let itemEntry = try? entry(item.inode) {
+                if let itemEntry = try? entry(inodeToHandOut(item)) {
                     guard buffer.add(name: item.name, entry: itemEntry, nextOffset: UInt64(index + 1)) else { break }
                 }
                 index += 1
             }
+        }
+    }
+
+    /// readdirplus hands the kernel a reference, as a lookup does: the
+    /// entry gets its inode now (a number shown at opendir may have been
+    /// forgotten since, or never allocated).
+    private func inodeToHandOut(_ item: DirectoryEntry) -> UInt64 {
+        switch item.object {
+        case .row(let ref)?: return names.inodes.inode(for: ref)
+        case .scratch(let folder, let name)?: return names.inodes.inode(forScratch: folder, name)
+        default: return item.inode
         }
     }
 

@@ -238,6 +238,7 @@ extension QuireFileSystem {
             case .control, .orphan: break
             case .row(let ref): releaseWorkingCopy(ref)
             }
+            dropIfForgotten(file.inode)
         }
     }
 
