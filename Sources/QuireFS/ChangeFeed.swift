@@ -104,24 +104,33 @@ extension QuireFileSystem {
     /// back the invalidations to send (ours and the feed's), and when the
     /// earliest detached row's grace ends.
     func takeChanges() -> (work: [Invalidation], due: Date?) {
-        locked {
-            do {
-                let sequence = try store.changeSequence()
-                if sequence > lastSeenSequence {
-                    for summary in try store.changes(since: lastSeenSequence) { applyExternal(summary) }
-                    lastSeenSequence = sequence
-                }
-            } catch {
-                log.problem("cannot read the change feed: \(error)")
-            }
+        // Read outside the lock: a sync import of thousands of rows must not
+        // hold up every request on the mount while SQLite reads it. Only
+        // this thread moves `lastSeenSequence`, so the range read stays ours.
+        let since = locked { lastSeenSequence }
+        var sequence = since
+        var summaries: [RowSummary] = []
+        do {
+            sequence = try store.changeSequence()
+            if sequence > since { summaries = try store.changes(since: since) }
+        } catch {
+            log.problem("cannot read the change feed: \(error)")
+        }
+        return locked {
+            for summary in summaries { applyExternal(summary) }
+            lastSeenSequence = max(lastSeenSequence, sequence)
             for ref in names.expiredDetached(at: Date(), grace: ChangeFeed.detachGrace) { finishDetach(ref) }
             return (kernelCache.take(), names.nextDetachDeadline(grace: ChangeFeed.detachGrace))
         }
     }
 
-    private func applyExternal(_ summary: RowSummary) {
+    func applyExternal(_ summary: RowSummary) {
         let ref = RowRef(namespace: summary.namespace, key: summary.key)
         guard MountLayout.namespaces.contains(summary.namespace) else { return }
+        // Read before a write of ours that has landed since: the tables
+        // already show something newer, and the next round brings it.
+        if let listed = names.listing(ref.namespace)?.rows[ref.key]?.seq, listed > summary.seq { return }
+        if let own = kernelCache.ownWriteVersion(ref), own > summary.seq { return }
         kernelCache.rowChanged(ref)
         kernelCache.invalidate(names.apply(summary))
         // Our own write: the kernel already has these bytes.

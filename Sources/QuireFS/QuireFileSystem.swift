@@ -18,10 +18,33 @@ public struct MountStatus: Sendable {
 /// The replica as a folder: namespaces as folders, rows as files. See
 /// mount/README.md for the layout, names, formats and semantics.
 ///
-/// One lock guards the tables below; store calls happen under it (the store
-/// serialises on its own connection anyway). Nothing here calls the kernel
-/// while holding it: cache invalidations are queued and sent by the change
-/// feed thread (`ChangeFeed`).
+/// One lock guards the tables below. Nothing here calls the kernel while
+/// holding it: cache invalidations are queued and sent by the change feed
+/// thread (`ChangeFeed`).
+///
+/// What runs outside the lock: waiting for the disk (fsync, fsyncdir: they
+/// make durable what is committed already), the change feed's read of what
+/// changed (a sync import must not stall the mount; `applyExternal` skips a
+/// row the tables already show newer), the status and digest text of the
+/// control files, and a recall's wait for the network (`workingCopy`).
+///
+/// What stays under it, and why:
+/// - every store write (commit, save by rename, exchange, retitle, delete,
+///   tags): the store change and the table change must be one step to
+///   other requests, or a write() landing between them is marked saved and
+///   lost, a lookup finds the old name, or the change feed sees our write
+///   before it is recorded as ours;
+/// - the store reads such a write is decided on (the previous version and
+///   the shown baseline of a commit, the target of a rename, a working copy
+///   loaded to be kept): read after the lock is let go, they can be a
+///   version another request has replaced meanwhile;
+/// - listing a namespace (once per mount, before serving, `preloadListings`);
+/// - reads of a row for the change feed's clean copies and for xattrs: small,
+///   and their result goes straight into the tables;
+/// - scratch I/O: a rename may close a handle's descriptor and the number be
+///   reused by another file, so I/O through a descriptor happens while the
+///   table says it is that handle's (fsync uses a `dup` instead); scratch
+///   renames and writes belong to the rename they are part of.
 public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     public struct Configuration: Sendable {
         /// Where editor junk and other non-row files live (the device's scratch folder).

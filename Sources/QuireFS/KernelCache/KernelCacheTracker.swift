@@ -60,6 +60,8 @@ struct KernelCacheTracker {
 
     mutating func recordOwnWrite(_ ref: RowRef, version: Int64) { ownWrites[ref] = version }
 
+    func ownWriteVersion(_ ref: RowRef) -> Int64? { ownWrites[ref] }
+
     /// Whether a change the store reports is one we made (and need not
     /// invalidate). Consumes the record either way.
     mutating func isOwnWrite(_ ref: RowRef, version: Int64) -> Bool {

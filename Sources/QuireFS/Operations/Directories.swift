@@ -79,7 +79,14 @@ extension QuireFileSystem {
     }
 
     public func getAttributes(_ inode: FuseInode, handle: UInt64?, request: FuseRequest) throws -> FuseAttributeReply {
-        try locked { () throws(FuseError) -> FuseAttributeReply in
+        if let file = controlFile(inode) {
+            // Readers trust st_size, so the size is the text's, rendered now (outside the lock).
+            let size = renderControl(file).count
+            return FuseAttributeReply(FuseAttributes(inode: inode, kind: .regular, permissions: 0o444, uid: owner.uid, gid: owner.gid,
+                                                     size: UInt64(size), accessTime: .now, modificationTime: .now, changeTime: .now),
+                                      timeout: configuration.cacheTimeout)
+        }
+        return try locked { () throws(FuseError) -> FuseAttributeReply in
             FuseAttributeReply(try attributes(inode.rawValue), timeout: configuration.cacheTimeout)
         }
     }
@@ -118,7 +125,7 @@ extension QuireFileSystem {
         for namespace in MountLayout.namespaces {
             locked { _ = try? directoryEntries(InodeTable.folderInode(namespace)) }
         }
-        for file in ControlFile.allCases { locked { _ = controlContents(file) } }
+        for file in ControlFile.allCases { _ = renderControl(file) }
     }
 
     private func directoryEntries(_ inode: UInt64) throws(FuseError) -> [DirectoryEntry] {
@@ -196,10 +203,9 @@ extension QuireFileSystem {
         locked { _ = directorySnapshots.removeValue(forKey: handle) }
     }
 
+    /// No lock: it waits for the disk, and touches no table.
     public func synchronizeDirectory(_ inode: FuseInode, handle: UInt64, dataOnly: Bool, request: FuseRequest) throws {
-        try locked { () throws(FuseError) in
-            do { try store.sync() } catch { throw storeFailure(error, doing: "make the replica durable") }
-        }
+        do { try store.sync() } catch { throw storeFailure(error, doing: "make the replica durable") }
     }
 
     // MARK: Folders are fixed

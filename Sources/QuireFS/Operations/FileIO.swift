@@ -17,7 +17,15 @@ extension QuireFileSystem {
     }
 
     public func open(_ inode: FuseInode, flags: FuseOpenFlags, request: FuseRequest) throws -> FuseOpenReply {
-        try locked { () throws(FuseError) -> FuseOpenReply in
+        if let file = controlFile(inode), !flags.isWritable {
+            let bytes = renderControl(file)
+            // Generated text: always read fresh (this is not a note body).
+            return locked {
+                FuseOpenReply(handle: openFiles.add(OpenFile(target: .control(bytes), inode: inode.rawValue, flags: flags, shown: bytes)),
+                              options: [.directIO, .noFlush])
+            }
+        }
+        return try locked { () throws(FuseError) -> FuseOpenReply in
             guard let object = names.inodes.object(inode.rawValue) else { throw .noEntry }
             switch object {
             case .root, .namespace, .control:
@@ -214,19 +222,35 @@ extension QuireFileSystem {
     }
 
     /// fsync(2): committed and fsynced (`store.sync()`), so it survives a power cut too.
+    /// The commit happens under the lock; the wait for the disk does not
+    /// (it makes durable only what is committed already, and editors fsync
+    /// every save: the whole mount used to wait for each one).
     public func synchronize(_ inode: FuseInode, handle: UInt64, dataOnly: Bool, request: FuseRequest) throws {
-        try locked { () throws(FuseError) in
+        enum Durable { case nothing, scratch(Int32), replica(name: String) }
+        let durable = try locked { () throws(FuseError) -> Durable in
             guard let file = openFiles[handle] else { throw .badFileHandle }
             switch file.target {
             case .scratch(let descriptor):
-                if fsync(descriptor) != 0 { throw FuseError(errno) }
+                // A copy of the descriptor: a rename may close the handle's
+                // own one meanwhile, and its number be reused by another file.
+                let copy = dup(descriptor)
+                if copy < 0 { throw FuseError(errno) }
+                return .scratch(copy)
             case .control, .orphan:
-                return
+                return .nothing
             case .row(let ref):
                 try commit(ref, shown: file.shown)
                 openFiles.setShown(handle, openFiles.copy(ref)?.content ?? [])
-                do { try store.sync() } catch { throw storeFailure(error, doing: "make \(ref.namespace.name)/\(displayName(ref)) durable") }
+                return .replica(name: "\(ref.namespace.name)/\(displayName(ref))")
             }
+        }
+        switch durable {
+        case .nothing: return
+        case .scratch(let descriptor):
+            defer { close(descriptor) }
+            if fsync(descriptor) != 0 { throw FuseError(errno) }
+        case .replica(let name):
+            do { try store.sync() } catch { throw storeFailure(error, doing: "make \(name) durable") }
         }
     }
 
