@@ -95,3 +95,24 @@ final class ForgetTests: XCTestCase {
         XCTAssertEqual(sizes(mount).directorySnapshots, 0)
     }
 }
+
+extension ForgetTests {
+    /// A save by rename gives the note the temp file's inode (and its
+    /// session attributes, as on any filesystem); when the kernel forgets
+    /// that number, the attributes wait under the note's own number.
+    func testSessionAttributesOfASavedNoteSurviveItsTempInodeBeingForgotten() throws {
+        let mount = try DirectMount { try $0.putNote("Plan", "one\n") }
+        let noteInode = try mount.lookup("notebook/Plan.md").attributes.inode
+        try mount.writeFile("notebook/.Plan.md.tmp", "two\n")
+        let temp = try mount.lookup("notebook/.Plan.md.tmp").attributes.inode
+        try mount.fileSystem.setExtendedAttribute(temp, name: "user.origin", value: Array("editor".utf8), flags: [], request: mount.caller)
+        try mount.rename("notebook/.Plan.md.tmp", "notebook/Plan.md")
+        XCTAssertEqual(try mount.lookup("notebook/Plan.md").attributes.inode, temp)
+        mount.fileSystem.forgotten(noteInode)
+        mount.fileSystem.forgotten(temp)
+        let again = try mount.lookup("notebook/Plan.md").attributes.inode
+        XCTAssertEqual(again, noteInode, "the note's own number again")
+        XCTAssertEqual(try mount.fileSystem.extendedAttribute(again, name: "user.origin", request: mount.caller), Array("editor".utf8))
+        XCTAssertEqual(try mount.text("notebook/Plan.md"), "two\n")
+    }
+}

@@ -37,12 +37,13 @@ extension QuireFileSystem {
     }
 
     private func drop(_ inode: UInt64) {
-        // A row's session attributes stay when its number is its derived
-        // one: a later lookup gives the same number back, and the
-        // attributes with it (they are kept for the session, not for as
-        // long as the kernel caches the file). Others are gone with the number.
-        if case .row(let ref)? = names.inodes.object(inode), InodeTable.derivedInode(ref) == inode {} else {
-            transientAttributes.removeValue(forKey: inode)
+        // A row's session attributes are kept for the session, not for as
+        // long as the kernel caches the file: they wait under the number the
+        // next lookup gives the row (its derived one). A replaced file's and
+        // a scratch file's go with their number.
+        let attributes = transientAttributes.removeValue(forKey: inode)
+        if case .row(let ref)? = names.inodes.object(inode), names.inodes.primaryInode(of: ref) == inode, let attributes {
+            transientAttributes[InodeTable.derivedInode(ref)] = attributes
         }
         names.inodes.drop(inode)
         kernelCache.forget(inode)
