@@ -169,6 +169,23 @@ final class MountReviewTests: XCTestCase {
         XCTAssertEqual(try device.text("notebook/Plan.md"), "new plan\nand more\n")
     }
 
+    /// Two programs with the same note open: the first one's close commits
+    /// their shared text, so the second one's close must not repeat it. (The
+    /// second kept the baseline it was shown at open, and its save merged
+    /// the first one's paragraphs in again.)
+    func testTwoFilesOpenOnANoteDoNotRepeatEachOthersParagraphs() throws {
+        device = try MountedDevice { home in
+            XCTAssertEqual(try quire(["put", "notebook", "Shared"], home: home, stdin: Array("text\n".utf8)).status, 0)
+        }
+        let first = open(device.path("notebook/Shared.md"), O_RDWR), second = open(device.path("notebook/Shared.md"), O_RDWR)
+        XCTAssertTrue(first >= 0 && second >= 0)
+        XCTAssertEqual(Array("TEXT\n".utf8).withUnsafeBytes { pwrite(first, $0.baseAddress, 5, 0) }, 5)
+        XCTAssertEqual(close(first), 0)
+        XCTAssertEqual(Array("more\n".utf8).withUnsafeBytes { pwrite(second, $0.baseAddress, 5, 5) }, 5)
+        XCTAssertEqual(close(second), 0)
+        XCTAssertEqual(try quire(["get", "notebook", "Shared"], home: device.home).stdout, "TEXT\nmore\n")
+    }
+
 }
 
 
