@@ -29,7 +29,12 @@ final class MountForgetTests: XCTestCase {
         for index in 0..<count {
             XCTAssertEqual(Syscall.writeFile(device.path("notebook/note \(index).md"), "note \(index)\n").errno, 0)
         }
+        // Created files keep their entries (and so their inodes) in the kernel.
+        XCTAssertGreaterThanOrEqual(try tableSizes()["inodes"] ?? 0, count)
+        dropCaches()
         var sizes: [String: Int] = [:]
+        XCTAssertTrue(eventually(10) { sizes = (try? self.tableSizes()) ?? [:]; return (sizes["inodes"] ?? .max) < 100 },
+                      "after writing and drop_caches: \(sizes)")
         // ls -l: readdirplus hands out every entry (or lookups do).
         let listing = shell("ls -l '\(device.path("notebook"))' | wc -l")
         XCTAssertEqual(listing.status, 0)

@@ -20,3 +20,20 @@ final class ChangeFeedOrderTests: XCTestCase {
         XCTAssertTrue(mount.exists("notebook/B.md"))
     }
 }
+
+/// What a write of ours leaves for the kernel to drop.
+final class OwnWriteInvalidationTests: XCTestCase {
+    /// A file created through the mount and committed under the name it was
+    /// created with: the kernel's entry is right, so it stays cached. A
+    /// rename through the mount drops the names that changed.
+    func testACreatedFileKeepsItsEntry() throws {
+        let mount = try DirectMount()
+        let notebook = InodeTable.folderInode(.notebook)
+        try mount.writeFile("notebook/New.md", "new\n")
+        XCTAssertFalse(mount.feed().contains(.entry(parent: notebook, name: CanonicalName("New.md"))))
+        try mount.rename("notebook/New.md", "notebook/Newer.md")
+        let work = mount.feed()
+        XCTAssertTrue(work.contains(.entry(parent: notebook, name: CanonicalName("New.md"))), "\(work)")
+        XCTAssertTrue(work.contains(.entry(parent: notebook, name: CanonicalName("Newer.md"))), "\(work)")
+    }
+}

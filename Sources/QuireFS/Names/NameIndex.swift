@@ -76,9 +76,10 @@ struct NameIndex {
 
     /// The file name a row shows under right now (for messages and invalidation).
     func displayName(_ ref: RowRef) -> String {
-        if let name = pending[ref.namespace]?.first(where: { $0.value == ref })?.key { return name.text }
-        return listings[ref.namespace]?.nameOfKey[ref.key]?.text ?? ref.key.hex
+        pendingName(of: ref)?.text ?? listings[ref.namespace]?.nameOfKey[ref.key]?.text ?? ref.key.hex
     }
+
+    func pendingName(of ref: RowRef) -> CanonicalName? { pending[ref.namespace]?.first { $0.value == ref }?.key }
 
     // MARK: Files not yet committed
 

@@ -85,6 +85,7 @@ extension QuireFileSystem {
         copy.isDirty = false
         copy.isNew = false
         if let seq = edit.seq { copy.seq = seq }
+        let createdAs = names.pendingName(of: ref)
         names.removePending(ref)
         // What the row now renders to is the file's content (a vCard comes
         // back in canonical form); if that differs from what the kernel
@@ -99,15 +100,23 @@ extension QuireFileSystem {
         // (Only the flushing handle's was updated, so a second file open
         // on the note repeated the first one's paragraphs at its close.)
         for handle in openFiles.handles(on: ref) { openFiles.setShown(handle, copy.content) }
-        recordWrite(ref, edit)
+        recordWrite(ref, edit, kernelKnows: createdAs)
     }
 
     /// Brings the directory view up to date after a write of ours.
-    func recordWrite(_ ref: RowRef, _ edit: ReplicaStore.MountEdit) {
+    /// `kernelKnows`: the name the kernel itself created the file under; if
+    /// the listing now shows the row under that name, the kernel's entry is
+    /// right and is not dropped (dropping it cost a lookup at the next open
+    /// and made the kernel forget the inode of every file just created).
+    func recordWrite(_ ref: RowRef, _ edit: ReplicaStore.MountEdit, kernelKnows: CanonicalName? = nil) {
         kernelCache.rowChanged(ref)
         guard let seq = edit.seq else { return }
         kernelCache.recordOwnWrite(ref, version: seq)
-        kernelCache.invalidate(names.apply(RowSummary(row: edit.row, seq: seq)))
+        var invalidations = names.apply(RowSummary(row: edit.row, seq: seq))
+        if let name = kernelKnows, names.listing(ref.namespace)?.key(named: name) == ref.key {
+            invalidations.removeAll { $0 == .entry(parent: InodeTable.folderInode(ref.namespace), name: name) }
+        }
+        kernelCache.invalidate(invalidations)
     }
 
     /// Text that cannot become a row: refused at flush (close() fails), and
