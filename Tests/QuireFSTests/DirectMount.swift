@@ -9,8 +9,9 @@ import XCTest
 /// A `QuireFileSystem` over a temporary replica, driven the way the kernel
 /// drives it (lookup, open, write, flush, release, rename...), with no
 /// mount and no root. Paths are "folder/name"; a `Descriptor` stands for
-/// an open file (the kernel's inode and handle).
-final class DirectMount {
+/// an open file (the kernel's inode and handle). Sendable as the kernel's
+/// threads are: everything mutable is the filesystem's, which has its lock.
+final class DirectMount: @unchecked Sendable {
     struct Descriptor {
         var inode: FuseInode
         var handle: UInt64
@@ -22,17 +23,15 @@ final class DirectMount {
     let store: ReplicaStore
     let fileSystem: QuireFileSystem
     let caller = FuseRequest(uid: getuid(), gid: getgid(), pid: getpid())
-    /// Every check after a request: no working copy outlives its handles.
-    var checksInvariants = true
 
-    init(file: StaticString = #filePath, line: UInt = #line, _ seed: (ReplicaStore) throws -> Void = { _ in }) throws {
+    init(_ seed: (ReplicaStore) throws -> Void = { _ in }, recall: (@Sendable (RowKey, [UInt8], Double) throws -> [UInt8])? = nil) throws {
         directory = NSTemporaryDirectory() + "quire-direct-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory + "/scratch", withIntermediateDirectories: true)
         store = try ReplicaStore(path: directory + "/replica.sqlite", deviceID: DeviceID(bytes: [UInt8](repeating: 0xD1, count: 16))!, create: true)
         try seed(store)
         let configuration = QuireFileSystem.Configuration(
             scratchPath: directory + "/scratch", mountpoint: directory + "/mnt", log: MountLog(path: nil),
-            status: { status in ("\(status.openFiles) open files", Array("{}".utf8)) }, digest: { [] })
+            status: { status in ("\(status.openFiles) open files", Array("{}".utf8)) }, digest: { [] }, recall: recall)
         fileSystem = try QuireFileSystem(store: store, configuration: configuration)
     }
 
@@ -149,11 +148,10 @@ final class DirectMount {
     // MARK: Invariants
 
     func checked<T>(_ body: () throws -> T) throws -> T {
+        // After every request: no working copy outlives its handles.
         defer {
-            if checksInvariants {
-                let unheld = fileSystem.locked { fileSystem.openFiles.unheldCopies }
-                XCTAssertEqual(unheld, [], "working copies with no handle after a request")
-            }
+            let unheld = fileSystem.locked { fileSystem.openFiles.unheldCopies }
+            XCTAssertEqual(unheld, [], "working copies with no handle after a request")
         }
         return try body()
     }

@@ -1,4 +1,6 @@
+import Foundation
 import Glibc
+import Synchronization
 import QuireCore
 @testable import QuireFS
 import QuireFuse
@@ -262,5 +264,70 @@ final class OpenFilesAcrossRenamesTests: XCTestCase {
         XCTAssertEqual(try mount.liveTitles(.notebook), ["Plan"])
         XCTAssertEqual(try mount.store.summaries(.notebook).first?.key, key)
         try mount.close(open)
+    }
+
+    /// emacs's backup step: the note is renamed to its backup name (a
+    /// local scratch file) and written anew under its name: the same row,
+    /// key and history. A note renamed away and never written again is
+    /// deleted (here at unmount; in a mount after the grace).
+    func testAnEditorsBackupStepKeepsTheRowAndAnAbandonedOneIsDeleted() throws {
+        var keptKey: RowKey?, goneKey: RowKey?
+        let mount = try DirectMount { store in
+            keptKey = try store.putNote("Kept", "vim\n").key
+            goneKey = try store.putNote("Gone", "bye\n").key
+        }
+        try mount.rename("notebook/Kept.md", "notebook/Kept.md~")
+        XCTAssertFalse(mount.exists("notebook/Kept.md"))
+        try mount.writeFile("notebook/Kept.md", "emacs\n")
+        XCTAssertEqual(try mount.text("notebook/Kept.md~"), "vim\n", "the backup is a local scratch file")
+        XCTAssertEqual(try mount.store.summaries(.notebook).first { $0.name == "Kept" }?.key, keptKey)
+
+        try mount.rename("notebook/Gone.md", "notebook/Gone.md~")
+        XCTAssertEqual(try mount.liveTitles(.notebook), ["Gone", "Kept"], "waits for its name to come back")
+        mount.fileSystem.destroy()
+        XCTAssertEqual(try mount.liveTitles(.notebook), ["Kept"])
+        XCTAssertNil(try mount.store.row(.notebook, goneKey!)?.content, "a tombstone")
+        XCTAssertEqual(try mount.text("notebook/Gone.md~"), "bye\n")
+    }
+
+    /// Two opens of an offloaded note during recalls (the lock is let go
+    /// while one waits): they share one working copy, so what the first
+    /// file wrote while the second still waited is not replaced by the
+    /// second's recalled text, and closing one leaves the other working.
+    func testTwoOpensDuringOneRecallShareTheText() throws {
+        let body = "field notes\n"
+        let calls = Atomic<Int>(0)
+        let mount = try DirectMount({ store in
+            let row = try store.putNote("Field", body)
+            guard case .note(let note)? = row.content else { return XCTFail("not a note") }
+            try store.markOffloaded(row.key, contentHash: note.contentHash, holders: [DeviceID(bytes: [UInt8](repeating: 7, count: 16))!])
+        }, recall: { _, _, _ in
+            // The first recall is quick, the second slow: the first file
+            // writes while the second still waits.
+            usleep(calls.wrappingAdd(1, ordering: .relaxed).oldValue == 0 ? 50_000 : 500_000)
+            return Array(body.utf8)
+        })
+        let opened = Mutex<[DirectMount.Descriptor]>([])
+        let group = DispatchGroup()
+        for index in 0..<2 {
+            group.enter()
+            Thread {
+                if let file = try? mount.open("notebook/Field.md", O_RDWR) {
+                    if index == 0 { _ = try? mount.write(file, "First.\n", at: body.utf8.count) }
+                    opened.withLock { $0.append(file) }
+                }
+                group.leave()
+            }.start()
+            usleep(10_000)
+        }
+        XCTAssertEqual(group.wait(timeout: .now() + 10), .success)
+        let both = opened.withLock { $0 }
+        XCTAssertEqual(both.count, 2)
+        XCTAssertEqual(try mount.read(both[1]), body + "First.\n", "the second file sees the first one's write")
+        try mount.close(both[0])
+        XCTAssertEqual(try mount.read(both[1]), body + "First.\n", "the other file still reads the note")
+        try mount.write(both[1], "One more.\n", at: body.utf8.count + 7)
+        try mount.close(both[1])
+        XCTAssertEqual(try mount.stored(.notebook, "Field"), body + "First.\nOne more.\n")
     }
 }
