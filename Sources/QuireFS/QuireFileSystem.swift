@@ -126,6 +126,9 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     func locked<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         lock.lock()
         defer {
+            // Debug builds (and so the mount tests) check the open-file
+            // table's rule after every request: no copy outlives its handles.
+            assert(openFiles.unheldCopies.isEmpty, "working copies with no handle: \(openFiles.unheldCopies)")
             if kernelCache.hasQueuedWork { wakeFeed?() }
             lock.unlock()
         }

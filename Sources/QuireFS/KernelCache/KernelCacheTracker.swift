@@ -97,5 +97,4 @@ struct KernelCacheTracker {
     mutating func forget(_ inode: UInt64) { cachedVersion.removeValue(forKey: inode) }
 
     var trackedInodes: Int { cachedVersion.count }
-    var renderedSizeCount: Int { renderedSizes.count }
 }

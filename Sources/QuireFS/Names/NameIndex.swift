@@ -56,9 +56,6 @@ struct NameIndex {
         }
     }
 
-    /// The listed, visible row with this exact title (in the name rule's sense).
-    func isListed(_ ref: RowRef) -> Bool { listings[ref.namespace]?.rows[ref.key] != nil }
-
     // MARK: Resolving
 
     /// What a row name stands for; nil when the namespace is not listed yet.
