@@ -80,13 +80,6 @@ final class SnapshotReader: @unchecked Sendable {
         defer { try? db.execute("COMMIT") }
         return try body(ReadSnapshot(db: db, path: path))
     }
-
-    /// Closes the connection (the store is going away, or its files are).
-    func close() {
-        lock.lock()
-        connection = nil
-        lock.unlock()
-    }
 }
 
 /// The range reads, on whichever connection: the writer's, under the
