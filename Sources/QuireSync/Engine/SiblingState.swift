@@ -6,11 +6,15 @@ struct SiblingState {
     let channel: String
     var lastSeen: Timestamp?
     var lastSeenMs: UInt64?
-    var lastDigest: StateDigest?
-    var lastDigestBytes: [UInt8]?
-    var lastMatch: Timestamp?
-    var inSync = false
-    var divergent: [Namespace] = []
+    /// Its last digest, decoded and as it came: set together (`hear`).
+    private(set) var lastDigest: StateDigest?
+    private(set) var lastDigestBytes: [UInt8]?
+    /// Whether it holds exactly our digest, where the two differ, and when
+    /// they last matched: all three from one comparison (`compare`), of its
+    /// last digest with ours, so they never disagree.
+    private(set) var inSync = false
+    private(set) var divergent: [Namespace] = []
+    private(set) var lastMatch: Timestamp?
     /// The last digest we sent it: an advertisement identical to this is skipped.
     var lastSentDigest: [UInt8]?
     /// We pulled from it or answered its pulls since our digests last matched:
@@ -43,6 +47,24 @@ struct SiblingState {
     var awaitingAnswerSinceMs: UInt64?
     /// How many rows it said it holds (its last digest).
     var rowCount: UInt64?
+
+    mutating func hear(_ digest: StateDigest, bytes: [UInt8]) {
+        lastDigest = digest
+        lastDigestBytes = bytes
+    }
+
+    /// Compares its last digest with ours. Across a generation gap nothing
+    /// is compared (content reconcile is refused both ways).
+    mutating func compare(with mine: StateDigest, now: Timestamp) {
+        guard let theirs = lastDigest, theirs.generation == mine.generation else {
+            inSync = false
+            divergent = []
+            return
+        }
+        divergent = mine.divergentNamespaces(from: theirs)
+        inSync = divergent.isEmpty
+        if inSync { lastMatch = now }
+    }
 
     init(member: RosterMember, channel: String, configuration: SyncConfiguration) {
         self.member = member

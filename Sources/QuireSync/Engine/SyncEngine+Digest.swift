@@ -17,7 +17,7 @@ extension SyncEngine {
             if digest.digest.roots[.devices] != rosterRoot { try reloadRoster() }
             if let mark = try store.outboxHighWater(), mark > lastOutboxMark { markDirty(nowMs: nowMs) }
             if siblings.values.contains(where: { $0.lastSentDigest != digest.bytes }) { markDirty(nowMs: nowMs) }
-            refreshSyncFlags(digest.bytes)
+            refreshSyncFlags(digest.digest)
         } catch {
             report("reading the replica", error)
         }
@@ -119,9 +119,9 @@ extension SyncEngine {
             return
         }
         sibling.incompatibleVersion = nil
-        sibling.lastDigest = theirs
-        sibling.lastDigestBytes = bytes
+        sibling.hear(theirs, bytes: bytes)
         let mine = try currentDigest()
+        sibling.compare(with: mine.digest, now: clock.now())
         if theirs.generation != mine.digest.generation {
             // Pulling across a barrier gap is the operation that resurrects
             // deleted rows; recovery is a later step. Refuse both ways.
@@ -129,7 +129,6 @@ extension SyncEngine {
                 note("device '\(sibling.member.name)' is at generation \(theirs.generation), this device at \(mine.digest.generation): content reconcile across the gap is refused")
             }
             sibling.generationGap = theirs.generation
-            sibling.inSync = false
             siblings[sender] = sibling
             if theirs.generation > mine.digest.generation,
                lastAnchorCheckMs.map({ nowMs &- $0 >= 30_000 }) ?? true {
@@ -142,8 +141,7 @@ extension SyncEngine {
         // What it says it last heard from us; if that is not our digest, the
         // advertisement we sent was lost (or never sent): we owe it one.
         if echo != DigestMessage.echo(of: mine.bytes) { sibling.lastSentDigest = nil }
-        let divergent = mine.digest.divergentNamespaces(from: theirs)
-        sibling.divergent = divergent
+        let divergent = sibling.divergent
         siblings[sender] = sibling
         // A namespace whose roots agree is held whole by the sibling: our
         // writes in it are confirmed, and a later replacement of them is
@@ -153,9 +151,7 @@ extension SyncEngine {
         }
         endSettledPulls(with: sender, nowMs: nowMs)
         guard var sibling = siblings[sender] else { return }
-        if divergent.isEmpty {
-            sibling.inSync = true
-            sibling.lastMatch = clock.now()
+        if sibling.inSync {
             // The one moment the fleet is known to agree about something.
             scheduleBarrier(nowMs: nowMs)
             let shouldReturn = (sibling.isReconciling || sibling.lastSentDigest == nil) && sibling.lastSentDigest != mine.bytes
@@ -166,24 +162,19 @@ extension SyncEngine {
             if shouldReturn { sendDigest(to: sender) }
             return
         }
-        sibling.inSync = false
         siblings[sender] = sibling
         // Both ends pull: make sure it holds our digest so it pulls from us.
         if sibling.lastSentDigest != mine.bytes { sendDigest(to: sender) }
         startPulls(from: sender, namespaces: divergent, nowMs: nowMs)
     }
 
-    /// After our digest moved: which siblings now match us.
-    func refreshSyncFlags(_ mine: [UInt8]) {
+    /// After our digest moved: which siblings now match us, and where the
+    /// others differ.
+    func refreshSyncFlags(_ mine: StateDigest) {
         let nowMs = clock.monotonicMilliseconds()
         for id in siblings.keys { endSettledPulls(with: id, nowMs: nowMs) }
-        for (id, sibling) in siblings {
-            let equal = sibling.lastDigestBytes == mine
-            if equal != sibling.inSync {
-                siblings[id]?.inSync = equal
-                if equal { siblings[id]?.lastMatch = clock.now(); siblings[id]?.divergent = [] }
-            }
-        }
+        let now = clock.now()
+        for id in Array(siblings.keys) { siblings[id]?.compare(with: mine, now: now) }
     }
 
     /// The quiet window: settled once the store matched a sibling with no

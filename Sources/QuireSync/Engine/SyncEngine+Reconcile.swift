@@ -112,7 +112,7 @@ extension SyncEngine {
                 lastSeq = (try? store.changeSequence()) ?? lastSeq
                 if !unsyncable.isEmpty { revalidateUnsyncable() }
                 if response.namespace == .devices { try reloadRoster() }
-                if let digest = try? currentDigest() { refreshSyncFlags(digest.bytes) }
+                if let digest = try? currentDigest() { refreshSyncFlags(digest.digest) }
             }
         }
         guard var session = pulls[key], session.id == response.session else {
