@@ -31,6 +31,7 @@ let usage = """
       --phantom-write STEP    test the simulator itself: record STEP's write with a token the replica never
                               got, so the seed fails with a lost write (traces, replay, shrinking)
       --no-join, --no-faults  leave out devices joining mid-history, or network faults
+      --no-offload            leave out the homebase, offloads, recalls and reads of offloaded notes
       --json                  print the report as JSON
       --quiet                 no per-seed progress on stderr
     exit status: 0 every seed passed, 1 a seed failed, 64 usage error
@@ -129,6 +130,7 @@ func parse(_ args: [String]) -> Arguments {
         case "--no-require-heads": a.options.requiresHeads = false
         case "--phantom-write": a.options.phantomWriteStep = number(value(), "--phantom-write")
         case "--no-join": a.options.allowsJoin = false
+        case "--no-offload": a.options.offloads = false
         case "--no-faults": a.options.injectsFaults = false
         case "--json": a.json = true
         case "--quiet": a.quiet = true

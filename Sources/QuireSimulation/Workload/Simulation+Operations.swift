@@ -61,7 +61,9 @@ extension Simulation {
             guard !d.backups.isEmpty else { return skip(d, "no backup to restore") }
             let index = d.backups.count - 1 - Int(pick % UInt64(d.backups.count))
             let held = try writesHeld(by: d)
+            let bodies = try heldBodies(of: d)
             try fleet.restore(d, from: d.backups[index], byCopy: options.allowsRestoreByCopy)
+            try noteBodiesTakenBack(bodies, by: d)
             if options.allowsRestoreByCopy {
                 // A copy put back by hand ('cp -a'): the device learns it was
                 // rolled back only from what its siblings show it.
@@ -101,6 +103,8 @@ extension Simulation {
             try perform(fault)
         case .powerLoss(let slot):
             try losePower(device(slot))
+        case .offload, .recall, .readOffloaded, .holderPowerCut:
+            try perform(offload: operation)
         }
     }
 
@@ -299,6 +303,13 @@ extension Simulation {
                            step: Int) throws {
         let ns: Namespace = (target == .note) ? .notebook : .saga
         let ref = RowRef(ns, key)
+        guard let store = d.store else { return skip(d, "powered off") }
+        if case .note(let n)? = RowObservation.shown(try store.row(ns, key)), n.body == nil {
+            // The mount recalls an offloaded body when the file is opened; EIO if it cannot.
+            guard try recall(d, key: key, contentHash: n.contentHash, timeoutMs: 10_000, what: "opens") != nil else {
+                return skip(d, "\(ref) is offloaded and could not be recalled: the editor gets EIO")
+            }
+        }
         guard let store = d.store else { return skip(d, "powered off") }
         let opened = RowObservation.shown(try store.row(ns, key))
         let shownParagraphs = ContentValues.prose(of: opened) ?? []

@@ -34,6 +34,9 @@ public struct WorkloadOptions: Sendable, Equatable {
     /// older anchor put back, an anchor for a round that never committed)
     /// and power losses, drawn from a stream of their own.
     public var injectsCloudAndPowerFaults = false
+    /// A homebase (when the seed draws one), offloads, recalls and reads of
+    /// offloaded notes (invariant 4).
+    public var offloads = true
     /// Let a device join mid-history.
     public var allowsJoin = true
     /// Inject network faults (drop, duplicate, reorder, delay, partition, corrupt).
@@ -72,6 +75,7 @@ public struct WorkloadOptions: Sendable, Equatable {
         if allowsRecreatingDeletedProse { out.append("--recreate-deleted-prose") }
         if injectsCloudAndPowerFaults { out.append("--cloud-and-power-faults") }
         if let phantomWriteStep { out += ["--phantom-write", String(phantomWriteStep)] }
+        if !offloads { out.append("--no-offload") }
         if !allowsJoin { out.append("--no-join") }
         if !injectsFaults { out.append("--no-faults") }
         if requiresHeads != RowObservation.keepsConcurrentHeads { out.append(requiresHeads ? "--require-heads" : "--no-require-heads") }

@@ -1,0 +1,63 @@
+import QuireCore
+import QuireStore
+
+/// Invariant (4): no body lost. Checked after every step and after the
+/// heal: every note head a device shows with no body (offloaded) has that
+/// body held, in `held_bodies` and re-hashed on the holder, by at least one
+/// device that is not revoked, and by at least the copies the offloading
+/// device required once resident copies on other devices are counted (the
+/// product counts them as the engine does: a sibling that answers a hold
+/// query for the note). Bodies a restore of their holder took back are
+/// named in the trace, not owed. The product never drops a held body, so
+/// "dropped only when no device needs it" holds by construction.
+extension InvariantChecker {
+    mutating func checkNoBodyLost(_ offloads: OffloadLedger, final: Bool) throws {
+        let devices = fleet.devices.filter { $0.store != nil }
+        for d in devices {
+            guard let store = d.store else { continue }
+            var seen = Set<[UInt8]>()
+            for row in try store.rows(.notebook, from: [], to: nil) {
+                for head in row.heads {
+                    guard case .note(let n) = head.content, n.body == nil, seen.insert(n.contentHash).inserted else { continue }
+                    if offloads.takenBack.contains(n.contentHash) { continue }
+                    let required = offloads.requiredCopies[.init(slot: d.slot, key: row.key, contentHash: n.contentHash)] ?? 1
+                    var durable: [String] = [], resident: [String] = []
+                    for other in devices where other !== d && !isRevoked(other) {
+                        guard let theirs = other.store else { continue }
+                        if try theirs.servableBody(contentHash: n.contentHash) != nil {
+                            durable.append(other.name)
+                        } else if try theirs.servableBody(contentHash: n.contentHash, key: row.key) != nil {
+                            resident.append(other.name)
+                        }
+                    }
+                    let label = "\(d.name)'s note \(row.key.hex.prefix(8)) (body \(Hex.encode(n.contentHash.prefix(4))), \(required) cop\(required == 1 ? "y" : "ies") required)"
+                    let evidence = ["held by \(durable.isEmpty ? "no device" : durable.joined(separator: ", "))"
+                                    + (resident.isEmpty ? "" : "; resident on \(resident.joined(separator: ", "))"),
+                                    "when: " + (final ? "after the heal" : "after a step")]
+                    if durable.isEmpty {
+                        fail(.noBodyLost, "\(label) is offloaded but no device holds its body", evidence)
+                    } else if durable.count + resident.count < required {
+                        fail(.noBodyLost, "\(label) is offloaded with only \(durable.count + resident.count) cop\(durable.count + resident.count == 1 ? "y" : "ies")", evidence)
+                    } else {
+                        tally.pass(.noBodyLost)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Problems seen while operations ran: a recall's wrong bytes, a recall
+    /// that reported success and left the body offloaded, a body that could
+    /// not be recalled after the heal.
+    mutating func takeOffloadProblems(_ offloads: OffloadLedger) {
+        for problem in offloads.problems { fail(.noBodyLost, problem) }
+        offloads.problems.removeAll()
+        tally.pass(.noBodyLost, offloads.recallsChecked)
+        offloads.recallsChecked = 0
+    }
+
+    private func isRevoked(_ device: SimDevice) -> Bool {
+        guard let row = try? device.store?.row(.devices, device.id), case .device(let record)? = row.content else { return false }
+        return record.revocation != nil
+    }
+}
