@@ -33,6 +33,8 @@ public final class SimulatedFleet: @unchecked Sendable {
     /// A device lost power inside its engine's step (see `armHoldPowerCut`):
     /// restart it from what survived.
     public var onPowerCut: ((SimDevice) -> Void)?
+    /// Called just before that cut, while the disk can still be read.
+    public var beforePowerCut: ((SimDevice) -> Void)?
     public private(set) var devices: [SimDevice] = []
     let account: SigningKeyPair
     let backupKey: SecretBytes
@@ -161,8 +163,9 @@ public final class SimulatedFleet: @unchecked Sendable {
         guard let engine = device.engine else { return }
         let network = self.network
         var faults = OffloadFaults()
-        faults.beforeHold = { [weak device] in
+        faults.beforeHold = { [weak self, weak device] in
             guard let device, device.cutsPowerOnNextHold, let disk = device.disk else { return }
+            self?.beforePowerCut?(device)
             device.cutsPowerOnNextHold = false
             device.powerCutPending = true
             network.silenced.insert(device.slot)

@@ -116,8 +116,10 @@ public final class Simulation {
         fleet.onLog = { [unowned self] device, line in
             if line.hasPrefix("barrier: generation ") { noteCommit(by: device) }
         }
+        var heldAtCut: [WriteRecord] = []
+        fleet.beforePowerCut = { [unowned self] device in heldAtCut = (try? writesHeld(by: device)) ?? [] }
         fleet.onPowerCut = { [unowned self] device in
-            do { try losePower(device) } catch { fleet.trace.record(device.name, "could not start again after the power cut: \(error)") }
+            do { try losePower(device, held: heldAtCut) } catch { fleet.trace.record(device.name, "could not start again after the power cut: \(error)") }
         }
         do {
             trace.record(nil, "seed \(seed): \(plan.deviceCount) devices, \(plan.steps.count) steps, network \(plan.rates), frames up to \(plan.maxFrameSize) B, "

@@ -22,11 +22,12 @@ extension InvariantChecker {
                     if offloads.takenBack.contains(n.contentHash) { continue }
                     let required = offloads.requiredCopies[.init(slot: d.slot, key: row.key, contentHash: n.contentHash)] ?? 1
                     var durable: [String] = [], resident: [String] = []
-                    for other in devices where other !== d && !isRevoked(other) {
+                    // The device itself may hold the body for a sibling (a homebase that got the pointer).
+                    for other in devices where !isRevoked(other) {
                         guard let theirs = other.store else { continue }
                         if try theirs.servableBody(contentHash: n.contentHash) != nil {
                             durable.append(other.name)
-                        } else if try theirs.servableBody(contentHash: n.contentHash, key: row.key) != nil {
+                        } else if other !== d, try theirs.servableBody(contentHash: n.contentHash, key: row.key) != nil {
                             resident.append(other.name)
                         }
                     }

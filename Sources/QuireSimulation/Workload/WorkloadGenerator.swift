@@ -59,8 +59,8 @@ public enum WorkloadGenerator {
             if options.injectsCloudAndPowerFaults, faults.chance(0.1) {
                 steps.append(Step(cloudOrPowerFault(faults, slots: slots), thenRunMs: UInt64(faults.int(0...200)) * 100))
             }
-            if options.offloads, offload.chance(0.12) {
-                steps.append(Step(offloadOperation(offload, slots: slots, cloudAndPowerFaults: options.injectsCloudAndPowerFaults),
+            if options.offloads, offload.chance(0.2) {
+                steps.append(Step(offloadOperation(offload, slots: slots, homebase: homebaseSlot, cloudAndPowerFaults: options.injectsCloudAndPowerFaults),
                                   thenRunMs: UInt64(offload.int(0...100)) * 100))
             }
             // The histories issue 10 describes, played on purpose (they also
@@ -132,8 +132,10 @@ public enum WorkloadGenerator {
                     maxResponseRowBytes: maxResponseRowBytes, keyListThreshold: keyListThreshold, homebaseSlot: homebaseSlot)
     }
 
-    static func offloadOperation(_ random: SeededRandom, slots: Int, cloudAndPowerFaults: Bool) -> Operation {
-        let device = random.int(0..<slots)
+    static func offloadOperation(_ random: SeededRandom, slots: Int, homebase: Int?, cloudAndPowerFaults: Bool) -> Operation {
+        var device = random.int(0..<slots)
+        // A homebase never offloads (it would only be refused): another device does.
+        if device == homebase, slots > 1 { device = (device + 1 + random.int(0..<(slots - 1))) % slots }
         switch random.int(0..<10) {
         case 0..<5: return .offload(device: device, pick: random.next(), count: random.int(1...3), copies: random.pick([1, 1, 2]))
         case 5..<7: return .recall(device: device, pick: random.next())

@@ -166,6 +166,33 @@ public struct OffloadedNote: Equatable, Sendable {
 }
 
 extension WriteContext {
+    /// Residency is not an edit: a version that arrives as a pointer to
+    /// bytes this device has (the note resident here, or a body it holds for
+    /// a sibling) is stored with those bytes. Otherwise an edit made where
+    /// the note is offloaded (a rename keeps the pointer) cleared the body on
+    /// every device it reached, the homebase's row and the resident copies
+    /// an offload counted among its copies included (simulator, seed 7 with
+    /// --everything).
+    func fillingPointers(_ row: Row, from local: Row?) throws(StoreError) -> Row {
+        guard row.namespace == .notebook else { return row }
+        var out = row
+        for head in row.heads {
+            guard case .note(var note) = head.content, note.body == nil else { continue }
+            var bytes: [UInt8]? = nil
+            for mine in local?.heads ?? [] {
+                if case .note(let n) = mine.content, let body = n.body, n.contentHash == note.contentHash { bytes = body; break }
+            }
+            if bytes == nil {
+                bytes = try db.queryOne("SELECT body FROM held_bodies WHERE hash = ?", [.blob(note.contentHash)]) { $0.blob(0) ?? [] }
+            }
+            guard let bytes, Note.bodyDigest(bytes) == note.contentHash else { continue }
+            note.body = bytes
+            note.length = nil
+            out.replaceHeadContent(head.dot, with: .note(note))
+        }
+        return out
+    }
+
     func offloadedKeys(contentHash: [UInt8]) throws(StoreError) -> [RowKey] {
         try db.query("SELECT key FROM rows WHERE hash = ? AND offloaded = 1 AND tombstone = 0", [.blob(contentHash)]) { ID16(bytes: $0.blob(0) ?? [])! }
     }
