@@ -76,11 +76,24 @@ final class SimulationTests: XCTestCase {
 
     func testBarrierAnchorAndCopyBackHistoriesHold() throws {
         for history in BarrierRegressions.histories {
-            let run = try SimulatorBinary.run(["--replay", String(history.seed)] + history.flags)
+            // Kept from before the fleet offloaded: without offloads, each plays the history it was kept for.
+            let run = try SimulatorBinary.run(["--replay", String(history.seed)] + history.flags + ["--no-offload"])
             XCTAssertEqual(run.status, 0, "seed \(history.seed) \(history.flags) (\(history.cause)):\n" + run.stdout.suffix(4000))
             let mark = history.flags.contains("--restore-by-copy") ? "started a new session after it"
                 : history.flags.contains("--cloud-and-power-faults") ? "for a round that never commits" : "barrier committed"
             XCTAssertTrue(run.stdout.contains(mark), "seed \(history.seed) no longer plays what it was kept for ('\(mark)')")
+        }
+    }
+
+    /// Offload histories that failed before their fixes; each still plays
+    /// the moment it was kept for (`marks`, in its trace).
+    func testOffloadHistoriesHold() throws {
+        for history in OffloadRegressions.histories {
+            let run = try SimulatorBinary.run(["--replay", String(history.seed)] + history.flags)
+            XCTAssertEqual(run.status, 0, "seed \(history.seed) \(history.flags) (\(history.cause)):\n" + run.stdout.suffix(4000))
+            for mark in history.marks {
+                XCTAssertTrue(run.stdout.contains(mark), "seed \(history.seed) no longer plays what it was kept for ('\(mark)')")
+            }
         }
     }
 
@@ -90,15 +103,15 @@ final class SimulationTests: XCTestCase {
     func testIssue10HistoriesHold() throws {
         XCTAssertTrue(RowObservation.keepsConcurrentHeads)
         for seed in Issue10Regressions.threeWayEditDelete {
-            let run = try SimulatorBinary.run(["--replay", String(seed), "--three-way-edit-delete"])
+            let run = try SimulatorBinary.run(["--replay", String(seed), "--three-way-edit-delete", "--no-offload"])
             XCTAssertEqual(run.status, 0, "seed \(seed) (three-way edit/delete):\n" + run.stdout.suffix(4000))
         }
         for seed in Issue10Regressions.restoreByCopy {
-            let run = try SimulatorBinary.run(["--replay", String(seed), "--restore-by-copy"])
+            let run = try SimulatorBinary.run(["--replay", String(seed), "--restore-by-copy", "--no-offload"])
             XCTAssertEqual(run.status, 0, "seed \(seed) (restore by copy):\n" + run.stdout.suffix(4000))
         }
         for seed in Issue10Regressions.everything {
-            let run = try SimulatorBinary.run(["--replay", String(seed), "--everything"])
+            let run = try SimulatorBinary.run(["--replay", String(seed), "--everything", "--no-offload"])
             XCTAssertEqual(run.status, 0, "seed \(seed) (everything):\n" + run.stdout.suffix(4000))
         }
     }
@@ -119,6 +132,14 @@ enum BarrierRegressions {
         (169, ["--restore-by-copy"], "the same"),
         (276, ["--restore-by-copy"], "the same"),
         (1117, ["--everything"], "recovery joined a stale copy of a collected setting with the row written again after it: the deleted version came back as a head"),
+    ]
+}
+
+/// Offload and recall histories that broke invariant (4) before their fixes.
+enum OffloadRegressions {
+    static let histories: [(seed: Int, flags: [String], cause: String, marks: [String])] = [
+        (7, ["--everything"], "a rename where the note was offloaded made every sibling drop its resident body, the homebase's and the copy the offload had counted",
+         ["cy: offload of 15ca718f: done, held by ben,ada", "cy: retitles to t9 notebook/15ca718f"]),
     ]
 }
 

@@ -84,6 +84,31 @@ final class OffloadEngineTests: XCTestCase {
         XCTAssertEqual(runOffload(fleet, [keys[3]]).first?.result, .skipped)
     }
 
+    /// A rename where the note is offloaded keeps the pointer; the siblings
+    /// that receive it keep the bytes they have (simulator seed 7 with
+    /// --everything: the tablet's resident copy, counted as the second of
+    /// two copies, and the homebase's row both became pointers).
+    func testARenameWhereOffloadedLeavesSiblingsResident() throws {
+        let fleet = try makeFleet()
+        let phone = fleet.devices[0], home = fleet.devices[1], tablet = fleet.devices[2]
+        let key = try phone.store.put(note("n", body(7))).key
+        XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
+        XCTAssertEqual(runOffload(fleet, [key], copies: 2).first?.result, .done)
+        guard case .note(var pointer)? = try phone.store.row(.notebook, key)?.content else { return XCTFail() }
+        XCTAssertNil(pointer.body)
+        pointer.title = "renamed"
+        try phone.store.put(.note(pointer), key: key)
+        XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
+        for device in [home, tablet] {
+            guard case .note(let n)? = try device.store.row(.notebook, key)?.content else { return XCTFail(device.name) }
+            XCTAssertEqual(n.title, "renamed", device.name)
+            XCTAssertTrue(n.body == Array(body(7).utf8), "\(device.name) lost its resident body to a rename made elsewhere")
+            XCTAssertEqual(try device.store.offloadedNotes().count, 0, device.name)
+        }
+        XCTAssertEqual(try phone.store.offloadedNotes().map(\.key), [key], "the renaming device stays offloaded")
+        XCTAssertEqual(try tablet.digest(), try phone.digest())
+    }
+
     func testHomebaseOfflineClearsNothing() throws {
         let fleet = try makeFleet()
         let phone = fleet.devices[0]
