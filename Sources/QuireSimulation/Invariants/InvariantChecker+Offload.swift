@@ -19,7 +19,6 @@ extension InvariantChecker {
             for row in try store.rows(.notebook, from: [], to: nil) {
                 for head in row.heads {
                     guard case .note(let n) = head.content, n.body == nil, seen.insert(n.contentHash).inserted else { continue }
-                    if offloads.takenBack.contains(n.contentHash) { continue }
                     let required = offloads.requiredCopies[.init(slot: d.slot, key: row.key, contentHash: n.contentHash)] ?? 1
                     var durable: [String] = [], resident: [String] = []
                     // The device itself may hold the body for a sibling (a homebase that got the pointer).
@@ -35,7 +34,15 @@ extension InvariantChecker {
                     let evidence = ["held by \(durable.isEmpty ? "no device" : durable.joined(separator: ", "))"
                                     + (resident.isEmpty ? "" : "; resident on \(resident.joined(separator: ", "))"),
                                     "when: " + (final ? "after the heal" : "after a step")]
-                    if durable.isEmpty {
+                    if offloads.takenBack.contains(n.contentHash) {
+                        // A restore of a holder took copies back: nothing
+                        // re-replicates, so only "some copy is left" is owed.
+                        if durable.isEmpty && resident.isEmpty {
+                            fleet.trace.record(d.name, "\(label): no copy left after a restore of its holder took it back")
+                        } else {
+                            tally.pass(.noBodyLost)
+                        }
+                    } else if durable.isEmpty {
                         fail(.noBodyLost, "\(label) is offloaded but no device holds its body", evidence)
                     } else if durable.count + resident.count < required {
                         fail(.noBodyLost, "\(label) is offloaded with only \(durable.count + resident.count) cop\(durable.count + resident.count == 1 ? "y" : "ies")", evidence)

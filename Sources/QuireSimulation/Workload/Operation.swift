@@ -65,6 +65,17 @@ public enum Operation: Sendable, Equatable {
     /// The homebase loses power after the next body it receives arrived and
     /// before it is committed (never acknowledged, then).
     case holderPowerCut
+    /// An edit or delete of a note the device shows offloaded (a pick among them).
+    case editOffloaded(device: Int, pick: UInt64, edit: OffloadedNoteEdit)
+}
+
+/// What happens to a note whose body is offloaded here.
+public enum OffloadedNoteEdit: Sendable, Equatable {
+    /// Opened in an editor (recalled on demand) and saved with this edit.
+    case prose(ProseEdit)
+    /// Renamed: the body stays where it is (a rename keeps the pointer).
+    case retitle
+    case delete
 }
 
 /// What goes wrong with the cloud folder.
@@ -142,6 +153,7 @@ extension Operation: CustomStringConvertible {
         case .recall(let d, _): return "slot \(d) recalls an offloaded note"
         case .readOffloaded(let d, _): return "slot \(d) reads an offloaded note"
         case .holderPowerCut: return "the homebase loses power between receiving a body and committing it"
+        case .editOffloaded(let d, _, let edit): return "\(edit) of an offloaded note on slot \(d)"
         }
     }
 }

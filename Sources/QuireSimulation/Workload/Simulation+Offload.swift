@@ -40,7 +40,7 @@ final class OffloadLedger {
 }
 
 extension Simulation {
-    func perform(offload operation: Operation) throws {
+    func perform(offload operation: Operation, step: Int) throws {
         switch operation {
         case .offload(let slot, let pick, let count, let copies):
             try offload(device(slot), random: SeededRandom(seed: pick), count: count, copies: copies)
@@ -54,6 +54,18 @@ extension Simulation {
             guard d.isPowered else { return skip(d, "powered off") }
             fleet.armHoldPowerCut(d)
             fleet.trace.record(d.name, "will lose power after the next body it receives arrives, before it is committed")
+        case .editOffloaded(let slot, let pick, let edit):
+            let d = device(slot)
+            guard let store = d.store else { return skip(d, "powered off") }
+            let offloaded = try offloadedBodies(store)
+            guard !offloaded.isEmpty else { return skip(d, "no offloaded note to edit") }
+            let random = SeededRandom(seed: pick)
+            let key = offloaded[random.int(0..<offloaded.count)].key
+            switch edit {
+            case .prose(let prose): try proseEdit(d, .note, key: key, edit: prose, random: random, openMs: 0, step: step)
+            case .retitle: try retitle(d, key: key, step: step)
+            case .delete: try delete(d, RowRef(.notebook, key), step: step)
+            }
         default:
             preconditionFailure("not an offload operation: \(operation)")
         }
@@ -185,11 +197,12 @@ extension Simulation {
             guard let store = d.store else { continue }
             var asked = Set<[UInt8]>()
             for body in try offloadedBodies(store) where asked.insert(body.contentHash).inserted {
-                if offloads.takenBack.contains(body.contentHash) {
-                    fleet.trace.record(d.name, "does not recall \(body.key.hex.prefix(8)): a restore took its body back")
-                    continue
-                }
                 if try recall(d, key: body.key, contentHash: body.contentHash, timeoutMs: 30_000, what: "after the heal, recalls") == nil {
+                    if offloads.takenBack.contains(body.contentHash),
+                       try !fleet.devices.contains(where: { try $0.store?.servableBody(contentHash: body.contentHash, key: body.key) != nil }) {
+                        fleet.trace.record(d.name, "cannot recall \(body.key.hex.prefix(8)): a restore took back its last copy")
+                        continue
+                    }
                     offloads.problems.append("after the heal, \(d.name) cannot recall the body of \(body.key.hex.prefix(8)) "
                                              + "(hash \(Hex.encode(body.contentHash.prefix(4))))")
                 }

@@ -103,8 +103,8 @@ extension Simulation {
             try perform(fault)
         case .powerLoss(let slot):
             try losePower(device(slot))
-        case .offload, .recall, .readOffloaded, .holderPowerCut:
-            try perform(offload: operation)
+        case .offload, .recall, .readOffloaded, .holderPowerCut, .editOffloaded:
+            try perform(offload: operation, step: step)
         }
     }
 
@@ -223,14 +223,7 @@ extension Simulation {
                    step: step, what: "new note \(title)")
         case .noteTitle:
             guard let key = try pickLive(store, .notebook, random) else { return try write(d, .newNote, random: random, step: step) }
-            let ref = RowRef(.notebook, key)
-            let before = try store.row(.notebook, key)
-            guard case .note(var note)? = RowObservation.shown(before) else { return skip(d, "no note to retitle") }
-            if isHeldBack(d, ref, before: before, isDelete: false) { return }
-            note.title = model.freshToken("t")
-            let row = try store.put(.note(note), key: key)
-            commit(d, ref, before: before, after: row, isDelete: false, token: note.title,
-                   paragraphs: ProseWriter.paragraphs(of: note.body), step: step, what: "retitles to \(note.title)")
+            try retitle(d, key: key, step: step)
         case .noteProse(let edit):
             guard let key = try pickLive(store, .notebook, random) else { return try write(d, .newNote, random: random, step: step) }
             try proseEdit(d, .note, key: key, edit: edit, random: random, openMs: 0, step: step)
@@ -279,6 +272,20 @@ extension Simulation {
             commit(d, ref, before: before, after: row, isDelete: false, token: contact.note, paragraphs: [], step: step,
                    what: "edits contact to \(contact.note ?? "")")
         }
+    }
+
+    /// A rename, as the mount's: the note as stored with a new title (an
+    /// offloaded body stays a pointer).
+    func retitle(_ d: SimDevice, key: RowKey, step: Int) throws {
+        guard let store = d.store else { return skip(d, "powered off") }
+        let ref = RowRef(.notebook, key)
+        let before = try store.row(.notebook, key)
+        guard case .note(var note)? = RowObservation.shown(before) else { return skip(d, "no note to retitle") }
+        if isHeldBack(d, ref, before: before, isDelete: false) { return }
+        note.title = model.freshToken("t")
+        let row = try store.put(.note(note), key: key)
+        commit(d, ref, before: before, after: row, isDelete: false, token: note.title,
+               paragraphs: ProseWriter.paragraphs(of: note.body), step: step, what: "retitles to \(note.title)")
     }
 
     static let days = ["2027-03-01", "2027-03-02", "2027-03-03"]

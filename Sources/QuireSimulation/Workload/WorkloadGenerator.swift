@@ -136,10 +136,13 @@ public enum WorkloadGenerator {
         var device = random.int(0..<slots)
         // A homebase never offloads (it would only be refused): another device does.
         if device == homebase, slots > 1 { device = (device + 1 + random.int(0..<(slots - 1))) % slots }
-        switch random.int(0..<10) {
-        case 0..<5: return .offload(device: device, pick: random.next(), count: random.int(1...3), copies: random.pick([1, 1, 2]))
-        case 5..<7: return .recall(device: device, pick: random.next())
-        case 7..<9: return .readOffloaded(device: device, pick: random.next())
+        switch random.int(0..<20) {
+        case 0..<8: return .offload(device: device, pick: random.next(), count: random.int(1...3), copies: random.pick([1, 1, 2]))
+        case 8..<10: return .recall(device: device, pick: random.next())
+        case 10..<13: return .readOffloaded(device: device, pick: random.next())
+        case 13..<18:
+            let edit: OffloadedNoteEdit = random.pick([.prose(random.pick(ProseEdit.everyday)), .retitle, .retitle, .delete])
+            return .editOffloaded(device: device, pick: random.next(), edit: edit)
         default:
             return cloudAndPowerFaults ? .holderPowerCut : .offload(device: device, pick: random.next(), count: 1, copies: 1)
         }
