@@ -109,6 +109,42 @@ final class OffloadEngineTests: XCTestCase {
         XCTAssertEqual(try tablet.digest(), try phone.digest())
     }
 
+    /// A version made elsewhere concurrently with the offloaded one joins
+    /// it as a second head; in half the orders the pointer is not the
+    /// row's first head, which recall did not look for: the recall
+    /// succeeded and the note stayed offloaded (found probing what the
+    /// simulator's recall check reported possible).
+    func testARecallFillsAnOffloadedHeadThatIsNotFirst() throws {
+        var orders = Set<Bool>()
+        for seed in [UInt64(1), 2, 3, 4] {
+            base = makeShortTemporaryDirectory()
+            let fleet = try makeFleet(seed: seed)
+            let phone = fleet.devices[0], tablet = fleet.devices[2]
+            let key = try phone.store.put(note("n", "first paragraph\n")).key
+            XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
+            fleet.engines[2].stop()
+            try tablet.store.saveProse(note("n", "first paragraph\n\ntablet words\n"), key: key)
+            try phone.store.saveProse(note("n", "first paragraph\n\nphone words\n"), key: key)
+            XCTAssertEqual(runOffload(fleet, [key]).first?.result, .done)
+            try fleet.restartEngine(2)
+            XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
+            let row = try XCTUnwrap(phone.store.row(.notebook, key))
+            XCTAssertEqual(row.heads.count, 2)
+            if case .note(let first) = row.heads[0].content { orders.insert(first.body == nil) }
+            guard case .note(let shown)? = row.content else { return XCTFail() }
+            XCTAssertNil(shown.body, "a head's body is offloaded: the note reads as offloaded")
+            let result = try XCTUnwrap(runRecall(fleet, key, shown.contentHash))
+            XCTAssertNotNil(try? result.get())
+            guard case .note(let after)? = try phone.store.row(.notebook, key)?.content, let body = after.body else {
+                return XCTFail("seed \(seed): the recall succeeded and the note is still offloaded")
+            }
+            let text = String(decoding: body, as: UTF8.self)
+            XCTAssertTrue(text.contains("phone words") && text.contains("tablet words"), "seed \(seed): \(text)")
+            XCTAssertEqual(try phone.digest(), try tablet.digest(), "a recall is not an edit")
+        }
+        XCTAssertEqual(orders, [true, false], "both orders of the two heads were played")
+    }
+
     func testHomebaseOfflineClearsNothing() throws {
         let fleet = try makeFleet()
         let phone = fleet.devices[0]

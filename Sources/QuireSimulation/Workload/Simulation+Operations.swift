@@ -311,14 +311,19 @@ extension Simulation {
         let ns: Namespace = (target == .note) ? .notebook : .saga
         let ref = RowRef(ns, key)
         guard let store = d.store else { return skip(d, "powered off") }
+        var recalled: [UInt8]? = nil
         if case .note(let n)? = RowObservation.shown(try store.row(ns, key)), n.body == nil {
             // The mount recalls an offloaded body when the file is opened; EIO if it cannot.
-            guard try recall(d, key: key, contentHash: n.contentHash, timeoutMs: 10_000, what: "opens") != nil else {
-                return skip(d, "\(ref) is offloaded and could not be recalled: the editor gets EIO")
-            }
+            recalled = try recall(d, key: key, contentHash: n.contentHash, timeoutMs: 10_000, what: "opens")
+            if recalled == nil { return skip(d, "\(ref) is offloaded and could not be recalled: the editor gets EIO") }
         }
         guard let store = d.store else { return skip(d, "powered off") }
-        let opened = RowObservation.shown(try store.row(ns, key))
+        var opened = RowObservation.shown(try store.row(ns, key))
+        if let recalled, case .note(var n)? = opened, n.body == nil {
+            // Still offloaded after the recall: the mount shows the recalled bytes.
+            n.body = recalled
+            opened = .note(n)
+        }
         let shownParagraphs = ContentValues.prose(of: opened) ?? []
         if case .note = target, opened == nil { return skip(d, "no note to edit") }
         let (paragraphs, removed) = ProseWriter.apply(edit, to: shownParagraphs, random: random, fresh: { model.freshToken("p") })

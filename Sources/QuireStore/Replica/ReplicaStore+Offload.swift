@@ -43,13 +43,32 @@ extension ReplicaStore {
     /// Puts recalled bytes back: checked against the hash first, then stored
     /// resident in every offloaded note that names this content, with no
     /// version bump. Returns how many notes became resident.
+    ///
+    /// `key`: the note the recall was for. Its offloaded head need not be the
+    /// row's first (a concurrent version that sorts first joined it here),
+    /// and only a first head is found by hash: that one is filled in its
+    /// row, or the note stayed offloaded after a recall that succeeded, and
+    /// the mount showed the recalled head alone instead of the union.
     @discardableResult
-    public func restoreBody(_ body: [UInt8], contentHash: [UInt8]) throws(StoreError) -> Int {
+    public func restoreBody(_ body: [UInt8], contentHash: [UInt8], key: RowKey? = nil) throws(StoreError) -> Int {
         guard Note.bodyDigest(body) == contentHash else {
             throw StoreError(.invalidInput, "recalled bytes do not match content hash \(Hex.encode(contentHash.prefix(8))); rejected")
         }
         return try write { ctx in
             var restored = 0
+            if let key, let record = try RowRecord.load(ctx.db, .notebook, key, withBody: true), !record.isTombstone, !record.isOffloaded {
+                var row = try record.row(path: path)
+                for head in row.heads {
+                    guard case .note(var note) = head.content, note.body == nil, note.contentHash == contentHash else { continue }
+                    note.body = body
+                    note.length = nil
+                    row.replaceHeadContent(head.dot, with: .note(note))
+                }
+                if row != (try record.row(path: path)) {
+                    try ctx.writeRow(row, previousLeaf: record.leaf, exists: true)
+                    restored += 1
+                }
+            }
             for key in try ctx.offloadedKeys(contentHash: contentHash) {
                 try ctx.db.run("UPDATE rows SET body = ?, offloaded = 0, holders = NULL, seq = ? WHERE ns = ? AND key = ?",
                                [.blob(body), .int(ctx.seq), .int(Int64(Namespace.notebook.rawValue)), .blob(key.bytes)])
