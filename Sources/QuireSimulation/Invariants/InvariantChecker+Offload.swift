@@ -7,9 +7,12 @@ import QuireStore
 /// device that is not revoked, and by at least the copies the offloading
 /// device required once resident copies on other devices are counted (the
 /// product counts them as the engine does: a sibling that answers a hold
-/// query for the note). Bodies a restore of their holder took back are
-/// named in the trace, not owed. The product never drops a held body, so
-/// "dropped only when no device needs it" holds by construction.
+/// query for the note). Such a copy is not pinned: its device may edit the
+/// note on, and that later version then stands for it (the offloading
+/// device needs the body no more once it hears of it). Bodies a restore of
+/// their holder took back are owed only while some copy is left. The
+/// product never drops a held body, so "dropped only when no device needs
+/// it" holds by construction.
 extension InvariantChecker {
     mutating func checkNoBodyLost(_ offloads: OffloadLedger, final: Bool) throws {
         let devices = fleet.devices.filter { $0.store != nil }
@@ -20,7 +23,7 @@ extension InvariantChecker {
                 for head in row.heads {
                     guard case .note(let n) = head.content, n.body == nil, seen.insert(n.contentHash).inserted else { continue }
                     let required = offloads.requiredCopies[.init(slot: d.slot, key: row.key, contentHash: n.contentHash)] ?? 1
-                    var durable: [String] = [], resident: [String] = []
+                    var durable: [String] = [], resident: [String] = [], movedPast: [String] = []
                     // The device itself may hold the body for a sibling (a homebase that got the pointer).
                     for other in devices where !isRevoked(other) {
                         guard let theirs = other.store else { continue }
@@ -28,11 +31,18 @@ extension InvariantChecker {
                             durable.append(other.name)
                         } else if other !== d, try theirs.servableBody(contentHash: n.contentHash, key: row.key) != nil {
                             resident.append(other.name)
+                        } else if other !== d, let later = try theirs.row(.notebook, row.key), later.context.covers(head.dot),
+                                  !later.heads.contains(where: { $0.dot == head.dot }) {
+                            // A resident copy the offload counted, replaced there by a
+                            // later edit or delete: this device takes that version
+                            // when they meet and needs the body no more (seed 356).
+                            movedPast.append(other.name)
                         }
                     }
                     let label = "\(d.name)'s note \(row.key.hex.prefix(8)) (body \(Hex.encode(n.contentHash.prefix(4))), \(required) cop\(required == 1 ? "y" : "ies") required)"
                     let evidence = ["held by \(durable.isEmpty ? "no device" : durable.joined(separator: ", "))"
-                                    + (resident.isEmpty ? "" : "; resident on \(resident.joined(separator: ", "))"),
+                                    + (resident.isEmpty ? "" : "; resident on \(resident.joined(separator: ", "))")
+                                    + (movedPast.isEmpty ? "" : "; replaced by a later version on \(movedPast.joined(separator: ", "))"),
                                     "when: " + (final ? "after the heal" : "after a step")]
                     if offloads.takenBack.contains(n.contentHash) {
                         // A restore of a holder took copies back: nothing
@@ -44,8 +54,9 @@ extension InvariantChecker {
                         }
                     } else if durable.isEmpty {
                         fail(.noBodyLost, "\(label) is offloaded but no device holds its body", evidence)
-                    } else if durable.count + resident.count < required {
-                        fail(.noBodyLost, "\(label) is offloaded with only \(durable.count + resident.count) cop\(durable.count + resident.count == 1 ? "y" : "ies")", evidence)
+                    } else if durable.count + resident.count + movedPast.count < required {
+                        let copies = durable.count + resident.count
+                        fail(.noBodyLost, "\(label) is offloaded with only \(copies) cop\(copies == 1 ? "y" : "ies")", evidence)
                     } else {
                         tally.pass(.noBodyLost)
                     }
