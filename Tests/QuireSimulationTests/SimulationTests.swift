@@ -140,6 +140,8 @@ enum OffloadRegressions {
     static let histories: [(seed: Int, flags: [String], cause: String, marks: [String])] = [
         (7, ["--everything"], "a rename where the note was offloaded made every sibling drop its resident body, the homebase's and the copy the offload had counted",
          ["cy: offload of 15ca718f: done, held by ben,ada", "cy: retitles to t9 notebook/15ca718f"]),
+        (12, ["--steps", "24"], "two renames where the note was offloaded made two pointer heads; a recall filled only the first and the note stayed offloaded",
+         ["ada: retitles to t15 notebook/99ee4aba", "ada: recalled 99ee4aba"]),
         // The oracle's, not the product's: a resident copy an offload counted may be edited on.
         (356, ["--everything"], "the resident copy counted as the second of two was replaced by a later edit before the offloading device heard of it",
          ["ada: offload of 7e89ee82: done, held by ben,cy", "cy: retitles to t12 notebook/7e89ee82"]),

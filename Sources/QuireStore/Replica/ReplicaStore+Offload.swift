@@ -44,34 +44,38 @@ extension ReplicaStore {
     /// resident in every offloaded note that names this content, with no
     /// version bump. Returns how many notes became resident.
     ///
-    /// `key`: the note the recall was for. Its offloaded head need not be the
-    /// row's first (a concurrent version that sorts first joined it here),
-    /// and only a first head is found by hash: that one is filled in its
-    /// row, or the note stayed offloaded after a recall that succeeded, and
-    /// the mount showed the recalled head alone instead of the union.
+    /// Every head of such a note that points at this content is filled, not
+    /// only the first: two versions made where the note was offloaded (a
+    /// rename on each of two devices) are two pointers, and a version made
+    /// elsewhere concurrently may sort before the offloaded one. `key`: the
+    /// note the recall was for, which the hash index finds only when its
+    /// first head is the pointer. Without both, a recall that succeeded left
+    /// the note offloaded (simulator seed 12 with --steps 24), and the mount
+    /// showed the recalled head alone instead of the union.
     @discardableResult
     public func restoreBody(_ body: [UInt8], contentHash: [UInt8], key: RowKey? = nil) throws(StoreError) -> Int {
         guard Note.bodyDigest(body) == contentHash else {
             throw StoreError(.invalidInput, "recalled bytes do not match content hash \(Hex.encode(contentHash.prefix(8))); rejected")
         }
         return try write { ctx in
+            var keys = try ctx.offloadedKeys(contentHash: contentHash)
+            if let key, !keys.contains(key) { keys.append(key) }
             var restored = 0
-            if let key, let record = try RowRecord.load(ctx.db, .notebook, key, withBody: true), !record.isTombstone, !record.isOffloaded {
+            for key in keys {
+                guard let record = try RowRecord.load(ctx.db, .notebook, key, withBody: true), !record.isTombstone else { continue }
                 var row = try record.row(path: path)
+                var filled = false
                 for head in row.heads {
                     guard case .note(var note) = head.content, note.body == nil, note.contentHash == contentHash else { continue }
                     note.body = body
                     note.length = nil
                     row.replaceHeadContent(head.dot, with: .note(note))
+                    filled = true
                 }
-                if row != (try record.row(path: path)) {
-                    try ctx.writeRow(row, previousLeaf: record.leaf, exists: true)
-                    restored += 1
-                }
-            }
-            for key in try ctx.offloadedKeys(contentHash: contentHash) {
-                try ctx.db.run("UPDATE rows SET body = ?, offloaded = 0, holders = NULL, seq = ? WHERE ns = ? AND key = ?",
-                               [.blob(body), .int(ctx.seq), .int(Int64(Namespace.notebook.rawValue)), .blob(key.bytes)])
+                guard filled else { continue }
+                try ctx.writeRow(row, previousLeaf: record.leaf, exists: true)
+                let args: [SQLValue] = [.int(Int64(Namespace.notebook.rawValue)), .blob(key.bytes)]
+                try ctx.db.run("UPDATE rows SET holders = NULL WHERE ns = ? AND key = ? AND offloaded = 0", args)
                 try ctx.db.run("UPDATE damaged SET repaired = ? WHERE key = ? AND hash = ? AND repaired IS NULL",
                                [.int(ctx.now.seconds), .blob(key.bytes), .blob(contentHash)])
                 restored += 1
