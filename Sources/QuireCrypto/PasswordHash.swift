@@ -29,6 +29,18 @@ public enum PasswordHash {
         public var description: String { "Argon2id(ops: \(operations), memory: \(memoryBytes / 1024) KiB)" }
     }
 
+    /// The most a file read from outside (an invite, the recovery file) may
+    /// ask for: its settings choose what opening it costs, so a crafted one
+    /// must not cost minutes or gigabytes. Above what `moderate` needs.
+    public static let maximumOperations: UInt64 = 16
+    public static let maximumMemoryBytes: UInt64 = 1 << 30
+
+    /// The strength a file asks for, or nil when quire would never write it.
+    public static func strength(fromFile operations: UInt64, memoryBytes: UInt64) -> Strength? {
+        guard operations >= 1, operations <= maximumOperations, memoryBytes >= 8192, memoryBytes <= maximumMemoryBytes else { return nil }
+        return Strength(operations: operations, memoryBytes: Int(memoryBytes))
+    }
+
     /// A fresh random salt.
     public static func makeSalt() -> [UInt8] { SecureRandom.bytes(saltByteCount) }
 

@@ -71,3 +71,26 @@ final class CommitObserverTests: XCTestCase {
         XCTAssertEqual(DirectoryWatch.names(in: batch[..<10]).count, 0)
     }
 }
+
+/// A running mount reads changes by number: a row a barrier collects (and
+/// deletes outright) must still reach it, as a tombstone.
+final class CollectedChangesTests: XCTestCase {
+    func testACollectedRowReachesAChangeReaderThatMissedItsTombstone() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try makeStore(dir)
+        let plan = try store.put(.plan(Plan(title: "Gone soon", createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0))))
+        let kept = try store.put(note("kept", "body"))
+        let seen = try store.changeSequence()   // a mount's feed read up to here
+        try store.delete(.plans, plan.key)
+        XCTAssertEqual(try store.dropTombstonesForBarrier(), 1)
+        XCTAssertNil(try store.row(.plans, plan.key), "collected: the row is gone")
+        let changes = try store.changes(since: seen)
+        XCTAssertEqual(changes.filter { $0.key == plan.key }.map(\.isTombstone).last, true, "\(changes)")
+        XCTAssertFalse(changes.contains { $0.key == kept.key })
+        XCTAssertEqual(changes.map(\.seq), changes.map(\.seq).sorted())
+        // Written again after the collection: the newer live row comes last.
+        try store.put(.plan(Plan(title: "Gone soon", createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0))), key: plan.key)
+        XCTAssertEqual(try store.changes(since: seen).filter { $0.key == plan.key }.last?.isTombstone, false)
+    }
+}

@@ -11,13 +11,7 @@ import QuireCrypto
 
 @_cdecl("LLVMFuzzerInitialize")
 public func fuzzInitialize(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>) -> CInt {
-    // Seeds: valid examples of every input kind, so the fuzzer starts from
-    // the interesting shapes instead of rediscovering them.
-    guard let dir = ProcessInfo.processInfo.environment["QUIRE_FUZZ_SEEDS"] else { return 0 }
-    try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    for (i, seed) in FuzzSeeds.all().enumerated() {
-        FileManager.default.createFile(atPath: dir + "/seed-\(i)", contents: Data(seed))
-    }
+    writeSeeds { FuzzSeeds.all() }
     return 0
 }
 
@@ -47,13 +41,14 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     case 7:
         if let value = try? CBORReader.decode(input) { check(CBORWriter.encode(value) == input, "CBOR is canonical") }
     case 8:
-        // Offload and recall messages (bodies from a homebase are hostile too).
-        _ = try? OffloadPut.decode(input)
-        _ = try? OffloadAck.decode(input)
-        _ = try? RecallRequest.decode(input)
-        _ = try? RecallResponse.decode(input)
-        _ = try? HoldQuery.decode(input)
-        _ = try? HoldAnswer.decode(input)
+        // Offload and recall messages (bodies from a homebase are hostile too):
+        // what decodes re-encodes to a message that decodes the same.
+        if let m = try? OffloadPut.decode(input) { check((try? OffloadPut.decode(m.encoded())) == m, "offload put round trip") }
+        if let m = try? OffloadAck.decode(input) { check((try? OffloadAck.decode(m.encoded())) == m, "offload ack round trip") }
+        if let m = try? RecallRequest.decode(input) { check((try? RecallRequest.decode(m.encoded())) == m, "recall request round trip") }
+        if let m = try? RecallResponse.decode(input) { check((try? RecallResponse.decode(m.encoded())) == m, "recall response round trip") }
+        if let m = try? HoldQuery.decode(input) { check((try? HoldQuery.decode(m.encoded())) == m, "hold query round trip") }
+        if let m = try? HoldAnswer.decode(input) { check((try? HoldAnswer.decode(m.encoded())) == m, "hold answer round trip") }
     case 10:
         // The barrier and the sibling snapshot.
         if let m = try? BarrierPropose.decode(input) { check((try? BarrierPropose.decode(m.encoded())) == m, "propose round trip") }
@@ -71,10 +66,6 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         if let c = Chunk.decode(input) { _ = assembler.add(c, from: ID16(bytes: Array(repeating: 0, count: 16))!, nowMs: 0) }
     }
     return 0
-}
-
-func check(_ condition: Bool, _ what: String) {
-    if !condition { fatalError("fuzz invariant broken: \(what)") }
 }
 
 enum FuzzSeeds {
@@ -99,6 +90,7 @@ enum FuzzSeeds {
         let chunk = Chunk(messageID: Array(repeating: 2, count: 8), index: 0, count: 1,
                           data: SyncMessage(subKind: .reconcileRequest, payload: request.encoded()).encodedForChunks())
         let nonce = [UInt8](repeating: 4, count: 16)
+        let hash = [UInt8](repeating: 0xCA, count: 32)
         let snapshot = AnchorSnapshot(generation: 3, rows: [note])
         let header = AnchorHeader(generation: 3, accountID: Array(repeating: 6, count: 32), writtenAt: Timestamp(seconds: 9))
         return [[0] + envelope.encoded(), [1] + inner.encoded(), [2] + chunk.encoded(), [3] + request.encoded(),
@@ -106,6 +98,12 @@ enum FuzzSeeds {
                 [10] + BarrierPropose(nonce: nonce, digest: digest.digest).encoded(),
                 [10] + BarrierCommit(nonce: nonce, digest: digest.digest, generation: 4).encoded(),
                 [10] + SnapshotResponse(generation: 3, namespace: .notebook, part: 0, parts: 7, rows: [note]).encoded(),
-                [11] + header.encoded(), [11] + snapshot.encoded()]
+                [11] + header.encoded(), [11] + snapshot.encoded(),
+                [8] + OffloadPut(opID: Array(repeating: 1, count: 16), contentHash: hash, key: key, body: Array("a body\n".utf8)).encoded(),
+                [8] + OffloadAck(opID: Array(repeating: 1, count: 16), contentHash: hash, refusal: "disk full").encoded(),
+                [8] + RecallRequest(contentHash: hash, key: nil).encoded(),
+                [8] + RecallResponse(contentHash: hash, body: Array("a body\n".utf8)).encoded(),
+                [8] + HoldQuery(queryID: Array(repeating: 2, count: 8), items: [.init(contentHash: hash, key: key)]).encoded(),
+                [8] + HoldAnswer(queryID: Array(repeating: 2, count: 8), held: [hash], isHomebase: true).encoded()]
     }
 }

@@ -160,20 +160,27 @@ enum MemoryText {
     }
 
     static func parse(_ bytes: [UInt8]) -> MemoryEvent? {
-        let text = String(decoding: bytes, as: UTF8.self)
-        guard let split = text.range(of: "\n\n") else { return nil }
+        // Lines are split on bytes, as PlanText does: Swift reads "\r\n" as
+        // one Character, so splitting text on "\n" left a CRLF inside a
+        // header value, which render then wrote as a different event.
         var at: Int64?, kind: String?, buries: [RowKey] = []
-        for line in text[..<split.lowerBound].split(separator: "\n") {
-            guard let colon = line.firstIndex(of: ":") else { return nil }
-            let value = String(line[line.index(after: colon)...]).trimmingSpaces
-            switch line[..<colon] {
+        var offset = 0
+        for rawLine in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+            offset += rawLine.count + 1
+            let line = rawLine.last == UInt8(ascii: "\r") ? rawLine.dropLast() : rawLine
+            if line.isEmpty {
+                guard let at, let kind, offset <= bytes.count else { return nil }
+                return MemoryEvent(at: Timestamp(seconds: at), kind: kind, text: String(decoding: bytes[offset...], as: UTF8.self), buries: buries)
+            }
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+            let value = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingSpaces
+            switch String(decoding: line[..<colon], as: UTF8.self) {
             case "at": at = TextDates.parse(value)
             case "kind": kind = value
             case "buries": buries = value.split(separator: ",").compactMap { RowKey(hex: String($0)) }
             default: return nil
             }
         }
-        guard let at, let kind else { return nil }
-        return MemoryEvent(at: Timestamp(seconds: at), kind: kind, text: String(text[split.upperBound...]), buries: buries)
+        return nil   // no blank line before the text
     }
 }

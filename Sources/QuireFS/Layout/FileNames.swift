@@ -104,8 +104,14 @@ enum FileNames {
         let name = canonical.text
         if isJunk(name) { return .junk }
         let ext = fileExtension(namespace)
-        guard name.hasSuffix(ext), name.utf8.count > ext.utf8.count || namespace != .saga else { return .localOnly }
-        var base = String(name.dropLast(ext.count))
+        // The extension is matched and cut as bytes: a title ending in a
+        // prepended-concatenation mark (U+06DD) makes one Character of the
+        // mark and the extension's dot, and dropLast(3) cut the mark off
+        // the title (found by tools/fuzz, mount-text).
+        let bytes = Array(name.utf8), extBytes = Array(ext.utf8)
+        guard bytes.count >= extBytes.count, bytes.suffix(extBytes.count).elementsEqual(extBytes),
+              bytes.count > extBytes.count || namespace != .saga else { return .localOnly }
+        var base = String(decoding: bytes.dropLast(extBytes.count), as: UTF8.self)
         if let range = base.range(of: marker, options: .backwards) {
             let tail = base[range.upperBound...]
             if tail.utf8.count == 8 || tail.utf8.count == 32, tail.utf8.allSatisfy(isLowercaseHexDigit) {

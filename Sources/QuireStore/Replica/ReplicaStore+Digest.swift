@@ -48,18 +48,11 @@ extension ReplicaStore {
     }
 
     private func bucket(_ ns: Namespace, level: Int, prefix: Int64) throws(StoreError) -> Fingerprint {
-        try db.queryOne("SELECT count, sum FROM buckets WHERE ns = ? AND level = ? AND prefix = ?",
-                        [.int(Int64(ns.rawValue)), .int(Int64(level)), .int(prefix)]) {
-            $0.fingerprint(countColumn: 0)
-        } ?? .zero
+        try RangeReads.bucket(db, ns, level: level, prefix: prefix)
     }
 
     private func leafList(_ ns: Namespace, _ lo: [UInt8], _ hi: [UInt8]?) throws(StoreError) -> [(RowKey, [UInt8])] {
-        var sql = "SELECT key, leaf FROM rows WHERE ns = ? AND tombstone = 0 AND key >= ?"
-        var args: [SQLValue] = [.int(Int64(ns.rawValue)), .blob(lo)]
-        if let hi { sql += " AND key < ?"; args.append(.blob(hi)) }
-        sql += " ORDER BY key"
-        return try db.query(sql, args) { (ID16(bytes: $0.blob(0) ?? [])!, $0.blob(1) ?? []) }
+        try RangeReads.leafList(db, ns, lo, hi)
     }
 
     /// (key, leaf) of the live rows in a key range, in key order.

@@ -189,11 +189,14 @@ extension WriteContext {
     }
 
     /// Mints a new incarnation: every later write is a fresh actor.
-    mutating func mintIncarnation(reason: String, reissued: Int) throws(StoreError) {
+    /// `isRollback` false: a fresh incarnation for another reason (a
+    /// barrier's collection), not recorded as a rollback the user is told of.
+    mutating func mintIncarnation(reason: String, reissued: Int, isRollback: Bool = true) throws(StoreError) {
         let old = try currentActor()
         var fresh: UInt64 = 0
         repeat { fresh = store.random.bytes(8).reduce(0) { $0 << 8 | UInt64($1) } } while fresh == 0 || fresh == old.incarnation
         try db.run("UPDATE meta SET value = ? WHERE name = 'incarnation'", [.int(Int64(bitPattern: fresh))])
+        guard isRollback else { return }
         try db.run("INSERT INTO rollbacks(at, old, new, reason, reissued) VALUES (?, ?, ?, ?, ?)",
                    [.int(now.seconds), .int(Int64(bitPattern: old.incarnation)), .int(Int64(bitPattern: fresh)), .text(reason), .int(Int64(reissued))])
     }

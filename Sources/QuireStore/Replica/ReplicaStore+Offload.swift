@@ -153,8 +153,8 @@ extension ReplicaStore {
             if let held = try db.queryOne("SELECT body FROM held_bodies WHERE hash = ?", [.blob(contentHash)], { $0.blob(0) ?? [] }),
                Note.bodyDigest(held) == contentHash { return held }
             if let key,
-               let body = try db.queryOne("SELECT body FROM rows WHERE ns = ? AND key = ? AND offloaded = 0 AND tombstone = 0 AND body IS NOT NULL",
-                                          [.int(Int64(Namespace.notebook.rawValue)), .blob(key.bytes)], { $0.blob(0) ?? [] }),
+               let body = try db.queryOne("SELECT body, bodyFormat FROM rows WHERE ns = ? AND key = ? AND offloaded = 0 AND tombstone = 0 AND body IS NOT NULL",
+                                          [.int(Int64(Namespace.notebook.rawValue)), .blob(key.bytes)], { StoredBody.decode($0.blob(0) ?? [], format: $0.int(1)) }) ?? nil,
                Note.bodyDigest(body) == contentHash { return body }
             return nil
         }

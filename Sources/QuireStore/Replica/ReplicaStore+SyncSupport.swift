@@ -5,40 +5,14 @@ extension ReplicaStore {
     /// The tombstones of a namespace in a key range, in key order: the
     /// ones a reconcile response carries for a differing range.
     public func tombstones(_ ns: Namespace, in range: KeyPrefix) throws(StoreError) -> [Row] {
-        try read { () throws(StoreError) -> [Row] in
-            var sql = "SELECT key, vv FROM rows WHERE ns = ? AND tombstone = 1 AND key >= ?"
-            var args: [SQLValue] = [.int(Int64(ns.rawValue)), .blob(range.lowerBound)]
-            if let upper = range.upperBound { sql += " AND key < ?"; args.append(.blob(upper)) }
-            sql += " ORDER BY key"
-            return try db.query(sql, args) { s throws(StoreError) in
-                do {
-                    return Row.tombstone(ns, ID16(bytes: s.blob(0) ?? [])!, context: try VersionVector(cbor: try CBORReader.decode(s.blob(1) ?? [])))
-                } catch { throw StoreError(.corrupt, "\(path): tombstone in \(ns) does not decode: \(error)") }
-            }
-        }
+        try read { () throws(StoreError) -> [Row] in try RangeReads.tombstones(db, ns, in: range, path: path) }
     }
 
     /// The fingerprints of the 16 children of `range`, read as one range of
     /// stored prefix buckets; below the deepest stored level, the range's
     /// leaves grouped by child.
     public func childFingerprints(_ ns: Namespace, of range: KeyPrefix) throws(StoreError) -> [Fingerprint] {
-        precondition(range.level < KeyPrefix.maxLevel)
-        let level = range.level + 1
-        guard level <= Buckets.maxLevel else {
-            var out = [Fingerprint](repeating: .zero, count: 16)
-            for (key, leaf) in try leaves(ns, in: range) { out[range.childIndex(of: key)] += Fingerprint(leaf: leaf) }
-            return out
-        }
-        let parent = range.value
-        return try read { () throws(StoreError) -> [Fingerprint] in
-            var out = [Fingerprint](repeating: .zero, count: 16)
-            let rows = try db.query("SELECT prefix, count, sum FROM buckets WHERE ns = ? AND level = ? AND prefix >= ? AND prefix < ?",
-                                    [.int(Int64(ns.rawValue)), .int(Int64(level)), .int(parent << 4), .int((parent + 1) << 4)]) {
-                (Int($0.int(0) & 0x0F), $0.fingerprint(countColumn: 1))
-            }
-            for (child, fp) in rows { out[child] = fp }
-            return out
-        }
+        try read { () throws(StoreError) -> [Fingerprint] in try RangeReads.childFingerprints(db, ns, of: range) }
     }
 
     /// The id of the newest outbox record, or nil when the outbox is empty:

@@ -29,13 +29,17 @@ extension ReplicaStore {
             let list = ReplicaStore.collectedNamespaces.map { String($0.rawValue) }.joined(separator: ",")
             let n = try ctx.db.queryOne("SELECT count(*) FROM rows WHERE tombstone = 1 AND ns IN (\(list))") { Int($0.int(0)) } ?? 0
             try ctx.db.run("DELETE FROM unshipped WHERE (ns, key) IN (SELECT ns, key FROM rows WHERE tombstone = 1 AND ns IN (\(list)))")
+            // Told to running change feeds (`changes(since:)`); kept a week.
+            try ctx.db.run("DELETE FROM collected WHERE at < ?", [.int(ctx.now.seconds - 7 * 24 * 3600)])
+            try ctx.db.run("INSERT INTO collected(seq, ns, key, at) SELECT ?, ns, key, ? FROM rows WHERE tombstone = 1 AND ns IN (\(list))",
+                           [.int(ctx.seq), .int(ctx.now.seconds)])
             try ctx.db.run("DELETE FROM rows WHERE tombstone = 1 AND ns IN (\(list))")
             // Counters are per row: a key written again after its row was
             // collected (a setting, a journal day) would start over at 1 and
             // mint a dot the collected row had used for other content (the
             // simulator's seed 9 with --three-way-edit-delete). A new
             // incarnation, in the same transaction, makes every later dot new.
-            if n > 0 { try ctx.mintIncarnation(reason: "a barrier collected \(n) tombstones", reissued: 0) }
+            if n > 0 { try ctx.mintIncarnation(reason: "a barrier collected \(n) tombstones", reissued: 0, isRollback: false) }
             return n
         }
     }

@@ -15,6 +15,8 @@ public final class ReplicaStore: @unchecked Sendable {
     let lock = NSRecursiveLock()
     let db: Connection
     let commitObservers = CommitObservers()
+    /// The second connection consistent reads run on (`ReadSnapshot`).
+    let reader: SnapshotReader
 
     /// Opens (or with `create`, creates) the replica at `path`.
     public init(path: String, deviceID: DeviceID, create: Bool = false,
@@ -28,6 +30,7 @@ public final class ReplicaStore: @unchecked Sendable {
             throw StoreError(.notFound, "no replica at \(path); run 'quire init' first")
         }
         db = try Connection(path: path, vfs: vfs)
+        reader = SnapshotReader(path: path, vfs: vfs)
         try prepareSchema(create: create)
     }
 
@@ -186,10 +189,15 @@ public final class ReplicaStore: @unchecked Sendable {
     }
 
     /// Rows changed (by anyone: local edits, sync, another process) after
-    /// change number `seq`, for the mount to invalidate its caches.
+    /// change number `seq`, for the mount to invalidate its caches. A row a
+    /// barrier collected since comes as a tombstone.
     public func changes(since seq: Int64) throws(StoreError) -> [RowSummary] {
         try read { () throws(StoreError) -> [RowSummary] in
-            try db.query("SELECT ns, key, name, size, updated, tombstone, offloaded, seq FROM rows WHERE seq > ? ORDER BY seq", [.int(seq)]) { s in
+            try db.query("""
+                SELECT ns, key, name, size, updated, tombstone, offloaded, seq FROM rows WHERE seq > ?1
+                UNION ALL SELECT ns, key, '', 0, at, 1, 0, seq FROM collected WHERE seq > ?1
+                ORDER BY 8
+                """, [.int(seq)]) { s in
                 RowSummary(namespace: Namespace(rawValue: UInt8(s.int(0)))!, key: ID16(bytes: s.blob(1) ?? [])!, name: s.text(2) ?? "",
                            size: Int(s.int(3)), updatedAt: Timestamp(seconds: s.int(4)), isTombstone: s.int(5) != 0,
                            isOffloaded: s.int(6) != 0, seq: s.int(7))

@@ -22,14 +22,15 @@ struct RowRecord {
     var isBodyLoaded = true
 
     static func load(_ db: Connection, _ ns: Namespace, _ key: RowKey, withBody: Bool) throws(StoreError) -> RowRecord? {
-        let sql = "SELECT vv, tombstone, leaf, content, offloaded, holders, size, hash" + (withBody ? ", body" : "") + " FROM rows WHERE ns = ? AND key = ?"
+        let sql = "SELECT vv, tombstone, leaf, content, offloaded, holders, size, hash" + (withBody ? ", body, bodyFormat" : "")
+            + " FROM rows WHERE ns = ? AND key = ?"
         return try db.queryOne(sql, [.int(Int64(ns.rawValue)), .blob(key.bytes)]) { s throws(StoreError) in
             let context: VersionVector
             do { context = try VersionVector(cbor: try CBORReader.decode(s.blob(0) ?? [])) } catch {
                 throw StoreError(.corrupt, "\(db.path): causal context of \(ns)/\(key) does not decode: \(error)")
             }
             return RowRecord(namespace: ns, key: key, context: context, isTombstone: s.int(1) != 0, leaf: s.blob(2), content: s.blob(3),
-                             body: withBody ? s.blob(8) : nil, isOffloaded: s.int(4) != 0, holders: s.blob(5), size: Int(s.int(6)),
+                             body: withBody ? s.blob(8).map { StoredBody.decode($0, format: s.int(9)) ?? [] } : nil, isOffloaded: s.int(4) != 0, holders: s.blob(5), size: Int(s.int(6)),
                              hash: s.blob(7), isBodyLoaded: withBody)
         }
     }

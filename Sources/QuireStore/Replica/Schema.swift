@@ -12,7 +12,29 @@ enum Schema {
 
     static var all: [Migration] {
         migrations.map { Migration(sql: $0) } + [Migration(sql: headsMigration, convert: RowsToHeads.convert),
-                                                 Migration(sql: shadowsSameAsBody)]
+                                                 Migration(sql: shadowsSameAsBody),
+                                                 Migration(sql: "ALTER TABLE rows ADD COLUMN bodyFormat INTEGER NOT NULL DEFAULT 0;",
+                                                           convert: deflateBodies),
+                                                 Migration(sql: collectedLog)]
+    }
+
+    /// Rows a barrier collected, by change number: a running mount reads
+    /// changes by number, and a row deleted outright leaves no number, so a
+    /// mount that had not yet read the tombstone would keep showing it.
+    static let collectedLog = """
+        CREATE TABLE collected(id INTEGER PRIMARY KEY, seq INTEGER NOT NULL, ns INTEGER NOT NULL, key BLOB NOT NULL, at INTEGER NOT NULL);
+        CREATE INDEX collected_seq ON collected(seq);
+        """
+
+    /// Note bodies are kept deflated where that saves space (`StoredBody`);
+    /// the ones already stored are deflated in place.
+    static func deflateBodies(_ db: Connection, _ random: any RandomSource) throws(StoreError) {
+        let bodies = try db.query("SELECT id, body FROM rows WHERE body IS NOT NULL AND bodyFormat = 0") { ($0.int(0), $0.blob(1) ?? []) }
+        for (id, body) in bodies {
+            let stored = StoredBody.encode(body)
+            guard stored.format != StoredBody.raw else { continue }
+            try db.run("UPDATE rows SET body = ?, bodyFormat = ? WHERE id = ?", [.blob(stored.bytes), .int(stored.format), .int(id)])
+        }
     }
 
     /// A shadow equal to the row's stored text is kept as a mark, not a

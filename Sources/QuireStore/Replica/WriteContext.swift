@@ -282,22 +282,23 @@ struct WriteContext {
             size = Int(try db.queryOne("SELECT size FROM rows WHERE ns = ? AND key = ?",
                                        [.int(Int64(row.namespace.rawValue)), .blob(row.key.bytes)]) { $0.int(0) } ?? 0)
         }
+        let stored = body.map(StoredBody.encode)
         let args: [SQLValue] = [
             .int(Int64(row.namespace.rawValue)), .blob(row.key.bytes),
             .blob(row.context.encoded()), .int(row.isTombstone ? 1 : 0),
             .text(name), .int(updated), .int(Int64(size)), leaf.map { .blob($0) } ?? .null, .int(seq),
-            .int(offloaded ? 1 : 0), contentBytes.map { .blob($0) } ?? .null, body.map { .blob($0) } ?? .null,
-            hash.map { .blob($0) } ?? .null,
+            .int(offloaded ? 1 : 0), contentBytes.map { .blob($0) } ?? .null, stored.map { .blob($0.bytes) } ?? .null,
+            hash.map { .blob($0) } ?? .null, .int(stored?.format ?? StoredBody.raw),
         ]
         if exists {
             try db.run("""
                 UPDATE rows SET vv = ?3, tombstone = ?4, name = ?5, updated = ?6, size = ?7, leaf = ?8, seq = ?9,
-                    offloaded = ?10, content = ?11, body = ?12, hash = ?13 WHERE ns = ?1 AND key = ?2
+                    offloaded = ?10, content = ?11, body = ?12, hash = ?13, bodyFormat = ?14 WHERE ns = ?1 AND key = ?2
                 """, args)
         } else {
             try db.run("""
-                INSERT INTO rows(ns, key, vv, tombstone, name, updated, size, leaf, seq, offloaded, content, body, hash)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+                INSERT INTO rows(ns, key, vv, tombstone, name, updated, size, leaf, seq, offloaded, content, body, hash, bodyFormat)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
                 """, args)
         }
         deltas.add(row.namespace, row.key,

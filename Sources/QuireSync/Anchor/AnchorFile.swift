@@ -79,7 +79,8 @@ public struct AnchorSnapshot: Equatable, Sendable {
             var rows: [Row] = []
             for group in try fields.required(2, "rows").asArray() {
                 let parts = try group.asArray()
-                guard parts.count == 2, let ns = Namespace(rawValue: UInt8(try parts[0].asUInt())) else {
+                // exactly: a number past 255 is no namespace, not a trap (tools/fuzz, sync).
+                guard parts.count == 2, let raw = UInt8(exactly: try parts[0].asUInt()), let ns = Namespace(rawValue: raw) else {
                     throw AnchorError.malformed("a snapshot group names no namespace")
                 }
                 for item in try parts[1].asArray() {

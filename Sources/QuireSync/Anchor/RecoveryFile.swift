@@ -74,7 +74,13 @@ public enum RecoveryFile {
         guard (try? f.required(1, "kind").asText()) == kind, (try? f.required(2, "format").asUInt()) == 1 else {
             throw AnchorError.malformed("\(path) is not a recovery file of a format this quire reads")
         }
-        let strength = PasswordHash.Strength(operations: try f.required(5, "ops").asUInt(), memoryBytes: Int(try f.required(6, "memory").asUInt()))
+        // The file sits in a folder others can write, and its settings choose
+        // what opening costs: refuse what no quire writes, as invites do,
+        // before Int() could trap or Argon2id take minutes or gigabytes.
+        let ops = try f.required(5, "ops").asUInt(), memory = try f.required(6, "memory").asUInt()
+        guard let strength = PasswordHash.strength(fromFile: ops, memoryBytes: memory) else {
+            throw AnchorError.malformed("\(path) asks for key-derivation settings outside the accepted range (\(ops) passes, \(memory) bytes); refusing it")
+        }
         let key = try PasswordHash.deriveKey(passphrase: normalized(code), salt: try f.required(4, "salt").asBytes(), strength: strength)
         var opened: [UInt8]
         do { opened = try SecretBox.open(try f.required(7, "sealed").asBytes(), with: key) } catch {

@@ -34,8 +34,10 @@ extension SyncEngine {
             let session = PullSession(namespace: ns, sibling: sender, id: deps.random.bytes(8), nowMs: nowMs)
             pulls[key] = session
             do {
-                let items = try Reconciler(threshold: configuration.keyListThreshold)
-                    .initialItems(StoreRangeSource(store: store, namespace: ns), salt: session.id)
+                let items = try store.withReadSnapshot { snapshot in
+                    try Reconciler(threshold: configuration.keyListThreshold)
+                        .initialItems(StoreRangeSource(snapshot: snapshot, namespace: ns), salt: session.id)
+                }
                 sendRequest(key, items: items, nowMs: nowMs)
             } catch {
                 pulls[key] = nil
@@ -129,8 +131,10 @@ extension SyncEngine {
         session.answeredLast = true
         if !response.rows.isEmpty { session.receivedRows = true }
         if response.isTruncated { session.pullAgain = true }
-        let followUps = try Reconciler(threshold: configuration.keyListThreshold)
-            .followUps(response, StoreRangeSource(store: store, namespace: session.namespace), salt: session.id)
+        let followUps = try store.withReadSnapshot { snapshot in
+            try Reconciler(threshold: configuration.keyListThreshold)
+                .followUps(response, StoreRangeSource(snapshot: snapshot, namespace: session.namespace), salt: session.id)
+        }
         if followUps.isEmpty {
             pulls[key] = session
             finishPull(key, nowMs: nowMs)

@@ -15,8 +15,8 @@ public struct Invite: Sendable {
     /// An invite is a bearer credential: it expires.
     public static let lifetimeSeconds: Int64 = 7 * 24 * 3600
     /// Refused when opening, so a crafted invite cannot make us burn memory.
-    public static let maxOperations: UInt64 = 16
-    public static let maxMemoryBytes = 1 << 30
+    public static let maxOperations = PasswordHash.maximumOperations
+    public static let maxMemoryBytes = Int(PasswordHash.maximumMemoryBytes)
     public static let minimumPassphraseLength = 8
 
     public let accountSeed: SecretBytes
@@ -73,13 +73,12 @@ public struct Invite: Sendable {
         let salt = Array(bytes[3..<(3 + PasswordHash.saltByteCount)])
         let ops = readBigEndian(bytes, at: 3 + PasswordHash.saltByteCount)
         let memory = readBigEndian(bytes, at: 11 + PasswordHash.saltByteCount)
-        guard ops >= 1, ops <= maxOperations, memory >= 8192, memory <= UInt64(maxMemoryBytes) else {
+        guard let strength = PasswordHash.strength(fromFile: ops, memoryBytes: memory) else {
             throw PairingError("the invite asks for key-derivation settings outside the accepted range; refusing it")
         }
         let key: SecretBytes
         do {
-            key = try PasswordHash.deriveKey(passphrase: passphrase, salt: salt,
-                                             strength: .init(operations: ops, memoryBytes: Int(memory)))
+            key = try PasswordHash.deriveKey(passphrase: passphrase, salt: salt, strength: strength)
         } catch { throw PairingError("cannot derive the invite key: \(error)") }
         var plain: [UInt8]
         do { plain = try SecretBox.open(bytes[header...], with: key) } catch {

@@ -27,18 +27,20 @@ extension RangeSource {
     }
 }
 
-/// A namespace of the replica: O(16 · levels) bucket lookups per range,
-/// however large the namespace, which is what makes detection O(d log n).
+/// A namespace of the replica as one consistent snapshot (the reads of a
+/// request or an answer see one state, beside writes): O(16 · levels)
+/// bucket lookups per range, however large the namespace, which is what
+/// makes detection O(d log n).
 struct StoreRangeSource: RangeSource {
-    let store: ReplicaStore
+    let snapshot: ReadSnapshot
     let namespace: Namespace
 
-    func count() throws -> UInt64 { try store.namespaceFingerprint(namespace).count }
-    func childFingerprints(_ range: KeyPrefix) throws -> [Fingerprint] { try store.childFingerprints(namespace, of: range) }
+    func count() throws -> UInt64 { try snapshot.namespaceFingerprint(namespace).count }
+    func childFingerprints(_ range: KeyPrefix) throws -> [Fingerprint] { try snapshot.childFingerprints(namespace, of: range) }
     func entries(_ range: KeyPrefix) throws -> [KeyLeaf] {
-        try store.leaves(namespace, in: range).map { KeyLeaf(key: $0.key, leaf: $0.leaf) }
+        try snapshot.leaves(namespace, in: range).map { KeyLeaf(key: $0.key, leaf: $0.leaf) }
     }
-    func tombstones(_ range: KeyPrefix) throws -> [Row] { try store.tombstones(namespace, in: range) }
-    func row(_ key: RowKey) throws -> Row? { try store.row(namespace, key) }
-    func allRows() throws -> [Row] { try store.rows(namespace, from: [], to: nil) + store.tombstones(namespace) }
+    func tombstones(_ range: KeyPrefix) throws -> [Row] { try snapshot.tombstones(namespace, in: range) }
+    func row(_ key: RowKey) throws -> Row? { try snapshot.row(namespace, key) }
+    func allRows() throws -> [Row] { try snapshot.rows(namespace) + snapshot.tombstones(namespace) }
 }

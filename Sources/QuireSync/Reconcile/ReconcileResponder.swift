@@ -30,8 +30,10 @@ struct ReconcileResponder {
     func answer(_ request: ReconcileRequest) throws -> ReconcileAnswer {
         let ns = request.namespace
         var rows = RowBudget(limit: maxRowBytes)
-        let items = try Reconciler(threshold: threshold).answer(request, StoreRangeSource(store: store, namespace: ns), rows: &rows) {
-            key, leaf in try isKnownUnsendable(ns, key, leaf: leaf)
+        let items = try store.withReadSnapshot { snapshot in
+            try Reconciler(threshold: threshold).answer(request, StoreRangeSource(snapshot: snapshot, namespace: ns), rows: &rows) {
+                key, leaf in try isKnownUnsendable(ns, key, leaf: leaf ?? snapshot.leaf(ns, key))
+            }
         }
         let alone = rows.alone.map {
             var r = ReconcileResponse(namespace: ns, session: request.session, step: request.step, rows: [$0], items: [], isTruncated: false)
@@ -50,9 +52,8 @@ struct ReconcileResponder {
 extension ReconcileResponder {
     /// True for a row found unsendable before and unchanged since (its
     /// leaf, or the first bytes of it a key list carries, still match).
-    func isKnownUnsendable(_ ns: Namespace, _ key: RowKey, leaf: [UInt8]?) throws -> Bool {
-        guard let known = knownUnsendable[key] else { return false }
-        guard let current = try leaf ?? store.leaf(ns, key) else { return false }
+    func isKnownUnsendable(_ ns: Namespace, _ key: RowKey, leaf current: [UInt8]?) throws -> Bool {
+        guard let known = knownUnsendable[key], let current else { return false }
         let n = min(KeyLeaf.leafSize, current.count, known.count)
         return n > 0 && current.prefix(n).elementsEqual(known.prefix(n))
     }
