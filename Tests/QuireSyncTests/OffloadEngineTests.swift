@@ -85,7 +85,7 @@ final class OffloadEngineTests: XCTestCase {
     }
 
     /// A rename where the note is offloaded keeps the pointer; the siblings
-    /// that receive it keep the bytes they have (simulator seed 7 with
+    /// that receive it keep the bytes they have (simulator seed 263 with
     /// --everything: the tablet's resident copy, counted as the second of
     /// two copies, and the homebase's row both became pointers).
     func testARenameWhereOffloadedLeavesSiblingsResident() throws {

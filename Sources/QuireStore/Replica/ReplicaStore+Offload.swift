@@ -194,7 +194,7 @@ extension WriteContext {
     /// a sibling) is stored with those bytes. Otherwise an edit made where
     /// the note is offloaded (a rename keeps the pointer) cleared the body on
     /// every device it reached, the homebase's row and the resident copies
-    /// an offload counted among its copies included (simulator, seed 7 with
+    /// an offload counted among its copies included (simulator, seed 263 with
     /// --everything).
     func fillingPointers(_ row: Row, from local: Row?) throws(StoreError) -> Row {
         guard row.namespace == .notebook else { return row }
