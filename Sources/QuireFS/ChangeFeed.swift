@@ -3,18 +3,6 @@ import QuireCore
 import QuireFuse
 import QuireStore
 
-/// A kernel cache entry to drop.
-enum Invalidation: Hashable {
-    /// A name in a folder (appeared, moved, went away), in its NFC form
-    /// (other forms are never cached: `QuireFileSystem.spelled`).
-    case entry(parent: UInt64, name: CanonicalName)
-    /// A name in another form, byte for byte: where the kernel moved an
-    /// entry by a rename to a name typed in that form.
-    case spelling(parent: UInt64, name: [UInt8])
-    /// An inode's attributes and cached pages.
-    case inode(UInt64)
-}
-
 /// Shows changes made outside the mount (another process such as
 /// `quire put`, the sync engine) as soon as they commit: woken by the
 /// store's commit observer (and, for other processes, its watch on the
@@ -116,53 +104,47 @@ extension QuireFileSystem {
     /// back the invalidations to send (ours and the feed's), and when the
     /// earliest detached row's grace ends.
     func takeChanges() -> (work: [Invalidation], due: Date?) {
-        locked {
-            do {
-                let sequence = try store.changeSequence()
-                if sequence > lastSeenSequence {
-                    for summary in try store.changes(since: lastSeenSequence) { applyExternal(summary) }
-                    lastSeenSequence = sequence
-                }
-            } catch {
-                log.problem("cannot read the change feed: \(error)")
-            }
-            let now = Date()
-            for (ref, row) in detached where now.timeIntervalSince(row.since) > ChangeFeed.detachGrace {
-                finishDetach(ref)
-            }
-            // A name that changed also changes its folder's cached listing.
-            for case .entry(let parent, _) in invalidations { invalidations.append(.inode(parent)) }
-            var seen = Set<Invalidation>()
-            let work = invalidations.filter { seen.insert($0).inserted }
-            invalidations.removeAll()
-            let due = detached.values.map { $0.since.addingTimeInterval(ChangeFeed.detachGrace) }.min()
-            return (work, due)
+        // Read outside the lock: a sync import of thousands of rows must not
+        // hold up every request on the mount while SQLite reads it. Only
+        // this thread moves `lastSeenSequence`, so the range read stays ours.
+        let since = locked { lastSeenSequence }
+        var sequence = since
+        var summaries: [RowSummary] = []
+        do {
+            sequence = try store.changeSequence()
+            if sequence > since { summaries = try store.changes(since: since) }
+        } catch {
+            log.problem("cannot read the change feed: \(error)")
+        }
+        return locked {
+            for summary in summaries { applyExternal(summary) }
+            lastSeenSequence = max(lastSeenSequence, sequence)
+            for ref in names.expiredDetached(at: Date(), grace: ChangeFeed.detachGrace) { finishDetach(ref) }
+            return (kernelCache.take(), names.nextDetachDeadline(grace: ChangeFeed.detachGrace))
         }
     }
 
-    private func applyExternal(_ summary: RowSummary) {
+    func applyExternal(_ summary: RowSummary) {
         let ref = RowRef(namespace: summary.namespace, key: summary.key)
         guard MountLayout.namespaces.contains(summary.namespace) else { return }
-        renderedSizes.removeValue(forKey: ref)
-        applyToListing(summary)
-        if let own = selfWrites[ref], own >= summary.seq {
-            selfWrites.removeValue(forKey: ref)
-            return   // our own write: the kernel already has these bytes
-        }
-        selfWrites.removeValue(forKey: ref)
+        // Read before a write of ours that has landed since: the tables
+        // already show something newer, and the next round brings it.
+        if let listed = names.listing(ref.namespace)?.rows[ref.key]?.seq, listed > summary.seq { return }
+        if let own = kernelCache.ownWriteVersion(ref), own > summary.seq { return }
+        kernelCache.rowChanged(ref)
+        kernelCache.invalidate(names.apply(summary))
+        // Our own write: the kernel already has these bytes.
+        if kernelCache.isOwnWrite(ref, version: summary.seq) { return }
         // Someone else changed the row: a clean working copy follows it; a
         // dirty one keeps the user's edit (committed at its flush).
-        if var copy = working[ref], !copy.isDirty {
+        if var copy = openFiles.copy(ref), !copy.isDirty {
             if let content = try? store.row(ref.namespace, ref.key)?.content, let bytes = RowFormat.render(content) {
                 copy.content = bytes
                 copy.title = content.displayName
                 copy.seq = summary.seq
-                working[ref] = copy
+                openFiles.keep(copy, for: ref)
             }
         }
-        for inode in inodes.inodesOfRow[ref] ?? [] {
-            kernelCachedSeq.removeValue(forKey: inode)
-            invalidations.append(.inode(inode))
-        }
+        kernelCache.invalidateInodes(names.inodes.inodesOfRow[ref] ?? [])
     }
 }

@@ -11,15 +11,40 @@ public struct MountStatus: Sendable {
     /// Files in the folders that are not rows and stay on this device.
     public var localOnlyFiles: [String]
     public var openFiles: Int
+    /// How much the mount's tables hold (they shrink when the kernel forgets).
+    public var tables: MountTableSizes
 }
 
 /// The replica as a folder: namespaces as folders, rows as files. See
 /// mount/README.md for the layout, names, formats and semantics.
 ///
-/// One lock guards the tables below; store calls happen under it (the store
-/// serialises on its own connection anyway). Nothing here calls the kernel
-/// while holding it: cache invalidations are queued and sent by the change
-/// feed thread (`ChangeFeed`).
+/// One lock guards the tables below. Nothing here calls the kernel while
+/// holding it: cache invalidations are queued and sent by the change feed
+/// thread (`ChangeFeed`).
+///
+/// What runs outside the lock: waiting for the disk (fsync, fsyncdir: they
+/// make durable what is committed already), the change feed's read of what
+/// changed (a sync import must not stall the mount; `applyExternal` skips a
+/// row the tables already show newer), the status and digest text of the
+/// control files, and a recall's wait for the network (`workingCopy`).
+///
+/// What stays under it, and why:
+/// - every store write (commit, save by rename, exchange, retitle, delete,
+///   tags): the store change and the table change must be one step to
+///   other requests, or a write() landing between them is marked saved and
+///   lost, a lookup finds the old name, or the change feed sees our write
+///   before it is recorded as ours;
+/// - the store reads such a write is decided on (the previous version and
+///   the shown baseline of a commit, the target of a rename, a working copy
+///   loaded to be kept): read after the lock is let go, they can be a
+///   version another request has replaced meanwhile;
+/// - listing a namespace (once per mount, before serving, `preloadListings`);
+/// - reads of a row for the change feed's clean copies and for xattrs: small,
+///   and their result goes straight into the tables;
+/// - scratch I/O: a rename may close a handle's descriptor and the number be
+///   reused by another file, so I/O through a descriptor happens while the
+///   table says it is that handle's (fsync uses a `dup` instead); scratch
+///   renames and writes belong to the rename they are part of.
 public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     public struct Configuration: Sendable {
         /// Where editor junk and other non-row files live (the device's scratch folder).
@@ -63,31 +88,25 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     var log: MountLog { configuration.log }
 
     let lock = NSLock()
-    // Everything below is guarded by `lock`.
-    var listings: [Namespace: NamespaceListing] = [:]
-    var inodes = InodeTable()
-    var handles: [UInt64: OpenFile] = [:]
-    var nextHandle: UInt64 = 1
-    var working: [RowRef: WorkingCopy] = [:]
+    // Everything below is guarded by `lock`. The three tables own their
+    // rules; this class routes each request between them and the store.
+    /// Which name shows which row or scratch file, and the inode numbers.
+    var names = NameIndex()
+    /// Open handles and the working copies they share.
+    var openFiles = OpenFileTable()
+    /// What the kernel may cache, and the invalidations to send.
+    var kernelCache = KernelCacheTracker()
     /// Per row, the bytes this device last showed (opened for reading or
     /// wrote): the baseline a save-by-rename's deletions are computed against.
     var lastShown = ShownBaselines()
-    /// Files created through the mount and not yet flushed: name → row.
-    var pending: [Namespace: [CanonicalName: RowRef]] = [:]
-    /// Rows renamed into the scratch area (an editor's backup step); they
-    /// come back if their name is created again soon, else are deleted.
-    var detached: [RowRef: DetachedRow] = [:]
-    /// Change numbers of our own writes, so the feed does not invalidate them.
-    var selfWrites: [RowRef: Int64] = [:]
-    /// Per inode, the row version the kernel's page cache holds.
-    var kernelCachedSeq: [UInt64: Int64] = [:]
-    var renderedSizes: [RowRef: (seq: Int64, size: Int)] = [:]
     var directorySnapshots: [UInt64: [DirectoryEntry]] = [:]
     var nextDirectoryHandle: UInt64 = 1
     /// `user.*` attributes other than Quire's: kept for the session only.
     /// Their names follow the name rule too (`CanonicalName`).
     var transientAttributes: [UInt64: [CanonicalName: [UInt8]]] = [:]
-    var invalidations: [Invalidation] = []
+    /// Inodes the kernel forgot while a handle was still open on them:
+    /// dropped at that handle's release.
+    var forgottenWhileOpen: Set<UInt64> = []
     var lastSeenSequence: Int64 = 0
     /// Wakes the change feed (set by `ChangeFeed.start`): called after a
     /// request that left invalidations for it, or detached a row (whose
@@ -107,7 +126,10 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     func locked<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         lock.lock()
         defer {
-            if !invalidations.isEmpty { wakeFeed?() }
+            // Debug builds (and so the mount tests) check the open-file
+            // table's rule after every request: no copy outlives its handles.
+            assert(openFiles.unheldCopies.isEmpty, "working copies with no handle: \(openFiles.unheldCopies)")
+            if kernelCache.hasQueuedWork { wakeFeed?() }
             lock.unlock()
         }
         return try body()
@@ -128,10 +150,10 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     /// name never came back are deleted as the user's rename said.
     public func destroy() {
         locked {
-            for ref in working.keys where working[ref]?.isDirty == true {
+            for ref in openFiles.dirtyRows {
                 do { try commit(ref, shown: nil) } catch { keepUnsaved(ref, because: "\(error)") }
             }
-            for ref in Array(detached.keys) { finishDetach(ref) }
+            for ref in names.detached.keys.sorted(by: { $0.key < $1.key }) { finishDetach(ref) }
             try? store.sync()
         }
         log.info("unmounted \(configuration.mountpoint)")
@@ -140,10 +162,10 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     // MARK: Listings and attributes
 
     func listing(_ namespace: Namespace) throws(FuseError) -> NamespaceListing {
-        if let listing = listings[namespace] { return listing }
+        if let listing = names.listing(namespace) { return listing }
         do {
             let listing = NamespaceListing(namespace: namespace, summaries: try store.summaries(namespace))
-            listings[namespace] = listing
+            names.install(listing)
             return listing
         } catch {
             throw storeFailure(error, doing: "list \(namespace.name)")
@@ -164,7 +186,7 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     }
 
     func attributes(_ inode: UInt64) throws(FuseError) -> FuseAttributes {
-        guard let object = inodes.object(inode) else { throw .noEntry }
+        guard let object = names.inodes.object(inode) else { throw .noEntry }
         switch object {
         case .root: return directoryAttributes(inode, writable: true)
         case .namespace(let namespace): return directoryAttributes(inode, writable: !MountLayout.isReadOnly(namespace))
@@ -176,7 +198,7 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
             // A file removed or replaced while open: its descriptors still
             // stat it (and the kernel checks before each read).
             if let orphan = orphanAttributes(inode),
-               inodes.primaryInode(of: ref) != inode || (try? rowAttributes(ref, inode: inode)) == nil {
+               names.inodes.primaryInode(of: ref) != inode || (try? rowAttributes(ref, inode: inode)) == nil {
                 return orphan
             }
             return try rowAttributes(ref, inode: inode)
@@ -192,11 +214,11 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
 
     func rowAttributes(_ ref: RowRef, inode: UInt64) throws(FuseError) -> FuseAttributes {
         let permissions: UInt32 = MountLayout.isReadOnly(ref.namespace) ? 0o444 : 0o644
-        let listed = detached[ref] == nil ? try listing(ref.namespace).rows[ref.key] : nil
+        let listed = names.isDetached(ref) ? nil : try listing(ref.namespace).rows[ref.key]
         // A row deleted elsewhere while files are open on it: they keep
         // their text (and a write brings the row back), so they still stat
         // it; the kernel checks before each read, which failed with ENOENT.
-        if let copy = working[ref], copy.isDirty || copy.isNew || (listed == nil && copy.openCount > 0) {
+        if let copy = openFiles.copy(ref), copy.isDirty || copy.isNew || (listed == nil && openFiles.openCount(of: ref) > 0) {
             return FuseAttributes(inode: FuseInode(inode), kind: .regular, permissions: permissions, uid: owner.uid, gid: owner.gid,
                                   size: UInt64(copy.content.count), accessTime: copy.modifiedAt,
                                   modificationTime: copy.modifiedAt, changeTime: copy.modifiedAt)
@@ -215,19 +237,16 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
 
     /// The attributes of a removed row file that handles still hold open.
     func orphanAttributes(_ inode: UInt64) -> FuseAttributes? {
-        for file in handles.values where file.inode == inode {
-            guard case .orphan(let bytes, let modifiedAt) = file.target else { continue }
-            return FuseAttributes(inode: FuseInode(inode), kind: .regular, permissions: 0o644, uid: owner.uid, gid: owner.gid,
-                                  size: UInt64(bytes.count), accessTime: modifiedAt, modificationTime: modifiedAt, changeTime: modifiedAt)
-        }
-        return nil
+        guard let (bytes, modifiedAt) = openFiles.orphan(onInode: inode) else { return nil }
+        return FuseAttributes(inode: FuseInode(inode), kind: .regular, permissions: 0o644, uid: owner.uid, gid: owner.gid,
+                              size: UInt64(bytes.count), accessTime: modifiedAt, modificationTime: modifiedAt, changeTime: modifiedAt)
     }
 
     /// Structured rows have no stored text length: render once per version.
     func renderedSize(_ ref: RowRef, seq: Int64) throws(FuseError) -> Int {
-        if let cached = renderedSizes[ref], cached.seq == seq { return cached.size }
+        if let size = kernelCache.renderedSize(ref, version: seq) { return size }
         let size = try renderedContent(ref)?.count ?? 0
-        renderedSizes[ref] = (seq, size)
+        kernelCache.recordRenderedSize(ref, version: seq, size: size)
         return size
     }
 
@@ -251,10 +270,7 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     }
 
     /// The file name a row shows under right now (for messages and invalidation).
-    func displayName(_ ref: RowRef) -> String {
-        if let name = pending[ref.namespace]?.first(where: { $0.value == ref })?.key { return name.text }
-        return listings[ref.namespace]?.nameOfKey[ref.key]?.text ?? ref.key.hex
-    }
+    func displayName(_ ref: RowRef) -> String { names.displayName(ref) }
 
     // MARK: Errors
 
@@ -289,12 +305,6 @@ struct DirectoryEntry {
     var name: String
     var inode: UInt64
     var kind: FuseFileKind
-}
-
-/// A row renamed to a scratch name (vim and emacs rename a file to its
-/// backup name, then write a new file under the old name).
-struct DetachedRow {
-    var title: String
-    var name: CanonicalName
-    var since: Date
+    /// What the entry shows, when its inode may come and go (rows, scratch files).
+    var object: NodeObject? = nil
 }

@@ -63,6 +63,9 @@ public struct FuseDirectoryPlusBuffer: ~Copyable {
 
     deinit { storage.deallocate() }
 
+    /// The inodes this reply hands the kernel a reference to.
+    private(set) var handedOut: [UInt64] = []
+
     /// Adds one entry; false when it does not fit (nothing was added, and the
     /// lookup count is unchanged).
     public mutating func add(name: String, entry: FuseEntry, nextOffset: UInt64) -> Bool {
@@ -74,6 +77,7 @@ public struct FuseDirectoryPlusBuffer: ~Copyable {
         guard needed <= remaining else { return false }
         usedBytes += needed
         count += 1
+        if name != "." && name != ".." { handedOut.append(entry.attributes.inode.rawValue) }
         return true
     }
 

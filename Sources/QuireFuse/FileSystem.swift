@@ -11,8 +11,9 @@
 ///
 /// Lookup counting: every `FuseEntry` the kernel receives (from lookup,
 /// mkdir, create, mknod, symlink, link and readdirplus) adds one reference to
-/// its inode; `forget` takes references back. An inode whose name was removed
-/// must keep answering getattr/read/... until its count reaches zero.
+/// its inode; `forget` takes references back. The session counts them and
+/// calls `forgotten` at zero. An inode whose name was removed must keep
+/// answering getattr/read/... until then.
 public protocol FuseFileSystem: AnyObject, Sendable {
     /// Called once when the kernel connects, before any other request.
     func initialize(connection: inout FuseConnection)
@@ -24,6 +25,12 @@ public protocol FuseFileSystem: AnyObject, Sendable {
     func forget(_ inode: FuseInode, lookups: UInt64)
     /// Several forgets at once; the default calls `forget` for each.
     func forget(_ batch: [FuseForget])
+    /// The kernel holds no reference to `inode` any more: the session
+    /// counted every entry it handed out and every forget (see
+    /// `LookupCounts`). The inode may be dropped; no request names it again
+    /// until a reply hands it out anew. Called with no request in flight
+    /// that could hand it out, so keep it short.
+    func forgotten(_ inode: FuseInode)
 
     /// `handle` is the open file's handle when the call comes through one (fstat).
     func getAttributes(_ inode: FuseInode, handle: UInt64?, request: FuseRequest) throws -> FuseAttributeReply
@@ -90,6 +97,7 @@ extension FuseFileSystem {
     public func forget(_ batch: [FuseForget]) {
         for item in batch { forget(item.inode, lookups: item.lookups) }
     }
+    public func forgotten(_ inode: FuseInode) {}
 
     public func getAttributes(_ inode: FuseInode, handle: UInt64?, request: FuseRequest) throws -> FuseAttributeReply {
         throw FuseError.notSupported

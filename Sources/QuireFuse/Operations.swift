@@ -28,21 +28,25 @@ func makeOperations(usesReadDirectoryPlus: Bool) -> fuse_lowlevel_ops {
     }
 
     operations.lookup = { request, parent, name in
-        serve(request, "lookup", { fileSystem, caller in
+        serveEntries(request, "lookup", { fileSystem, caller in
             // A name that cannot be decoded cannot exist here.
             guard let name = try? decodeName(name) else { throw FuseError.noEntry }
             return try fileSystem.lookup(parent: FuseInode(parent), name: name, request: caller)
-        }, reply: { replyEntry(request, $0) })
+        }, inodes: { [$0.attributes.inode.rawValue] }, reply: { replyEntry(request, $0) })
     }
     operations.forget = { request, inode, lookups in
-        SessionCore.of(request).fileSystem.forget(FuseInode(inode), lookups: lookups)
+        let core = SessionCore.of(request)
+        core.fileSystem.forget(FuseInode(inode), lookups: lookups)
+        core.lookups.forget(inode, lookups, fileSystem: core.fileSystem)
         fuse_reply_none(request)
     }
     operations.forget_multi = { request, count, items in
+        let core = SessionCore.of(request)
         let batch = (0..<count).map { index in
             FuseForget(inode: FuseInode(items![index].ino), lookups: items![index].nlookup)
         }
-        SessionCore.of(request).fileSystem.forget(batch)
+        core.fileSystem.forget(batch)
+        for item in batch { core.lookups.forget(item.inode.rawValue, item.lookups, fileSystem: core.fileSystem) }
         fuse_reply_none(request)
     }
 
@@ -98,15 +102,21 @@ func makeOperations(usesReadDirectoryPlus: Bool) -> fuse_lowlevel_ops {
         operations.readdirplus = { request, inode, size, offset, info in
             let core = SessionCore.of(request)
             var buffer = FuseDirectoryPlusBuffer(request: request, capacity: size)
+            core.lookups.beginHandingOut()
             do {
                 try core.fileSystem.readDirectoryPlus(
                     FuseInode(inode), handle: handle(info), offset: UInt64(clamping: offset),
                     into: &buffer, request: FuseRequest(request))
             } catch {
+                core.lookups.endHandingOut([], fileSystem: core.fileSystem)
                 replyError(request, error, "readdirplus", core)
                 return
             }
-            _ = buffer.reply()
+            let handedOut = buffer.handedOut
+            core.lookups.endHandingOut(handedOut, fileSystem: core.fileSystem)
+            if buffer.reply() != 0 {
+                for inode in handedOut { core.lookups.forget(inode, 1, fileSystem: core.fileSystem) }
+            }
         }
     }
     operations.releasedir = { request, inode, info in
@@ -131,11 +141,11 @@ func makeOperations(usesReadDirectoryPlus: Bool) -> fuse_lowlevel_ops {
         })
     }
     operations.create = { request, parent, name, mode, info in
-        serve(request, "create", { fileSystem, caller in
+        serveEntries(request, "create", { fileSystem, caller in
             try fileSystem.create(
                 parent: FuseInode(parent), name: decodeName(name), mode: UInt32(mode),
                 flags: openFlags(info), request: caller)
-        }, reply: { reply in
+        }, inodes: { [$0.entry.attributes.inode.rawValue] }, reply: { reply in
             guard let info else { return fuse_reply_err(request, EIO) }
             reply.open.fill(&info.pointee)
             var parameters = reply.entry.parameters
@@ -174,23 +184,23 @@ func makeOperations(usesReadDirectoryPlus: Bool) -> fuse_lowlevel_ops {
     }
 
     operations.mkdir = { request, parent, name, mode in
-        serve(request, "mkdir", { fileSystem, caller in
+        serveEntries(request, "mkdir", { fileSystem, caller in
             try fileSystem.makeDirectory(
                 parent: FuseInode(parent), name: decodeName(name), mode: UInt32(mode) & 0o7777, request: caller)
-        }, reply: { replyEntry(request, $0) })
+        }, inodes: { [$0.attributes.inode.rawValue] }, reply: { replyEntry(request, $0) })
     }
     operations.mknod = { request, parent, name, mode, device in
-        serve(request, "mknod", { fileSystem, caller in
+        serveEntries(request, "mknod", { fileSystem, caller in
             try fileSystem.makeNode(
                 parent: FuseInode(parent), name: decodeName(name), mode: UInt32(mode), device: UInt64(device),
                 request: caller)
-        }, reply: { replyEntry(request, $0) })
+        }, inodes: { [$0.attributes.inode.rawValue] }, reply: { replyEntry(request, $0) })
     }
     operations.symlink = { request, target, parent, name in
-        serve(request, "symlink", { fileSystem, caller in
+        serveEntries(request, "symlink", { fileSystem, caller in
             try fileSystem.makeSymbolicLink(
                 parent: FuseInode(parent), name: decodeName(name), target: decodeName(target), request: caller)
-        }, reply: { replyEntry(request, $0) })
+        }, inodes: { [$0.attributes.inode.rawValue] }, reply: { replyEntry(request, $0) })
     }
     operations.readlink = { request, inode in
         serve(request, "readlink", { fileSystem, caller in
@@ -198,10 +208,10 @@ func makeOperations(usesReadDirectoryPlus: Bool) -> fuse_lowlevel_ops {
         }, reply: { target in fuse_reply_readlink(request, target) })
     }
     operations.link = { request, inode, newParent, newName in
-        serve(request, "link", { fileSystem, caller in
+        serveEntries(request, "link", { fileSystem, caller in
             try fileSystem.link(
                 FuseInode(inode), newParent: FuseInode(newParent), newName: decodeName(newName), request: caller)
-        }, reply: { replyEntry(request, $0) })
+        }, inodes: { [$0.attributes.inode.rawValue] }, reply: { replyEntry(request, $0) })
     }
     operations.unlink = { request, parent, name in
         serve(request, "unlink", { fileSystem, caller in

@@ -11,6 +11,8 @@ final class SessionCore: Sendable {
     /// Set once the kernel's INIT has been answered; before that the kernel
     /// has cached nothing and libfuse refuses notifications (ENOSYS).
     let isInitialized = Atomic<Bool>(false)
+    /// The kernel's references to each inode.
+    let lookups = LookupCounts()
 
     init(fileSystem: any FuseFileSystem, reportUnexpectedError: (@Sendable (String, any Error) -> Void)?) {
         self.fileSystem = fileSystem
@@ -44,6 +46,32 @@ func serve<Result>(
         return
     }
     _ = reply(result)
+}
+
+/// `serve` for a request whose reply hands the kernel entries: they are
+/// counted (see `LookupCounts`), and taken back if the reply fails.
+@inline(__always)
+func serveEntries<Result>(
+    _ request: fuse_req_t?, _ operation: StaticString,
+    _ body: (any FuseFileSystem, FuseRequest) throws -> Result,
+    inodes: (Result) -> [UInt64],
+    reply: (Result) -> Int32
+) {
+    let core = SessionCore.of(request)
+    core.lookups.beginHandingOut()
+    let result: Result
+    do {
+        result = try body(core.fileSystem, FuseRequest(request))
+    } catch {
+        core.lookups.endHandingOut([], fileSystem: core.fileSystem)
+        replyError(request, error, operation, core)
+        return
+    }
+    let handedOut = inodes(result)
+    core.lookups.endHandingOut(handedOut, fileSystem: core.fileSystem)
+    if reply(result) != 0 {
+        for inode in handedOut { core.lookups.forget(inode, 1, fileSystem: core.fileSystem) }
+    }
 }
 
 func replyError(_ request: fuse_req_t?, _ error: any Error, _ operation: StaticString, _ core: SessionCore) {

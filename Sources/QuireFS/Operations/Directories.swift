@@ -2,13 +2,6 @@ import Glibc
 import QuireCore
 import QuireFuse
 
-/// What a name in a folder stands for right now.
-enum ResolvedName: Equatable {
-    case row(RowRef)
-    case scratch(Folder, CanonicalName)
-    case none
-}
-
 extension QuireFileSystem {
     /// What `name` stands for in a namespace folder. Every form of a name
     /// resolves alike: the lookups below are by `CanonicalName`.
@@ -17,29 +10,22 @@ extension QuireFileSystem {
         case .junk, .localOnly:
             return scratch.status(.namespace(namespace), name) != nil ? .scratch(.namespace(namespace), name) : .none
         case .row(let title):
-            if let ref = pending[namespace]?[name] { return .row(ref) }
-            let listing = try listing(namespace)
-            if let key = listing.key(named: name) {
-                let ref = RowRef(namespace: namespace, key: key)
-                return detached[ref] == nil ? .row(ref) : .none
-            }
-            // The same title typed another way (an escape where none was needed).
-            let keys = listing.keys(titled: title).filter { detached[RowRef(namespace: namespace, key: $0)] == nil }
-            return keys.count == 1 ? .row(RowRef(namespace: namespace, key: keys[0])) : .none
+            _ = try listing(namespace)
+            return names.resolveRow(name, title: title, in: namespace) ?? .none
         }
     }
 
     func inode(of resolved: ResolvedName) -> UInt64? {
         switch resolved {
-        case .row(let ref): return inodes.inode(for: ref)
-        case .scratch(let folder, let name): return inodes.inode(forScratch: folder, name)
+        case .row(let ref): return names.inodes.inode(for: ref)
+        case .scratch(let folder, let name): return names.inodes.inode(forScratch: folder, name)
         case .none: return nil
         }
     }
 
     /// The folder an inode is, or ENOTDIR.
     func folder(_ inode: UInt64) throws(FuseError) -> Folder {
-        switch inodes.object(inode) {
+        switch names.inodes.object(inode) {
         case .root?: return .root
         case .namespace(let namespace)?: return .namespace(namespace)
         case .control?: throw .permissionDenied
@@ -56,12 +42,12 @@ extension QuireFileSystem {
     }
 
     private func lookUp(_ name: CanonicalName, in parent: UInt64) throws(FuseError) -> FuseEntry {
-        switch inodes.object(parent) {
+        switch names.inodes.object(parent) {
         case .root?:
             if let namespace = MountLayout.namespace(named: name) { return try entry(InodeTable.folderInode(namespace)) }
             if name == CanonicalName(MountLayout.controlFolderName) { return try entry(InodeTable.controlDirectory) }
             guard scratch.status(.root, name) != nil else { throw .noEntry }
-            return try entry(inodes.inode(forScratch: .root, name))
+            return try entry(names.inodes.inode(forScratch: .root, name))
         case .namespace(let namespace)?:
             guard let inode = inode(of: try resolve(name, in: namespace)) else { throw .noEntry }
             return try entry(inode)
@@ -89,11 +75,18 @@ extension QuireFileSystem {
     /// form, the kernel may still cache the NFC form's entry (looked up
     /// before): drop it.
     func forgetCanonicalForm(of typed: String, _ name: CanonicalName, in parent: UInt64) {
-        if !typed.utf8.elementsEqual(name.text.utf8) { invalidations.append(.entry(parent: parent, name: name)) }
+        if !typed.utf8.elementsEqual(name.text.utf8) { kernelCache.invalidate(.entry(parent: parent, name: name)) }
     }
 
     public func getAttributes(_ inode: FuseInode, handle: UInt64?, request: FuseRequest) throws -> FuseAttributeReply {
-        try locked { () throws(FuseError) -> FuseAttributeReply in
+        if let file = controlFile(inode) {
+            // Readers trust st_size, so the size is the text's, rendered now (outside the lock).
+            let size = renderControl(file).count
+            return FuseAttributeReply(FuseAttributes(inode: inode, kind: .regular, permissions: 0o444, uid: owner.uid, gid: owner.gid,
+                                                     size: UInt64(size), accessTime: .now, modificationTime: .now, changeTime: .now),
+                                      timeout: configuration.cacheTimeout)
+        }
+        return try locked { () throws(FuseError) -> FuseAttributeReply in
             FuseAttributeReply(try attributes(inode.rawValue), timeout: configuration.cacheTimeout)
         }
     }
@@ -132,30 +125,33 @@ extension QuireFileSystem {
         for namespace in MountLayout.namespaces {
             locked { _ = try? directoryEntries(InodeTable.folderInode(namespace)) }
         }
-        for file in ControlFile.allCases { locked { _ = controlContents(file) } }
+        for file in ControlFile.allCases { _ = renderControl(file) }
     }
 
     private func directoryEntries(_ inode: UInt64) throws(FuseError) -> [DirectoryEntry] {
         var entries = [DirectoryEntry(name: ".", inode: inode, kind: .directory),
                        DirectoryEntry(name: "..", inode: FuseInode.root.rawValue, kind: .directory)]
-        switch inodes.object(inode) {
+        switch names.inodes.object(inode) {
         case .root?:
             entries += MountLayout.namespaces.map { DirectoryEntry(name: $0.name, inode: InodeTable.folderInode($0), kind: .directory) }
             entries.append(DirectoryEntry(name: MountLayout.controlFolderName, inode: InodeTable.controlDirectory, kind: .directory))
-            entries += scratch.names(.root).map { DirectoryEntry(name: $0.text, inode: inodes.inode(forScratch: .root, $0), kind: .regular) }
+            entries += scratch.names(.root).map {
+                DirectoryEntry(name: $0.text, inode: names.inodes.inode(forScratch: .root, $0), kind: .regular, object: .scratch(.root, $0))
+            }
         case .namespace(let namespace)?:
             var listing = try listing(namespace)
             for name in listing.sortedNames {
                 let ref = RowRef(namespace: namespace, key: listing.key(named: name)!)
-                if detached[ref] != nil { continue }
-                entries.append(DirectoryEntry(name: name.text, inode: inodes.inode(for: ref), kind: .regular))
+                if names.isDetached(ref) { continue }
+                entries.append(DirectoryEntry(name: name.text, inode: names.inodes.listedInode(of: ref), kind: .regular, object: .row(ref)))
             }
-            listings[namespace] = listing   // keeps the sorted names it built
-            for (name, ref) in (pending[namespace] ?? [:]).sorted(by: { $0.key < $1.key }) where listing.key(named: name) == nil {
-                entries.append(DirectoryEntry(name: name.text, inode: inodes.inode(for: ref), kind: .regular))
+            names.install(listing)   // keeps the sorted names it built
+            for (name, ref) in names.pendingEntries(namespace) {
+                entries.append(DirectoryEntry(name: name.text, inode: names.inodes.listedInode(of: ref), kind: .regular, object: .row(ref)))
             }
             entries += scratch.names(.namespace(namespace)).map {
-                DirectoryEntry(name: $0.text, inode: inodes.inode(forScratch: .namespace(namespace), $0), kind: .regular)
+                DirectoryEntry(name: $0.text, inode: names.inodes.inode(forScratch: .namespace(namespace), $0), kind: .regular,
+                               object: .scratch(.namespace(namespace), $0))
             }
         case .control?:
             entries += ControlFile.allCases.map { DirectoryEntry(name: $0.name, inode: InodeTable.controlFileInode($0), kind: .regular) }
@@ -184,7 +180,7 @@ extension QuireFileSystem {
             while index < entries.count {
                 let item = entries[index]
                 // An entry that vanished since opendir is skipped, not an error.
-                if let itemEntry = try? entry(item.inode) {
+                if let itemEntry = try? entry(inodeToHandOut(item)) {
                     guard buffer.add(name: item.name, entry: itemEntry, nextOffset: UInt64(index + 1)) else { break }
                 }
                 index += 1
@@ -192,14 +188,24 @@ extension QuireFileSystem {
         }
     }
 
+    /// readdirplus hands the kernel a reference, as a lookup does: the
+    /// entry gets its inode now (a number shown at opendir may have been
+    /// forgotten since, or never allocated).
+    private func inodeToHandOut(_ item: DirectoryEntry) -> UInt64 {
+        switch item.object {
+        case .row(let ref)?: return names.inodes.inode(for: ref)
+        case .scratch(let folder, let name)?: return names.inodes.inode(forScratch: folder, name)
+        default: return item.inode
+        }
+    }
+
     public func releaseDirectory(_ inode: FuseInode, handle: UInt64, request: FuseRequest) throws {
         locked { _ = directorySnapshots.removeValue(forKey: handle) }
     }
 
+    /// No lock: it waits for the disk, and touches no table.
     public func synchronizeDirectory(_ inode: FuseInode, handle: UInt64, dataOnly: Bool, request: FuseRequest) throws {
-        try locked { () throws(FuseError) in
-            do { try store.sync() } catch { throw storeFailure(error, doing: "make the replica durable") }
-        }
+        do { try store.sync() } catch { throw storeFailure(error, doing: "make the replica durable") }
     }
 
     // MARK: Folders are fixed
@@ -215,7 +221,7 @@ extension QuireFileSystem {
     }
 
     func describe(_ inode: UInt64) -> String {
-        switch inodes.object(inode) {
+        switch names.inodes.object(inode) {
         case .root?: return configuration.mountpoint
         case .namespace(let namespace)?: return namespace.name
         case .control?: return MountLayout.controlFolderName

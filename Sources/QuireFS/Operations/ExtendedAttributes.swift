@@ -20,7 +20,7 @@ extension QuireFileSystem {
 
     private func quireAttributes(_ ref: RowRef) throws(FuseError) -> [String: [UInt8]] {
         var values: [String: [UInt8]] = [Self.keyAttribute: Array(ref.key.hex.utf8)]
-        guard ref.namespace == .notebook, working[ref]?.isNew != true else { return values }
+        guard ref.namespace == .notebook, openFiles.copy(ref)?.isNew != true else { return values }
         let row: Row?
         do { row = try store.row(ref.namespace, ref.key) } catch { throw storeFailure(error, doing: "read \(displayName(ref))") }
         guard case .note(let note)? = row?.content else { return values }
@@ -40,7 +40,7 @@ extension QuireFileSystem {
 
     public func extendedAttribute(_ inode: FuseInode, name: String, request: FuseRequest) throws -> [UInt8] {
         try locked { () throws(FuseError) -> [UInt8] in
-            guard let object = inodes.object(inode.rawValue) else { throw .noEntry }
+            guard let object = names.inodes.object(inode.rawValue) else { throw .noEntry }
             if case .row(let ref) = object, name.hasPrefix("user.quire.") {
                 guard let value = try quireAttributes(ref)[name] else { throw .noData }
                 return value
@@ -56,7 +56,7 @@ extension QuireFileSystem {
 
     public func extendedAttributeNames(_ inode: FuseInode, request: FuseRequest) throws -> [String] {
         try locked { () throws(FuseError) -> [String] in
-            guard let object = inodes.object(inode.rawValue) else { throw .noEntry }
+            guard let object = names.inodes.object(inode.rawValue) else { throw .noEntry }
             var names: [String] = []
             if case .row(let ref) = object { names = try quireAttributes(ref).keys.sorted() }
             return names + (transientAttributes[inode.rawValue]?.keys.sorted().map(\.text) ?? [])
@@ -66,7 +66,7 @@ extension QuireFileSystem {
     public func setExtendedAttribute(_ inode: FuseInode, name: String, value: [UInt8],
                                      flags: FuseExtendedAttributeFlags, request: FuseRequest) throws {
         try locked { () throws(FuseError) in
-            guard let object = inodes.object(inode.rawValue) else { throw .noEntry }
+            guard let object = names.inodes.object(inode.rawValue) else { throw .noEntry }
             if name.hasPrefix("user.quire.") {
                 guard case .row(let ref) = object else { throw .operationNotSupported }
                 guard name == Self.tagsAttribute, ref.namespace == .notebook else {
@@ -91,7 +91,7 @@ extension QuireFileSystem {
 
     public func removeExtendedAttribute(_ inode: FuseInode, name: String, request: FuseRequest) throws {
         try locked { () throws(FuseError) in
-            guard let object = inodes.object(inode.rawValue) else { throw .noEntry }
+            guard let object = names.inodes.object(inode.rawValue) else { throw .noEntry }
             if name.hasPrefix("user.quire.") {
                 guard case .row(let ref) = object, name == Self.tagsAttribute, ref.namespace == .notebook else { throw .notPermitted }
                 try setTags(ref, [])
@@ -103,7 +103,7 @@ extension QuireFileSystem {
     }
 
     private func setTags(_ ref: RowRef, _ tags: [String]) throws(FuseError) {
-        if working[ref]?.isNew == true { try commit(ref, shown: nil) }
+        if openFiles.copy(ref)?.isNew == true { try commit(ref, shown: nil) }
         let row: Row?
         do { row = try store.row(ref.namespace, ref.key) } catch { throw storeFailure(error, doing: "read \(displayName(ref))") }
         guard case .note(var note)? = row?.content else { throw .noEntry }

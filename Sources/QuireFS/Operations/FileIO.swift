@@ -16,16 +16,17 @@ extension QuireFileSystem {
             + "\(RowLimits.describe(Self.maximumFileSize)) (the most one version of a row may hold and still sync); refused with EFBIG"
     }
 
-    func addHandle(_ file: OpenFile) -> UInt64 {
-        let handle = nextHandle
-        nextHandle += 1
-        handles[handle] = file
-        return handle
-    }
-
     public func open(_ inode: FuseInode, flags: FuseOpenFlags, request: FuseRequest) throws -> FuseOpenReply {
-        try locked { () throws(FuseError) -> FuseOpenReply in
-            guard let object = inodes.object(inode.rawValue) else { throw .noEntry }
+        if let file = controlFile(inode), !flags.isWritable {
+            let bytes = renderControl(file)
+            // Generated text: always read fresh (this is not a note body).
+            return locked {
+                FuseOpenReply(handle: openFiles.add(OpenFile(target: .control(bytes), inode: inode.rawValue, flags: flags, shown: bytes)),
+                              options: [.directIO, .noFlush])
+            }
+        }
+        return try locked { () throws(FuseError) -> FuseOpenReply in
+            guard let object = names.inodes.object(inode.rawValue) else { throw .noEntry }
             switch object {
             case .root, .namespace, .control:
                 throw .isDirectory
@@ -33,12 +34,12 @@ extension QuireFileSystem {
                 if flags.isWritable { throw refuse(.permissionDenied, ".quire/\(file.name) is read-only") }
                 let bytes = controlContents(file)
                 // Generated text: always read fresh (this is not a note body).
-                return FuseOpenReply(handle: addHandle(OpenFile(target: .control(bytes), inode: inode.rawValue, flags: flags, shown: bytes)),
+                return FuseOpenReply(handle: openFiles.add(OpenFile(target: .control(bytes), inode: inode.rawValue, flags: flags, shown: bytes)),
                                      options: [.directIO, .noFlush])
             case .scratch(let folder, let name):
                 let descriptor = try scratch.open(folder, name, flags: flags.rawValue & ~(O_CREAT | O_EXCL))
                 // Nothing happens at close for a local file: spare the kernel the flush.
-                return FuseOpenReply(handle: addHandle(OpenFile(target: .scratch(descriptor), inode: inode.rawValue, flags: flags, shown: [])),
+                return FuseOpenReply(handle: openFiles.add(OpenFile(target: .scratch(descriptor), inode: inode.rawValue, flags: flags, shown: [])),
                                      options: [.noFlush])
             case .row(let ref):
                 return try openRow(ref, inode: inode.rawValue, flags: flags)
@@ -59,12 +60,10 @@ extension QuireFileSystem {
             copy.isDirty = true
             copy.modifiedAt = .now
         }
-        copy.openCount += 1
-        working[ref] = copy
+        openFiles.keep(copy, for: ref)
         // Keep the kernel's pages when they hold exactly this version.
-        let keepsCache = !copy.isDirty && kernelCachedSeq[inode] == copy.seq
-        kernelCachedSeq[inode] = copy.isDirty ? nil : copy.seq
-        let handle = addHandle(OpenFile(target: .row(ref), inode: inode, flags: flags, shown: shown))
+        let keepsCache = kernelCache.opened(inode, version: copy.isDirty ? nil : copy.seq)
+        let handle = openFiles.add(OpenFile(target: .row(ref), inode: inode, flags: flags, shown: shown))
         // A reader's close commits nothing: no flush round trip.
         var options: FuseOpenReply.Options = flags.isWritable ? [] : [.noFlush]
         if keepsCache { options.insert(.keepCache) }
@@ -109,8 +108,8 @@ extension QuireFileSystem {
 
     private func createScratch(_ folder: Folder, _ name: CanonicalName, mode: UInt32, flags: FuseOpenFlags) throws(FuseError) -> FuseCreateReply {
         let descriptor = try scratch.open(folder, name, flags: flags.rawValue | O_CREAT, mode: mode_t(mode & 0o7777))
-        let inode = inodes.inode(forScratch: folder, name)
-        let handle = addHandle(OpenFile(target: .scratch(descriptor), inode: inode, flags: flags, shown: []))
+        let inode = names.inodes.inode(forScratch: folder, name)
+        let handle = openFiles.add(OpenFile(target: .scratch(descriptor), inode: inode, flags: flags, shown: []))
         return FuseCreateReply(entry: try entry(inode), open: FuseOpenReply(handle: handle, options: [.noFlush]))
     }
 
@@ -119,7 +118,7 @@ extension QuireFileSystem {
         // the existing file is opened, never a twin made beside it.
         if case .row(let existing) = try resolve(name, in: namespace) {
             if flags.rawValue & O_EXCL != 0 { throw .exists }
-            let inode = inodes.inode(for: existing)
+            let inode = names.inodes.inode(for: existing)
             let open = try openRow(existing, inode: inode, flags: flags)
             return FuseCreateReply(entry: try entry(inode), open: open)
         }
@@ -128,8 +127,8 @@ extension QuireFileSystem {
         var ref: RowRef
         var isNew = true
         var shown: [UInt8] = []
-        if let (detachedRef, _) = detached.first(where: { $0.key.namespace == namespace && CanonicalName.same($0.value.title, title) }) {
-            detached.removeValue(forKey: detachedRef)
+        if let detachedRef = names.detachedRow(titled: title, in: namespace) {
+            names.reattach(detachedRef)
             ref = detachedRef
             isNew = false
         } else {
@@ -142,8 +141,8 @@ extension QuireFileSystem {
         }
         var copy: WorkingCopy
         if isNew {
-            copy = working[ref] ?? WorkingCopy(title: title, content: [], isNew: true)
-            pending[namespace, default: [:]][name] = ref
+            copy = openFiles.copy(ref) ?? WorkingCopy(title: title, content: [], isNew: true)
+            names.addPending(name, ref)
         } else {
             copy = try workingCopy(ref)
             shown = copy.content
@@ -151,27 +150,26 @@ extension QuireFileSystem {
         }
         copy.isDirty = true
         copy.modifiedAt = .now
-        copy.openCount += 1
-        working[ref] = copy
-        let inode = inodes.inode(for: ref)
-        kernelCachedSeq.removeValue(forKey: inode)
+        openFiles.keep(copy, for: ref)
+        let inode = names.inodes.inode(for: ref)
+        kernelCache.distrustPages(of: inode)
         // A new row starts without session attributes: a saga date or
         // setting name created again gets its old inode number back.
         if isNew { transientAttributes.removeValue(forKey: inode) }
-        let handle = addHandle(OpenFile(target: .row(ref), inode: inode, flags: flags, shown: shown))
+        let handle = openFiles.add(OpenFile(target: .row(ref), inode: inode, flags: flags, shown: shown))
         return FuseCreateReply(entry: try entry(inode), open: FuseOpenReply(handle: handle))
     }
 
     public func read(_ inode: FuseInode, handle: UInt64, offset: UInt64, size: Int, request: FuseRequest) throws -> [UInt8] {
         try locked { () throws(FuseError) -> [UInt8] in
-            guard let file = handles[handle] else { throw .badFileHandle }
+            guard let file = openFiles[handle] else { throw .badFileHandle }
             func slice(_ bytes: [UInt8]) -> [UInt8] {
                 guard offset < UInt64(bytes.count) else { return [] }
                 let start = Int(offset)
                 return Array(bytes[start..<min(bytes.count, start + size)])
             }
             switch file.target {
-            case .row(let ref): return slice(working[ref]?.content ?? [])
+            case .row(let ref): return slice(openFiles.copy(ref)?.content ?? [])
             case .control(let bytes), .orphan(let bytes, _): return slice(bytes)
             case .scratch(let descriptor): return try scratch.read(descriptor, offset: offset, size: size)
             }
@@ -181,11 +179,11 @@ extension QuireFileSystem {
     public func write(_ inode: FuseInode, handle: UInt64, offset: UInt64, data: [UInt8],
                       flags: FuseOpenFlags, request: FuseRequest) throws -> Int {
         try locked { () throws(FuseError) -> Int in
-            guard let file = handles[handle], file.flags.isWritable else { throw .badFileHandle }
+            guard let file = openFiles[handle], file.flags.isWritable else { throw .badFileHandle }
             switch file.target {
             case .control: throw .badFileHandle
             case .orphan:
-                try changeOrphan(inode.rawValue, handle: handle) { (bytes: inout [UInt8]) throws(FuseError) in
+                try openFiles.changeOrphan(handle) { (bytes: inout [UInt8]) throws(FuseError) in
                     let start = file.flags.isAppending ? bytes.count : Int(clamping: offset)
                     guard start + data.count <= Self.maximumFileSize else { throw .fileTooLarge }
                     if start > bytes.count { bytes += [UInt8](repeating: 0, count: start - bytes.count) }
@@ -194,15 +192,13 @@ extension QuireFileSystem {
                 return data.count
             case .scratch(let descriptor): return try scratch.write(descriptor, offset: offset, data: data)
             case .row(let ref):
-                guard let count = working[ref]?.content.count else { throw .badFileHandle }
+                guard let count = openFiles.copy(ref)?.content.count else { throw .badFileHandle }
                 let start = file.flags.isAppending ? count : Int(clamping: offset)
                 guard start + data.count <= Self.maximumFileSize else {
                     throw refuse(.fileTooLarge, tooLargeMessage(ref, size: start + data.count))
                 }
-                // Changed in place in the table: a `var copy` shares the
-                // text's storage with the table, so each write() copied the
-                // whole text (128 MiB of write() calls took 6 s, not 1).
-                working[ref]!.modify { (copy: inout WorkingCopy) in
+                // Changed in place in the table (`modifyCopy` says why).
+                openFiles.modifyCopy(ref) { (copy: inout WorkingCopy) in
                     if start > copy.content.count { copy.content += [UInt8](repeating: 0, count: start - copy.content.count) }
                     let end = min(copy.content.count, start + data.count)
                     copy.content.replaceSubrange(start..<end, with: data)
@@ -218,51 +214,68 @@ extension QuireFileSystem {
     /// failure (unparsable text, disk full) is what close() returns.
     public func flush(_ inode: FuseInode, handle: UInt64, request: FuseRequest) throws {
         try locked { () throws(FuseError) in
-            guard let file = handles[handle] else { throw .badFileHandle }
+            guard let file = openFiles[handle] else { throw .badFileHandle }
             guard case .row(let ref) = file.target else { return }
             try commit(ref, shown: file.shown)
-            handles[handle]?.shown = working[ref]?.content ?? []
+            openFiles.setShown(handle, openFiles.copy(ref)?.content ?? [])
         }
     }
 
     /// fsync(2): committed and fsynced (`store.sync()`), so it survives a power cut too.
+    /// The commit happens under the lock; the wait for the disk does not
+    /// (it makes durable only what is committed already, and editors fsync
+    /// every save: the whole mount used to wait for each one).
     public func synchronize(_ inode: FuseInode, handle: UInt64, dataOnly: Bool, request: FuseRequest) throws {
-        try locked { () throws(FuseError) in
-            guard let file = handles[handle] else { throw .badFileHandle }
+        enum Durable { case nothing, scratch(Int32), replica(name: String) }
+        let durable = try locked { () throws(FuseError) -> Durable in
+            guard let file = openFiles[handle] else { throw .badFileHandle }
             switch file.target {
             case .scratch(let descriptor):
-                if fsync(descriptor) != 0 { throw FuseError(errno) }
+                // A copy of the descriptor: a rename may close the handle's
+                // own one meanwhile, and its number be reused by another file.
+                let copy = dup(descriptor)
+                if copy < 0 { throw FuseError(errno) }
+                return .scratch(copy)
             case .control, .orphan:
-                return
+                return .nothing
             case .row(let ref):
                 try commit(ref, shown: file.shown)
-                handles[handle]?.shown = working[ref]?.content ?? []
-                do { try store.sync() } catch { throw storeFailure(error, doing: "make \(ref.namespace.name)/\(displayName(ref)) durable") }
+                openFiles.setShown(handle, openFiles.copy(ref)?.content ?? [])
+                return .replica(name: "\(ref.namespace.name)/\(displayName(ref))")
             }
+        }
+        switch durable {
+        case .nothing: return
+        case .scratch(let descriptor):
+            defer { close(descriptor) }
+            if fsync(descriptor) != 0 { throw FuseError(errno) }
+        case .replica(let name):
+            do { try store.sync() } catch { throw storeFailure(error, doing: "make \(name) durable") }
         }
     }
 
     public func release(_ inode: FuseInode, handle: UInt64, flags: FuseOpenFlags, request: FuseRequest) throws {
         locked {
-            guard let file = handles.removeValue(forKey: handle) else { return }
+            guard let file = openFiles.remove(handle) else { return }
             switch file.target {
             case .scratch(let descriptor): close(descriptor)
             case .control, .orphan: break
             case .row(let ref): releaseWorkingCopy(ref)
             }
+            dropIfForgotten(file.inode)
         }
     }
 
     public func setAttributes(_ inode: FuseInode, _ changes: FuseAttributeChanges, handle: UInt64?,
                               request: FuseRequest) throws -> FuseAttributeReply {
         try locked { () throws(FuseError) -> FuseAttributeReply in
-            guard let object = inodes.object(inode.rawValue) else { throw .noEntry }
-            if let handle, case .orphan? = handles[handle]?.target {
+            guard let object = names.inodes.object(inode.rawValue) else { throw .noEntry }
+            if let handle, case .orphan? = openFiles[handle]?.target {
                 // ftruncate of a removed file: never the row that now has its name.
                 if changes.fields.contains(.size) {
                     let size = Int(clamping: changes.size)
                     guard size <= Self.maximumFileSize else { throw .fileTooLarge }
-                    try changeOrphan(inode.rawValue, handle: handle) { (bytes: inout [UInt8]) throws(FuseError) in
+                    try openFiles.changeOrphan(handle) { (bytes: inout [UInt8]) throws(FuseError) in
                         if size < bytes.count { bytes.removeSubrange(size...) } else { bytes += [UInt8](repeating: 0, count: size - bytes.count) }
                     }
                 }
@@ -273,7 +286,7 @@ extension QuireFileSystem {
                 if MountLayout.isReadOnly(ref.namespace) {
                     throw refuse(.permissionDenied, "\(ref.namespace.name)/\(displayName(ref)) is read-only")
                 }
-                try resize(ref, to: Int(clamping: changes.size), byHandle: handle.flatMap { handles[$0] } != nil)
+                try resize(ref, to: Int(clamping: changes.size), byHandle: handle.flatMap { openFiles[$0] } != nil)
             case .scratch(let folder, let name):
                 try changeScratch(folder, name, changes, handle: handle)
             case .controlFile where changes.fields.contains(.size):
@@ -284,16 +297,6 @@ extension QuireFileSystem {
                 break
             }
             return FuseAttributeReply(try attributes(inode.rawValue), timeout: configuration.cacheTimeout)
-        }
-    }
-
-    /// Changes the text of a removed file: every handle open on it sees it.
-    private func changeOrphan(_ inode: UInt64, handle: UInt64,
-                              _ change: (inout [UInt8]) throws(FuseError) -> Void) throws(FuseError) {
-        guard case .orphan(var bytes, _)? = handles[handle]?.target else { throw .badFileHandle }
-        try change(&bytes)
-        for (other, file) in handles where other == handle || file.inode == inode {
-            if case .orphan = file.target { handles[other]?.target = .orphan(bytes, modifiedAt: .now) }
         }
     }
 
@@ -310,10 +313,10 @@ extension QuireFileSystem {
         }
         copy.isDirty = true
         copy.modifiedAt = .now
-        working[ref] = copy
+        openFiles.keep(copy, for: ref)
         if !byHandle {
             // Not kept when the commit fails either: no handle would ever release it.
-            defer { if working[ref]?.openCount == 0 { working.removeValue(forKey: ref) } }
+            defer { openFiles.dropCopyIfUnheld(ref) }
             try commit(ref, shown: nil)
         }
     }

@@ -3,9 +3,9 @@ import QuireCore
 import QuireFuse
 import QuireStore
 
-/// unlink and rename. The kernel moves an inode along with its name, so
-/// after each rename the inode that now sits at a name is re-pointed to the
-/// object that name shows (see `InodeTable`).
+/// unlink and rename. A rename is planned by `RenamePlanner` from the
+/// tables' state, then applied to the store, then to scratch files, then
+/// to the tables (see `RenamePlan`).
 extension QuireFileSystem {
     public func unlink(parent: FuseInode, name typed: String, request: FuseRequest) throws {
         let name = CanonicalName(typed)
@@ -20,22 +20,22 @@ extension QuireFileSystem {
         guard case .namespace(let namespace) = folder else {
             guard scratch.status(.root, name) != nil else { throw .noEntry }
             try scratch.remove(.root, name)
-            inodes.dropScratch(.root, name)
+            names.inodes.dropScratch(.root, name)
             return
         }
         switch try resolve(name, in: namespace) {
         case .none: throw .noEntry
         case .scratch(let folder, let name):
             try scratch.remove(folder, name)
-            inodes.dropScratch(folder, name)
+            names.inodes.dropScratch(folder, name)
         case .row(let ref):
             if MountLayout.isReadOnly(namespace) {
                 throw refuse(.permissionDenied, "\(namespace.name)/\(name) cannot be deleted: memory is append-only (record an event that buries it)")
             }
-            let wasNew = working[ref]?.isNew == true
+            let wasNew = openFiles.copy(ref)?.isNew == true
             orphanOpenFiles(of: ref)
             if wasNew {
-                pending[namespace]?[name] = nil
+                names.removePending(ref)
                 return
             }
             do {
@@ -59,57 +59,39 @@ extension QuireFileSystem {
             forgetCanonicalForm(of: typed, name, in: parent.rawValue)
             forgetCanonicalForm(of: typedNew, newName, in: newParent.rawValue)
             if !typedNew.utf8.elementsEqual(newName.text.utf8) {
-                invalidations.append(.spelling(parent: newParent.rawValue, name: Array(typedNew.utf8)))
+                kernelCache.invalidate(.spelling(parent: newParent.rawValue, name: Array(typedNew.utf8)))
             }
         }
     }
 
     private func rename(_ name: CanonicalName, in parent: UInt64, to newName: CanonicalName, in newParent: UInt64,
                         flags: FuseRenameFlags) throws(FuseError) {
-        if flags.contains(.whiteout) || (flags.contains(.noReplace) && flags.contains(.exchange)) { throw .invalid }
-        let from = try folder(parent), to = try folder(newParent)
-        // The stored (NFC) form must fit: it can be longer than the typed one.
-        guard newName.text.utf8.count <= FileNames.maximumNameBytes else {
-            throw refuse(.nameTooLong, "rename to \(newName.text.prefix(40))… refused: a name is at most 255 bytes in NFC (\(newName.text.utf8.count) given)")
+        let request = RenameRequest(from: try folder(parent), name: name, to: try folder(newParent), newName: newName, flags: flags)
+        let facts = try renameFacts(request)
+        let plan: RenamePlan
+        do {
+            plan = try RenamePlanner.plan(request, facts)
+        } catch {
+            throw error.message.map { refuse(error.error, $0) } ?? error.error
         }
-        let source = try resolveAnywhere(name, in: from)
-        let target = try resolveAnywhere(newName, in: to)
-        if source == .none { throw .noEntry }
-        if flags.contains(.noReplace) && target != .none { throw .exists }
-        if flags.contains(.exchange) && target == .none { throw .noEntry }
-        if source == target { return }
-        let exchange = flags.contains(.exchange)
+        try apply(plan)
+    }
 
-        var targetTitle: String? = nil
-        if case .namespace(let namespace) = to, case .row(let title) = FileNames.meaning(of: newName, in: namespace) {
-            targetTitle = title
+    /// What the planner needs to know about the two names.
+    private func renameFacts(_ request: RenameRequest) throws(FuseError) -> RenameFacts {
+        let source = try resolveAnywhere(request.name, in: request.from)
+        let target = try resolveAnywhere(request.newName, in: request.to)
+        var facts = RenameFacts(source: source, target: target, sourceInode: inode(of: source), targetInode: inode(of: target),
+                                freshKey: RowKey(bytes: (0..<16).map { _ in UInt8.random(in: 0...255) })!)
+        for case .row(let ref) in [source, target] where openFiles.copy(ref)?.isNew == true { facts.newRows.insert(ref) }
+        if case .row(let ref) = source {
+            let listed = try listing(ref.namespace).rows[ref.key]?.title
+            facts.sourceTitle = openFiles.copy(ref)?.title ?? listed ?? ""
         }
-        let involvesRow: Bool = {
-            if case .row = source { return true }
-            if case .row = target { return true }
-            return targetTitle != nil
-        }()
-        if involvesRow && from != to { throw .crossDevice }   // mv copies across folders
-        for case .namespace(let namespace) in [from, to] where MountLayout.isReadOnly(namespace) && involvesRow {
-            throw refuse(.permissionDenied, "\(namespace.name) is read-only: memory is append-only")
+        if case .namespace(let namespace) = request.to, case .row(let title) = FileNames.meaning(of: request.newName, in: namespace) {
+            facts.reclaimable = names.detachedRow(titled: title, in: namespace)
         }
-        if case .scratch(let sourceFolder, let sourceName) = source, targetTitle == nil {
-            return try renameScratch(sourceFolder, sourceName, to: to, newName, target: target, flags: flags)
-        }
-        guard case .namespace(let namespace) = to else { throw .notPermitted }
-        switch source {
-        case .row(let ref):
-            if let title = targetTitle {
-                try renameRow(ref, from: name, to: newName, title: title, target: target, exchange: exchange)
-            } else {
-                try moveRowToScratch(ref, from: name, to: newName, target: target, exchange: exchange)
-            }
-        case .scratch(let sourceFolder, let sourceName):
-            try moveScratchToRow(sourceFolder, sourceName, namespace: namespace, to: newName, title: targetTitle!,
-                                 target: target, exchange: exchange)
-        case .none:
-            throw .noEntry
-        }
+        return facts
     }
 
     private func resolveAnywhere(_ name: CanonicalName, in folder: Folder) throws(FuseError) -> ResolvedName {
@@ -119,95 +101,90 @@ extension QuireFileSystem {
         }
     }
 
-    // MARK: Scratch to scratch
+    // MARK: Applying a plan
 
-    private func renameScratch(_ folder: Folder, _ name: CanonicalName, to newFolder: Folder, _ newName: CanonicalName,
-                               target: ResolvedName, flags: FuseRenameFlags) throws(FuseError) {
-        if case .row = target { throw .crossDevice }
-        let sourceInode = inodes.inode(forScratch: folder, name)
-        let targetInode = target == .none ? nil : inodes.inode(forScratch: newFolder, newName)
-        try scratch.rename((folder, name), (newFolder, newName), flags: flags.rawValue & 3)
-        inodes.repoint(sourceInode, to: .scratch(newFolder, newName))
-        if flags.contains(.exchange), let targetInode { inodes.repoint(targetInode, to: .scratch(folder, name)) }
+    private func apply(_ plan: RenamePlan) throws(FuseError) {
+        // The bytes the plan moves, read before anything changes.
+        var bytes: [RenamePlan.Bytes: [UInt8]] = [:]
+        for source in plan.byteSources {
+            switch source {
+            case .row(let ref): bytes[source] = try currentBytes(ref)
+            case .scratch(let place): bytes[source] = try scratch.contents(place.folder, place.name)
+            }
+        }
+        if let ref = plan.reclaim { names.reattach(ref) }
+        switch plan.store {
+        case .replace(let target, let title, let source, let removing, let sourceName)?:
+            try replace(target, titled: title, with: bytes[source]!, removing: removing, sourceName: sourceName)
+        case .retitle(let ref, let title)?:
+            try retitle(ref, to: title)
+        case .exchange(let a, let b)?:
+            try swapContents(a, bytes: bytes[.row(b)]!, b, bytes: bytes[.row(a)]!)
+        case nil:
+            break
+        }
+        for change in plan.scratch {
+            switch change {
+            case .rename(let from, let to, let flags): try scratch.rename((from.folder, from.name), (to.folder, to.name), flags: flags)
+            case .write(let place, let source): try scratch.replaceContents(place.folder, place.name, with: bytes[source]!)
+            case .remove(let place): try? scratch.remove(place.folder, place.name)
+            }
+        }
+        for change in plan.tables { apply(change, bytes: bytes) }
     }
 
-    // MARK: Row to a row name
-
-    private func renameRow(_ ref: RowRef, from name: CanonicalName, to newName: CanonicalName, title: String,
-                           target: ResolvedName, exchange: Bool) throws(FuseError) {
-        let namespace = ref.namespace
-        let sourceInode = inodes.inode(for: ref)
-        let bytes = try currentBytes(ref)
-        switch target {
-        case .none:
-            if namespace == .saga || namespace == .settings {
-                // The key is the date or setting name: a new name is a new row.
-                let newRef = RowRef(namespace: namespace, key: namespace == .saga ? SagaEntry.key(for: title) : Setting.key(for: title))
-                try replace(newRef, titled: title, with: bytes, removing: ref, sourceName: name.text)
-                inodes.repoint(sourceInode, to: .row(newRef))
-                moveOpenFiles(of: sourceInode, to: newRef)
-            } else if working[ref]?.isNew == true {
-                pending[namespace]?[name] = nil
-                pending[namespace, default: [:]][newName] = ref
-                working[ref]?.title = title
-            } else {
-                try retitle(ref, to: title)
+    private func apply(_ change: RenamePlan.TableChange, bytes: [RenamePlan.Bytes: [UInt8]]) {
+        switch change {
+        case .repoint(let inode, let object): names.inodes.repoint(inode, to: object)
+        case .moveOpenFiles(let inode, let ref): moveOpenFiles(of: inode, to: ref)
+        case .swapOpenFiles(let aInode, let bInode, let a, let b): swapOpenFiles(aInode, bInode, a, b)
+        case .orphanOpenFiles(let ref): orphanOpenFiles(of: ref)
+        case .moveRowHandlesToScratch(let ref, let place, let text):
+            moveRowHandles(of: ref, toScratch: place.folder, place.name, bytes: bytes[text] ?? [])
+        case .adoptScratchHandles(let inode, let ref): adoptScratchHandles(of: inode, to: ref)
+        case .renamePending(let ref, let name, let title):
+            names.addPending(name, ref)
+            openFiles.modifyCopy(ref) { $0.title = title }
+        case .retitleCopy(let ref, let title): openFiles.modifyCopy(ref) { $0.title = title }
+        case .forgetPending(let ref): names.removePending(ref)
+        case .markClean(let ref): openFiles.modifyCopy(ref) { $0.isDirty = false }
+        case .settleReplacedSource(let ref):
+            names.removePending(ref)
+            openFiles.modifyCopy(ref) { copy in
+                copy.isDirty = false
+                copy.isNew = false
             }
-        case .row(let targetRef):
-            let targetInode = inodes.inode(for: targetRef)
-            if exchange {
-                let targetBytes = try currentBytes(targetRef)
-                try swapContents(ref, bytes: targetBytes, targetRef, bytes: bytes)
-                inodes.repoint(sourceInode, to: .row(targetRef))
-                inodes.repoint(targetInode, to: .row(ref))
-                swapOpenFiles(sourceInode, targetInode, ref, targetRef)
-            } else {
-                // The save by rename: the target keeps its key and history.
-                try replace(targetRef, titled: nil, with: bytes, removing: ref, sourceName: name.text)
-                orphanOpenFiles(of: targetRef)
-                inodes.repoint(sourceInode, to: .row(targetRef))
-                moveOpenFiles(of: sourceInode, to: targetRef)
-            }
-        case .scratch:
-            throw .crossDevice
+            kernelCache.invalidate(names.unlist(ref))
+        case .detach(let ref, let title, let name):
+            names.detach(ref, DetachedRow(title: title, name: name, since: Date()))
+            wakeFeed?()
         }
     }
 
+    // MARK: Store changes
+
     /// `bytes` become a new version of `targetRef` (created if needed), and
-    /// `source` goes away: removed outright if it never left this device,
-    /// else as a tombstone. One transaction.
+    /// `source` becomes a tombstone. One transaction.
     private func replace(_ targetRef: RowRef, titled newTitle: String?, with bytes: [UInt8],
                          removing source: RowRef?, sourceName: String) throws(FuseError) {
         let namespace = targetRef.namespace
         let previous = try storedContent(targetRef)
-        let title = newTitle ?? working[targetRef]?.title ?? previous?.displayName ?? ""
+        let title = newTitle ?? openFiles.copy(targetRef)?.title ?? previous?.displayName ?? ""
         let content = try parseForRename(namespace, title: title, bytes: bytes, previous: previous, name: sourceName)
-        let sourceIsNew = source.map { working[$0]?.isNew == true } ?? true
         let edit: ReplicaStore.MountEdit
         do {
             // The editor wrote the temp file from what this device last
             // showed of the target: deletions are computed against that.
-            edit = try store.replaceFromMount(target: targetRef.key, with: content, removing: sourceIsNew ? nil : source?.key,
+            edit = try store.replaceFromMount(target: targetRef.key, with: content, removing: source?.key,
                                               shown: lastShown[targetRef])
         } catch {
             throw storeFailure(error, doing: "save \(namespace.name)/\(sourceName) over its target")
         }
         recordWrite(targetRef, edit)
         lastShown[targetRef] = edit.row.content.flatMap(RowFormat.render) ?? bytes
-        if let source {
-            if sourceIsNew { pending[namespace] = pending[namespace]?.filter { $0.value != source } }
-            if working[source] != nil {
-                working[source]?.isDirty = false
-                working[source]?.isNew = false
-            }
-            if let changes = listings[namespace]?.remove(source.key) {
-                for change in changes {
-                    if let old = change.oldName { invalidations.append(.entry(parent: InodeTable.folderInode(namespace), name: old)) }
-                }
-            }
-        }
     }
 
+    /// A new title for a stored row; a card's text shows its new FN.
     private func retitle(_ ref: RowRef, to title: String) throws(FuseError) {
         guard let stored = try storedContent(ref) else { throw .noEntry }
         var content = stored
@@ -220,18 +197,19 @@ extension QuireFileSystem {
         do { recordWrite(ref, try store.putFromMount(content, key: ref.key)) } catch {
             throw storeFailure(error, doing: "rename \(ref.namespace.name)/\(displayName(ref))")
         }
-        working[ref]?.title = title
         if case .contact = content {
             // The card's FN shows the new name: its text changed.
-            if var copy = working[ref], !copy.isDirty, let bytes = RowFormat.render(content) { copy.content = bytes; working[ref] = copy }
-            for inode in inodes.inodesOfRow[ref] ?? [] { invalidations.append(.inode(inode)); kernelCachedSeq.removeValue(forKey: inode) }
+            if let copy = openFiles.copy(ref), !copy.isDirty, let bytes = RowFormat.render(content) {
+                openFiles.modifyCopy(ref) { $0.content = bytes }
+            }
+            kernelCache.invalidateInodes(names.inodes.inodesOfRow[ref] ?? [])
         }
     }
 
     /// RENAME_EXCHANGE of two rows: each name keeps its row (and key) and
     /// shows the other's text. Both edits in one transaction.
     private func swapContents(_ a: RowRef, bytes aBytes: [UInt8], _ b: RowRef, bytes bBytes: [UInt8]) throws(FuseError) {
-        for ref in [a, b] where working[ref]?.isNew == true { try commit(ref, shown: nil) }
+        for ref in [a, b] where openFiles.copy(ref)?.isNew == true { try commit(ref, shown: nil) }
         let aPrevious = try storedContent(a), bPrevious = try storedContent(b)
         let aContent = try parseForRename(a.namespace, title: aPrevious?.displayName ?? "", bytes: aBytes, previous: aPrevious, name: displayName(b))
         let bContent = try parseForRename(b.namespace, title: bPrevious?.displayName ?? "", bytes: bBytes, previous: bPrevious, name: displayName(a))
@@ -244,42 +222,7 @@ extension QuireFileSystem {
         }
     }
 
-    // MARK: Rows and scratch files
-
-    private func moveScratchToRow(_ folder: Folder, _ name: CanonicalName, namespace: Namespace, to newName: CanonicalName, title: String,
-                                  target: ResolvedName, exchange: Bool) throws(FuseError) {
-        let sourceInode = inodes.inode(forScratch: folder, name)
-        let bytes = try scratch.contents(folder, name)
-        switch target {
-        case .row(let targetRef):
-            let targetInode = inodes.inode(for: targetRef)
-            if exchange {
-                let targetBytes = try currentBytes(targetRef)
-                try replace(targetRef, titled: nil, with: bytes, removing: nil, sourceName: name.text)
-                try scratch.replaceContents(folder, name, with: targetBytes)
-                inodes.repoint(sourceInode, to: .row(targetRef))
-                inodes.repoint(targetInode, to: .scratch(folder, name))
-                // Open files follow their inodes: the note's to the scratch
-                // name, the scratch file's into the note.
-                moveRowHandles(of: targetRef, toScratch: folder, name, bytes: targetBytes)
-                adoptScratchHandles(of: sourceInode, to: targetRef)
-            } else {
-                try replace(targetRef, titled: nil, with: bytes, removing: nil, sourceName: name.text)
-                try? scratch.remove(folder, name)
-                orphanOpenFiles(of: targetRef)
-                inodes.repoint(sourceInode, to: .row(targetRef))
-                adoptScratchHandles(of: sourceInode, to: targetRef)
-            }
-        case .none:
-            let ref = reclaimOrNewRef(namespace, title: title)
-            try replace(ref, titled: title, with: bytes, removing: nil, sourceName: name.text)
-            try? scratch.remove(folder, name)
-            inodes.repoint(sourceInode, to: .row(ref))
-            adoptScratchHandles(of: sourceInode, to: ref)
-        case .scratch:
-            throw .crossDevice
-        }
-    }
+    // MARK: Open files across renames
 
     /// Files still open on a temp file renamed over a row name follow it:
     /// what they write later (Python flushes its buffer at close, after an
@@ -287,82 +230,82 @@ extension QuireFileSystem {
     /// They were opened without flush, so their text is committed when the
     /// last of them is released.
     private func adoptScratchHandles(of inode: UInt64, to ref: RowRef) {
-        let open = handles.filter { _, file in
+        let open = openFiles.handles { file in
             if case .scratch = file.target { return file.inode == inode }
             return false
         }
-        guard !open.isEmpty, var copy = try? workingCopy(ref) else { return }
-        for (handle, file) in open {
-            if case .scratch(let descriptor) = file.target { close(descriptor) }
-            handles[handle]?.target = .row(ref)
-            handles[handle]?.shown = copy.content
+        guard !open.isEmpty, let copy = try? workingCopy(ref) else { return }
+        openFiles.keep(copy, for: ref)
+        for handle in open {
+            if case .scratch(let descriptor)? = openFiles[handle]?.target { close(descriptor) }
+            openFiles.retarget(handle, to: .row(ref))
+            openFiles.setShown(handle, copy.content)
         }
-        copy.openCount += open.count
-        working[ref] = copy
-    }
-
-    private func moveRowToScratch(_ ref: RowRef, from name: CanonicalName, to newName: CanonicalName,
-                                  target: ResolvedName, exchange: Bool) throws(FuseError) {
-        let namespace = ref.namespace
-        let folder = Folder.namespace(namespace)
-        let sourceInode = inodes.inode(for: ref)
-        let bytes = try currentBytes(ref)
-        if exchange, case .scratch = target {
-            let targetInode = inodes.inode(forScratch: folder, newName)
-            let scratchBytes = try scratch.contents(folder, newName)
-            try replace(ref, titled: nil, with: scratchBytes, removing: nil, sourceName: newName.text)
-            try scratch.replaceContents(folder, newName, with: bytes)
-            inodes.repoint(sourceInode, to: .scratch(folder, newName))
-            inodes.repoint(targetInode, to: .row(ref))
-            moveRowHandles(of: ref, toScratch: folder, newName, bytes: bytes)
-            adoptScratchHandles(of: targetInode, to: ref)
-            return
-        }
-        // An editor's backup step (vim, emacs: rename to name~, write a new
-        // file under the old name). The row waits, hidden, for its name to
-        // come back; if it does not, it is deleted (ChangeFeed.detachGrace).
-        try scratch.replaceContents(folder, newName, with: bytes)
-        if working[ref]?.isNew == true {
-            pending[namespace]?[name] = nil
-            working[ref]?.isDirty = false
-        } else {
-            let listed = try listing(namespace).rows[ref.key]?.title
-            let title = working[ref]?.title ?? listed ?? ""
-            detached[ref] = DetachedRow(title: title, name: name, since: Date())
-            wakeFeed?()
-        }
-        inodes.repoint(sourceInode, to: .scratch(folder, newName))
-        // Files still open go with the file to its new name: their writes
-        // went to the row, which then came back as a row nobody named or
-        // was deleted with them. Their unsaved text is in `bytes` already.
-        moveRowHandles(of: ref, toScratch: folder, newName, bytes: bytes)
     }
 
     /// Files open on `ref` follow its inode to the scratch file
     /// `folder/name`, which holds their text (`bytes`, unsaved edits
     /// included); the row's working copy goes with them.
     private func moveRowHandles(of ref: RowRef, toScratch folder: Folder, _ name: CanonicalName, bytes: [UInt8]) {
-        for (handle, file) in handles {
-            guard case .row(let open) = file.target, open == ref else { continue }
-            let flags = file.flags.rawValue & ~(O_CREAT | O_EXCL | O_TRUNC)
+        for handle in openFiles.handles(on: ref) {
+            let flags = openFiles[handle]!.flags.rawValue & ~(O_CREAT | O_EXCL | O_TRUNC)
             if let descriptor = try? scratch.open(folder, name, flags: flags) {
-                handles[handle]?.target = .scratch(descriptor)
+                openFiles.retarget(handle, to: .scratch(descriptor))
             } else {
-                handles[handle]?.target = .orphan(bytes, modifiedAt: .now)
+                openFiles.retarget(handle, to: .orphan(bytes, modifiedAt: .now))
             }
         }
-        working.removeValue(forKey: ref)
+        openFiles.dropCopyIfUnheld(ref)
     }
 
-    private func reclaimOrNewRef(_ namespace: Namespace, title: String) -> RowRef {
-        if let (ref, _) = detached.first(where: { $0.key.namespace == namespace && CanonicalName.same($0.value.title, title) }) {
-            detached.removeValue(forKey: ref)
-            return ref
+    /// The kernel moved `inode` (and the files open on it) to a name that
+    /// now shows `ref`.
+    private func moveOpenFiles(of inode: UInt64, to ref: RowRef) {
+        for handle in openFiles.handles(where: { $0.inode == inode }) {
+            guard let old = openFiles[handle]?.target.row, old != ref else { continue }
+            // A handle whose new row cannot be loaded stays where it was.
+            guard let copy = try? workingCopy(ref) else { continue }
+            openFiles.keep(copy, for: ref)
+            openFiles.retarget(handle, to: .row(ref))
+            openFiles.dropCopyIfUnheld(old)
         }
-        switch namespace {
-        case .saga: return RowRef(namespace: namespace, key: SagaEntry.key(for: title))
-        case .settings: return RowRef(namespace: namespace, key: Setting.key(for: title))
-        default: return RowRef(namespace: namespace, key: RowKey(bytes: (0..<16).map { _ in UInt8.random(in: 0...255) })!)
+    }
+
+    /// After RENAME_EXCHANGE each file's text (and its open handles) went
+    /// with its inode to the other row, and both texts are committed. The
+    /// working copies go along too: a copy left behind kept a handle-less,
+    /// dirty text that unmount committed over the exchange, and a handle
+    /// moved to a row with no copy failed its writes with EBADF.
+    private func swapOpenFiles(_ aInode: UInt64, _ bInode: UInt64, _ a: RowRef, _ b: RowRef) {
+        let toB = openFiles.handles { $0.inode == aInode && $0.target.row == a }
+        let toA = openFiles.handles { $0.inode == bInode && $0.target.row == b }
+        let copyOfA = openFiles.copy(a), copyOfB = openFiles.copy(b)
+        var stored: [RowRef: [UInt8]] = [:]
+        for ref in [a, b] {
+            stored[ref] = try? renderedContent(ref)
+            if let bytes = stored[ref] { lastShown[ref] = bytes }
+        }
+        for (ref, moved, movers) in [(b, copyOfA, toB), (a, copyOfB, toA)] {
+            let stays = openFiles.handles(on: ref).filter { !toA.contains($0) && !toB.contains($0) }
+            // Each working copy lives while a handle points at it.
+            guard !(movers + stays).isEmpty, let bytes = stored[ref] else { continue }
+            // The exchange committed the moved text to this row: the copy
+            // (the one that moved with the file, if any) is that text.
+            var copy = moved ?? WorkingCopy(title: "", content: [])
+            copy.content = bytes
+            copy.isDirty = false
+            copy.isNew = false
+            copy.title = names.listing(ref.namespace)?.rows[ref.key]?.title ?? copy.title
+            copy.seq = names.listing(ref.namespace)?.rows[ref.key]?.seq ?? copy.seq
+            openFiles.keep(copy, for: ref)
+        }
+        for handle in toB where openFiles.copy(b) != nil { openFiles.retarget(handle, to: .row(b)) }
+        for handle in toA where openFiles.copy(a) != nil { openFiles.retarget(handle, to: .row(a)) }
+        for ref in [a, b] {
+            // What each handle shows is committed now: the baseline of its
+            // next save (a stale one made a prose merge repeat paragraphs).
+            for handle in openFiles.handles(on: ref) { openFiles.setShown(handle, stored[ref] ?? []) }
+            openFiles.dropCopyIfUnheld(ref)
         }
     }
 
@@ -370,8 +313,7 @@ extension QuireFileSystem {
 
     /// The text a row's file shows now (its open working copy, else stored).
     func currentBytes(_ ref: RowRef) throws(FuseError) -> [UInt8] {
-        if let copy = working[ref] { return copy.content }
-        return try workingCopy(ref).content
+        try workingCopy(ref).content
     }
 
     private func storedContent(_ ref: RowRef) throws(FuseError) -> RowContent? {
@@ -392,65 +334,7 @@ extension QuireFileSystem {
     /// Files still open on a row that was replaced or deleted keep reading
     /// what they had; their writes go nowhere, as on any filesystem.
     func orphanOpenFiles(of ref: RowRef) {
-        guard let copy = working.removeValue(forKey: ref) else { return }
-        for (handle, file) in handles {
-            if case .row(let open) = file.target, open == ref { handles[handle]?.target = .orphan(copy.content, modifiedAt: copy.modifiedAt) }
-        }
-        if copy.isNew { pending[ref.namespace] = pending[ref.namespace]?.filter { $0.value != ref } }
-    }
-
-    /// The kernel moved `inode` (and the files open on it) to a name that
-    /// now shows `ref`.
-    private func moveOpenFiles(of inode: UInt64, to ref: RowRef) {
-        for (handle, file) in handles where file.inode == inode {
-            guard case .row(let old) = file.target, old != ref else { continue }
-            if var copy = working[old] {
-                copy.openCount -= 1
-                working[old] = copy.openCount > 0 ? copy : nil
-            }
-            if var copy = try? workingCopy(ref) {
-                copy.openCount += 1
-                working[ref] = copy
-                handles[handle]?.target = .row(ref)
-            }
-        }
-    }
-
-    /// After RENAME_EXCHANGE each file's text (and its open handles) went
-    /// with its inode to the other row, and both texts are committed. The
-    /// working copies go along too: a copy left behind kept a handle-less,
-    /// dirty text that unmount committed over the exchange, and a handle
-    /// moved to a row with no copy failed its writes with EBADF.
-    private func swapOpenFiles(_ aInode: UInt64, _ bInode: UInt64, _ a: RowRef, _ b: RowRef) {
-        for (handle, file) in handles {
-            guard case .row(let open) = file.target else { continue }
-            if file.inode == aInode && open == a { handles[handle]?.target = .row(b) }
-            if file.inode == bInode && open == b { handles[handle]?.target = .row(a) }
-        }
-        let copyOfA = working.removeValue(forKey: a), copyOfB = working.removeValue(forKey: b)
-        for (ref, moved) in [(b, copyOfA), (a, copyOfB)] {
-            let stored = try? renderedContent(ref)
-            if let stored { lastShown[ref] = stored }
-            let open = handles.filter { _, file in
-                if case .row(let open) = file.target { return open == ref }
-                return false
-            }.keys
-            // What each handle shows is committed now: the baseline of its
-            // next save (a stale one made a prose merge repeat paragraphs).
-            for handle in open { handles[handle]?.shown = stored ?? [] }
-            let count = open.count
-            // Each working copy lives while a handle points at it.
-            guard count > 0, var copy = moved ?? (try? workingCopy(ref)) else { continue }
-            if moved != nil, let stored {
-                // The exchange committed the moved text to this row.
-                copy.content = stored
-                copy.isDirty = false
-                copy.isNew = false
-                copy.title = listings[ref.namespace]?.rows[ref.key]?.title ?? copy.title
-                copy.seq = listings[ref.namespace]?.rows[ref.key]?.seq ?? copy.seq
-            }
-            copy.openCount = count
-            working[ref] = copy
-        }
+        guard let copy = openFiles.orphan(ref) else { return }
+        if copy.isNew { names.removePending(ref) }
     }
 }

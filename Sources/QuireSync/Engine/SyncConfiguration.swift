@@ -26,7 +26,7 @@ public struct SyncConfiguration: Sendable {
     /// Ranges with at most this many rows travel as key lists.
     public var keyListThreshold = 16
     /// Row bytes per response; the rest follows in the next round.
-    public var maxResponseRowBytes = 2 << 20
+    public var maxResponseRowBytes = 8 << 20
     /// How often the status snapshot is rewritten while something changes.
     public var statusIntervalMilliseconds: UInt64 = 500
 

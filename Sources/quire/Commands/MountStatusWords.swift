@@ -29,8 +29,13 @@ enum MountStatusWords {
             lines += mount.problems.map { "  " + $0 }
         }
         text += "\n" + lines.joined(separator: "\n")
+        let tables = mount.tables
         json["mount"] = ["mountpoint": mount.mountpoint, "openFiles": mount.openFiles,
-                         "localOnlyFiles": mount.localOnlyFiles, "problems": mount.problems] as [String: Any]
+                         "localOnlyFiles": mount.localOnlyFiles, "problems": mount.problems,
+                         // For tests and debugging: the tables follow what the kernel holds.
+                         "tables": ["inodes": tables.inodes, "cachedPageVersions": tables.cachedPageVersions,
+                                    "transientAttributes": tables.transientAttributes, "workingCopies": tables.workingCopies,
+                                    "directorySnapshots": tables.directorySnapshots]] as [String: Any]
         let data = (try? JSONSerialization.data(withJSONObject: json, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         return (text, Array(data) + [UInt8(ascii: "\n")])
     }

@@ -3,50 +3,8 @@ import QuireCore
 import QuireFuse
 import QuireStore
 
-/// The text of one row while files on it are open: shared by every open
-/// handle (so all of them see each other's writes, as on any filesystem)
-/// and committed as one new version at flush.
-struct WorkingCopy {
-    var title: String
-    var content: [UInt8]
-    var isDirty = false
-    /// Created through the mount and never committed: no row exists yet.
-    var isNew = false
-    /// Unlinked while open: later writes go nowhere, as on any filesystem.
-    var isUnlinked = false
-    var openCount = 0
-    var modifiedAt: FuseTimestamp = .now
-    /// The change number of the stored version `content` came from.
-    var seq: Int64 = 0
-
-    /// Applies `change` to this copy where it stands (`working[ref]!.modify`),
-    /// so its text is not copied.
-    mutating func modify(_ change: (inout WorkingCopy) -> Void) { change(&self) }
-}
-
-/// One open file.
-struct OpenFile {
-    enum Target {
-        case row(RowRef)
-        case scratch(Int32)
-        case control([UInt8])
-        /// A row file removed (rm, or a save by rename over it) while this
-        /// handle was open: it keeps its text and takes writes, which go
-        /// nowhere, as on any filesystem (they used to fail with EBADF, and
-        /// fstat and reads with ENOENT).
-        case orphan([UInt8], modifiedAt: FuseTimestamp)
-    }
-
-    var target: Target
-    var inode: UInt64
-    var flags: FuseOpenFlags
-    /// The exact bytes this handle was shown when it opened (or last
-    /// committed). A prose merge (issue 6) computes deliberate deletions
-    /// against this, never against the live row, so a sync import that lands
-    /// while the file is open is not mistaken for a deletion.
-    var shown: [UInt8]
-}
-
+/// Working copies between the open-file table and the store: loading a
+/// row's text, committing it, and what happens when the last handle goes.
 extension QuireFileSystem {
     /// The working copy of a row, loading the stored text if none is open.
     /// Throws EIO for an offloaded body that cannot be recalled.
@@ -55,17 +13,17 @@ extension QuireFileSystem {
     /// (a saga date or setting name written again after a rename got the
     /// new text over the old row's tail).
     func workingCopy(_ ref: RowRef) throws(FuseError) -> WorkingCopy {
-        if let copy = working[ref] { return copy }
+        if let copy = openFiles.copy(ref) { return copy }
         let row: Row?
         do { row = try store.row(ref.namespace, ref.key) } catch { throw storeFailure(error, doing: "read \(ref.namespace.name)/\(ref.key.hex)") }
-        guard let row, let content = row.content, detached[ref] == nil else { throw .noEntry }
+        guard let row, let content = row.content, !names.isDetached(ref) else { throw .noEntry }
         var bytes = RowFormat.render(content)
         if bytes == nil, case .note(let note) = content {
             bytes = try recall(ref, note: note)
             // The lock was let go during the recall: a concurrent open may
             // have made the copy meanwhile. Replacing it lost its handle
             // count, and its other files read an empty note once one closed.
-            if let copy = working[ref] { return copy }
+            if let copy = openFiles.copy(ref) { return copy }
             // The recall stored the body: show the row as it reads now. With
             // a concurrent version beside the offloaded one, that is their
             // union; the recalled bytes alone would lose the other's words
@@ -95,12 +53,7 @@ extension QuireFileSystem {
     /// Commits a dirty working copy as one new version of its row.
     /// `shown` is what the committing handle was shown (see `OpenFile.shown`).
     func commit(_ ref: RowRef, shown: [UInt8]?) throws(FuseError) {
-        guard var copy = working[ref], copy.isDirty else { return }
-        if copy.isUnlinked {
-            copy.isDirty = false
-            working[ref] = copy
-            return
-        }
+        guard var copy = openFiles.copy(ref), copy.isDirty else { return }
         let name = "\(ref.namespace.name)/\(displayName(ref))"
         var previous: RowContent? = nil
         if !copy.isNew {
@@ -137,34 +90,38 @@ extension QuireFileSystem {
         copy.isDirty = false
         copy.isNew = false
         if let seq = edit.seq { copy.seq = seq }
-        pending[ref.namespace] = pending[ref.namespace]?.filter { $0.value != ref }
+        let createdAs = names.pendingName(of: ref)
+        names.removePending(ref)
         // What the row now renders to is the file's content (a vCard comes
         // back in canonical form); if that differs from what the kernel
         // cached from the writes, drop its cache.
         if let canonical = edit.row.content.flatMap(RowFormat.render), canonical != copy.content {
             copy.content = canonical
-            for inode in inodes.inodesOfRow[ref] ?? [] { invalidations.append(.inode(inode)) }
+            kernelCache.invalidateInodes(names.inodes.inodesOfRow[ref] ?? [])
         }
-        working[ref] = copy
-        recordWrite(ref, edit)
+        openFiles.keep(copy, for: ref)
+        // Every handle on the row shares this copy, so every one of them
+        // was shown what was just committed: the baseline of its next save.
+        // (Only the flushing handle's was updated, so a second file open
+        // on the note repeated the first one's paragraphs at its close.)
+        for handle in openFiles.handles(on: ref) { openFiles.setShown(handle, copy.content) }
+        recordWrite(ref, edit, kernelKnows: createdAs)
     }
 
     /// Brings the directory view up to date after a write of ours.
-    func recordWrite(_ ref: RowRef, _ edit: ReplicaStore.MountEdit) {
-        renderedSizes.removeValue(forKey: ref)
+    /// `kernelKnows`: the name the kernel itself created the file under; if
+    /// the listing now shows the row under that name, the kernel's entry is
+    /// right and is not dropped (dropping it cost a lookup at the next open
+    /// and made the kernel forget the inode of every file just created).
+    func recordWrite(_ ref: RowRef, _ edit: ReplicaStore.MountEdit, kernelKnows: CanonicalName? = nil) {
+        kernelCache.rowChanged(ref)
         guard let seq = edit.seq else { return }
-        selfWrites[ref] = seq
-        applyToListing(RowSummary(row: edit.row, seq: seq))
-    }
-
-    func applyToListing(_ summary: RowSummary) {
-        // Mutated in place: a copy would duplicate 10,000-entry tables per write.
-        guard let changes = listings[summary.namespace]?.apply(summary) else { return }
-        let parent = InodeTable.folderInode(summary.namespace)
-        for change in changes {
-            if let old = change.oldName { invalidations.append(.entry(parent: parent, name: old)) }
-            if let new = change.newName { invalidations.append(.entry(parent: parent, name: new)) }
+        kernelCache.recordOwnWrite(ref, version: seq)
+        var invalidations = names.apply(RowSummary(row: edit.row, seq: seq))
+        if let name = kernelKnows, names.listing(ref.namespace)?.key(named: name) == ref.key {
+            invalidations.removeAll { $0 == .entry(parent: InodeTable.folderInode(ref.namespace), name: name) }
         }
+        kernelCache.invalidate(invalidations)
     }
 
     /// Text that cannot become a row: refused at flush (close() fails), and
@@ -182,42 +139,37 @@ extension QuireFileSystem {
         var reverted = copy
         reverted.isDirty = false
         reverted.content = previous.flatMap(RowFormat.render) ?? []
-        working[ref] = reverted
-        invalidations.append(.entry(parent: InodeTable.folderInode(ref.namespace), name: keptName))
-        for inode in inodes.inodesOfRow[ref] ?? [] { invalidations.append(.inode(inode)) }
+        openFiles.keep(reverted, for: ref)
+        kernelCache.invalidate(.entry(parent: InodeTable.folderInode(ref.namespace), name: keptName))
+        kernelCache.invalidateInodes(names.inodes.inodesOfRow[ref] ?? [])
     }
 
     /// The last handle closed with text that could not be committed (disk
     /// full, say): keep it in the scratch area and say so.
     func keepUnsaved(_ ref: RowRef, because reason: String) {
-        guard let copy = working[ref], copy.isDirty else { return }
+        guard let copy = openFiles.copy(ref), copy.isDirty else { return }
         let keptName = CanonicalName(displayName(ref) + ".unsaved")
         let kept = (try? scratch.replaceContents(.namespace(ref.namespace), keptName, with: copy.content)) != nil
         log.problem("\(ref.namespace.name)/\(displayName(ref)) could not be saved (\(reason)); "
                     + (kept ? "the text is kept in \(ref.namespace.name)/\(keptName)" : "and could not be kept either"))
     }
 
-    /// A handle went away: drop the working copy when nobody needs it.
+    /// The last handle on a row went away (or none ever held the copy):
+    /// commit what is unsaved and drop the copy.
     func releaseWorkingCopy(_ ref: RowRef) {
-        guard var copy = working[ref] else { return }
-        copy.openCount -= 1
-        if copy.openCount > 0 {
-            working[ref] = copy
-            return
-        }
+        guard openFiles.openCount(of: ref) == 0, let copy = openFiles.copy(ref) else { return }
         if copy.isDirty {
             do { try commit(ref, shown: nil) } catch { keepUnsaved(ref, because: "\(error)") }
         }
-        working.removeValue(forKey: ref)
-        if copy.isNew {
+        if openFiles.dropCopyIfUnheld(ref)?.isNew == true {
             // Created, never committed (its text was refused): it never existed.
-            pending[ref.namespace] = pending[ref.namespace]?.filter { $0.value != ref }
+            names.removePending(ref)
         }
     }
 
     /// Deletes a detached row whose name did not come back.
     func finishDetach(_ ref: RowRef) {
-        guard detached.removeValue(forKey: ref) != nil else { return }
+        guard names.reattach(ref) != nil else { return }
         do {
             // Always a tombstone: a sibling may have pulled the row already,
             // and only a tombstone keeps it from coming back from there.

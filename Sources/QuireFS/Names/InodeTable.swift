@@ -47,7 +47,10 @@ enum NodeObject: Hashable, Sendable {
 /// remount. The kernel moves an inode with its name on rename; when a save
 /// by rename makes a name show another object than its inode used to, the
 /// inode is re-pointed (so the kernel's caches stay right) and the row
-/// uses that inode until the next mount.
+/// uses that inode until the kernel forgets it.
+///
+/// Numbers the kernel forgot are dropped (`drop`), except the fixed ones,
+/// so the table holds what the kernel holds, not every row ever listed.
 struct InodeTable {
     private(set) var objects: [UInt64: NodeObject] = [:]
     private var primary: [RowRef: UInt64] = [:]
@@ -87,6 +90,34 @@ struct InodeTable {
     }
 
     func object(_ inode: UInt64) -> NodeObject? { objects[inode] }
+
+    /// Root, namespace folders and `.quire`: never dropped.
+    static func isFixed(_ inode: UInt64) -> Bool { inode < 1 << 40 }
+
+    /// How many numbers stand for something (status, tests).
+    var count: Int { objects.count }
+
+    /// The number a plain listing shows for a row without allocating one
+    /// (the kernel takes no reference from readdir, so nothing would ever
+    /// drop it): its inode if it has one, else the one a lookup will give
+    /// it, bar a collision.
+    func listedInode(of ref: RowRef) -> UInt64 { primary[ref] ?? Self.derivedInode(ref) }
+
+    /// The kernel forgot `inode`: it stands for nothing now.
+    mutating func drop(_ inode: UInt64) {
+        guard !Self.isFixed(inode), let object = objects.removeValue(forKey: inode) else { return }
+        switch object {
+        case .row(let ref): unbind(inode, from: ref)
+        case .scratch: if scratchInodes[object] == inode { scratchInodes.removeValue(forKey: object) }
+        default: break
+        }
+    }
+
+    private mutating func unbind(_ inode: UInt64, from ref: RowRef) {
+        inodesOfRow[ref]?.remove(inode)
+        if inodesOfRow[ref]?.isEmpty == true { inodesOfRow.removeValue(forKey: ref) }
+        if primary[ref] == inode { primary.removeValue(forKey: ref) }
+    }
 
     /// The inode a row's name answers with now, if it has one yet.
     func primaryInode(of ref: RowRef) -> UInt64? { primary[ref] }
@@ -129,8 +160,7 @@ struct InodeTable {
         if let old = objects[inode] {
             switch old {
             case .row(let ref):
-                inodesOfRow[ref]?.remove(inode)
-                if primary[ref] == inode { primary.removeValue(forKey: ref) }
+                unbind(inode, from: ref)
             case .scratch:
                 if scratchInodes[old] == inode { scratchInodes.removeValue(forKey: old) }
             default: break

@@ -1,0 +1,131 @@
+import Foundation
+import QuireCore
+import QuireStore
+
+/// What a name in a folder stands for right now.
+enum ResolvedName: Equatable {
+    case row(RowRef)
+    case scratch(Folder, CanonicalName)
+    case none
+}
+
+/// A row renamed to a scratch name (vim and emacs rename a file to its
+/// backup name, then write a new file under the old name).
+struct DetachedRow {
+    var title: String
+    var name: CanonicalName
+    var since: Date
+}
+
+/// Which name shows which row, and which inode number stands for what.
+///
+/// Three sources of names, in the order a lookup asks them: files created
+/// through the mount and not yet committed (`pending`), the stored rows
+/// (`listings`), and rows hidden because an editor renamed them to a
+/// backup name (`detached`, never found by name). A row is pending under
+/// one name at most, and a detached row is never pending.
+struct NameIndex {
+    private(set) var listings: [Namespace: NamespaceListing] = [:]
+    var inodes = InodeTable()
+    private var pending: [Namespace: [CanonicalName: RowRef]] = [:]
+    private(set) var detached: [RowRef: DetachedRow] = [:]
+
+    // MARK: Listings
+
+    func listing(_ namespace: Namespace) -> NamespaceListing? { listings[namespace] }
+
+    mutating func install(_ listing: NamespaceListing) { listings[listing.namespace] = listing }
+
+    /// A stored row changed (ours or anyone's): the names that moved.
+    mutating func apply(_ summary: RowSummary) -> [Invalidation] {
+        // Mutated in place: a copy would duplicate 10,000-entry tables per write.
+        guard let changes = listings[summary.namespace]?.apply(summary) else { return [] }
+        return invalidations(summary.namespace, changes)
+    }
+
+    /// A row left the listing (replaced by a save by rename).
+    mutating func unlist(_ ref: RowRef) -> [Invalidation] {
+        guard let changes = listings[ref.namespace]?.remove(ref.key) else { return [] }
+        return invalidations(ref.namespace, changes.map { NameChange(key: $0.key, oldName: $0.oldName, newName: nil) })
+    }
+
+    private func invalidations(_ namespace: Namespace, _ changes: [NameChange]) -> [Invalidation] {
+        let parent = InodeTable.folderInode(namespace)
+        return changes.flatMap { change in
+            [change.oldName, change.newName].compactMap { $0.map { Invalidation.entry(parent: parent, name: $0) } }
+        }
+    }
+
+    // MARK: Resolving
+
+    /// What a row name stands for; nil when the namespace is not listed yet.
+    func resolveRow(_ name: CanonicalName, title: String, in namespace: Namespace) -> ResolvedName? {
+        if let ref = pending[namespace]?[name] { return .row(ref) }
+        guard let listing = listings[namespace] else { return nil }
+        if let key = listing.key(named: name) {
+            let ref = RowRef(namespace: namespace, key: key)
+            return detached[ref] == nil ? .row(ref) : ResolvedName.none
+        }
+        // The same title typed another way (an escape where none was needed).
+        let keys = listing.keys(titled: title).filter { detached[RowRef(namespace: namespace, key: $0)] == nil }
+        return keys.count == 1 ? .row(RowRef(namespace: namespace, key: keys[0])) : ResolvedName.none
+    }
+
+    /// The file name a row shows under right now (for messages and invalidation).
+    func displayName(_ ref: RowRef) -> String {
+        pendingName(of: ref)?.text ?? listings[ref.namespace]?.nameOfKey[ref.key]?.text ?? ref.key.hex
+    }
+
+    func pendingName(of ref: RowRef) -> CanonicalName? { pending[ref.namespace]?.first { $0.value == ref }?.key }
+
+    // MARK: Files not yet committed
+
+    /// Names of files created and not committed, sorted, that no stored row shows.
+    func pendingEntries(_ namespace: Namespace) -> [(name: CanonicalName, ref: RowRef)] {
+        (pending[namespace] ?? [:]).sorted { $0.key < $1.key }
+            .filter { listings[namespace]?.key(named: $0.key) == nil }
+            .map { ($0.key, $0.value) }
+    }
+
+    mutating func addPending(_ name: CanonicalName, _ ref: RowRef) {
+        removePending(ref)
+        pending[ref.namespace, default: [:]][name] = ref
+    }
+
+    /// The row is committed (listed now) or never will be.
+    mutating func removePending(_ ref: RowRef) {
+        guard let names = pending[ref.namespace], names.values.contains(ref) else { return }
+        pending[ref.namespace] = names.filter { $0.value != ref }
+    }
+
+    // MARK: Rows renamed away
+
+    func isDetached(_ ref: RowRef) -> Bool { detached[ref] != nil }
+
+    mutating func detach(_ ref: RowRef, _ row: DetachedRow) {
+        removePending(ref)
+        detached[ref] = row
+    }
+
+    /// Takes back a detached row; nil if it was not detached.
+    @discardableResult
+    mutating func reattach(_ ref: RowRef) -> DetachedRow? { detached.removeValue(forKey: ref) }
+
+    /// The detached row of this namespace whose title is `title`, if any.
+    func detachedRow(titled title: String, in namespace: Namespace) -> RowRef? {
+        detached.first { $0.key.namespace == namespace && CanonicalName.same($0.value.title, title) }?.key
+    }
+
+    /// Detached rows whose grace ended at `now`, and when the next one ends.
+    func expiredDetached(at now: Date, grace: TimeInterval) -> [RowRef] {
+        detached.filter { now.timeIntervalSince($0.value.since) > grace }.keys.sorted { $0.key < $1.key }
+    }
+
+    func nextDetachDeadline(grace: TimeInterval) -> Date? {
+        detached.values.map { $0.since.addingTimeInterval(grace) }.min()
+    }
+
+    // MARK: Sizes (status, tests)
+
+    var pendingCount: Int { pending.values.reduce(0) { $0 + $1.count } }
+}

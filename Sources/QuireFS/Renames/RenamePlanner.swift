@@ -1,0 +1,293 @@
+import QuireCore
+import QuireFuse
+
+/// A file in the scratch area.
+struct ScratchPlace: Hashable, Sendable {
+    var folder: Folder
+    var name: CanonicalName
+}
+
+/// rename(2) as the kernel asks it, names in NFC.
+struct RenameRequest: Equatable {
+    var from: Folder
+    var name: CanonicalName
+    var to: Folder
+    var newName: CanonicalName
+    var flags: FuseRenameFlags
+}
+
+/// What the tables say about the names a rename touches, gathered by
+/// `QuireFileSystem` before planning (the planner reads nothing else).
+struct RenameFacts {
+    var source: ResolvedName
+    var target: ResolvedName
+    /// The inode numbers the kernel knows the two names by (nil: no file).
+    var sourceInode: UInt64?
+    var targetInode: UInt64?
+    /// Rows created through the mount and never committed: no stored row
+    /// exists, so there is nothing to tombstone or retitle in the store.
+    var newRows: Set<RowRef> = []
+    /// The title the source row shows (its open copy's, else its listed one).
+    var sourceTitle = ""
+    /// A detached row titled like the new name, which a file renamed onto
+    /// that name takes back (an editor's backup step undone).
+    var reclaimable: RowRef?
+    /// A key for a row the rename creates, if it creates one.
+    var freshKey: RowKey
+}
+
+/// A rename as three lists of changes, applied in order: the store (one
+/// transaction), then scratch files, then the tables. Bytes are named by
+/// where they are read from, and read once, before anything changes.
+struct RenamePlan: Equatable {
+    enum Bytes: Hashable {
+        /// What the row's file shows now (its open copy, else stored).
+        case row(RowRef)
+        case scratch(ScratchPlace)
+    }
+
+    enum StoreChange: Equatable {
+        /// `bytes` become a new version of `target` (created if needed,
+        /// titled `title` if given); `removing` becomes a tombstone.
+        case replace(target: RowRef, title: String?, bytes: Bytes, removing: RowRef?, sourceName: String)
+        case retitle(RowRef, title: String)
+        /// Each row gets the other's text; both edits in one transaction.
+        case exchange(RowRef, RowRef)
+    }
+
+    enum ScratchChange: Equatable {
+        case rename(from: ScratchPlace, to: ScratchPlace, flags: UInt32)
+        case write(ScratchPlace, Bytes)
+        /// Best effort: the rename already happened in the store.
+        case remove(ScratchPlace)
+    }
+
+    enum TableChange: Equatable {
+        /// The kernel moved `inode` to a name that shows `object` now.
+        case repoint(inode: UInt64, to: NodeObject)
+        /// Files open on `inode` now write `ref`.
+        case moveOpenFiles(inode: UInt64, to: RowRef)
+        /// RENAME_EXCHANGE of two rows: open files and copies go with their inodes.
+        case swapOpenFiles(UInt64, UInt64, RowRef, RowRef)
+        /// The row's file was replaced: its open files keep their text.
+        case orphanOpenFiles(RowRef)
+        /// Files open on `ref` follow it to a scratch file holding `text`.
+        case moveRowHandlesToScratch(RowRef, ScratchPlace, text: Bytes)
+        /// Files open on the scratch file `inode` follow it into `ref`.
+        case adoptScratchHandles(inode: UInt64, to: RowRef)
+        case renamePending(RowRef, to: CanonicalName, title: String)
+        case retitleCopy(RowRef, title: String)
+        case forgetPending(RowRef)
+        case markClean(RowRef)
+        /// The source of a save by rename is gone: not pending, not listed,
+        /// and its copy has nothing left to commit.
+        case settleReplacedSource(RowRef)
+        case detach(RowRef, title: String, name: CanonicalName)
+    }
+
+    /// A detached row the rename takes back, before the store change: if
+    /// the save fails, the row shows again under its old name instead of
+    /// being deleted when its grace ends.
+    var reclaim: RowRef?
+    var store: StoreChange?
+    var scratch: [ScratchChange] = []
+    var tables: [TableChange] = []
+
+    /// Every byte source the plan reads.
+    var byteSources: [Bytes] {
+        var sources: [Bytes] = []
+        switch store {
+        case .replace(_, _, let bytes, _, _)?: sources.append(bytes)
+        case .exchange(let a, let b)?: sources += [.row(a), .row(b)]
+        case .retitle?, nil: break
+        }
+        for case .write(_, let bytes) in scratch { sources.append(bytes) }
+        for case .moveRowHandlesToScratch(_, _, let bytes) in tables { sources.append(bytes) }
+        var seen = Set<Bytes>()
+        return sources.filter { seen.insert($0).inserted }
+    }
+}
+
+/// Why a rename is refused; `message` goes to the log and the status.
+struct RenameRefusal: Error, Equatable {
+    var error: FuseError
+    var message: String?
+
+    init(_ error: FuseError, _ message: String? = nil) {
+        self.error = error
+        self.message = message
+    }
+}
+
+/// Plans a rename from the tables' state alone: no store, no scratch
+/// files, no clock. The kernel moves an inode along with its name, so each
+/// plan re-points the inode now at a name to what that name shows, and
+/// open files follow their inodes.
+enum RenamePlanner {
+    static func plan(_ request: RenameRequest, _ facts: RenameFacts) throws(RenameRefusal) -> RenamePlan {
+        let flags = request.flags
+        if flags.contains(.whiteout) || (flags.contains(.noReplace) && flags.contains(.exchange)) { throw RenameRefusal(.invalid) }
+        // The stored (NFC) form must fit: it can be longer than the typed one.
+        let newName = request.newName
+        guard newName.text.utf8.count <= FileNames.maximumNameBytes else {
+            throw RenameRefusal(.nameTooLong, "rename to \(newName.text.prefix(40))… refused: a name is at most 255 bytes in NFC "
+                                + "(\(newName.text.utf8.count) given)")
+        }
+        if facts.source == .none { throw RenameRefusal(.noEntry) }
+        if flags.contains(.noReplace) && facts.target != .none { throw RenameRefusal(.exists) }
+        if flags.contains(.exchange) && facts.target == .none { throw RenameRefusal(.noEntry) }
+        if facts.source == facts.target { return RenamePlan() }
+
+        var targetTitle: String? = nil
+        if case .namespace(let namespace) = request.to, case .row(let title) = FileNames.meaning(of: newName, in: namespace) {
+            targetTitle = title
+        }
+        let involvesRow: Bool = {
+            if case .row = facts.source { return true }
+            if case .row = facts.target { return true }
+            return targetTitle != nil
+        }()
+        if involvesRow && request.from != request.to { throw RenameRefusal(.crossDevice) }   // mv copies across folders
+        for case .namespace(let namespace) in [request.from, request.to] where MountLayout.isReadOnly(namespace) && involvesRow {
+            throw RenameRefusal(.permissionDenied, "\(namespace.name) is read-only: memory is append-only")
+        }
+        if case .scratch(let folder, let name) = facts.source, targetTitle == nil {
+            return try scratchToScratch(ScratchPlace(folder: folder, name: name), request, facts)
+        }
+        guard case .namespace(let namespace) = request.to else { throw RenameRefusal(.notPermitted) }
+        switch facts.source {
+        case .row(let ref):
+            if let title = targetTitle { return try rowToRowName(ref, title: title, request, facts) }
+            return try rowToScratch(ref, request, facts)
+        case .scratch(let folder, let name):
+            return try scratchToRow(ScratchPlace(folder: folder, name: name), namespace: namespace, title: targetTitle!, request, facts)
+        case .none:
+            throw RenameRefusal(.noEntry)
+        }
+    }
+
+    private static func sourceInode(_ facts: RenameFacts) throws(RenameRefusal) -> UInt64 {
+        guard let inode = facts.sourceInode else { throw RenameRefusal(.noEntry) }
+        return inode
+    }
+
+    private static func scratchToScratch(_ source: ScratchPlace, _ request: RenameRequest,
+                                         _ facts: RenameFacts) throws(RenameRefusal) -> RenamePlan {
+        if case .row = facts.target { throw RenameRefusal(.crossDevice) }
+        let sourceInode = try sourceInode(facts)
+        let target = ScratchPlace(folder: request.to, name: request.newName)
+        var plan = RenamePlan(scratch: [.rename(from: source, to: target, flags: request.flags.rawValue & 3)])
+        plan.tables.append(.repoint(inode: sourceInode, to: .scratch(target.folder, target.name)))
+        if request.flags.contains(.exchange), let targetInode = facts.targetInode {
+            plan.tables.append(.repoint(inode: targetInode, to: .scratch(source.folder, source.name)))
+        }
+        return plan
+    }
+
+    private static func rowToRowName(_ ref: RowRef, title: String, _ request: RenameRequest,
+                                     _ facts: RenameFacts) throws(RenameRefusal) -> RenamePlan {
+        let namespace = ref.namespace
+        let sourceInode = try sourceInode(facts)
+        let isNew = facts.newRows.contains(ref)
+        var plan = RenamePlan()
+        switch facts.target {
+        case .none:
+            if namespace == .saga || namespace == .settings {
+                // The key is the date or setting name: a new name is a new row.
+                let newRef = RowRef(namespace: namespace, key: namespace == .saga ? SagaEntry.key(for: title) : Setting.key(for: title))
+                plan.store = .replace(target: newRef, title: title, bytes: .row(ref), removing: isNew ? nil : ref, sourceName: request.name.text)
+                plan.tables = [.settleReplacedSource(ref), .repoint(inode: sourceInode, to: .row(newRef)),
+                               .moveOpenFiles(inode: sourceInode, to: newRef)]
+            } else if isNew {
+                plan.tables = [.renamePending(ref, to: request.newName, title: title)]
+            } else {
+                plan.store = .retitle(ref, title: title)
+                plan.tables = [.retitleCopy(ref, title: title)]
+            }
+        case .row(let targetRef):
+            guard let targetInode = facts.targetInode else { throw RenameRefusal(.noEntry) }
+            if request.flags.contains(.exchange) {
+                plan.store = .exchange(ref, targetRef)
+                plan.tables = [.repoint(inode: sourceInode, to: .row(targetRef)), .repoint(inode: targetInode, to: .row(ref)),
+                               .swapOpenFiles(sourceInode, targetInode, ref, targetRef)]
+            } else {
+                // The save by rename: the target keeps its key and history.
+                plan.store = .replace(target: targetRef, title: nil, bytes: .row(ref), removing: isNew ? nil : ref, sourceName: request.name.text)
+                plan.tables = [.settleReplacedSource(ref), .orphanOpenFiles(targetRef),
+                               .repoint(inode: sourceInode, to: .row(targetRef)), .moveOpenFiles(inode: sourceInode, to: targetRef)]
+            }
+        case .scratch:
+            throw RenameRefusal(.crossDevice)
+        }
+        return plan
+    }
+
+    private static func rowToScratch(_ ref: RowRef, _ request: RenameRequest, _ facts: RenameFacts) throws(RenameRefusal) -> RenamePlan {
+        let sourceInode = try sourceInode(facts)
+        let place = ScratchPlace(folder: .namespace(ref.namespace), name: request.newName)
+        var plan = RenamePlan(scratch: [.write(place, .row(ref))])
+        if request.flags.contains(.exchange), case .scratch = facts.target, let targetInode = facts.targetInode {
+            plan.store = .replace(target: ref, title: nil, bytes: .scratch(place), removing: nil, sourceName: place.name.text)
+            plan.tables = [.repoint(inode: sourceInode, to: .scratch(place.folder, place.name)), .repoint(inode: targetInode, to: .row(ref)),
+                           .moveRowHandlesToScratch(ref, place, text: .row(ref)), .adoptScratchHandles(inode: targetInode, to: ref)]
+            return plan
+        }
+        // An editor's backup step (vim, emacs: rename to name~, write a new
+        // file under the old name). The row waits, hidden, for its name to
+        // come back; if it does not, it is deleted (ChangeFeed.detachGrace).
+        if facts.newRows.contains(ref) {
+            plan.tables = [.forgetPending(ref), .markClean(ref)]
+        } else {
+            plan.tables = [.detach(ref, title: facts.sourceTitle, name: request.name)]
+        }
+        // Files still open go with the file to its new name: their writes
+        // went to the row, which then came back as a row nobody named or
+        // was deleted with them.
+        plan.tables += [.repoint(inode: sourceInode, to: .scratch(place.folder, place.name)),
+                        .moveRowHandlesToScratch(ref, place, text: .row(ref))]
+        return plan
+    }
+
+    private static func scratchToRow(_ source: ScratchPlace, namespace: Namespace, title: String, _ request: RenameRequest,
+                                     _ facts: RenameFacts) throws(RenameRefusal) -> RenamePlan {
+        let sourceInode = try sourceInode(facts)
+        var plan = RenamePlan()
+        switch facts.target {
+        case .row(let targetRef):
+            guard let targetInode = facts.targetInode else { throw RenameRefusal(.noEntry) }
+            plan.store = .replace(target: targetRef, title: nil, bytes: .scratch(source), removing: nil, sourceName: source.name.text)
+            if request.flags.contains(.exchange) {
+                plan.scratch = [.write(source, .row(targetRef))]
+                // Open files follow their inodes: the note's to the scratch
+                // name (first, so the adopted ones are not moved back), the
+                // scratch file's into the note.
+                plan.tables = [.repoint(inode: sourceInode, to: .row(targetRef)),
+                               .repoint(inode: targetInode, to: .scratch(source.folder, source.name)),
+                               .moveRowHandlesToScratch(targetRef, source, text: .row(targetRef)),
+                               .adoptScratchHandles(inode: sourceInode, to: targetRef)]
+            } else {
+                plan.scratch = [.remove(source)]
+                plan.tables = [.orphanOpenFiles(targetRef), .repoint(inode: sourceInode, to: .row(targetRef)),
+                               .adoptScratchHandles(inode: sourceInode, to: targetRef)]
+            }
+        case .none:
+            let ref: RowRef
+            if let reclaimed = facts.reclaimable {
+                ref = reclaimed
+                plan.reclaim = reclaimed
+            } else {
+                switch namespace {
+                case .saga: ref = RowRef(namespace: namespace, key: SagaEntry.key(for: title))
+                case .settings: ref = RowRef(namespace: namespace, key: Setting.key(for: title))
+                default: ref = RowRef(namespace: namespace, key: facts.freshKey)
+                }
+            }
+            plan.store = .replace(target: ref, title: title, bytes: .scratch(source), removing: nil, sourceName: source.name.text)
+            plan.scratch = [.remove(source)]
+            plan.tables = [.repoint(inode: sourceInode, to: .row(ref)), .adoptScratchHandles(inode: sourceInode, to: ref)]
+        case .scratch:
+            throw RenameRefusal(.crossDevice)
+        }
+        return plan
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import QuireCore
+@testable import QuireFS
+import QuireFuse
+import QuireStore
+import XCTest
+
+/// The mount's tables alone, each with its own rule.
+final class MountTablesTests: XCTestCase {
+    let a = RowRef(namespace: .notebook, key: RowKey(bytes: [UInt8](repeating: 1, count: 16))!)
+    let b = RowRef(namespace: .notebook, key: RowKey(bytes: [UInt8](repeating: 2, count: 16))!)
+
+    func file(_ target: OpenFile.Target, inode: UInt64 = 10) -> OpenFile {
+        OpenFile(target: target, inode: inode, flags: FuseOpenFlags(rawValue: O_RDWR), shown: [])
+    }
+
+    /// A row's open count is the number of handles on it, whatever moves them.
+    func testOpenCountFollowsTheHandles() {
+        var table = OpenFileTable()
+        table.keep(WorkingCopy(title: "a", content: Array("x".utf8)), for: a)
+        let first = table.add(file(.row(a))), second = table.add(file(.row(a)))
+        XCTAssertEqual(table.openCount(of: a), 2)
+        table.keep(WorkingCopy(title: "b", content: []), for: b)
+        table.retarget(second, to: .row(b))
+        XCTAssertEqual([table.openCount(of: a), table.openCount(of: b)], [1, 1])
+        XCTAssertNil(table.dropCopyIfUnheld(a), "a handle still holds it")
+        table.retarget(second, to: .scratch(3))
+        XCTAssertEqual(table.openCount(of: b), 0)
+        XCTAssertEqual(table.unheldCopies, [b])
+        XCTAssertNotNil(table.dropCopyIfUnheld(b))
+        XCTAssertNotNil(table.remove(first))
+        XCTAssertNil(table.remove(first), "a handle closes once")
+        XCTAssertEqual(table.openCount(of: a), 0)
+        XCTAssertEqual(table.unheldCopies, [a])
+    }
+
+    /// Orphaning a row moves its handles off it with the text they had;
+    /// a change through one orphan handle shows through the others on its inode.
+    func testOrphansKeepTheirTextAndShareIt() throws {
+        var table = OpenFileTable()
+        table.keep(WorkingCopy(title: "a", content: Array("text".utf8)), for: a)
+        let one = table.add(file(.row(a))), two = table.add(file(.row(a)))
+        XCTAssertNotNil(table.orphan(a))
+        XCTAssertEqual(table.openCount(of: a), 0)
+        XCTAssertNil(table.copy(a))
+        try table.changeOrphan(one) { $0 += Array("!".utf8) }
+        guard case .orphan(let bytes, _)? = table[two]?.target else { return XCTFail("not an orphan") }
+        XCTAssertEqual(bytes, Array("text!".utf8))
+        XCTAssertEqual(table.orphan(onInode: 10)?.bytes, Array("text!".utf8))
+    }
+
+    /// Pages are kept only when the kernel holds exactly the version opened;
+    /// an inode invalidation distrusts them; our own writes are recognised once.
+    func testKernelCacheKeepsOnlyTheVersionItHolds() {
+        var cache = KernelCacheTracker()
+        XCTAssertFalse(cache.opened(5, version: 7), "nothing cached yet")
+        XCTAssertTrue(cache.opened(5, version: 7))
+        XCTAssertFalse(cache.opened(5, version: 8), "a newer version")
+        XCTAssertFalse(cache.opened(5, version: nil), "unsaved text")
+        XCTAssertFalse(cache.opened(5, version: 8))
+        cache.invalidate(.inode(5))
+        XCTAssertFalse(cache.opened(5, version: 8))
+        cache.recordOwnWrite(a, version: 3)
+        XCTAssertTrue(cache.isOwnWrite(a, version: 3))
+        XCTAssertFalse(cache.isOwnWrite(a, version: 3), "consumed")
+        cache.invalidate(.entry(parent: 2, name: CanonicalName("x.md")))
+        cache.invalidate(.entry(parent: 2, name: CanonicalName("x.md")))
+        XCTAssertEqual(cache.take(), [.inode(5), .entry(parent: 2, name: CanonicalName("x.md")), .inode(2)])
+        XCTAssertEqual(cache.take(), [])
+    }
+
+    /// A pending name hides nothing listed, a row is pending under one name,
+    /// and a detached row is found by title but not by name.
+    func testNameIndexPendingAndDetached() throws {
+        let mount = try DirectMount { try $0.putNote("Plan", "x\n") }
+        let summaries = try mount.store.summaries(.notebook)
+        let a = RowRef(namespace: .notebook, key: summaries[0].key)
+        var names = NameIndex()
+        names.install(NamespaceListing(namespace: .notebook, summaries: summaries))
+        XCTAssertEqual(names.resolveRow(CanonicalName("Plan.md"), title: "Plan", in: .notebook), .row(a))
+        names.addPending(CanonicalName("New.md"), b)
+        names.addPending(CanonicalName("Newer.md"), b)
+        XCTAssertEqual(names.pendingCount, 1)
+        XCTAssertEqual(names.resolveRow(CanonicalName("Newer.md"), title: "Newer", in: .notebook), .row(b))
+        XCTAssertEqual(names.displayName(b), "Newer.md")
+        names.detach(a, DetachedRow(title: "Plan", name: CanonicalName("Plan.md"), since: Date()))
+        XCTAssertEqual(names.resolveRow(CanonicalName("Plan.md"), title: "Plan", in: .notebook), ResolvedName.none)
+        XCTAssertEqual(names.detachedRow(titled: "Plan", in: .notebook), a)
+        XCTAssertNotNil(names.reattach(a))
+        XCTAssertEqual(names.resolveRow(CanonicalName("Plan.md"), title: "Plan", in: .notebook), .row(a))
+        XCTAssertNil(names.resolveRow(CanonicalName("x.md"), title: "x", in: .plans), "not listed yet")
+    }
+}
