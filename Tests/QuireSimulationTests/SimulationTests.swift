@@ -143,6 +143,8 @@ enum OffloadRegressions {
          ["ada: offload of 018719fa: done, held by eli,ben,cy,dee", "cy: retitles to t10 notebook/018719fa"]),
         (12, ["--steps", "24"], "two renames where the note was offloaded made two pointer heads; a recall filled only the first and the note stayed offloaded",
          ["ada: retitles to t15 notebook/99ee4aba", "ada: recalled 99ee4aba"]),
+        (463, ["--everything"], "a resident copy an offload counted became a later head when a concurrent version joined it, and nothing served a later head's body",
+         ["ben: offload of f3de121a: done, held by dee,ada"]),
         // The oracle's, not the product's: a resident copy an offload counted may be edited on.
         (356, ["--everything"], "the resident copy counted as the second of two was replaced by a later edit before the offloading device heard of it",
          ["ada: offload of 7e89ee82: done, held by ben,cy", "cy: retitles to t12 notebook/7e89ee82"]),
