@@ -4,8 +4,9 @@ import QuireStore
 /// Invariant (4): no body lost. Checked after every step and after the
 /// heal: every note head a device shows with no body (offloaded) has that
 /// body held, in `held_bodies` and re-hashed on the holder, by at least one
-/// device that is not revoked, and by at least the copies the offloading
-/// device required once resident copies on other devices are counted (the
+/// device that is not revoked, and (under `requiresCountedCopiesKept`) by
+/// at least the copies the offloading device required once resident copies
+/// on other devices are counted (the
 /// product counts them as the engine does: a sibling that answers a hold
 /// query for the note). Such a copy is not pinned: its device may edit the
 /// note on, and that later version then stands for it (the offloading
@@ -54,7 +55,7 @@ extension InvariantChecker {
                         }
                     } else if durable.isEmpty {
                         fail(.noBodyLost, "\(label) is offloaded but no device holds its body", evidence)
-                    } else if durable.count + resident.count + movedPast.count < required {
+                    } else if options.requiresCountedCopiesKept, durable.count + resident.count + movedPast.count < required {
                         let copies = durable.count + resident.count
                         fail(.noBodyLost, "\(label) is offloaded with only \(copies) cop\(copies == 1 ? "y" : "ies")", evidence)
                     } else {
