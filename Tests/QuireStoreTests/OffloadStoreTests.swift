@@ -35,6 +35,24 @@ final class OffloadStoreTests: XCTestCase {
         XCTAssertEqual(try s.row(.notebook, r.key), r)
     }
 
+    /// A resident copy an offload counted can end up a later head: a
+    /// concurrent version that sorts first joins it. It is still served
+    /// (recall, hold queries), or a copy that exists would not count
+    /// (simulator seed 463 with --everything).
+    func testABodyInALaterHeadIsServed() throws {
+        let s = try makeStore(temporaryDirectory())
+        let r = try s.put(note("n", "kept words\n"))
+        let other = Actor(device: DeviceID(bytes: [UInt8](repeating: 0, count: 16))!, incarnation: 1)
+        let theirs = Note(title: "n", body: Array("other words\n".utf8), createdAt: Timestamp(seconds: 1), updatedAt: Timestamp(seconds: 1))
+        try s.apply([Row.single(.notebook, r.key, dot: Dot(actor: other, counter: 1), context: VersionVector(), content: .note(theirs))])
+        let heads = try XCTUnwrap(s.row(.notebook, r.key)).heads
+        XCTAssertEqual(heads.count, 2)
+        XCTAssertEqual(heads.last?.dot, r.heads.first?.dot, "ours is the later head")
+        XCTAssertEqual(try s.servableBody(contentHash: hash(r), key: r.key), Array("kept words\n".utf8))
+        XCTAssertEqual(try s.servableBody(contentHash: theirs.contentHash, key: r.key), Array("other words\n".utf8))
+        XCTAssertNil(try s.servableBody(contentHash: hash(r)), "not held for anyone, and no key named")
+    }
+
     func testOffloadingDropsAShadowEqualToTheBodyButKeepsOneThatDiffers() throws {
         let s = try makeStore(temporaryDirectory())
         let a = try s.saveProse(note("a", "text written here\n"))

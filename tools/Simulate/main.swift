@@ -25,12 +25,15 @@ let usage = """
       --recreate-deleted-prose  also write a deleted journal day or note again
       --cloud-and-power-faults  also lose the cloud folder on a device, put conflict copies and older or dangling
                               anchors in it, and cut a device's power (unsynced writes lost)
-      --everything            all six of the above (CI's long run)
+      --counted-copies-kept   also demand that an offloaded body keep the resident copies its offload counted
+                              (nothing pins them: open)
+      --everything            all seven of the above
       --require-heads, --no-require-heads
                               demand (default) or not that every concurrent unsuperseded write survive as a head
       --phantom-write STEP    test the simulator itself: record STEP's write with a token the replica never
                               got, so the seed fails with a lost write (traces, replay, shrinking)
       --no-join, --no-faults  leave out devices joining mid-history, or network faults
+      --no-offload            leave out the homebase, offloads, recalls and reads of offloaded notes
       --json                  print the report as JSON
       --quiet                 no per-seed progress on stderr
     exit status: 0 every seed passed, 1 a seed failed, 64 usage error
@@ -129,6 +132,8 @@ func parse(_ args: [String]) -> Arguments {
         case "--no-require-heads": a.options.requiresHeads = false
         case "--phantom-write": a.options.phantomWriteStep = number(value(), "--phantom-write")
         case "--no-join": a.options.allowsJoin = false
+        case "--no-offload": a.options.offloads = false
+        case "--counted-copies-kept": a.options.requiresCountedCopiesKept = true
         case "--no-faults": a.options.injectsFaults = false
         case "--json": a.json = true
         case "--quiet": a.quiet = true

@@ -24,6 +24,11 @@ extension QuireFileSystem {
             // have made the copy meanwhile. Replacing it lost its handle
             // count, and its other files read an empty note once one closed.
             if let copy = openFiles.copy(ref) { return copy }
+            // The recall stored the body: show the row as it reads now. With
+            // a concurrent version beside the offloaded one, that is their
+            // union; the recalled bytes alone would lose the other's words
+            // at the next save.
+            if let now = try? store.row(ref.namespace, ref.key)?.content, let rendered = RowFormat.render(now) { bytes = rendered }
         }
         let seq = (try? listing(ref.namespace).rows[ref.key]?.seq) ?? nil
         return WorkingCopy(title: content.displayName, content: bytes ?? [], seq: seq ?? 0)

@@ -52,6 +52,8 @@ public final class FaultyRelay: @unchecked Sendable {
     public var rates = FaultRates()
     /// Side of each device slot while partitioned; nil when the network is whole.
     public var partition: [Int: Int]?
+    /// Slots whose process died mid-step: what they publish is never sent.
+    public var silenced: Set<Int> = []
     public private(set) var injected = FaultCounts()
     /// Frames handed to a subscriber so far.
     public private(set) var delivered = 0
@@ -100,6 +102,7 @@ public final class FaultyRelay: @unchecked Sendable {
         var faults: [(FaultKind, Int, String)] = []
         lock.lock()
         guard !isClosed else { lock.unlock(); throw RelayError(.closed, "simulated relay is closed") }
+        if silenced.contains(slot) { lock.unlock(); return }
         for id in subscribers.keys.sorted() where subscribers[id]!.channel == channel {
             let to = subscribers[id]!.device
             if random.chance(rates.drop) {

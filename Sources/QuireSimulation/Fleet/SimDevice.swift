@@ -35,6 +35,11 @@ public final class SimDevice: @unchecked Sendable {
     /// must not draw the row keys it drew before).
     var openings = 0
     var engineStarts = 0
+    /// Armed: the next body this homebase receives cuts its power before it
+    /// is committed (the engine's test hook, set again at every start).
+    var cutsPowerOnNextHold = false
+    /// The cut happened inside a step: the fleet restarts the device after it.
+    var powerCutPending = false
 
     init(slot: Int, name: String, identity: Identity, home: DeviceHome, joinedAtMs: UInt64, clock: DeviceClock) {
         self.slot = slot

@@ -30,6 +30,11 @@ public final class SimulatedFleet: @unchecked Sendable {
     public let cloud: SimCloud
     /// Every line an engine logs, with its device (the barrier's commits are read from it).
     public var onLog: ((SimDevice, String) -> Void)?
+    /// A device lost power inside its engine's step (see `armHoldPowerCut`):
+    /// restart it from what survived.
+    public var onPowerCut: ((SimDevice) -> Void)?
+    /// Called just before that cut, while the disk can still be read.
+    public var beforePowerCut: ((SimDevice) -> Void)?
     public private(set) var devices: [SimDevice] = []
     let account: SigningKeyPair
     let backupKey: SecretBytes
@@ -133,7 +138,40 @@ public final class SimulatedFleet: @unchecked Sendable {
         }
         let engine = SyncEngine(deps, configuration: configuration)
         device.engine = engine
+        if device.cutsPowerOnNextHold { armHoldPowerCut(device) }
         try engine.attach()
+    }
+
+    /// Makes `device` a homebase as 'quire role homebase' does: its
+    /// certificate re-signed with the role, its prefs, and (as pairing
+    /// would) its roster row on every other device.
+    public func makeHomebase(_ device: SimDevice) throws {
+        guard let store = device.store else { throw SimulationError("\(device.name) is powered off") }
+        let certificate = device.identity.signedCertificate(name: device.name, role: "homebase", issuedAt: device.clock.now())
+        try store.putRosterEntry(DeviceRecord(name: device.name, certificate: certificate), key: device.id)
+        _ = try device.home.prefs.update { $0.role = .homebase }
+        let row = try store.rows(.devices, from: [], to: nil).filter { $0.key == device.id }
+        for other in devices where other !== device { try other.store?.apply(row) }
+    }
+
+    /// The next body `device` (a homebase) receives cuts its power after it
+    /// arrived and before it is committed: the disk loses what it did not
+    /// sync and its process sends nothing more; the device restarts after
+    /// the step. Stays armed across engine restarts until it fires.
+    public func armHoldPowerCut(_ device: SimDevice) {
+        device.cutsPowerOnNextHold = true
+        guard let engine = device.engine else { return }
+        let network = self.network
+        var faults = OffloadFaults()
+        faults.beforeHold = { [weak self, weak device] in
+            guard let device, device.cutsPowerOnNextHold, let disk = device.disk else { return }
+            self?.beforePowerCut?(device)
+            device.cutsPowerOnNextHold = false
+            device.powerCutPending = true
+            network.silenced.insert(device.slot)
+            try? disk.powerLoss()
+        }
+        engine.setOffloadFaults(faults)
     }
 
     /// Stops the engine; the replica stays open (offline edits go on).
@@ -196,7 +234,14 @@ public final class SimulatedFleet: @unchecked Sendable {
     @discardableResult
     public func tick() -> UInt64 {
         network.deliverReady()
-        for device in devices { device.engine?.step() }
+        for device in devices {
+            device.engine?.step()
+            if device.powerCutPending {
+                device.powerCutPending = false
+                onPowerCut?(device)
+                network.silenced.remove(device.slot)
+            }
+        }
         let now = clock.monotonicMilliseconds()
         let busy = (network.nextDueMs().map { $0 <= now + quietTickMilliseconds } ?? false)
             || devices.contains { $0.engine?.hasActivePulls ?? false }

@@ -57,6 +57,8 @@ public final class Simulation {
     let model = HistoryModel()
     /// The barrier's commits and the generations seen (invariants 2 and 6).
     let ledger = BarrierLedger()
+    /// Copies required, batches running, bodies taken back (invariant 4).
+    let offloads = OffloadLedger()
     var skipped = 0
     /// Why steps did nothing, by kind ("held back" is a switch at work).
     var skips: [String: Int] = [:]
@@ -114,22 +116,42 @@ public final class Simulation {
         fleet.onLog = { [unowned self] device, line in
             if line.hasPrefix("barrier: generation ") { noteCommit(by: device) }
         }
+        var heldAtCut: [WriteRecord] = []
+        fleet.beforePowerCut = { [unowned self] device in heldAtCut = (try? writesHeld(by: device)) ?? [] }
+        fleet.onPowerCut = { [unowned self] device in
+            do { try losePower(device, held: heldAtCut) } catch { fleet.trace.record(device.name, "could not start again after the power cut: \(error)") }
+        }
         do {
             trace.record(nil, "seed \(seed): \(plan.deviceCount) devices, \(plan.steps.count) steps, network \(plan.rates), frames up to \(plan.maxFrameSize) B, "
                          + "responses up to \(plan.maxResponseRowBytes) B of rows, key lists up to \(plan.keyListThreshold) rows, clock offsets "
                          + plan.clockOffsetsMs.prefix(plan.deviceCount).map { "\($0 / 1000) s" }.joined(separator: " "))
             for slot in 0..<plan.deviceCount { try fleet.addDevice(knowing: fleet.devices, clockOffsetMs: plan.clockOffsetsMs[slot]) }
+            if let slot = plan.homebaseSlot {
+                try fleet.makeHomebase(fleet.devices[slot])
+                trace.record(fleet.devices[slot].name, "is the homebase (quire role homebase)")
+            } else if options.offloads {
+                trace.record(nil, "no homebase: offloads are refused")
+            }
             for device in fleet.devices { try fleet.goOnline(device) }
             for (index, step) in plan.steps.enumerated() where keptSteps?.contains(index) ?? true {
                 trace.phase = .step(index)
                 fleet.network.reseed(SeedMix.mix(seed, 0x4E_45_54, UInt64(index)))
                 try perform(step.operation, step: index)
                 fleet.run(ms: step.thenRunMs)
+                pollOffloads()
                 fleet.cloud.observe()
                 try checker.checkNoResurrection(ledger: ledger, final: false)
                 checker.checkGenerations(ledger: ledger, final: false)
+                try checker.checkNoBodyLost(offloads, final: false)
+                checker.takeOffloadProblems(offloads)
             }
             settled = try settle()
+            pollOffloads()
+            try checker.checkNoBodyLost(offloads, final: true)
+            // Every body still offloaded comes back through a real recall
+            // (which also makes rows byte-comparable for convergence).
+            try recallEverything()
+            checker.takeOffloadProblems(offloads)
             try checker.checkNoResurrection(ledger: ledger, final: true)
             checker.checkGenerations(ledger: ledger, final: true)
             try checker.checkConvergence(settled: settled, settleBudgetMs: Simulation.settleBudgetMs)

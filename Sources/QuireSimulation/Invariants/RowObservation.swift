@@ -82,7 +82,17 @@ public enum RowObservation {
         var out: [UInt8] = LeafEncoding.leaf(of: row) ?? []
         out += row.context.encoded()
         out.append(row.isTombstone ? 1 : 0)
-        out += row.encodedHeads(firstBodyApart: false)
+        // Residency is per device (an offloaded body is a pointer to the
+        // same content hash, which the leaf commits to): compare pointers.
+        var pointers = row
+        for head in row.heads {
+            if case .note(var n) = head.content, n.body != nil {
+                n.body = nil
+                n.length = nil
+                pointers.replaceHeadContent(head.dot, with: .note(n))
+            }
+        }
+        out += pointers.encodedHeads(firstBodyApart: false)
         return out
     }
 

@@ -1,7 +1,4 @@
-/// The invariants of issue 11 this simulator checks. The numbers are the
-/// issue's; (4) no body lost to offload belongs to the offload work and
-/// plugs in here (a case, a check in `InvariantChecker`, a counter) once
-/// the simulator offloads bodies.
+/// The invariants of issue 11 this simulator checks. The numbers are the issue's.
 public enum Invariant: Int, CaseIterable, Sendable, Codable, Comparable, CustomStringConvertible {
     /// Equal digests and byte-identical rows on every device once the fleet settled.
     case convergence = 1
@@ -10,6 +7,10 @@ public enum Invariant: Int, CaseIterable, Sendable, Codable, Comparable, CustomS
     /// Every value or paragraph committed and not superseded by a write
     /// that had seen it is present; nothing a delete saw is shown again.
     case noLostWrite = 3
+    /// Every body a device shows as offloaded is held (verified by hash) by
+    /// at least the copies that device required, and every recall returns
+    /// bytes that match the note's content hash.
+    case noBodyLost = 4
     /// Every device converges, or its status says why in words.
     case noSilentStuckDevice = 5
     /// Generations never move backward except through a restore, and every
@@ -25,6 +26,7 @@ public enum Invariant: Int, CaseIterable, Sendable, Codable, Comparable, CustomS
         case .convergence: "(1) convergence"
         case .noResurrection: "(2) no resurrection"
         case .noLostWrite: "(3) no lost write"
+        case .noBodyLost: "(4) no body lost"
         case .noSilentStuckDevice: "(5) no silent stuck device"
         case .generations: "(6) generations"
         case .oneDotOneContent: "(7) one dot, one content"

@@ -53,6 +53,29 @@ public enum Operation: Sendable, Equatable {
     /// The device loses power: its disk loses every write it had not
     /// synced, and it restarts from what survived.
     case powerLoss(device: Int)
+    /// `quire offload` of up to `count` notes the device holds resident (a
+    /// pick among them), each needing `copies` confirmed copies. The batch
+    /// runs on while the history goes on; the simulator polls it.
+    case offload(device: Int, pick: UInt64, count: Int, copies: Int)
+    /// `quire recall` of one offloaded note (a pick among them).
+    case recall(device: Int, pick: UInt64)
+    /// A read of an offloaded note through the mount: recalled on demand,
+    /// within the mount's timeout.
+    case readOffloaded(device: Int, pick: UInt64)
+    /// The homebase loses power after the next body it receives arrived and
+    /// before it is committed (never acknowledged, then).
+    case holderPowerCut
+    /// An edit or delete of a note the device shows offloaded (a pick among them).
+    case editOffloaded(device: Int, pick: UInt64, edit: OffloadedNoteEdit)
+}
+
+/// What happens to a note whose body is offloaded here.
+public enum OffloadedNoteEdit: Sendable, Equatable {
+    /// Opened in an editor (recalled on demand) and saved with this edit.
+    case prose(ProseEdit)
+    /// Renamed: the body stays where it is (a rename keeps the pointer).
+    case retitle
+    case delete
 }
 
 /// What goes wrong with the cloud folder.
@@ -126,6 +149,11 @@ extension Operation: CustomStringConvertible {
         case .clockStep(let d, let delta): return "slot \(d)'s clock steps \(delta) ms"
         case .cloud(let fault): return "cloud folder: \(fault)"
         case .powerLoss(let d): return "slot \(d) loses power"
+        case .offload(let d, _, let count, let copies): return "slot \(d) offloads up to \(count) note(s), \(copies) copies"
+        case .recall(let d, _): return "slot \(d) recalls an offloaded note"
+        case .readOffloaded(let d, _): return "slot \(d) reads an offloaded note"
+        case .holderPowerCut: return "the homebase loses power between receiving a body and committing it"
+        case .editOffloaded(let d, _, let edit): return "\(edit) of an offloaded note on slot \(d)"
         }
     }
 }

@@ -54,9 +54,11 @@ extension Simulation {
 
     /// Power cut: the engine dies, the disk keeps only what was synced, and
     /// the device starts again from that.
-    func losePower(_ d: SimDevice) throws {
+    /// `held`: what the device held before, when its disk already died
+    /// (a cut inside an engine step) and cannot be read now.
+    func losePower(_ d: SimDevice, held heldBefore: [WriteRecord]? = nil) throws {
         guard d.isPowered, let disk = d.disk else { return skip(d, "already powered off") }
-        let held = try writesHeld(by: d)
+        let held = try heldBefore ?? writesHeld(by: d)
         let wasOnline = d.isOnline
         let unsynced = disk.unsyncedBytes
         fleet.goOffline(d)

@@ -61,7 +61,9 @@ extension Simulation {
             guard !d.backups.isEmpty else { return skip(d, "no backup to restore") }
             let index = d.backups.count - 1 - Int(pick % UInt64(d.backups.count))
             let held = try writesHeld(by: d)
+            let bodies = try heldBodies(of: d)
             try fleet.restore(d, from: d.backups[index], byCopy: options.allowsRestoreByCopy)
+            try noteBodiesTakenBack(bodies, by: d)
             if options.allowsRestoreByCopy {
                 // A copy put back by hand ('cp -a'): the device learns it was
                 // rolled back only from what its siblings show it.
@@ -101,6 +103,8 @@ extension Simulation {
             try perform(fault)
         case .powerLoss(let slot):
             try losePower(device(slot))
+        case .offload, .recall, .readOffloaded, .holderPowerCut, .editOffloaded:
+            try perform(offload: operation, step: step)
         }
     }
 
@@ -219,14 +223,7 @@ extension Simulation {
                    step: step, what: "new note \(title)")
         case .noteTitle:
             guard let key = try pickLive(store, .notebook, random) else { return try write(d, .newNote, random: random, step: step) }
-            let ref = RowRef(.notebook, key)
-            let before = try store.row(.notebook, key)
-            guard case .note(var note)? = RowObservation.shown(before) else { return skip(d, "no note to retitle") }
-            if isHeldBack(d, ref, before: before, isDelete: false) { return }
-            note.title = model.freshToken("t")
-            let row = try store.put(.note(note), key: key)
-            commit(d, ref, before: before, after: row, isDelete: false, token: note.title,
-                   paragraphs: ProseWriter.paragraphs(of: note.body), step: step, what: "retitles to \(note.title)")
+            try retitle(d, key: key, step: step)
         case .noteProse(let edit):
             guard let key = try pickLive(store, .notebook, random) else { return try write(d, .newNote, random: random, step: step) }
             try proseEdit(d, .note, key: key, edit: edit, random: random, openMs: 0, step: step)
@@ -277,6 +274,20 @@ extension Simulation {
         }
     }
 
+    /// A rename, as the mount's: the note as stored with a new title (an
+    /// offloaded body stays a pointer).
+    func retitle(_ d: SimDevice, key: RowKey, step: Int) throws {
+        guard let store = d.store else { return skip(d, "powered off") }
+        let ref = RowRef(.notebook, key)
+        let before = try store.row(.notebook, key)
+        guard case .note(var note)? = RowObservation.shown(before) else { return skip(d, "no note to retitle") }
+        if isHeldBack(d, ref, before: before, isDelete: false) { return }
+        note.title = model.freshToken("t")
+        let row = try store.put(.note(note), key: key)
+        commit(d, ref, before: before, after: row, isDelete: false, token: note.title,
+               paragraphs: ProseWriter.paragraphs(of: note.body), step: step, what: "retitles to \(note.title)")
+    }
+
     static let days = ["2027-03-01", "2027-03-02", "2027-03-03"]
     static let settingNames = ["theme", "font", "language"]
 
@@ -300,7 +311,19 @@ extension Simulation {
         let ns: Namespace = (target == .note) ? .notebook : .saga
         let ref = RowRef(ns, key)
         guard let store = d.store else { return skip(d, "powered off") }
-        let opened = RowObservation.shown(try store.row(ns, key))
+        var recalled: [UInt8]? = nil
+        if case .note(let n)? = RowObservation.shown(try store.row(ns, key)), n.body == nil {
+            // The mount recalls an offloaded body when the file is opened; EIO if it cannot.
+            recalled = try recall(d, key: key, contentHash: n.contentHash, timeoutMs: 10_000, what: "opens")
+            if recalled == nil { return skip(d, "\(ref) is offloaded and could not be recalled: the editor gets EIO") }
+        }
+        guard let store = d.store else { return skip(d, "powered off") }
+        var opened = RowObservation.shown(try store.row(ns, key))
+        if let recalled, case .note(var n)? = opened, n.body == nil {
+            // Still offloaded after the recall: the mount shows the recalled bytes.
+            n.body = recalled
+            opened = .note(n)
+        }
         let shownParagraphs = ContentValues.prose(of: opened) ?? []
         if case .note = target, opened == nil { return skip(d, "no note to edit") }
         let (paragraphs, removed) = ProseWriter.apply(edit, to: shownParagraphs, random: random, fresh: { model.freshToken("p") })

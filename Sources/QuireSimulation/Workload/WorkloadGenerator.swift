@@ -15,6 +15,8 @@ public enum WorkloadGenerator {
         /// small ones force pulls of many rounds and deep range splits.
         public var maxResponseRowBytes: Int
         public var keyListThreshold: Int
+        /// The device slot that is the homebase (nil: the fleet has none, and offloads are refused).
+        public var homebaseSlot: Int?
     }
 
     public static func plan(seed: UInt64, options: WorkloadOptions) -> Plan {
@@ -49,9 +51,17 @@ public enum WorkloadGenerator {
         let maxSlots = 6
         // A stream of its own, so switching these faults on leaves the rest of the history as it was.
         let faults = SeededRandom(seed: SeedMix.mix(seed, 0x434C_4F55))   // "CLOU"
+        // Offload draws from its own stream too, for the same reason.
+        let offload = SeededRandom(seed: SeedMix.mix(seed, 0x4F46_464C))   // "OFFL"
+        // Most fleets have a homebase; the rest show that offloads are refused without one.
+        let homebaseSlot: Int? = options.offloads && offload.chance(0.85) ? offload.int(0..<deviceCount) : nil
         while steps.count < stepCount {
             if options.injectsCloudAndPowerFaults, faults.chance(0.1) {
                 steps.append(Step(cloudOrPowerFault(faults, slots: slots), thenRunMs: UInt64(faults.int(0...200)) * 100))
+            }
+            if options.offloads, offload.chance(0.2) {
+                steps.append(Step(offloadOperation(offload, slots: slots, homebase: homebaseSlot, cloudAndPowerFaults: options.injectsCloudAndPowerFaults),
+                                  thenRunMs: UInt64(offload.int(0...100)) * 100))
             }
             // The histories issue 10 describes, played on purpose (they also
             // arise by chance, but rarely): only when their switch is on.
@@ -119,7 +129,23 @@ public enum WorkloadGenerator {
             steps.append(Step(operation, thenRunMs: wait / 100 * 100))
         }
         return Plan(deviceCount: deviceCount, steps: steps, rates: rates, maxFrameSize: maxFrameSize, clockOffsetsMs: clockOffsetsMs,
-                    maxResponseRowBytes: maxResponseRowBytes, keyListThreshold: keyListThreshold)
+                    maxResponseRowBytes: maxResponseRowBytes, keyListThreshold: keyListThreshold, homebaseSlot: homebaseSlot)
+    }
+
+    static func offloadOperation(_ random: SeededRandom, slots: Int, homebase: Int?, cloudAndPowerFaults: Bool) -> Operation {
+        var device = random.int(0..<slots)
+        // A homebase never offloads (it would only be refused): another device does.
+        if device == homebase, slots > 1 { device = (device + 1 + random.int(0..<(slots - 1))) % slots }
+        switch random.int(0..<20) {
+        case 0..<8: return .offload(device: device, pick: random.next(), count: random.int(1...3), copies: random.pick([1, 1, 2]))
+        case 8..<10: return .recall(device: device, pick: random.next())
+        case 10..<13: return .readOffloaded(device: device, pick: random.next())
+        case 13..<18:
+            let edit: OffloadedNoteEdit = random.pick([.prose(random.pick(ProseEdit.everyday)), .retitle, .retitle, .delete])
+            return .editOffloaded(device: device, pick: random.next(), edit: edit)
+        default:
+            return cloudAndPowerFaults ? .holderPowerCut : .offload(device: device, pick: random.next(), count: 1, copies: 1)
+        }
     }
 
     static func cloudOrPowerFault(_ random: SeededRandom, slots: Int) -> Operation {

@@ -34,6 +34,17 @@ public struct WorkloadOptions: Sendable, Equatable {
     /// older anchor put back, an anchor for a round that never committed)
     /// and power losses, drawn from a stream of their own.
     public var injectsCloudAndPowerFaults = false
+    /// A homebase (when the seed draws one), offloads, recalls and reads of
+    /// offloaded notes (invariant 4).
+    public var offloads = true
+    /// Demand that a body keep every copy its offload required, resident
+    /// copies on other devices included. The engine counts a sibling that
+    /// holds the note resident as a copy, but nothing pins that copy: the
+    /// sibling may offload the note itself, or a delete there followed by a
+    /// concurrent edit brings the note back as a pointer (found by this
+    /// simulator: seeds 927 and 1073 with --everything; open). Off, (4)
+    /// demands one held copy re-hashed on its holder, and checks every recall.
+    public var requiresCountedCopiesKept = false
     /// Let a device join mid-history.
     public var allowsJoin = true
     /// Inject network faults (drop, duplicate, reorder, delay, partition, corrupt).
@@ -57,6 +68,7 @@ public struct WorkloadOptions: Sendable, Equatable {
         o.allowsSmallResponseBudgets = true
         o.allowsRecreatingDeletedProse = true
         o.injectsCloudAndPowerFaults = true
+        o.requiresCountedCopiesKept = true
         return o
     }
 
@@ -72,6 +84,8 @@ public struct WorkloadOptions: Sendable, Equatable {
         if allowsRecreatingDeletedProse { out.append("--recreate-deleted-prose") }
         if injectsCloudAndPowerFaults { out.append("--cloud-and-power-faults") }
         if let phantomWriteStep { out += ["--phantom-write", String(phantomWriteStep)] }
+        if !offloads { out.append("--no-offload") }
+        if requiresCountedCopiesKept { out.append("--counted-copies-kept") }
         if !allowsJoin { out.append("--no-join") }
         if !injectsFaults { out.append("--no-faults") }
         if requiresHeads != RowObservation.keepsConcurrentHeads { out.append(requiresHeads ? "--require-heads" : "--no-require-heads") }

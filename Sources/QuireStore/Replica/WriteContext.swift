@@ -205,7 +205,8 @@ struct WriteContext {
             existing = try RowRecord.load(db, incoming.namespace, incoming.key, withBody: false)
         }
         let outcome = RowMerge.merge(local: local, incoming: incoming)
-        if case .store(let row, let merged) = outcome {
+        if case .store(let joined, let merged) = outcome {
+            let row = try fillingPointers(joined, from: local)
             // Read before the write (a mark means the text stored until
             // now); set again, or dropped, below.
             let shadow = try loadShadow(row.namespace, row.key)

@@ -158,7 +158,7 @@ extension SyncEngine {
         if let body = response.body {
             if Note.bodyDigest(body) == response.contentHash {
                 do {
-                    try store.restoreBody(body, contentHash: response.contentHash)
+                    try store.restoreBody(body, contentHash: response.contentHash, key: recall.key)
                     recall.result = .success(body)
                     recall.answeredBy = sender
                 } catch {
