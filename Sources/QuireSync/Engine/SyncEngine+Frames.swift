@@ -190,6 +190,9 @@ extension SyncEngine {
         let ids = Set(current.map(\.deviceID))
         if let round = barrier.round, round.roster != ids {
             abandonRound("a device was added or revoked while the round was open")
+            // The tombstones are still worth collecting, by the new roster:
+            // try again after the debounce (still only if worth it).
+            scheduleBarrier(nowMs: clock.monotonicMilliseconds())
         }
         for gone in siblings.keys where !ids.contains(gone) {
             if roster[gone]?.isRevoked == true { note("device \(name(of: gone)) was revoked: its frames are refused") }
