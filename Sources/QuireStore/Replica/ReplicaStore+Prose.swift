@@ -61,8 +61,13 @@ enum Shadows {
         }
     }
 
-    static func set(_ db: Connection, _ ns: Namespace, _ key: RowKey, _ text: [UInt8], path: String) throws(StoreError) {
-        let same = try storedText(db, ns, key, path: path) == text
+    /// `stored`: the row's stored text when the caller already has it
+    /// (nil inside: none); left out, it is read.
+    static func set(_ db: Connection, _ ns: Namespace, _ key: RowKey, _ text: [UInt8], stored: [UInt8]?? = nil,
+                    path: String) throws(StoreError) {
+        let current: [UInt8]?
+        if let stored { current = stored } else { current = try storedText(db, ns, key, path: path) }
+        let same = current == text
         try db.run("INSERT OR REPLACE INTO shadows(ns, key, text, same) VALUES (?, ?, ?, ?)",
                    [.int(Int64(ns.rawValue)), .blob(key.bytes), .blob(same ? [] : text), .int(same ? 1 : 0)])
     }
@@ -137,12 +142,13 @@ extension WriteContext {
         if let key { try Shadows.remove(db, content.namespace, key) }
         let row: Row
         if let key { row = try putLocal(content, key: key, loaded: loaded) } else { row = try putLocal(content, key: nil) }
-        if let prose = row.content.flatMap(ProseText.of) { try setShadow(row.namespace, row.key, prose.text) }
+        // The row just written is what is stored: its text, unread, marks the shadow.
+        if let prose = row.content.flatMap(ProseText.of) { try setShadow(row.namespace, row.key, prose.text, stored: prose.text) }
         return row
     }
 
-    mutating func setShadow(_ ns: Namespace, _ key: RowKey, _ text: [UInt8]) throws(StoreError) {
-        try Shadows.set(db, ns, key, text, path: store.path)
+    mutating func setShadow(_ ns: Namespace, _ key: RowKey, _ text: [UInt8], stored: [UInt8]?? = nil) throws(StoreError) {
+        try Shadows.set(db, ns, key, text, stored: stored, path: store.path)
     }
 
     func loadShadow(_ ns: Namespace, _ key: RowKey) throws(StoreError) -> [UInt8]? {
@@ -156,7 +162,10 @@ extension WriteContext {
     /// was made.
     mutating func restoreFromShadow(after row: Row, shadow: [UInt8]?) throws(StoreError) -> Row? {
         guard let content = row.content, let prose = ProseText.of(content) else { return nil }
-        defer { _ = try? setShadow(row.namespace, row.key, currentProse(row) ?? prose.text) }
+        defer {
+            let stored = currentProse(row)
+            _ = try? setShadow(row.namespace, row.key, stored ?? prose.text, stored: .some(stored))
+        }
         guard let shadow, shadow != prose.text,
               let shadowText = String(validating: shadow, as: UTF8.self),
               let incoming = ProseText.version(prose.text, prose.deleted) else { return nil }

@@ -205,9 +205,12 @@ public final class ReplicaStore: @unchecked Sendable {
         }
     }
 
-    /// Every row held, live or tombstone, in every namespace.
+    /// Live rows in every namespace, from the maintained level-0 buckets
+    /// (read with each new digest: no scan of the rows).
     public func totalRows() throws(StoreError) -> UInt64 {
-        try read { () throws(StoreError) -> UInt64 in UInt64(try db.queryOne("SELECT count(*) FROM rows") { $0.int(0) } ?? 0) }
+        try read { () throws(StoreError) -> UInt64 in
+            UInt64(try db.queryOne("SELECT coalesce(sum(count), 0) FROM buckets WHERE level = 0") { $0.int(0) } ?? 0)
+        }
     }
 
     /// The latest change number (advances with every committed write).

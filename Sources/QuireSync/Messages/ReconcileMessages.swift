@@ -228,7 +228,7 @@ public struct ReconcileResponse: Equatable, Sendable {
 /// It also tells the recipient the newest session of its own that the
 /// sender accepted (`SessionSeen`): a device put back from a copy of its
 /// directory has an older session stamp, and learns here to start after it.
-/// And how many rows the sender holds (for a catching-up sibling's "what
+/// And how many live rows the sender holds (for a catching-up sibling's "what
 /// remains"). Fields a receiver does not know are ignored.
 public struct DigestMessage: Equatable, Sendable {
     public var digest: [UInt8]
