@@ -62,17 +62,20 @@ extension Simulation {
             let index = d.backups.count - 1 - Int(pick % UInt64(d.backups.count))
             let held = try writesHeld(by: d)
             let bodies = try heldBodies(of: d)
-            try fleet.restore(d, from: d.backups[index], byCopy: options.allowsRestoreByCopy)
-            try noteBodiesTakenBack(bodies, by: d)
+            let aside = try fleet.restore(d, from: d.backups[index], byCopy: options.allowsRestoreByCopy)
             if options.allowsRestoreByCopy {
+                try noteBodiesTakenBack(bodies, by: d)
                 // A copy put back by hand ('cp -a'): the device learns it was
                 // rolled back only from what its siblings show it.
                 model.noteCopiedBack(slot: slot)
                 fleet.trace.record(d.name, "restored by copying back backup copy \(index + 1) (no new incarnation)")
             } else {
                 // 'quire restore': a new incarnation before anything else.
-                let actor = try d.store?.mintIncarnation(reason: "restored from backup copy \(index + 1) (simulation)")
-                fleet.trace.record(d.name, "restored backup copy \(index + 1) as 'quire restore' does: incarnation \(actor.map { String($0.incarnation, radix: 16).prefix(4) } ?? "-")")
+                let done = try d.store?.finishRestore(replaced: aside.map { $0 + "/replica.sqlite" },
+                                                      reason: "restored from backup copy \(index + 1) (simulation)")
+                fleet.trace.record(d.name, "restored backup copy \(index + 1) as 'quire restore' does: incarnation "
+                                   + "\(done.map { String($0.actor.incarnation, radix: 16).prefix(4) } ?? "-"), kept \(done?.adopted ?? 0) held bodies")
+                try noteBodiesTakenBack(bodies, by: d)
             }
             ledger.noteRestore(slot: d.slot)
             try noteRolledBack(held, by: d)
