@@ -105,6 +105,9 @@ public final class SimulatedFleet: @unchecked Sendable {
         device.disk = disk
         device.store = try ReplicaStore(path: device.home.databasePath, deviceID: device.id, create: create, clock: device.clock,
                                         random: random, vfs: disk)
+        // The generation is the prefs' (a restore put older prefs back),
+        // whether or not an engine starts now.
+        device.generation.set((try? device.home.prefs.load().generation) ?? 0)
     }
 
     /// Attaches a fresh engine (as a process start would: it reads the

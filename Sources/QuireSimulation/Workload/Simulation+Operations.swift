@@ -146,10 +146,13 @@ extension Simulation {
     /// After a restore: the writes the device held before and not after,
     /// that no other device holds either, are gone with the rollback (a
     /// person who restores an old copy before syncing loses what only that
-    /// device had). Nothing owes them; they are named in the trace.
+    /// device had). Nothing owes them; they are named in the trace. A write
+    /// whose key a committed barrier collected after it is settled in the
+    /// fleet (its row is absent everywhere by agreement), not taken back.
     func noteRolledBack(_ heldBefore: [WriteRecord], by d: SimDevice) throws {
         var gone: [Int] = []
         for w in heldBefore {
+            if ledger.commits.contains(where: { $0.keys.contains(w.row) && w.id < $0.writesBefore }) { continue }
             var holders = fleet.devices.filter { $0 !== d }.compactMap(\.store)
             if let mine = d.store { holders.insert(mine, at: 0) }
             let stillHeld = try holders.contains { keeps(try $0.row(w.row.namespace, w.row.key), w) }
