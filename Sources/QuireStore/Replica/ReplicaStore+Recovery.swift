@@ -10,6 +10,13 @@ import QuireCore
 /// delete: that version stays). That holds whether the snapshot lacks the
 /// key or holds a row written again after the collection, whose context
 /// knows nothing of the old versions.
+///
+/// "No sibling ever saw it" is what this device knew when its copy was
+/// taken; the fleet may have seen such a version since, then deleted and
+/// collected its row. The graveyard that comes with the snapshot names
+/// those versions (`CollectedTombstone.saw`): they go like any other
+/// version the fleet collected, and only versions the fleet truly never
+/// saw stay.
 extension ReplicaStore {
     public struct Recovery: Equatable, Sendable {
         /// Rows the snapshot brought in or moved forward.
@@ -21,9 +28,20 @@ extension ReplicaStore {
     }
 
     /// Joins `snapshot` (every live row of the account at the anchor's
-    /// generation) into this replica, in one transaction.
-    public func recover(from snapshot: [Row]) throws(StoreError) -> Recovery {
+    /// generation) into this replica, with the anchor's `graveyard`, in one
+    /// transaction.
+    public func recover(from snapshot: [Row], graveyard: [CollectedTombstone] = []) throws(StoreError) -> Recovery {
         try write { ctx in
+            try ctx.bury(graveyard)
+            var buried: [Namespace: [RowKey: CollectedTombstone]] = [:]
+            for entry in try Graveyard.load(ctx.db, path: path) { buried[entry.namespace, default: [:]][entry.key] = entry }
+            /// This device's versions no sibling had seen when its copy was
+            /// taken, less those the fleet saw and collected since.
+            func unshared(_ row: Row) throws(StoreError) -> [RowHead] {
+                let mine = try ctx.unsharedHeads(row)
+                guard let entry = buried[row.namespace]?[row.key] else { return mine }
+                return mine.filter { !entry.saw($0) }
+            }
             var report = Recovery()
             var byKey: [Namespace: [RowKey: Row]] = [:]
             for row in snapshot { byKey[row.namespace, default: [:]][row.key] = row }
@@ -34,8 +52,8 @@ extension ReplicaStore {
                     guard ReplicaStore.collectedNamespaces.contains(ns),
                           let record = try RowRecord.load(ctx.db, ns, key, withBody: true) else { continue }
                     let local = try ctx.decodeSettingAside(record)
-                    let unshared = try ctx.unsharedHeads(local)
-                    if unshared.isEmpty {
+                    let kept = try unshared(local)
+                    if kept.isEmpty {
                         // A local tombstone, not a silent removal: the mount's
                         // change feed sees it go, and it buries any stale copy
                         // until a later barrier collects it (no leaf: the digest
@@ -45,8 +63,8 @@ extension ReplicaStore {
                         try ctx.db.run("DELETE FROM unshipped WHERE ns = ? AND key = ?", [.int(Int64(ns.rawValue)), .blob(key.bytes)])
                         report.removed += 1
                     } else {
-                        let kept = Row(namespace: ns, key: key, context: local.context, heads: unshared)
-                        try ctx.writeRow(kept, previousLeaf: record.leaf, exists: true)
+                        let trimmed = Row(namespace: ns, key: key, context: local.context, heads: kept)
+                        try ctx.writeRow(trimmed, previousLeaf: record.leaf, exists: true)
                         report.keptUnshared += 1
                     }
                 }
@@ -54,9 +72,9 @@ extension ReplicaStore {
                     if ReplicaStore.collectedNamespaces.contains(ns), let record = try RowRecord.load(ctx.db, ns, key, withBody: true) {
                         let local = try ctx.decodeSettingAside(record)
                         let held = Set(row.heads.map(\.dot))
-                        let unshared = Set(try ctx.unsharedHeads(local).map(\.dot))
+                        let mine = Set(try unshared(local).map(\.dot))
                         let collected = local.heads.filter {
-                            !held.contains($0.dot) && !row.context.covers($0.dot) && !unshared.contains($0.dot)
+                            !held.contains($0.dot) && !row.context.covers($0.dot) && !mine.contains($0.dot)
                         }
                         if !collected.isEmpty {
                             let kept = local.heads.filter { h in !collected.contains { $0.dot == h.dot } }

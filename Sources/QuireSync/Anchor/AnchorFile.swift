@@ -52,14 +52,18 @@ public struct AnchorHeader: Equatable, Sendable {
 }
 
 /// What an anchor holds: every live row of the account at its generation
-/// (bodies as the writer held them: an offloaded note travels as a pointer).
+/// (bodies as the writer held them: an offloaded note travels as a pointer),
+/// and the graveyard: the context of every tombstone a barrier collected
+/// (`CollectedTombstone`; absent from anchors written before it existed).
 public struct AnchorSnapshot: Equatable, Sendable {
     public var generation: UInt64
     public var rows: [Row]
+    public var graveyard: [CollectedTombstone]
 
-    public init(generation: UInt64, rows: [Row]) {
+    public init(generation: UInt64, rows: [Row], graveyard: [CollectedTombstone] = []) {
         self.generation = generation
         self.rows = rows
+        self.graveyard = graveyard
     }
 
     public func encoded() -> [UInt8] {
@@ -69,7 +73,9 @@ public struct AnchorSnapshot: Equatable, Sendable {
             guard let rows = byNamespace[ns] else { return nil }
             return .array([.unsigned(UInt64(ns.rawValue)), .array(rows.map(RowWire.encode))])
         }
-        return CBORWriter.encode(.map([(.unsigned(1), .unsigned(generation)), (.unsigned(2), .array(groups))]))
+        var fields: [(CBOR, CBOR)] = [(.unsigned(1), .unsigned(generation)), (.unsigned(2), .array(groups))]
+        if !graveyard.isEmpty { fields.append((.unsigned(3), CollectedTombstone.encode(graveyard))) }
+        return CBORWriter.encode(.map(fields))
     }
 
     public init(decoding bytes: [UInt8]) throws(AnchorError) {
@@ -89,6 +95,7 @@ public struct AnchorSnapshot: Equatable, Sendable {
                 }
             }
             self.rows = rows
+            graveyard = try fields.optional(3).map(CollectedTombstone.decode) ?? []
         } catch let error as AnchorError {
             throw error
         } catch {

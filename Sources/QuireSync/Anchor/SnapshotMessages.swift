@@ -33,11 +33,16 @@ public struct SnapshotResponse: Equatable, Sendable {
     public var part: Int
     public var parts: Int
     public var rows: [Row]
+    /// The sender's graveyard entries of this namespace (field 6, absent
+    /// when empty and from senders that predate it).
+    public var graveyard: [CollectedTombstone] = []
 
     public func encoded() -> [UInt8] {
-        CBORWriter.encode(.map([(.unsigned(1), .unsigned(generation)), (.unsigned(2), .unsigned(UInt64(namespace.rawValue))),
-                                (.unsigned(3), .unsigned(UInt64(part))), (.unsigned(4), .unsigned(UInt64(parts))),
-                                (.unsigned(5), .array(rows.map(RowWire.encode)))]))
+        var fields: [(CBOR, CBOR)] = [(.unsigned(1), .unsigned(generation)), (.unsigned(2), .unsigned(UInt64(namespace.rawValue))),
+                                      (.unsigned(3), .unsigned(UInt64(part))), (.unsigned(4), .unsigned(UInt64(parts))),
+                                      (.unsigned(5), .array(rows.map(RowWire.encode)))]
+        if !graveyard.isEmpty { fields.append((.unsigned(6), CollectedTombstone.encode(graveyard))) }
+        return CBORWriter.encode(.map(fields))
     }
 
     public static func decode(_ bytes: [UInt8]) throws(CBORError) -> SnapshotResponse {
@@ -50,7 +55,10 @@ public struct SnapshotResponse: Equatable, Sendable {
             guard let row = RowWire.decode(item, namespace: ns) else { throw .invalidValue("a \(ns) row of the snapshot") }
             rows.append(row)
         }
-        return SnapshotResponse(generation: try f.required(1, "generation").asUInt(), namespace: ns, part: part, parts: parts, rows: rows)
+        let graveyard = try f.optional(6).map(CollectedTombstone.decode) ?? []
+        guard graveyard.allSatisfy({ $0.namespace == ns }) else { throw .invalidValue("a graveyard entry of another namespace") }
+        return SnapshotResponse(generation: try f.required(1, "generation").asUInt(), namespace: ns, part: part, parts: parts, rows: rows,
+                                graveyard: graveyard)
     }
 }
 
@@ -60,6 +68,7 @@ struct SnapshotAssembly {
     var generation: UInt64
     var parts: Int
     var received: [Int: [Row]] = [:]
+    var graveyard: [Int: [CollectedTombstone]] = [:]
     /// When the last part arrived: the relay is lossy, so a snapshot that
     /// stopped arriving is asked for again.
     var lastPartMs: UInt64 = 0

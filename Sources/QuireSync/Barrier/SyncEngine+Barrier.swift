@@ -98,8 +98,14 @@ extension SyncEngine {
         do {
             var rows: [Row] = []
             for ns in Namespace.allCases { rows += try store.rows(ns, from: [], to: nil) }
-            let bytes = try AnchorFile.seal(AnchorSnapshot(generation: generation, rows: rows), accountID: deps.identity.userIDHash,
-                                            backupKey: deps.identity.backupKey, at: clock.now())
+            // The graveyard grows with every collection: this device's own
+            // (with the tombstones this round collects), joined with the
+            // last anchor's, which a device that joined later never held.
+            let previous = (try? cloud.newest(backupKey: deps.identity.backupKey))??.1.graveyard ?? []
+            try store.adoptGraveyard(previous)
+            let graveyard = try store.graveyardWithTombstones()
+            let bytes = try AnchorFile.seal(AnchorSnapshot(generation: generation, rows: rows, graveyard: graveyard),
+                                            accountID: deps.identity.userIDHash, backupKey: deps.identity.backupKey, at: clock.now())
             // CRITICAL ORDER: the anchor lands before any commit or any drop.
             // A dangling anchor (round abandoned after this) is harmless; a
             // collection with no anchor would strand a restored device.

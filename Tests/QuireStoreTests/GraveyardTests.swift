@@ -1,0 +1,82 @@
+import Foundation
+import XCTest
+import QuireCore
+@testable import QuireStore
+
+/// A version the backup thought no sibling had seen, which the fleet then
+/// saw, deleted and collected: recovery drops it because the graveyard
+/// names it, and keeps what the fleet truly never saw.
+final class GraveyardTests: XCTestCase {
+    var dir = ""
+    override func setUp() { dir = temporaryDirectory() }
+    override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
+
+    func plan(_ title: String) -> RowContent {
+        .plan(Plan(title: title, createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0)))
+    }
+
+    func copyReplica(from: String, to: String) throws {
+        let fm = FileManager.default
+        for suffix in ["", "-wal", "-shm"] {
+            try? fm.removeItem(atPath: to + suffix)
+            if fm.fileExists(atPath: from + suffix) { try fm.copyItem(atPath: from + suffix, toPath: to + suffix) }
+        }
+    }
+
+    func testRecoveryDropsAVersionTheFleetSawDeletedAndCollectedAndKeepsALaterEdit() throws {
+        let pathA = dir + "/a.sqlite", backup = dir + "/a-backup.sqlite", second = dir + "/a-second.sqlite", third = dir + "/a-third.sqlite"
+        var a: ReplicaStore? = try ReplicaStore(path: pathA, deviceID: deviceA, create: true, clock: ManualClock(), random: SeededRandom(seed: 1))
+        let b = try ReplicaStore(path: dir + "/b.sqlite", deviceID: deviceB, create: true, clock: ManualClock(), random: SeededRandom(seed: 2))
+        let p = try a!.put(plan("written just before the backup"))
+        try a!.compact()
+        try copyReplica(from: pathA, to: backup)       // p is unconfirmed in this copy
+        try copyReplica(from: pathA, to: second)
+        try copyReplica(from: pathA, to: third)
+        // The fleet sees p, deletes it, and a barrier collects the tombstone everywhere.
+        try b.apply([try XCTUnwrap(try a!.row(.plans, p.key))])
+        let tombstone = try b.delete(.plans, p.key)
+        try a!.apply([try XCTUnwrap(tombstone)])
+        XCTAssertEqual(try a!.dropTombstonesForBarrier(), 1)
+        XCTAssertEqual(try b.dropTombstonesForBarrier(), 1)
+        let graveyard = try b.graveyard()
+        XCTAssertEqual(graveyard.map(\.key), [p.key])
+        XCTAssertEqual(try a!.graveyard(), graveyard, "every device that collected holds the same graveyard")
+        XCTAssertTrue(try XCTUnwrap(graveyard.first).saw(p.heads[0]))
+        a = nil
+
+        // Put back without the graveyard, the copy keeps p as a write of its own: the resurrection.
+        let blind = try ReplicaStore(path: second, deviceID: deviceA, clock: ManualClock(), random: SeededRandom(seed: 4))
+        XCTAssertEqual(try blind.recover(from: []).keptUnshared, 1)
+        XCTAssertEqual(try blind.row(.plans, p.key)?.isTombstone, false)
+
+        // With it, p goes; an edit made after the restore is new and stays (edit beats delete).
+        let restored = try ReplicaStore(path: backup, deviceID: deviceA, clock: ManualClock(), random: SeededRandom(seed: 3))
+        try restored.mintIncarnation(reason: "restored (test)")
+        let report = try restored.recover(from: [], graveyard: graveyard)
+        XCTAssertEqual(report.removed, 1)
+        XCTAssertEqual(report.keptUnshared, 0)
+        XCTAssertEqual(try restored.row(.plans, p.key)?.isTombstone, true)
+        XCTAssertEqual(try restored.graveyard(), graveyard, "adopted, so the anchors this device writes carry it on")
+
+
+        // Edited again after the restore, before it recovers: that edit is
+        // one the delete never saw, and it stays.
+        let edited = try ReplicaStore(path: third, deviceID: deviceA, clock: ManualClock(), random: SeededRandom(seed: 5))
+        try edited.mintIncarnation(reason: "restored (test)")
+        try edited.put(plan("edited after the restore"), key: p.key)
+        let kept = try edited.recover(from: [], graveyard: graveyard)
+        XCTAssertEqual(kept.keptUnshared, 1)
+        let row = try XCTUnwrap(try edited.row(.plans, p.key))
+        XCTAssertEqual(row.heads.count, 1)
+        XCTAssertEqual(row.heads.first?.dot.actor, try edited.actor())
+    }
+
+    func testAKeyCollectedTwiceJoinsItsContexts() throws {
+        let a = try makeStore(dir)
+        let key = RowKey(bytes: [UInt8](repeating: 7, count: 16))!
+        let one = Actor(device: deviceB, incarnation: 1), two = Actor(device: deviceB, incarnation: 2)
+        try a.adoptGraveyard([CollectedTombstone(namespace: .plans, key: key, context: VersionVector([one: 3]))])
+        try a.adoptGraveyard([CollectedTombstone(namespace: .plans, key: key, context: VersionVector([two: 1]))])
+        XCTAssertEqual(try a.graveyard(), [CollectedTombstone(namespace: .plans, key: key, context: VersionVector([one: 3, two: 1]))])
+    }
+}
