@@ -168,6 +168,8 @@ enum RestoreRegressions {
         (3111, [], "a version unconfirmed when the backup was taken, seen, deleted and collected by the fleet since, came back at recovery",
          "recovered from the cloud anchor"),
         (5061, ["--everything"], "the same, with every fault switched on", "recovered from the cloud anchor"),
+        (5243, [], "two devices joined while the leader had not heard of them; the barrier went on without them, and their recovery "
+         + "took the rows the fleet never saw for deleted ones", "recovered from the cloud anchor"),
         // The oracle's, not the product's.
         (782, [], "a device restored while offline kept the generation it had before (the rows went back, the generation did not)",
          "restored backup copy"),

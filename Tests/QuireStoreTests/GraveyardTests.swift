@@ -71,6 +71,35 @@ final class GraveyardTests: XCTestCase {
         XCTAssertEqual(row.heads.first?.dot.actor, try edited.actor())
     }
 
+    /// A device the barrier's roster did not include (it joined while the
+    /// leader had not heard of it) was never rolled back: what it holds
+    /// that the fleet never saw stays, whoever wrote it; what the fleet
+    /// deleted and collected goes.
+    func testADeviceOutsideTheBarriersRosterKeepsWhatTheFleetNeverSaw() throws {
+        let outsider = try makeStore(dir, device: deviceB, seed: 2)
+        let newcomer = Actor(device: DeviceID(bytes: [UInt8](repeating: 0xC3, count: 16))!, incarnation: 4)
+        let base = Row.tombstone(.plans, RowKey(bytes: [UInt8](repeating: 8, count: 16))!, context: VersionVector())
+        let theirs = base.edited(by: newcomer, to: plan("another newcomer's"))
+        let plans = Row.tombstone(.plans, RowKey(bytes: [UInt8](repeating: 9, count: 16))!, context: VersionVector())
+        let seen = plans.edited(by: Actor(device: deviceA, incarnation: 1), to: plan("deleted by the fleet"))
+        let mine = try outsider.put(plan("written by the outsider"))
+        try outsider.apply([theirs, seen])
+        let graveyard = [CollectedTombstone(namespace: .plans, key: seen.key, context: seen.context)]
+        let report = try outsider.recover(from: [], graveyard: graveyard, roster: [deviceA])
+        XCTAssertEqual(report.removed, 1, "only the version the fleet deleted and collected")
+        XCTAssertEqual(try outsider.row(.plans, seen.key)?.isTombstone, true)
+        XCTAssertEqual(try outsider.row(.plans, theirs.key)?.isTombstone, false, "another newcomer's write the fleet never saw")
+        XCTAssertEqual(try outsider.row(.plans, mine.key)?.isTombstone, false)
+        XCTAssertEqual(try outsider.barrierRoster(), [deviceA])
+
+        // One of the roster, rolled back: another device's version the snapshot lacks was the fleet's, and went.
+        try FileManager.default.createDirectory(atPath: dir + "/i", withIntermediateDirectories: true)
+        let insider = try makeStore(dir + "/i", device: deviceB, seed: 3)
+        try insider.apply([theirs])
+        XCTAssertEqual(try insider.recover(from: [], graveyard: [], roster: [deviceA, deviceB]).removed, 1)
+        XCTAssertEqual(try insider.row(.plans, theirs.key)?.isTombstone, true)
+    }
+
     func testAKeyCollectedTwiceJoinsItsContexts() throws {
         let a = try makeStore(dir)
         let key = RowKey(bytes: [UInt8](repeating: 7, count: 16))!

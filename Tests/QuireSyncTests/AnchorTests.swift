@@ -52,6 +52,10 @@ final class AnchorTests: XCTestCase {
                                               accountID: account, backupKey: key)
         XCTAssertEqual(Set(opened.graveyard), Set(graves))
         XCTAssertEqual(opened.graveyard.map(\.namespace), [.notebook, .plans], "namespaces in order: one graveyard, one encoding")
+        let ids = [DeviceID(bytes: [UInt8](repeating: 9, count: 16))!, DeviceID(bytes: [UInt8](repeating: 3, count: 16))!]
+        let withRoster = AnchorSnapshot(generation: 8, rows: [], roster: ids)
+        XCTAssertEqual(try AnchorSnapshot(decoding: withRoster.encoded()).roster, ids.sorted())
+        XCTAssertNil(try AnchorSnapshot(decoding: snapshot(8).encoded()).roster, "an anchor from before the roster field names none")
         // Written before the graveyard existed: field 3 absent.
         XCTAssertEqual(try AnchorSnapshot(decoding: snapshot(8).encoded()).graveyard, [])
         XCTAssertEqual(snapshot(8).encoded(), AnchorSnapshot(generation: 8, rows: snapshot(8).rows, graveyard: []).encoded())

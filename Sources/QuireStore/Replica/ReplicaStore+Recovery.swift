@@ -17,6 +17,12 @@ import QuireCore
 /// those versions (`CollectedTombstone.saw`): they go like any other
 /// version the fleet collected, and only versions the fleet truly never
 /// saw stay.
+///
+/// A device that was not in the barrier's roster at all (it joined while
+/// the leader had not heard of it, so no round waited for it) was never
+/// rolled back: the fleet never held its state. For it (`outsider`), every
+/// version it holds is one the fleet may never have seen, whoever wrote it,
+/// and only what the graveyard or the snapshot's contexts name goes.
 extension ReplicaStore {
     public struct Recovery: Equatable, Sendable {
         /// Rows the snapshot brought in or moved forward.
@@ -30,15 +36,19 @@ extension ReplicaStore {
     /// Joins `snapshot` (every live row of the account at the anchor's
     /// generation) into this replica, with the anchor's `graveyard`, in one
     /// transaction.
-    public func recover(from snapshot: [Row], graveyard: [CollectedTombstone] = []) throws(StoreError) -> Recovery {
-        try write { ctx in
+    /// `roster`: the devices the snapshot's barrier agreed with (nil: not
+    /// known, and this device is taken to have been one of them).
+    public func recover(from snapshot: [Row], graveyard: [CollectedTombstone] = [], roster: [DeviceID]? = nil) throws(StoreError) -> Recovery {
+        let outsider = roster.map { !$0.contains(deviceID) } ?? false
+        return try write { ctx in
             try ctx.bury(graveyard)
+            if let roster { try ctx.setBarrierRoster(roster) }
             var buried: [Namespace: [RowKey: CollectedTombstone]] = [:]
             for entry in try Graveyard.load(ctx.db, path: path) { buried[entry.namespace, default: [:]][entry.key] = entry }
             /// This device's versions no sibling had seen when its copy was
             /// taken, less those the fleet saw and collected since.
             func unshared(_ row: Row) throws(StoreError) -> [RowHead] {
-                let mine = try ctx.unsharedHeads(row)
+                let mine = outsider ? row.heads : try ctx.unsharedHeads(row)
                 guard let entry = buried[row.namespace]?[row.key] else { return mine }
                 return mine.filter { !entry.saw($0) }
             }

@@ -23,9 +23,12 @@ extension ReplicaStore {
     /// transaction. Only the barrier calls this, after the anchor landed and
     /// only while this device's digest equals the one every device acked.
     /// Tombstones have no leaf, so no root moves.
+    /// `roster`: the devices whose state the round agreed on (recorded, so
+    /// a snapshot this device serves later can say who was in it).
     @discardableResult
-    public func dropTombstonesForBarrier() throws(StoreError) -> Int {
+    public func dropTombstonesForBarrier(roster: [DeviceID]? = nil) throws(StoreError) -> Int {
         try write { ctx in
+            if let roster { try ctx.setBarrierRoster(roster) }
             let list = ReplicaStore.collectedNamespaces.map { String($0.rawValue) }.joined(separator: ",")
             let n = try ctx.db.queryOne("SELECT count(*) FROM rows WHERE tombstone = 1 AND ns IN (\(list))") { Int($0.int(0)) } ?? 0
             try ctx.db.run("DELETE FROM unshipped WHERE (ns, key) IN (SELECT ns, key FROM rows WHERE tombstone = 1 AND ns IN (\(list)))")
@@ -56,6 +59,15 @@ extension ReplicaStore {
     public func graveyardWithTombstones() throws(StoreError) -> [CollectedTombstone] {
         try read { () throws(StoreError) -> [CollectedTombstone] in
             CollectedTombstone.joined(try Graveyard.load(db, path: path), try Graveyard.tombstones(db, path: path))
+        }
+    }
+
+    /// The devices of the last barrier this device took part in or
+    /// recovered to (nil: not known, as before the record existed).
+    public func barrierRoster() throws(StoreError) -> [DeviceID]? {
+        try read { () throws(StoreError) -> [DeviceID]? in
+            guard let blob = try db.queryOne("SELECT value FROM meta WHERE name = 'barrier_roster'", [], { $0.blob(0) }) ?? nil else { return nil }
+            return stride(from: 0, to: blob.count - blob.count % 16, by: 16).compactMap { ID16(bytes: Array(blob[$0..<$0 + 16])) }
         }
     }
 
@@ -98,6 +110,10 @@ enum Graveyard {
 extension WriteContext {
     func collectableTombstones() throws(StoreError) -> [CollectedTombstone] {
         try Graveyard.tombstones(db, path: store.path)
+    }
+
+    func setBarrierRoster(_ roster: [DeviceID]) throws(StoreError) {
+        try db.run("INSERT OR REPLACE INTO meta(name, value) VALUES ('barrier_roster', ?)", [.blob(roster.sorted().flatMap(\.bytes))])
     }
 
     /// Joins entries into the graveyard table.

@@ -104,7 +104,8 @@ extension SyncEngine {
             let previous = (try? cloud.newest(backupKey: deps.identity.backupKey))??.1.graveyard ?? []
             try store.adoptGraveyard(previous)
             let graveyard = try store.graveyardWithTombstones()
-            let bytes = try AnchorFile.seal(AnchorSnapshot(generation: generation, rows: rows, graveyard: graveyard),
+            let bytes = try AnchorFile.seal(AnchorSnapshot(generation: generation, rows: rows, graveyard: graveyard,
+                                                           roster: Array(round.roster) + [me.deviceID]),
                                             accountID: deps.identity.userIDHash, backupKey: deps.identity.backupKey, at: clock.now())
             // CRITICAL ORDER: the anchor lands before any commit or any drop.
             // A dangling anchor (round abandoned after this) is harmless; a
@@ -122,7 +123,7 @@ extension SyncEngine {
         let payload = BarrierCommit(nonce: round.nonce, digest: round.digest, generation: generation).encoded()
         for id in round.roster.sorted() { send(.gcCommit, payload, to: id) }
         barrier.round = nil
-        try collect(generation: generation, nonce: round.nonce)
+        try collect(generation: generation, nonce: round.nonce, roster: Array(round.roster) + [me.deviceID])
     }
 
     func handleCommit(_ commit: BarrierCommit, from sender: DeviceID, nowMs: UInt64) throws {
@@ -144,12 +145,14 @@ extension SyncEngine {
             return refuse("generation \(commit.generation) does not follow this device's \(deps.generation())")
         }
         barrier.acked[commit.nonce] = nil
-        try collect(generation: commit.generation, nonce: commit.nonce)
+        // The leader's roster is not in the commit; a settled roster is ours.
+        try collect(generation: commit.generation, nonce: commit.nonce,
+                    roster: roster.members.values.filter { !$0.isRevoked }.map(\.deviceID))
     }
 
-    private func collect(generation: UInt64, nonce: [UInt8]) throws {
+    private func collect(generation: UInt64, nonce: [UInt8], roster: [DeviceID]) throws {
         barrier.committed.insert(nonce)
-        let dropped = try store.dropTombstonesForBarrier()
+        let dropped = try store.dropTombstonesForBarrier(roster: roster)
         try deps.setGeneration(generation)
         // Start-up checks may now trust this generation's anchor (CommitRecord);
         // if the record cannot be written, a sibling's advertisement still can.
