@@ -67,11 +67,19 @@ extension ReplicaStore {
                         // A local tombstone, not a silent removal: the mount's
                         // change feed sees it go, and it buries any stale copy
                         // until a later barrier collects it (no leaf: the digest
-                        // equals the fleet's either way).
-                        guard !local.isTombstone else { continue }
-                        try ctx.writeRow(local.deleted(), previousLeaf: record.leaf, exists: true)
-                        try ctx.db.run("DELETE FROM unshipped WHERE ns = ? AND key = ?", [.int(Int64(ns.rawValue)), .blob(key.bytes)])
-                        report.removed += 1
+                        // equals the fleet's either way) ...
+                        if !local.isTombstone {
+                            try ctx.writeRow(local.deleted(), previousLeaf: record.leaf, exists: true)
+                            try ctx.db.run("DELETE FROM unshipped WHERE ns = ? AND key = ?", [.int(Int64(ns.rawValue)), .blob(key.bytes)])
+                            report.removed += 1
+                        }
+                        // ... unless the fleet collected a tombstone that saw all
+                        // of it: then it is collected here too, as the commit
+                        // would have done (a device only behind, its commit
+                        // still in flight, recovers this way).
+                        if let entry = buried[ns]?[key], [.equal, .dominates].contains(entry.context.compare(local.context)) {
+                            try ctx.collectTombstone(ns, key)
+                        }
                     } else {
                         let trimmed = Row(namespace: ns, key: key, context: local.context, heads: kept)
                         try ctx.writeRow(trimmed, previousLeaf: record.leaf, exists: true)

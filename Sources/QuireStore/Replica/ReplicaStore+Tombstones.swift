@@ -112,6 +112,15 @@ extension WriteContext {
         try Graveyard.tombstones(db, path: store.path)
     }
 
+    /// Drops one tombstone as a barrier would, told to running change feeds.
+    func collectTombstone(_ ns: Namespace, _ key: RowKey) throws(StoreError) {
+        let args: [SQLValue] = [.int(Int64(ns.rawValue)), .blob(key.bytes)]
+        try db.run("INSERT INTO collected(seq, ns, key, at) SELECT ?, ns, key, ? FROM rows WHERE ns = ? AND key = ? AND tombstone = 1",
+                   [.int(seq), .int(now.seconds)] + args)
+        try db.run("DELETE FROM unshipped WHERE ns = ? AND key = ?", args)
+        try db.run("DELETE FROM rows WHERE ns = ? AND key = ? AND tombstone = 1", args)
+    }
+
     func setBarrierRoster(_ roster: [DeviceID]) throws(StoreError) {
         try db.run("INSERT OR REPLACE INTO meta(name, value) VALUES ('barrier_roster', ?)", [.blob(roster.sorted().flatMap(\.bytes))])
     }
