@@ -38,18 +38,27 @@ extension SyncEngine {
         guard !siblingIDs.isEmpty else { return }    // a single-device account never collects
         do {
             let backlog = try store.tombstoneBacklog()
-            let oldEnough = backlog.oldest.map { clock.now().seconds - $0.seconds >= configuration.barrierMinimumTombstoneAgeSeconds } ?? false
-            guard backlog.count > 0, backlog.count >= configuration.barrierMinimumTombstones || oldEnough else { return }
+            let holders = roster.siblings(of: me.deviceID).filter { siblings[$0.deviceID]?.holdsCollectable ?? false }
+            guard holdsCollectableTombstones() || !holders.isEmpty else { return }
             invalidateDigest()
             let digest = try currentDigest().bytes
             let nonce = deps.random.bytes(16)
             barrier.round = BarrierState.Round(nonce: nonce, roster: siblingIDs, digest: digest, startedMs: nowMs)
-            note("barrier: proposing a collection of \(backlog.count) tombstones to \(siblingIDs.count) devices")
+            note("barrier: proposing a collection of \(backlog.count) tombstones to \(siblingIDs.count) devices"
+                 + (holders.isEmpty ? "" : " (" + holders.map { "'\($0.name)'" }.joined(separator: ", ") + " hold\(holders.count == 1 ? "s" : "") tombstones worth it)"))
             let payload = BarrierPropose(nonce: nonce, digest: digest).encoded()
             for id in siblingIDs.sorted() { send(.gcPropose, payload, to: id) }
         } catch {
             report("barrier", error)
         }
+    }
+
+    /// This device holds tombstones worth a barrier: a count or an age
+    /// threshold (a barrier writes the whole anchor, so not after every delete).
+    func holdsCollectableTombstones() -> Bool {
+        guard let backlog = try? store.tombstoneBacklog(), backlog.count > 0 else { return false }
+        let oldEnough = backlog.oldest.map { clock.now().seconds - $0.seconds >= configuration.barrierMinimumTombstoneAgeSeconds } ?? false
+        return backlog.count >= configuration.barrierMinimumTombstones || oldEnough
     }
 
     func abandonRound(_ why: String) {
