@@ -138,7 +138,19 @@ extension Simulation {
     /// and no longer heads. Without the delete case, a delete taken back by
     /// a restore before it left the device was still owed (seed 30006).
     private func keeps(_ row: Row?, _ w: WriteRecord) -> Bool {
-        guard w.isDelete else { return RowObservation.covers(row, w.dot) }
+        guard w.isDelete else {
+            guard RowObservation.covers(row, w.dot), let row else { return false }
+            // A copied-back device may have minted this dot again for other
+            // content: then only the very version (by its tag) counts.
+            let twins = (model.writesByRow[w.row] ?? []).contains { $0 != w.id && model.writes[$0].dot == w.dot }
+            guard twins, let tag = w.tag else { return true }
+            if row.heads.contains(where: { $0.dot == w.dot }) { return row.heads.contains { $0.dot == w.dot && $0.tag == tag } }
+            if row.context[w.dot.actor] == w.dot.counter { return row.context.tag(w.dot.actor) == tag }
+            // A later write of that actor covers it only if that write saw it.
+            return (model.writesByRow[w.row] ?? []).map { model.writes[$0] }.contains {
+                $0.dot.actor == w.dot.actor && $0.dot.counter > w.dot.counter && $0.seen.contains(w.id) && row.context.covers($0.dot)
+            }
+        }
         let removed = w.seen.map { model.writes[$0] }.filter { !$0.isDelete }.map(\.dot)
         return RowObservation.keepsRemoval(row, of: removed)
     }
