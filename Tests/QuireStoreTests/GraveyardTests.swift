@@ -15,14 +15,6 @@ final class GraveyardTests: XCTestCase {
         .plan(Plan(title: title, createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0)))
     }
 
-    func copyReplica(from: String, to: String) throws {
-        let fm = FileManager.default
-        for suffix in ["", "-wal", "-shm"] {
-            try? fm.removeItem(atPath: to + suffix)
-            if fm.fileExists(atPath: from + suffix) { try fm.copyItem(atPath: from + suffix, toPath: to + suffix) }
-        }
-    }
-
     func testRecoveryDropsAVersionTheFleetSawDeletedAndCollectedAndKeepsALaterEdit() throws {
         let pathA = dir + "/a.sqlite", backup = dir + "/a-backup.sqlite", second = dir + "/a-second.sqlite", third = dir + "/a-third.sqlite"
         var a: ReplicaStore? = try ReplicaStore(path: pathA, deviceID: deviceA, create: true, clock: ManualClock(), random: SeededRandom(seed: 1))
