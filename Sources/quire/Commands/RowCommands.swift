@@ -63,7 +63,9 @@ enum RowCommands {
         case .plans:
             var p: Plan
             if case .plan(let old)? = existing { p = old } else {
-                p = Plan(title: name, createdAt: zero, updatedAt: zero, uid: UUID().uuidString.lowercased())
+                // DTSTAMP is the creation time (the store keeps createdAt).
+                let now = Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970)
+                p = Plan(title: name, createdAt: now, updatedAt: now, uid: UUID().uuidString.lowercased())
             }
             if args.value("file") != nil {
                 guard case .plan(let read) = try fromFile(ns, name, existing: existing, key: existingKey, args: args) else { return }
@@ -171,6 +173,13 @@ enum RowCommands {
             object["version"] = row.context.description
             // Concurrent versions the shown content was resolved from.
             object["heads"] = row.heads.map { $0.dot.description }
+            // A card's concurrent versions, each as its file: what one
+            // property edited on two devices lost in the shown card is here.
+            if row.heads.count > 1, ns == .contacts || ns == .plans {
+                object["versions"] = row.heads.map { head -> [String: Any] in
+                    ["head": head.dot.description, "text": String(decoding: FileText.render(head.content) ?? [], as: UTF8.self)]
+                }
+            }
             Output.json(object)
             return
         }
