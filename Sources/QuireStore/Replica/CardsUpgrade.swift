@@ -51,6 +51,19 @@ enum CardsUpgrade {
                         leaf.map { .blob($0) } ?? .null, .int(id)])
             if let leaf { deltas.add(row.namespace, row.key, plus: Fingerprint(leaf: leaf), minus: .zero) }
         }
+        // The contexts of collected tombstones (the graveyard, which goes
+        // into anchors) forget their tags too, for the same reason.
+        let graves = try db.query("SELECT ns, key, context FROM graveyard WHERE ns IN (\(list))") { ($0.int(0), $0.blob(1) ?? [], $0.blob(2) ?? []) }
+        for (ns, key, blob) in graves {
+            do {
+                let context = try VersionVector(cbor: try CBORReader.decode(blob)).retagged { _, _ in 0 }
+                try db.run("UPDATE graveyard SET context = ? WHERE ns = ? AND key = ?", [.blob(context.encoded()), .int(ns), .blob(key)])
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                throw StoreError(.corrupt, "\(db.path): a collected tombstone's context does not decode; not upgraded: \(error)")
+            }
+        }
         // These namespaces' fingerprints, rebuilt from the new leaves.
         try db.run("DELETE FROM buckets WHERE ns IN (\(list))")
         for (id, fp) in deltas.all where fp.count > 0 {
