@@ -85,10 +85,7 @@ enum CardFile {
     /// without it again gets the same one), else a fresh UUID.
     static func uid(previous: String?, key: RowKey?) -> String {
         if let previous { return previous }
-        guard let key else { return UUID().uuidString.lowercased() }
-        let hex = key.hex
-        func part(_ from: Int, _ to: Int) -> Substring { hex.dropFirst(from).prefix(to - from) }
-        return "\(part(0, 8))-\(part(8, 12))-\(part(12, 16))-\(part(16, 20))-\(part(20, 32))"
+        return key?.uuidText ?? UUID().uuidString.lowercased()
     }
 
     static func isBlank(_ bytes: [UInt8]) -> Bool {

@@ -34,7 +34,13 @@ enum CardsUpgrade {
                     continue
                 }
                 let old = try Row.decode(ns, key: key, context: context, heads: try CBORReader.decode(s.blob(5) ?? []))
-                let heads = old.heads
+                let heads = old.heads.map { head in
+                    // Old contacts had no UID, and khard skips a card without
+                    // one: each gets its row key's, as the mount gives a new card.
+                    guard case .contact(let c) = head.content, c.uid == nil else { return head }
+                    return RowHead(dot: head.dot, content: .contact(Contact(name: c.name, emails: c.emails, phones: c.phones, note: c.note,
+                                                                          uid: key.uuidText, updatedAt: c.updatedAt, editedBy: c.editedBy)))
+                }
                 let retagged = context.retagged { actor, entry in
                     heads.first { $0.dot.actor == actor && $0.dot.counter == entry.counter }?.tag ?? 0
                 }
