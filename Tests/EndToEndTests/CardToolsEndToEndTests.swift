@@ -226,6 +226,35 @@ final class CardToolsEndToEndTests: XCTestCase {
         XCTAssertEqual(bytes(mount("b") + "/contacts/ada.vcf"), Array(export.utf8))
     }
 
+    /// A card with a photo of several MiB stays whole (within the 16 MiB
+    /// limit of a file); one over the limit is refused with EFBIG.
+    func testALargePhotoStaysInTheCard() throws {
+        try makeTwoMountedDevices()
+        let photo = Data((0..<(6 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) }).base64EncodedString()
+        var lines = ["BEGIN:VCARD", "VERSION:4.0", "UID:big", "FN:Big Photo"]
+        var rest = Substring("PHOTO:data:image/jpeg;base64," + photo)
+        var photoLines: [String] = []
+        while !rest.isEmpty { photoLines.append(String(rest.prefix(74))); rest = rest.dropFirst(74) }
+        lines.append(photoLines.joined(separator: "\r\n "))
+        lines.append("END:VCARD")
+        let card = Array((lines.joined(separator: "\r\n") + "\r\n").utf8)
+        XCTAssertGreaterThan(card.count, 8 << 20)
+        XCTAssertEqual(Syscall.writeFile(mount("a") + "/contacts/big.vcf", chunks: stride(from: 0, to: card.count, by: 1 << 20).map {
+            Array(card[$0..<min($0 + (1 << 20), card.count)])
+        }).errno, 0)
+        XCTAssertEqual(bytes(mount("a") + "/contacts/big.vcf"), card)
+        XCTAssertTrue(waitForSameFile("contacts/big.vcf", expected: card, timeout: 60))
+        let fields = try jsonObject(quireOK(["get", "contacts", "big", "--json"], home: home("b")).stdout) as! [String: Any]
+        XCTAssertEqual(fields["fn"] as? String, "Big Photo")
+        // Over the limit: EFBIG, and the card as it was.
+        let huge = Array(card.dropLast(11)) + [UInt8](repeating: UInt8(ascii: "A"), count: 9 << 20) + Array("\r\nEND:VCARD\r\n".utf8)
+        let result = Syscall.writeFile(mount("a") + "/contacts/big.vcf", chunks: stride(from: 0, to: huge.count, by: 1 << 20).map {
+            Array(huge[$0..<min($0 + (1 << 20), huge.count)])
+        })
+        XCTAssertEqual(result.errno, EFBIG, "\(result)")
+        XCTAssertEqual(bytes(mount("b") + "/contacts/big.vcf"), card)
+    }
+
     // MARK: todoman
 
     /// The todos of todoman's `--porcelain` list: summary → id.
