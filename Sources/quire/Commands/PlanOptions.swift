@@ -5,6 +5,8 @@ import QuireCore
 /// words for the command line and the `.ics` files todo tools read.
 enum PlanOptions {
     static func apply(_ args: Arguments, to plan: inout Plan) throws {
+        // COMPLETED (set with --done) is the time of this edit.
+        plan.updatedAt = max(plan.updatedAt, Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970))
         if let summary = args.value("summary") { plan.summary = summary }
         if let notes = args.value("notes") { plan.notes = notes }
         if let due = args.value("due") {
