@@ -22,9 +22,15 @@ final class MountSemanticsTests: XCTestCase {
         let top = try FileManager.default.contentsOfDirectory(atPath: device.mountpoint).sorted()
         XCTAssertEqual(top, [".quire", "contacts", "memory", "notebook", "plans", "saga", "settings"])
         XCTAssertEqual(try device.text("notebook/First.md"), "hello\n")
-        XCTAssertEqual(try device.text("plans/Buy milk.txt"), "done: no\ndue: 2024-05-01\n\noat")
-        XCTAssertEqual(try device.text("contacts/Ann Lee.vcf"),
-                       "BEGIN:VCARD\r\nVERSION:4.0\r\nFN:Ann Lee\r\nEMAIL:ann@example.org\r\nTEL:+1 555\r\nEND:VCARD\r\n")
+        let plan = try device.text("plans/Buy milk.ics")
+        XCTAssertTrue(plan.hasPrefix("BEGIN:VCALENDAR\r\nVERSION:2.0\r\n") && plan.hasSuffix("END:VTODO\r\nEND:VCALENDAR\r\n"), plan)
+        for line in ["SUMMARY:Buy milk", "DESCRIPTION:oat", "DUE;VALUE=DATE:20240501", "STATUS:NEEDS-ACTION"] {
+            XCTAssertTrue(plan.contains("\r\n" + line + "\r\n"), plan)
+        }
+        XCTAssertFalse(plan.contains("DTSTAMP:1970"), plan)
+        let card = try device.text("contacts/Ann Lee.vcf")
+        XCTAssertTrue(card.hasPrefix("BEGIN:VCARD\r\nVERSION:4.0\r\nUID:"), card)
+        XCTAssertTrue(card.hasSuffix("\r\nFN:Ann Lee\r\nEMAIL:ann@example.org\r\nTEL:+1 555\r\nEND:VCARD\r\n"), card)
         XCTAssertEqual(try device.text("settings/theme.txt"), "dark\n")
         XCTAssertEqual(try device.text("saga/2024-05-01.md"), "a day\n")
         let memory = try FileManager.default.contentsOfDirectory(atPath: device.path("memory"))
@@ -36,7 +42,7 @@ final class MountSemanticsTests: XCTestCase {
         XCTAssertEqual(try device.text(".quire/digest").split(separator: "\n").first?.count, 2 * (1 + 32 * 7 + 8))
 
         // st_size is the text's length, st_mtime the row's updatedAt.
-        for file in ["notebook/First.md", "plans/Buy milk.txt", "contacts/Ann Lee.vcf", "settings/theme.txt", "saga/2024-05-01.md"] {
+        for file in ["notebook/First.md", "plans/Buy milk.ics", "contacts/Ann Lee.vcf", "settings/theme.txt", "saga/2024-05-01.md"] {
             XCTAssertEqual(Syscall.status(device.path(file))?.size, try device.read(file).count, file)
         }
         let row = try device.rows("notebook")[0]
@@ -99,7 +105,7 @@ final class MountSemanticsTests: XCTestCase {
         XCTAssertEqual(rows.first { $0.key == keys["Old title"] }?.name, "New title", "a rename keeps the key")
         XCTAssertEqual(rows.first { $0.key == keys["Doomed"] }?.isTombstone, true)
         // Renaming out of the namespace folder is not a move of the row.
-        XCTAssertEqual(Syscall.rename(device.path("notebook/New title.md"), device.path("plans/New title.txt")), EXDEV)
+        XCTAssertEqual(Syscall.rename(device.path("notebook/New title.md"), device.path("plans/New title.ics")), EXDEV)
         XCTAssertEqual(try device.rows("plans").count, 0)
     }
 
@@ -153,7 +159,7 @@ final class MountSemanticsTests: XCTestCase {
         XCTAssertEqual(Syscall.writeFile(device.path("contacts/.Bo.vcf.tmp"), card).errno, 0)
         XCTAssertEqual(rename(device.path("contacts/.Bo.vcf.tmp"), device.path("contacts/Bo.vcf")), 0)
         XCTAssertEqual(try device.rows("contacts").map(\.key), [contactKey])
-        XCTAssertTrue(try device.text("contacts/Bo.vcf").contains("EMAIL:bo@example.org\r\n"))
+        XCTAssertTrue(try device.text("contacts/Bo.vcf").hasSuffix("FN:Bo\nEMAIL:bo@example.org\nEND:VCARD\n"), "kept as written")
     }
 
     func testRenameNoReplaceAndExchange() throws {

@@ -64,7 +64,7 @@ final class LeafTests: XCTestCase {
 
         let contact = Contact(name: "Ada", emails: ["a@x"], phones: ["1"], note: "hi", updatedAt: t(2), editedBy: dev)
         var contacts = [contact]
-        var c = contact; c.name = "Ada L"; contacts.append(c)
+        var c = contact; c.title = "Ada L"; contacts.append(c)
         c = contact; c.emails = ["a@y"]; contacts.append(c)
         c = contact; c.phones = []; contacts.append(c)
         c = contact; c.note = nil; contacts.append(c)

@@ -2,7 +2,7 @@ import Foundation
 import QuireCore
 
 // libFuzzer entry for the mount's text formats other than vCard (Sources/
-// QuireFS/Formats, Layout/FileNames.swift): plans, settings, notes and
+// QuireFS/Formats, Layout/FileNames.swift): plans (iCalendar), settings, notes and
 // journal days as files, memory events, dates, and file names. The first
 // byte picks the decoder, the second is the length of a title or name that
 // follows, the rest is the file. Beyond "never crash": what parses renders
@@ -36,8 +36,9 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         }
         check(again == content, "\(namespace): render then parse gives the row back: \(content) became \(again)")
     case 1:
-        if let plan = try? PlanText.parse(file, title: title) {
-            check((try? PlanText.parse(PlanText.render(plan), title: title)) == plan, "a plan renders and parses back: \(plan)")
+        if let plan = try? ICalendar.parse(file, title: title, key: nil, previous: nil) {
+            check((try? ICalendar.parse(plan.bytes, title: title, key: nil, previous: plan)) == plan, "a plan is kept and parses back: \(plan)")
+            _ = plan.summary; _ = plan.due; _ = plan.isDone; _ = plan.categories; _ = plan.priority
         }
     case 2:
         if let event = MemoryText.parse(file) {
@@ -81,9 +82,10 @@ private func makeSeeds() throws -> [[UInt8]] {
     // Selector 0 + 5·i picks namespace i of parsedNamespaces.
     return [seed(0, "Field notes", Array("The river rose.\n\nWe moved the boats.\n".utf8)),
             seed(5, "2024-05-01", Array("Rain all day.\n".utf8)),
-            seed(10, "Ship it", PlanText.render(plan)), seed(10, "Bare", Array("just notes, no header\n".utf8)),
+            seed(10, "Ship it", plan.bytes), seed(10, "Bare", Array("BEGIN:VCALENDAR\nBEGIN:VTODO\nSUMMARY:x\nEND:VTODO\nEND:VCALENDAR\n".utf8)),
             seed(15, "theme", Array("dark\n".utf8)), seed(20, "m", MemoryText.render(event)),
-            seed(1, "Timed", PlanText.render(timed)), seed(1, "Crlf", Array("done: yes\r\ndue: none\r\n\r\nnotes\r\n".utf8)),
+            seed(1, "Timed", timed.bytes),
+            seed(1, "Todoman", Array("BEGIN:VCALENDAR\nVERSION:2.0\nBEGIN:VTODO\nDUE;VALUE=DATE:20261231\nRRULE:FREQ=DAILY\nEND:VTODO\nEND:VCALENDAR\n".utf8)),
             seed(2, "", MemoryText.render(event)),
             seed(3, "", Array("2024-02-29T23:59:60Z".utf8)), seed(3, "", Array("2023-02-31".utf8)), seed(3, "", Array("2024-05-01 12:00:00".utf8)),
             seed(4, ".hidden%/title\u{301}", Array("Caf\u{65}\u{301}%~1a2b3c4d.md".utf8)), seed(4, "%2E", Array("2024-05-01.md".utf8)),

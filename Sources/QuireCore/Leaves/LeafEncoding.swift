@@ -17,7 +17,8 @@ import QuireCrypto
 public enum LeafEncoding {
     /// Bumped whenever any leaf encoding or the namespace list changes.
     /// 2: rows as heads with dots under a causal context.
-    public static let version: UInt8 = 2
+    /// 3: contacts and plans as whole vCard and iCalendar files.
+    public static let version: UInt8 = 3
 
     public static func leaf(of row: Row) -> [UInt8]? {
         guard !row.isTombstone else { return nil }
@@ -63,24 +64,21 @@ public enum LeafEncoding {
             writeHashes(&w, s.deletedParagraphs)
             writeEditor(&w, s.editedBy)
         case .plan(let p):
-            // Excluded: local row ids. `due` is optional: a presence byte
-            //   keeps "no due date" apart from any date.
-            w.writeArrayHeader(7)
+            // Excluded: local row ids. The file's bytes are hashed as the
+            //   card's lines with their identities and removals, all of
+            //   which the merge converges (every head keeps its own text).
+            w.writeArrayHeader(6)
             w.writeText(p.title)
-            w.writeText(p.notes)
-            w.writeOptional(p.due) { $0.writeInt($1.seconds) }
-            w.writeBool(p.isDone)
+            p.calendar.writeLeaf(to: &w)
             w.writeInt(p.createdAt.seconds)
             w.writeInt(p.updatedAt.seconds)
             writeEditor(&w, p.editedBy)
         case .contact(let c):
             // Excluded: any link to a system address book entry (per device).
-            //   `note` is optional: absent and "" hash differently.
-            w.writeArrayHeader(6)
-            w.writeText(c.name)
-            writeTexts(&w, c.emails)
-            writeTexts(&w, c.phones)
-            w.writeOptional(c.note) { $0.writeText($1) }
+            //   The card as lines with identities, as for plans.
+            w.writeArrayHeader(5)
+            w.writeText(c.title)
+            c.card.writeLeaf(to: &w)
             w.writeInt(c.updatedAt.seconds)
             writeEditor(&w, c.editedBy)
         case .setting(let s):

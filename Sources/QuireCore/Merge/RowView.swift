@@ -6,6 +6,9 @@
 ///  - note bodies and journal days: the paragraph union of every head's
 ///    text, minus the union of their paragraph tombstones (no word lost);
 ///    title and tags from the last writer;
+///  - contacts and plans: the union of every head's property lines minus
+///    the lines a head removed, one property edited on two devices showing
+///    the last writer's (`CardText.merged`); the file's title from the last writer;
 ///  - devices: a revocation, once signed by anyone, shows (grow-only);
 ///  - every other value: the last writer by (updatedAt, dot).
 public enum RowView {
@@ -22,6 +25,21 @@ public enum RowView {
             var days: [SagaEntry] = []
             for h in heads { if case .saga(let s) = h.content { days.append(s) } }
             return .saga(unionOfDays(days, winner: w))
+        case .contact(var w):
+            let ordered = byPriority(heads)
+            var cards: [CardText] = []
+            for h in ordered { if case .contact(let c) = h.content { cards.append(c.card) } }
+            w.card = CardText.merged(cards, rules: Contact.rules)
+            w.updatedAt = heads.compactMap(\.content.updatedAt).max()!
+            return .contact(w)
+        case .plan(var w):
+            let ordered = byPriority(heads)
+            var plans: [Plan] = []
+            for h in ordered { if case .plan(let p) = h.content { plans.append(p) } }
+            w.calendar = CardText.merged(plans.map(\.calendar), rules: Plan.rules)
+            w.createdAt = plans.map(\.createdAt).min()!
+            w.updatedAt = plans.map(\.updatedAt).max()!
+            return .plan(w)
         case .device:
             let revoked = heads.filter { if case .device(let d) = $0.content { return d.revocation != nil } else { return false } }
             return revoked.isEmpty ? winner.content : lastWriter(revoked).content
@@ -34,11 +52,16 @@ public enum RowView {
     /// collision) by the content's leaf bytes: a total order, so every
     /// device picks the same head.
     public static func lastWriter(_ heads: [RowHead]) -> RowHead {
-        heads.max { a, b in
-            let ta = a.content.updatedAt?.seconds ?? 0, tb = b.content.updatedAt?.seconds ?? 0
-            if ta != tb { return ta < tb }
-            return RowHead.precedes(a, b)
-        }!
+        heads.max(by: writtenBefore)!
+    }
+
+    /// The heads from the first writer to the last, in the order `lastWriter` uses.
+    static func byPriority(_ heads: [RowHead]) -> [RowHead] { heads.sorted(by: writtenBefore) }
+
+    static func writtenBefore(_ a: RowHead, _ b: RowHead) -> Bool {
+        let ta = a.content.updatedAt?.seconds ?? 0, tb = b.content.updatedAt?.seconds ?? 0
+        if ta != tb { return ta < tb }
+        return RowHead.precedes(a, b)
     }
 
     static func sortedDeletions(_ lists: [[[UInt8]]]) -> [[UInt8]] {

@@ -31,6 +31,13 @@ public struct ID16: Hashable, Comparable, Sendable, CustomStringConvertible {
     public var hex: String { Hex.encode(bytes) }
     public var description: String { hex }
 
+    /// The identifier in the 8-4-4-4-12 form of a UUID: the UID a card
+    /// without one is given from its row key.
+    public var uuidText: String {
+        let h = Array(hex)
+        return [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(h[$0]) }.joined(separator: "-")
+    }
+
     public static func < (lhs: ID16, rhs: ID16) -> Bool {
         lhs.bytes.lexicographicallyPrecedes(rhs.bytes)
     }

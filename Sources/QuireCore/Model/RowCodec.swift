@@ -40,19 +40,21 @@ extension RowContent {
             if let length = n.body?.count ?? n.length { put(8, .unsigned(UInt64(length))) }
             putEditor(n.editedBy)
         case .plan(let p):
+            // 2 (notes), 3 (due), 4 (done): the fields of plans before they
+            // were iCalendar files; read by `decode` for an upgrade.
             put(1, .text(p.title))
-            put(2, .text(p.notes))
-            if let due = p.due { put(3, .int(due.seconds)) }
-            put(4, .bool(p.isDone))
             put(5, .int(p.createdAt.seconds))
             put(6, .int(p.updatedAt.seconds))
+            put(9, p.calendar.unitsCBOR)
+            put(10, p.calendar.removedCBOR)
             putEditor(p.editedBy)
         case .contact(let c):
-            put(1, .text(c.name))
-            put(2, .array(c.emails.map { .text($0) }))
-            put(3, .array(c.phones.map { .text($0) }))
-            if let note = c.note { put(4, .text(note)) }
+            // 2 (emails), 3 (phones), 4 (note): the fields of contacts
+            // before they were whole vCards; read by `decode` for an upgrade.
+            put(1, .text(c.title))
             put(6, .int(c.updatedAt.seconds))
+            put(9, c.card.unitsCBOR)
+            put(10, c.card.removedCBOR)
             putEditor(c.editedBy)
         case .saga(let s):
             put(1, .text(s.date))
@@ -111,13 +113,23 @@ extension RowContent {
             if body == nil, let length = try f.optional(8)?.asUInt() { note.length = Int(clamping: length) }
             return .note(note)
         case .plans:
-            return .plan(Plan(title: try f.required(1, "title").asText(), notes: try f.required(2, "notes").asText(),
-                              due: try f.optional(3).map { v throws(CBORError) in Timestamp(seconds: try v.asInt()) },
-                              isDone: try f.required(4, "done").asBool(),
+            let title = try f.required(1, "title").asText()
+            guard let units = f.optional(9) else {
+                return .plan(Plan(title: title, notes: try f.required(2, "notes").asText(),
+                                  due: try f.optional(3).map { v throws(CBORError) in Timestamp(seconds: try v.asInt()) },
+                                  isDone: try f.required(4, "done").asBool(),
+                                  createdAt: try ts(5, "createdAt"), updatedAt: try ts(6, "updatedAt"), editedBy: try editor()))
+            }
+            return .plan(Plan(title: title, calendar: try CardText(unitsCBOR: units, removedCBOR: f.optional(10)),
                               createdAt: try ts(5, "createdAt"), updatedAt: try ts(6, "updatedAt"), editedBy: try editor()))
         case .contacts:
-            return .contact(Contact(name: try f.required(1, "name").asText(), emails: try texts(2, "emails"),
-                                    phones: try texts(3, "phones"), note: try f.optional(4)?.asText(),
+            let title = try f.required(1, "name").asText()
+            guard let units = f.optional(9) else {
+                return .contact(Contact.legacy(name: title, emails: try texts(2, "emails"), phones: try texts(3, "phones"),
+                                               note: try f.optional(4)?.asText(), updatedAt: try ts(6, "updatedAt"),
+                                               editedBy: try editor()))
+            }
+            return .contact(Contact(title: title, card: try CardText(unitsCBOR: units, removedCBOR: f.optional(10)),
                                     updatedAt: try ts(6, "updatedAt"), editedBy: try editor()))
         case .saga:
             let date = try f.required(1, "date").asText()

@@ -45,10 +45,8 @@ public enum RowLimits {
         switch content {
         case .note(let n): return n.body?.count ?? 0
         case .saga(let s): return s.text.count
-        case .plan(let p): return p.title.utf8.count + p.notes.utf8.count
-        case .contact(let c):
-            return c.name.utf8.count + (c.note?.utf8.count ?? 0) + c.emails.reduce(0) { $0 + $1.utf8.count }
-                + c.phones.reduce(0) { $0 + $1.utf8.count }
+        case .plan(let p): return p.title.utf8.count + p.calendar.storedBytes
+        case .contact(let c): return c.title.utf8.count + c.card.storedBytes
         case .setting(let s): return s.value.utf8.count
         case .memory(let m): return m.kind.utf8.count + m.text.utf8.count
         case .device(let d): return d.name.utf8.count + d.certificate.count + (d.revocation?.count ?? 0)
@@ -70,6 +68,7 @@ public enum RowLimits {
         func text(_ s: String) -> Int { 9 + s.utf8.count }
         func texts(_ list: [String]) -> Int { 9 + list.reduce(0) { $0 + text($1) } }
         func hashes(_ list: [[UInt8]]) -> Int { 9 + list.reduce(0) { $0 + 9 + $1.count } }
+        func card(_ c: CardText) -> Int { 18 + c.units.reduce(0) { $0 + 9 + 9 + 16 + 9 + 16 + 9 + $1.bytes.count } + c.removed.count * 25 }
         let fixed = 128
         switch content {
         case .note(let n):
@@ -77,8 +76,8 @@ public enum RowLimits {
                 + hashes(n.deletedParagraphs)
         case .saga(let s):
             return fixed + text(s.date) + 9 + s.text.count + hashes(s.deletedParagraphs)
-        case .plan(let p): return fixed + text(p.title) + text(p.notes)
-        case .contact(let c): return fixed + text(c.name) + texts(c.emails) + texts(c.phones) + text(c.note ?? "")
+        case .plan(let p): return fixed + text(p.title) + card(p.calendar)
+        case .contact(let c): return fixed + text(c.title) + card(c.card)
         case .setting(let s): return fixed + text(s.name) + text(s.value)
         case .memory(let m): return fixed + text(m.kind) + text(m.text) + 9 + m.buries.count * 17
         case .device(let d): return fixed + text(d.name) + 9 + d.certificate.count + 9 + (d.revocation?.count ?? 0)

@@ -127,47 +127,6 @@ public struct SagaEntry: Equatable, Sendable {
     }
 }
 
-public struct Plan: Equatable, Sendable {
-    public var title: String
-    public var notes: String
-    public var due: Timestamp?
-    public var isDone: Bool
-    public var createdAt: Timestamp
-    public var updatedAt: Timestamp
-    public var editedBy: DeviceID?
-
-    public init(title: String, notes: String = "", due: Timestamp? = nil, isDone: Bool = false,
-                createdAt: Timestamp, updatedAt: Timestamp, editedBy: DeviceID? = nil) {
-        self.title = title; self.notes = notes; self.due = due; self.isDone = isDone
-        self.createdAt = createdAt; self.updatedAt = updatedAt; self.editedBy = editedBy
-    }
-
-    public static func == (a: Plan, b: Plan) -> Bool {
-        a.title.sameBytes(b.title) && a.notes.sameBytes(b.notes) && a.due == b.due && a.isDone == b.isDone
-            && a.createdAt == b.createdAt && a.updatedAt == b.updatedAt && a.editedBy == b.editedBy
-    }
-}
-
-public struct Contact: Equatable, Sendable {
-    public var name: String
-    public var emails: [String]
-    public var phones: [String]
-    public var note: String?
-    public var updatedAt: Timestamp
-    public var editedBy: DeviceID?
-
-    public init(name: String, emails: [String] = [], phones: [String] = [], note: String? = nil,
-                updatedAt: Timestamp, editedBy: DeviceID? = nil) {
-        self.name = name; self.emails = emails; self.phones = phones; self.note = note
-        self.updatedAt = updatedAt; self.editedBy = editedBy
-    }
-
-    public static func == (a: Contact, b: Contact) -> Bool {
-        a.name.sameBytes(b.name) && a.emails.sameBytes(b.emails) && a.phones.sameBytes(b.phones)
-            && a.note.sameBytes(b.note) && a.updatedAt == b.updatedAt && a.editedBy == b.editedBy
-    }
-}
-
 /// One key of the synced settings dictionary. Its row key is derived from
 /// the name; a removed key is a tombstone like any row.
 public struct Setting: Equatable, Sendable {
@@ -247,7 +206,7 @@ public enum RowContent: Equatable, Sendable {
         switch self {
         case .note(let n): return n.title
         case .plan(let p): return p.title
-        case .contact(let c): return c.name
+        case .contact(let c): return c.title
         case .saga(let s): return s.date
         case .setting(let s): return s.name
         case .memory(let m): return m.kind

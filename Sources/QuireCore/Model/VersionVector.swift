@@ -122,6 +122,13 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
         return copy
     }
 
+    /// The same counters with each entry's tag replaced by `tag(actor,
+    /// entry)`: an upgrade that changes how content is digested re-tags
+    /// the writes it re-encodes, and forgets (0, unknown) the rest.
+    public func retagged(_ tag: (Actor, Entry) -> UInt64) -> VersionVector {
+        VersionVector(entries: Dictionary(uniqueKeysWithValues: entries.map { ($0.key, Entry(counter: $0.value.counter, tag: tag($0.key, $0.value))) }))
+    }
+
     public func joined(with other: VersionVector) -> VersionVector {
         VersionVector(entries: entries.merging(other.entries) { $0.joined(with: $1) })
     }

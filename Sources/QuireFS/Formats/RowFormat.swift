@@ -32,8 +32,8 @@ enum RowFormat {
         switch content {
         case .note(let note): return note.body
         case .saga(let entry): return entry.text
-        case .plan(let plan): return PlanText.render(plan)
-        case .contact(let contact): return VCard.render(contact)
+        case .plan(let plan): return plan.bytes
+        case .contact(let contact): return contact.bytes
         case .setting(let setting): return Array(setting.value.utf8) + [UInt8(ascii: "\n")]
         case .memory(let event): return MemoryText.render(event)
         case .device: return nil
@@ -42,8 +42,11 @@ enum RowFormat {
 
     /// The row `bytes` describe, written to the file of `title`. `previous`
     /// is the row as stored, whose fields the text does not carry (tags,
-    /// creation time, paragraph tombstones) are kept.
-    static func parse(_ namespace: Namespace, title: String, bytes: [UInt8], previous: RowContent?) throws(FormatError) -> RowContent {
+    /// creation time, paragraph tombstones) are kept, and against which a
+    /// card's changed lines are found. `key`: the row's (a card without a
+    /// UID is given one made from it).
+    static func parse(_ namespace: Namespace, title: String, bytes: [UInt8], previous: RowContent?,
+                      key: RowKey? = nil) throws(FormatError) -> RowContent {
         let zero = Timestamp(seconds: 0)
         switch namespace {
         case .notebook:
@@ -59,14 +62,11 @@ enum RowFormat {
             if case .saga(let old)? = previous { entry.deletedParagraphs = old.deletedParagraphs }
             return .saga(entry)
         case .plans:
-            var plan = try PlanText.parse(bytes, title: title)
-            if case .plan(let old)? = previous { plan.createdAt = old.createdAt }
-            return .plan(plan)
+            guard case .plan(let old)? = previous else { return .plan(try ICalendar.parse(bytes, title: title, key: key, previous: nil)) }
+            return .plan(try ICalendar.parse(bytes, title: title, key: key, previous: old))
         case .contacts:
-            guard case .contact(let old)? = previous else {
-                return .contact(try VCard.parse(bytes, fileTitle: title, previous: nil))
-            }
-            return .contact(try VCard.parse(bytes, fileTitle: title, previous: old))
+            guard case .contact(let old)? = previous else { return .contact(try VCard.parse(bytes, title: title, key: key, previous: nil)) }
+            return .contact(try VCard.parse(bytes, title: title, key: key, previous: old))
         case .settings:
             guard var value = String(validating: bytes, as: UTF8.self) else {
                 throw FormatError(.illegalByteSequence, "is not UTF-8 text; a setting's value is text")
@@ -77,76 +77,6 @@ enum RowFormat {
         case .memory, .devices:
             throw FormatError(.readOnly, "is read-only: memory is append-only (record events with 'quire put memory')")
         }
-    }
-}
-
-/// A plan as text: a header block, a blank line, then the notes verbatim.
-///
-///     done: no
-///     due: 2024-05-01
-///
-///     Buy oat milk on the way home.
-///
-/// `done` is yes/no, `due` a date (or date and time, UTC) or `none`. A
-/// file that does not start with a header is all notes (a new plan).
-enum PlanText {
-    static func render(_ plan: Plan) -> [UInt8] {
-        let header = "done: \(plan.isDone ? "yes" : "no")\ndue: \(plan.due.map { TextDates.format($0.seconds) } ?? "none")\n\n"
-        return Array(header.utf8) + Array(plan.notes.utf8)
-    }
-
-    static func parse(_ bytes: [UInt8], title: String) throws(FormatError) -> Plan {
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw FormatError(.illegalByteSequence, "is not UTF-8 text; a plan is text")
-        }
-        var plan = Plan(title: title, createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0))
-        let lines = Array(text.utf8).split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
-        var offset = 0
-        var sawHeader = false
-        for (number, rawLine) in lines.enumerated() {
-            var line = String(decoding: rawLine, as: UTF8.self)
-            if line.utf8.last == UInt8(ascii: "\r") { line = String(decoding: rawLine.dropLast(), as: UTF8.self) }
-            let lineEnd = offset + rawLine.count + 1
-            if line.isEmpty {
-                if sawHeader {
-                    plan.notes = String(decoding: bytes[min(lineEnd, bytes.count)...], as: UTF8.self)
-                    return plan
-                }
-                break
-            }
-            guard let colon = line.firstIndex(of: ":") else {
-                if sawHeader { throw FormatError(.invalid, "line \(number + 1) should be a header (done:, due:) or the blank line before the notes") }
-                break
-            }
-            let key = String(line[..<colon]).trimmingSpaces.lowercased()
-            let value = String(line[line.index(after: colon)...]).trimmingSpaces
-            switch key {
-            case "done":
-                switch value.lowercased() {
-                case "yes", "true", "x": plan.isDone = true
-                case "no", "false", "": plan.isDone = false
-                default: throw FormatError(.invalid, "line \(number + 1): done is 'yes' or 'no', not '\(value)'")
-                }
-            case "due":
-                if value.isEmpty || value.lowercased() == "none" {
-                    plan.due = nil
-                } else {
-                    guard let seconds = TextDates.parse(value) else {
-                        throw FormatError(.invalid, "line \(number + 1): due is YYYY-MM-DD (or YYYY-MM-DDTHH:MM:SSZ, or none), not '\(value)'")
-                    }
-                    plan.due = Timestamp(seconds: seconds)
-                }
-            default:
-                if sawHeader { throw FormatError(.invalid, "line \(number + 1): unknown header '\(key)' (plans have done: and due:)") }
-                plan.notes = text
-                return plan
-            }
-            sawHeader = true
-            offset = lineEnd
-        }
-        // Headers up to the end of the file, and no notes.
-        if !sawHeader { plan.notes = text }
-        return plan
     }
 }
 
@@ -183,4 +113,23 @@ enum MemoryText {
         }
         return nil   // no blank line before the text
     }
+}
+
+/// The mount's reading of a file's text, for `quire put contacts NAME
+/// --file card.vcf` and `quire put plans NAME --file todo.ics`: one rule
+/// for what a card may hold, wherever it comes in.
+public enum FileText {
+    public struct Refusal: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    public static func parse(_ namespace: Namespace, title: String, bytes: [UInt8], previous: RowContent?,
+                             key: RowKey?) throws(Refusal) -> RowContent {
+        do { return try RowFormat.parse(namespace, title: title, bytes: bytes, previous: previous, key: key) } catch {
+            throw Refusal(description: error.message)
+        }
+    }
+
+    /// The file a row shows in the mount.
+    public static func render(_ content: RowContent) -> [UInt8]? { RowFormat.render(content) }
 }

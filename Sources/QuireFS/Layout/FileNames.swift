@@ -26,7 +26,8 @@ enum FileNames {
         switch namespace {
         case .notebook, .saga: return ".md"
         case .contacts: return ".vcf"
-        case .plans, .settings, .memory, .devices: return ".txt"
+        case .plans: return ".ics"
+        case .settings, .memory, .devices: return ".txt"
         }
     }
 

@@ -61,7 +61,7 @@ extension QuireFileSystem {
         }
         var content: RowContent
         do {
-            content = try RowFormat.parse(ref.namespace, title: copy.title, bytes: copy.content, previous: previous)
+            content = try RowFormat.parse(ref.namespace, title: copy.title, bytes: copy.content, previous: previous, key: ref.key)
         } catch {
             reject(ref, copy: copy, previous: previous, error: error, name: name)
             throw error.fuseError
@@ -74,15 +74,6 @@ extension QuireFileSystem {
                                     + "one version of a row may hold and still sync (EFBIG)")
             reject(ref, copy: copy, previous: previous, error: error, name: name)
             throw error.fuseError
-        }
-        // A card renamed while open: its FN is still the one the file showed
-        // (the user did not change it), so the rename's name stands; it
-        // used to come back as the old name at close.
-        if case .contact(var contact) = content, contact.name != copy.title, let baseline = shown ?? lastShown[ref],
-           case .contact(let before)? = try? RowFormat.parse(.contacts, title: copy.title, bytes: baseline, previous: nil),
-           before.name == contact.name {
-            contact.name = copy.title
-            content = .contact(contact)
         }
         let edit: ReplicaStore.MountEdit
         do { edit = try store.putFromMount(content, key: ref.key, shown: shown ?? lastShown[ref]) } catch { throw storeFailure(error, doing: "save \(name)") }

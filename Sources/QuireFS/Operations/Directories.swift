@@ -41,7 +41,7 @@ extension QuireFileSystem {
         }
     }
 
-    private func lookUp(_ name: CanonicalName, in parent: UInt64) throws(FuseError) -> FuseEntry {
+    func lookUp(_ name: CanonicalName, in parent: UInt64) throws(FuseError) -> FuseEntry {
         switch names.inodes.object(parent) {
         case .root?:
             if let namespace = MountLayout.namespace(named: name) { return try entry(InodeTable.folderInode(namespace)) }

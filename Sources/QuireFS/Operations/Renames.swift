@@ -64,7 +64,7 @@ extension QuireFileSystem {
         }
     }
 
-    private func rename(_ name: CanonicalName, in parent: UInt64, to newName: CanonicalName, in newParent: UInt64,
+    func rename(_ name: CanonicalName, in parent: UInt64, to newName: CanonicalName, in newParent: UInt64,
                         flags: FuseRenameFlags) throws(FuseError) {
         let request = RenameRequest(from: try folder(parent), name: name, to: try folder(newParent), newName: newName, flags: flags)
         let facts = try renameFacts(request)
@@ -170,7 +170,7 @@ extension QuireFileSystem {
         let namespace = targetRef.namespace
         let previous = try storedContent(targetRef)
         let title = newTitle ?? openFiles.copy(targetRef)?.title ?? previous?.displayName ?? ""
-        let content = try parseForRename(namespace, title: title, bytes: bytes, previous: previous, name: sourceName)
+        let content = try parseForRename(namespace, title: title, bytes: bytes, previous: previous, key: targetRef.key, name: sourceName)
         let edit: ReplicaStore.MountEdit
         do {
             // The editor wrote the temp file from what this device last
@@ -184,25 +184,20 @@ extension QuireFileSystem {
         lastShown[targetRef] = edit.row.content.flatMap(RowFormat.render) ?? bytes
     }
 
-    /// A new title for a stored row; a card's text shows its new FN.
+    /// A new title for a stored row. A contact's or plan's file name is a
+    /// handle the client chose (vdir), not the person's name: the card is
+    /// left as it is.
     private func retitle(_ ref: RowRef, to title: String) throws(FuseError) {
         guard let stored = try storedContent(ref) else { throw .noEntry }
         var content = stored
         switch stored {
         case .note(var note): note.title = title; content = .note(note)
         case .plan(var plan): plan.title = title; content = .plan(plan)
-        case .contact(var contact): contact.name = title; content = .contact(contact)
+        case .contact(var contact): contact.title = title; content = .contact(contact)
         default: throw .notPermitted
         }
         do { recordWrite(ref, try store.putFromMount(content, key: ref.key)) } catch {
             throw storeFailure(error, doing: "rename \(ref.namespace.name)/\(displayName(ref))")
-        }
-        if case .contact = content {
-            // The card's FN shows the new name: its text changed.
-            if let copy = openFiles.copy(ref), !copy.isDirty, let bytes = RowFormat.render(content) {
-                openFiles.modifyCopy(ref) { $0.content = bytes }
-            }
-            kernelCache.invalidateInodes(names.inodes.inodesOfRow[ref] ?? [])
         }
     }
 
@@ -211,8 +206,8 @@ extension QuireFileSystem {
     private func swapContents(_ a: RowRef, bytes aBytes: [UInt8], _ b: RowRef, bytes bBytes: [UInt8]) throws(FuseError) {
         for ref in [a, b] where openFiles.copy(ref)?.isNew == true { try commit(ref, shown: nil) }
         let aPrevious = try storedContent(a), bPrevious = try storedContent(b)
-        let aContent = try parseForRename(a.namespace, title: aPrevious?.displayName ?? "", bytes: aBytes, previous: aPrevious, name: displayName(b))
-        let bContent = try parseForRename(b.namespace, title: bPrevious?.displayName ?? "", bytes: bBytes, previous: bPrevious, name: displayName(a))
+        let aContent = try parseForRename(a.namespace, title: aPrevious?.displayName ?? "", bytes: aBytes, previous: aPrevious, key: a.key, name: displayName(b))
+        let bContent = try parseForRename(b.namespace, title: bPrevious?.displayName ?? "", bytes: bBytes, previous: bPrevious, key: b.key, name: displayName(a))
         do {
             let edits = try store.putAllFromMount([(aContent, a.key), (bContent, b.key)])
             recordWrite(a, edits[0])
@@ -323,9 +318,9 @@ extension QuireFileSystem {
     }
 
     private func parseForRename(_ namespace: Namespace, title: String, bytes: [UInt8], previous: RowContent?,
-                                name: String) throws(FuseError) -> RowContent {
+                                key: RowKey, name: String) throws(FuseError) -> RowContent {
         do {
-            return try RowFormat.parse(namespace, title: title, bytes: bytes, previous: previous)
+            return try RowFormat.parse(namespace, title: title, bytes: bytes, previous: previous, key: key)
         } catch {
             throw refuse(error.fuseError, "\(namespace.name)/\(name) \(error.message); the rename was refused and the file left as it was")
         }

@@ -16,7 +16,9 @@ enum Schema {
                                                  Migration(sql: "ALTER TABLE rows ADD COLUMN bodyFormat INTEGER NOT NULL DEFAULT 0;",
                                                            convert: deflateBodies),
                                                  Migration(sql: collectedLog),
-                                                 Migration(sql: graveyard)]
+                                                 Migration(sql: graveyard),
+                                                 Migration(sql: "-- contacts and plans as whole cards (leaf version 3)\nSELECT 1;",
+                                                           convert: CardsUpgrade.convert)]
     }
 
     /// The causal context of every tombstone a barrier collected, per key

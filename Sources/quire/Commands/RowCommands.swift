@@ -1,6 +1,7 @@
 import Foundation
 import QuireCore
 import QuireStore
+import QuireFS
 
 /// put / get / ls / rm for every namespace.
 enum RowCommands {
@@ -17,8 +18,14 @@ enum RowCommands {
               notebook TITLE   [--file F] [--tags a,b] [--new] [--key HEX]
                                the note's body is the input; --new always creates
               saga YYYY-MM-DD  [--file F]   the day's entry is the input
-              plans TITLE      [--notes TEXT] [--due YYYY-MM-DD|none] [--done|--undone]
-              contacts NAME    [--email E]... [--phone P]... [--note TEXT|--no-note]
+              plans TITLE      [--file F.ics] [--summary TEXT] [--notes TEXT]
+                               [--due YYYY-MM-DD|YYYY-MM-DDTHH:MM:SSZ|none] [--done|--undone]
+                               [--priority 1-9|none] [--categories a,b|none]
+                               a VTODO (plans/TITLE.ics); --file replaces the whole calendar
+                               file, the other options set one property each and keep the rest
+              contacts NAME    [--file F.vcf] [--email E]... [--phone P]... [--note TEXT|--no-note]
+                               a vCard (contacts/NAME.vcf); --file replaces the whole card
+                               (vCard 4.0 or 3.0), the other options set one property each
               settings NAME VALUE
               memory KIND      [--file F] [--buries ID,...]   append-only: always a new event
             Options:
@@ -28,7 +35,7 @@ enum RowCommands {
             row may hold and still sync to every sibling. Larger input is refused
             and nothing is written.
             """,
-        valued: ["file", "tags", "notes", "due", "email", "phone", "note", "key", "buries"],
+        valued: ["file", "tags", "notes", "due", "email", "phone", "note", "key", "buries", "summary", "priority", "categories"],
         flags: ["new", "done", "undone", "no-note", "json"]
     ) { args, inv in
         guard let nsName = args.positional.first else { throw UsageError("missing namespace") }
@@ -55,22 +62,28 @@ enum RowCommands {
             content = .saga(SagaEntry(date: name, text: try readBody(file: args.value("file"), ns, name), updatedAt: zero))
         case .plans:
             var p: Plan
-            if case .plan(let old)? = existing { p = old } else { p = Plan(title: name, createdAt: zero, updatedAt: zero) }
-            p.title = name
-            if let notes = args.value("notes") { p.notes = notes }
-            if let due = args.value("due") {
-                if due == "none" { p.due = nil } else {
-                    guard let s = DateText.parse(due) else { throw UsageError("--due expects YYYY-MM-DD or 'none', not '\(due)'") }
-                    p.due = Timestamp(seconds: s)
-                }
+            if case .plan(let old)? = existing { p = old } else {
+                // DTSTAMP is the creation time (the store keeps createdAt).
+                let now = Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970)
+                p = Plan(title: name, createdAt: now, updatedAt: now, uid: UUID().uuidString.lowercased())
             }
-            if args.has("done") { p.isDone = true }
-            if args.has("undone") { p.isDone = false }
+            if args.value("file") != nil {
+                guard case .plan(let read) = try fromFile(ns, name, existing: existing, key: existingKey, args: args) else { return }
+                p = read
+            }
+            p.title = name
+            try PlanOptions.apply(args, to: &p)
             content = .plan(p)
         case .contacts:
             var c: Contact
-            if case .contact(let old)? = existing { c = old } else { c = Contact(name: name, updatedAt: zero) }
-            c.name = name
+            if case .contact(let old)? = existing { c = old } else {
+                c = Contact(name: name, uid: UUID().uuidString.lowercased(), updatedAt: zero)
+            }
+            if args.value("file") != nil {
+                guard case .contact(let read) = try fromFile(ns, name, existing: existing, key: existingKey, args: args) else { return }
+                c = read
+            }
+            c.title = name
             if !args.all("email").isEmpty { c.emails = args.all("email") }
             if !args.all("phone").isEmpty { c.phones = args.all("phone") }
             if let note = args.value("note") { c.note = note }
@@ -100,6 +113,14 @@ enum RowCommands {
             Output.json(["namespace": ns.name, "key": row.key.hex, "version": row.context.description])
         } else {
             Output.line("\(ns.name)/\(row.content?.displayName ?? name) \(row.key.hex)")
+        }
+    }
+
+    /// A whole vCard or iCalendar file from --file, read as the mount reads it.
+    static func fromFile(_ ns: Namespace, _ name: String, existing: RowContent?, key: RowKey?, args: Arguments) throws -> RowContent {
+        let bytes = try readBody(file: args.value("file"), ns, name)
+        do { return try FileText.parse(ns, title: name, bytes: bytes, previous: existing, key: key) } catch {
+            throw CommandFailure("\(ns.name)/\(name) not written: \(args.value("file") ?? "the input") \(error.description)")
         }
     }
 
@@ -152,6 +173,13 @@ enum RowCommands {
             object["version"] = row.context.description
             // Concurrent versions the shown content was resolved from.
             object["heads"] = row.heads.map { $0.dot.description }
+            // A card's concurrent versions, each as its file: what one
+            // property edited on two devices lost in the shown card is here.
+            if row.heads.count > 1, ns == .contacts || ns == .plans {
+                object["versions"] = row.heads.map { head -> [String: Any] in
+                    ["head": head.dot.description, "text": String(decoding: FileText.render(head.content) ?? [], as: UTF8.self)]
+                }
+            }
             Output.json(object)
             return
         }
@@ -182,16 +210,33 @@ enum RowCommands {
         let ns = try namespace(args.positional[0])
         let (_, store) = try inv.open()
         let rows = try store.summaries(ns, includeTombstones: args.has("tombstones"))
+        // Plans and contacts also show their fields (a plan's VTODO, a
+        // card's FN and email), the words `quire put` sets them with.
+        func fields(_ r: RowSummary) throws -> RowContent? {
+            guard !r.isTombstone, ns == .plans || ns == .contacts else { return nil }
+            return try store.row(ns, r.key)?.content
+        }
         if args.has("json") {
-            Output.json(rows.map { r in
-                ["key": r.key.hex, "name": r.name, "size": r.size, "updatedAt": r.updatedAt.seconds,
-                 "tombstone": r.isTombstone, "offloaded": r.isOffloaded] as [String: Any]
-            })
+            var out: [[String: Any]] = []
+            for r in rows {
+                var o: [String: Any] = ["key": r.key.hex, "name": r.name, "size": r.size, "updatedAt": r.updatedAt.seconds,
+                                        "tombstone": r.isTombstone, "offloaded": r.isOffloaded]
+                if case .plan(let p)? = try fields(r) { o.merge(PlanOptions.json(p)) { old, _ in old } }
+                if case .contact(let c)? = try fields(r) { o["fn"] = c.name; o["emails"] = c.emails; o["uid"] = c.uid ?? NSNull() }
+                out.append(o)
+            }
+            Output.json(out)
             return
         }
         for r in rows {
             let state = r.isTombstone ? "deleted" : r.isOffloaded ? "offloaded" : String(r.size)
-            Output.line("\(r.key.hex)  \(state.padding(toLength: 9, withPad: " ", startingAt: 0))  \(DateText.format(r.updatedAt.seconds, time: true))  \(r.name)")
+            var shown = r.name
+            switch try fields(r) {
+            case .plan(let p)?: shown = PlanOptions.line(p) + (p.summary == r.name ? "" : "  [\(r.name).ics]")
+            case .contact(let c)?: shown = c.name + (c.emails.first.map { " <\($0)>" } ?? "") + (c.name == r.name ? "" : "  [\(r.name).vcf]")
+            default: break
+            }
+            Output.line("\(r.key.hex)  \(state.padding(toLength: 9, withPad: " ", startingAt: 0))  \(DateText.format(r.updatedAt.seconds, time: true))  \(shown)")
         }
     }
 

@@ -5,10 +5,10 @@ enum RowText {
     static func text(_ content: RowContent) -> String {
         switch content {
         case .plan(let p):
-            return ["title: \(p.title)", "done: \(p.isDone ? "yes" : "no")",
-                    "due: \(p.due.map { DateText.format($0.seconds) } ?? "none")", "notes: \(p.notes)"].joined(separator: "\n")
+            return (["title: \(p.title)"] + PlanOptions.text(p)).joined(separator: "\n")
         case .contact(let c):
-            var lines = ["name: \(c.name)"]
+            var lines = ["name: \(c.name)", "file: \(c.title).vcf"]
+            if let uid = c.uid { lines.append("uid: \(uid)") }
             lines += c.emails.map { "email: \($0)" }
             lines += c.phones.map { "phone: \($0)" }
             if let note = c.note { lines.append("note: \(note)") }
@@ -36,10 +36,11 @@ enum RowText {
             if let b = n.body { o["body"] = String(decoding: b, as: UTF8.self); o["size"] = b.count }
         case .saga(let s): o["date"] = s.date; o["text"] = String(decoding: s.text, as: UTF8.self)
         case .plan(let p):
-            o["title"] = p.title; o["notes"] = p.notes; o["done"] = p.isDone
-            o["due"] = p.due.map { DateText.format($0.seconds) } ?? NSNull()
+            o.merge(PlanOptions.json(p)) { $1 }
         case .contact(let c):
+            o["title"] = c.title; o["fn"] = c.name; o["uid"] = c.uid ?? NSNull()
             o["emails"] = c.emails; o["phones"] = c.phones; o["note"] = c.note ?? NSNull()
+            o["vcard"] = String(decoding: c.bytes, as: UTF8.self)
         case .setting(let s): o["value"] = s.value
         case .memory(let e): o["kind"] = e.kind; o["text"] = e.text; o["buries"] = e.buries.map(\.hex); o["at"] = e.at.seconds
         case .device(let d): o["revoked"] = d.revocation != nil

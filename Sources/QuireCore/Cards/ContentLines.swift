@@ -1,0 +1,208 @@
+/// The content-line syntax that vCard (RFC 6350 §3.3, and 3.0, RFC 2426)
+/// and iCalendar (RFC 5545 §3.1) share: `group.NAME;PARAM=v:value`, lines
+/// folded by a line break followed by a space or a tab.
+///
+/// A card is kept as the exact bytes of its lines so that it comes back
+/// byte for byte, whatever the writer's line ends, folding, letter case or
+/// parameter spelling. `units(of:)` cuts the bytes into one unit per
+/// logical line (the line, its continuations and any blank lines after it):
+/// concatenating the units gives the bytes back exactly.
+public enum ContentLines {
+    /// One logical line, unfolded, read as far as merging and showing need:
+    /// the property name (upper case, group removed), the parameters as
+    /// written, and the raw value (still escaped).
+    public struct Line: Equatable, Sendable {
+        public var group: String?
+        public var name: String
+        public var parameters: String
+        public var value: String
+
+        /// The value of parameter `name` (case-insensitive), quotes removed.
+        public func parameter(_ wanted: String) -> String? {
+            for part in ContentLines.splitOutsideQuotes(parameters, on: ";") where !part.isEmpty {
+                let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                if pieces[0].uppercased() == wanted.uppercased() {
+                    guard pieces.count == 2 else { return "" }
+                    return String(pieces[1].filter { $0 != "\"" })
+                }
+            }
+            return nil
+        }
+    }
+
+    /// Cuts `bytes` into units of one logical line each; blank lines ride
+    /// with the line before them (leading ones with the first line).
+    public static func units(of bytes: [UInt8]) -> [[UInt8]] {
+        var units: [[UInt8]] = []
+        var current: [UInt8] = []
+        var lineStart = 0
+        var sawContent = false
+        while lineStart < bytes.count {
+            var end = lineStart
+            while end < bytes.count && bytes[end] != UInt8(ascii: "\n") { end += 1 }
+            let next = min(end + 1, bytes.count)
+            let line = bytes[lineStart..<next]
+            let isContinuation = line.first == UInt8(ascii: " ") || line.first == UInt8(ascii: "\t")
+            let isBlank = line.allSatisfy { $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\n") }
+            if isBlank || (isContinuation && sawContent) || !sawContent {
+                current += line
+                if !isBlank { sawContent = true }
+            } else {
+                units.append(current)
+                current = Array(line)
+            }
+            lineStart = next
+        }
+        if !current.isEmpty { units.append(current) }
+        return units
+    }
+
+    /// The unit's logical line: continuations joined, line ends and blank
+    /// lines dropped. Invalid UTF-8 is replaced (callers check it first).
+    public static func unfolded(_ unit: [UInt8]) -> String {
+        var out: [UInt8] = []
+        var atLineStart = true
+        var index = 0
+        while index < unit.count {
+            let byte = unit[index]
+            if byte == UInt8(ascii: "\n") { atLineStart = true; index += 1; continue }
+            if byte == UInt8(ascii: "\r") && (index + 1 == unit.count || unit[index + 1] == UInt8(ascii: "\n")) {
+                index += 1; continue
+            }
+            if atLineStart && !out.isEmpty && (byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t")) {
+                atLineStart = false; index += 1; continue   // a fold: drop the one whitespace
+            }
+            atLineStart = false
+            out.append(byte)
+            index += 1
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Reads a logical line; nil when it is not `NAME[;params]:value`.
+    public static func parse(_ logical: String) -> Line? {
+        let scalars = logical.unicodeScalars
+        var quoted = false
+        var colon: String.UnicodeScalarView.Index?
+        for index in scalars.indices {
+            let scalar = scalars[index]
+            if scalar == "\"" { quoted.toggle() }
+            if scalar == ":" && !quoted { colon = index; break }
+        }
+        guard let colon else { return nil }
+        let head = String(scalars[..<colon])
+        let value = String(scalars[scalars.index(after: colon)...])
+        var nameAndGroup = head
+        var parameters = ""
+        if let semicolon = head.firstIndex(of: ";") {
+            nameAndGroup = String(head[..<semicolon])
+            parameters = String(head[head.index(after: semicolon)...])
+        }
+        var group: String?
+        var name = nameAndGroup
+        if let dot = nameAndGroup.lastIndex(of: ".") {
+            group = String(nameAndGroup[..<dot])
+            name = String(nameAndGroup[nameAndGroup.index(after: dot)...])
+        }
+        // A name is letters, digits and dashes (RFC 6350 §3.3, RFC 5545 §3.1).
+        guard !name.isEmpty, name.unicodeScalars.allSatisfy({ $0.isASCIIAlphanumeric || $0 == "-" }) else { return nil }
+        return Line(group: group, name: name.uppercased(), parameters: parameters, value: value)
+    }
+
+    /// Splits on `separator` outside double quotes.
+    static func splitOutsideQuotes(_ text: String, on separator: Character) -> [String] {
+        var parts: [String] = []
+        var current = ""
+        var quoted = false
+        for character in text {
+            if character == "\"" { quoted.toggle() }
+            if character == separator && !quoted { parts.append(current); current = ""; continue }
+            current.append(character)
+        }
+        parts.append(current)
+        return parts
+    }
+
+    // MARK: Text values (RFC 6350 §3.4, RFC 5545 §3.3.11)
+
+    // Escapes work on Unicode scalars, not Characters: a backslash, comma
+    // or semicolon followed by a combining mark is one Character, and was
+    // neither escaped nor unescaped (found by tools/fuzz, vcard).
+
+    public static func escape(_ value: String) -> String {
+        var out = String.UnicodeScalarView()
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\\": out.append(contentsOf: "\\\\".unicodeScalars)
+            case ",": out.append(contentsOf: "\\,".unicodeScalars)
+            case ";": out.append(contentsOf: "\\;".unicodeScalars)
+            case "\n": out.append(contentsOf: "\\n".unicodeScalars)
+            // No escape exists for a CR: a CRLF is written as \n, and a
+            // lone CR, which a line end or a fold would eat, is dropped.
+            case "\r": continue
+            default: out.append(scalar)
+            }
+        }
+        return String(out)
+    }
+
+    public static func unescape(_ value: String) -> String {
+        var out = String.UnicodeScalarView()
+        var escaping = false
+        for scalar in value.unicodeScalars {
+            if escaping {
+                switch scalar {
+                case "n", "N": out.append("\n")
+                default: out.append(scalar)
+                }
+                escaping = false
+            } else if scalar == "\\" {
+                escaping = true
+            } else if scalar != "\r" {
+                out.append(scalar)
+            }
+        }
+        if escaping { out.append("\\") }
+        return String(out)
+    }
+
+    /// Splits a structured or list value on an unescaped separator,
+    /// unescaping each part.
+    public static func splitUnescaped(_ value: String, on separator: Unicode.Scalar) -> [String] {
+        var parts: [String] = []
+        var current = String.UnicodeScalarView()
+        var escaping = false
+        for scalar in value.unicodeScalars {
+            if escaping { current.append("\\"); current.append(scalar); escaping = false; continue }
+            if scalar == "\\" { escaping = true; continue }
+            if scalar == separator { parts.append(unescape(String(current))); current = String.UnicodeScalarView(); continue }
+            current.append(scalar)
+        }
+        if escaping { current.append("\\") }
+        parts.append(unescape(String(current)))
+        return parts
+    }
+
+    /// `NAME:value` as a unit: folded at 75 octets without splitting a
+    /// character, CRLF line ends (what RFC 6350 and RFC 5545 ask of writers).
+    public static func unit(_ line: String) -> [UInt8] {
+        var out: [UInt8] = []
+        var used = 0
+        for character in line {
+            let bytes = Array(String(character).utf8)
+            if used + bytes.count > 75 {
+                out += Array("\r\n ".utf8)
+                used = 1
+            }
+            out += bytes
+            used += bytes.count
+        }
+        return out + Array("\r\n".utf8)
+    }
+}
+
+extension Unicode.Scalar {
+    var isASCIIAlphanumeric: Bool {
+        (value >= 0x30 && value <= 0x39) || (value >= 0x41 && value <= 0x5A) || (value >= 0x61 && value <= 0x7A)
+    }
+}
