@@ -40,6 +40,14 @@ public final class SyncService: @unchecked Sendable {
                 statusPath: SyncStatus.path(in: home), statePath: home.syncStatePath,
                 relayDescription: (try? RelaySpec(parsing: spec).description) ?? spec)
             deps.watchOtherProcesses = true
+            // A joining device sends its enrolment until a sibling admits it;
+            // then it keeps the backup key sealed to it and drops the enrolment.
+            deps.enrolment = FileManager.default.contents(atPath: home.enrolmentPath).map { Array($0) }
+            let keysPath = home.keysPath, enrolmentPath = home.enrolmentPath
+            deps.admitted = { key in
+                _ = try identity.withBackupKey(key, savingIn: keysPath)
+                unlink(enrolmentPath)
+            }
             deps.cloud = prefs.cloud.map { CloudFolder(path: $0, accountID: identity.userIDHash) }
             let prefsFile = home.prefs
             deps.isAnchorEnabled = { (try? prefsFile.load().backupEnabled) ?? false }

@@ -43,6 +43,9 @@ public struct DeviceHome: Sendable {
     public var offloadCopiesPath: String { path + "/offload-copies.json" }
     /// The files that make up the device, as a backup or restore moves them.
     public static let deviceFiles = ["replica.sqlite", "replica.sqlite-wal", "replica.sqlite-shm", "prefs.json", "keys"]
+    /// A joining device's enrolment (signed by the invite's pairing key),
+    /// until a sibling admits it.
+    public var enrolmentPath: String { keysPath + "/enrolment" }
     public var prefs: PrefsFile { PrefsFile(path: prefsPath) }
 
     public var exists: Bool { FileManager.default.fileExists(atPath: prefsPath) }
@@ -79,8 +82,13 @@ public struct DeviceHome: Sendable {
         prefs.role = role
         try self.prefs.save(prefs)
         let store = try ReplicaStore(path: databasePath, deviceID: identity.deviceID, create: true, clock: clock)
-        let certificate = identity.signedCertificate(name: name, role: role.rawValue, issuedAt: clock.now())
-        try store.putRosterEntry(DeviceRecord(name: name, certificate: certificate), key: identity.deviceID)
+        // The account key certifies the first device of a new account (and a
+        // device rebuilt from the recovery file); it is then forgotten. A
+        // joining device has no certificate until a sibling admits it.
+        if identity.account.secret != nil {
+            let certificate = identity.signedCertificate(name: name, role: role.rawValue, issuedAt: clock.now())
+            try store.putRosterEntry(DeviceRecord(name: name, certificate: certificate), key: identity.deviceID)
+        }
         return (identity, store)
     }
 
@@ -91,8 +99,15 @@ public struct DeviceHome: Sendable {
         }
         try checkPermissions()
         guard exists else { throw StoreError(.notFound, "\(path) is not a quire device directory (no prefs.json); run 'quire init'") }
-        let identity = try Identity.load(from: keysPath)
+        let (identity, legacySecret) = try Identity.load(from: keysPath)
         let store = try ReplicaStore(path: databasePath, deviceID: identity.deviceID, clock: clock)
+        if let legacySecret {
+            try store.retireLegacyAccountKey(legacySecret, clock: clock)
+            try identity.save(in: keysPath)
+            if unlink(keysPath + "/" + Identity.legacySecretFile) != 0 && errno != ENOENT {
+                throw AtomicFile.posixError("cannot delete the retired account key \(keysPath)/\(Identity.legacySecretFile)")
+            }
+        }
         return (identity, store)
     }
 

@@ -99,7 +99,7 @@ extension SyncEngine {
             var rows: [Row] = []
             for ns in Namespace.allCases { rows += try store.rows(ns, from: [], to: nil) }
             let bytes = try AnchorFile.seal(AnchorSnapshot(generation: generation, rows: rows), accountID: deps.identity.userIDHash,
-                                            backupKey: deps.identity.backupKey, at: clock.now())
+                                            backupKey: backupKey, at: clock.now())
             // CRITICAL ORDER: the anchor lands before any commit or any drop.
             // A dangling anchor (round abandoned after this) is harmless; a
             // collection with no anchor would strand a restored device.
@@ -147,7 +147,7 @@ extension SyncEngine {
         try deps.setGeneration(generation)
         // Start-up checks may now trust this generation's anchor (CommitRecord);
         // if the record cannot be written, a sibling's advertisement still can.
-        try? deps.cloud?.recordCommit(generation, backupKey: deps.identity.backupKey)
+        try? deps.cloud?.recordCommit(generation, backupKey: backupKey)
         invalidateDigest()
         barrier.lastOutcome = "the last barrier committed at \(DateStamp.format(clock.now())): generation \(generation), \(dropped) tombstones collected"
         note("barrier: generation \(generation), \(dropped) tombstones collected")
