@@ -229,7 +229,7 @@ final class EngineTests: XCTestCase {
         let fleet = try SimFleet(["a", "b", "c"], base: base)
         let (a, b, c) = (fleet.devices[0], fleet.devices[1], fleet.devices[2])
         guard case .device(var record)? = try a.store.row(.devices, c.id)?.content else { return XCTFail() }
-        record.revocation = DeviceRevocation(deviceID: c.id, revokedAt: fleet.clock.now()).signed(by: a.identity.account)
+        record.revocation = DeviceRevocation(deviceID: c.id, revokedAt: fleet.clock.now()).signed(by: a.identity.account.secret!)
         try a.store.putRosterEntry(record, key: c.id)
         try fleet.engines[0].attach()
         try fleet.engines[1].attach()

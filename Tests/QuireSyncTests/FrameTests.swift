@@ -213,14 +213,21 @@ final class FrameTests: XCTestCase {
         let invite = try Invite.open(text, passphrase: "correct horse", now: now)
         XCTAssertEqual(invite.relay, "redis://127.0.0.1:1")
         XCTAssertEqual(invite.cloud, "/tmp/cloud")
-        XCTAssertEqual(invite.roster.count, 1)
+        XCTAssertEqual(invite.roster.count, 2, "the first device's certificate and the invite's grant")
+        XCTAssertThrowsError(try Invite.make(identity: identity, store: store, prefs: prefs, passphrase: "aaaaaaaaaaaaaaa", strength: .testing, now: now))
         XCTAssertThrowsError(try invite.join(home: DeviceHome(path: base + "/clash"), name: "alpha", role: .device, clock: SystemClock()))
         let (joined, joinedStore) = try invite.join(home: DeviceHome(path: base + "/b"), name: "beta", role: .device, clock: SystemClock())
         XCTAssertEqual(joined.userIDHash, identity.userIDHash)
         XCTAssertNotEqual(joined.deviceID, identity.deviceID)
         let (roster, invalid) = try Roster.load(from: joinedStore, accountKey: identity.account.publicKey)
         XCTAssertEqual(invalid, 0)
-        XCTAssertEqual(Set(roster.members.values.map(\.name)), ["alpha", "beta"])
+        XCTAssertEqual(Set(roster.members.values.map(\.name)), ["alpha"], "beta waits for a device of the account to admit it")
+        XCTAssertFalse(joined.hasBackupKey)
+        for file in ["account.key", "backup.key"] {
+            XCTAssertFalse(FileManager.default.fileExists(atPath: base + "/b/keys/" + file), "an invite hands over no account secret: \(file)")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: base + "/a/keys/account.key"), "no device keeps the account key")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: base + "/b/keys/enrolment"))
         XCTAssertEqual(try DeviceHome(path: base + "/b").prefs.load().relay, "redis://127.0.0.1:1")
     }
 }

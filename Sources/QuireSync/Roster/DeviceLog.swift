@@ -90,12 +90,35 @@ public struct DeviceLog: Sendable {
         }
         let revocations = all.filter { $0.statement.kind == .revoke }
         let admits = Dictionary(grouping: all.filter { $0.statement.kind == .admit }, by: { $0.statement.subject })
+        // The devices a device's admission rests on: every signer up its
+        // chains of admits (whether or not they count).
+        var ancestorCache: [DeviceID: Set<DeviceID>] = [:]
+        func ancestors(_ device: DeviceID) -> Set<DeviceID> {
+            if let known = ancestorCache[device] { return known }
+            ancestorCache[device] = []  // cycles end here
+            var found = Set<DeviceID>()
+            for a in admits[device] ?? [] where !a.statement.isAccountSigned {
+                found.insert(a.statement.signer)
+                found.formUnion(ancestors(a.statement.signer))
+            }
+            ancestorCache[device] = found
+            return found
+        }
         func attackers(_ e: Entry) -> [Entry] {
             guard !e.statement.isAccountSigned else { return [] }
             let signer = e.statement.signer
             return revocations.filter { r in
-                r.statement.subject == signer && !r.statement.kept.contains(e.id)
-                    && !(e.statement.kind == .revoke && !r.statement.isAccountSigned && r.statement.signer == e.statement.subject)
+                guard r.statement.subject == signer, !r.statement.kept.contains(e.id) else { return false }
+                // A device cannot undo the revocation of itself or of a device
+                // its own admission rests on: otherwise a device admitted by a
+                // thief could revoke the revoker and the cycle would leave
+                // the honest device out. (Two devices revoking each other
+                // concurrently both stay revoked.)
+                if e.statement.kind == .revoke, !r.statement.isAccountSigned {
+                    let revoker = r.statement.signer
+                    if e.statement.subject == revoker || ancestors(revoker).contains(e.statement.subject) { return false }
+                }
+                return true
             }
         }
         let attackersOf = Dictionary(uniqueKeysWithValues: all.map { ($0.id, attackers($0)) })
@@ -110,7 +133,7 @@ public struct DeviceLog: Sendable {
                 if attackersOf[e.id]!.contains(where: { verdict[$0.id] == .counts }) { verdict[e.id] = .void; changed = true; continue }
                 var grantVerdict: Verdict? = .counts
                 if s.kind == .admit, let g = s.grant {
-                    grantVerdict = entries[g].flatMap { $0.statement.kind == .grant ? verdict[g] : .void } ?? .void
+                    if let grant = entries[g], grant.statement.kind == .grant { grantVerdict = verdict[g] } else { grantVerdict = .void }
                 }
                 if grantVerdict == .void { verdict[e.id] = .void; changed = true; continue }
                 if grantVerdict == .counts, signerAdmits.contains(where: { verdict[$0.id] == .counts }),

@@ -46,7 +46,17 @@ extension SyncEngine {
         // id (a revoked device does) can send one. Keep only the statements
         // that count once added to ours, so it cannot fill the log with
         // statements of revoked devices or of keys nobody admitted.
-        let offered = certifiedRows(message.rows)
+        // Only admits and grants (what the sender's own admission rests on):
+        // a revocation or a role travels only in authenticated frames from a
+        // trusted sibling, so a revoked device claiming a made-up sender id
+        // cannot slip one in here.
+        let offered = certifiedRows(message.rows).filter { row in
+            row.heads.allSatisfy { head in
+                guard case .device(let record) = head.content, record.revocation == nil else { return false }
+                guard let s = try? DeviceStatement.verify(record.certificate, accountKey: accountKey) else { return true }  // legacy certificate
+                return s.kind == .admit || s.kind == .grant
+            }
+        }
         let existing = try store.rows(.devices, from: [], to: nil)
         let verdicts = DeviceLog(rows: existing + offered, accountKey: accountKey).verdicts()
         let rows = offered.filter { row in
