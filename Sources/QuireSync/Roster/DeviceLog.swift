@@ -181,10 +181,15 @@ public struct DeviceLog: Sendable {
 
     /// The ids of every statement signed by `device` that counts: what a
     /// revocation of it keeps (the device's past, as this device saw it).
+    /// An invite (grant) of it that nobody used yet is left out: a lost
+    /// device's pending invites die with it.
     public func countingStatements(signedBy device: DeviceID) -> [DeviceID] {
         let verdict = verdicts()
-        return entries.values.filter { !$0.statement.isAccountSigned && $0.statement.signer == device && verdict[$0.id] == .counts }
-            .map(\.id).sorted()
+        let usedGrants = Set(entries.values.compactMap { $0.statement.kind == .admit && verdict[$0.id] == .counts ? $0.statement.grant : nil })
+        return entries.values.filter { e in
+            !e.statement.isAccountSigned && e.statement.signer == device && verdict[e.id] == .counts
+                && (e.statement.kind != .grant || usedGrants.contains(e.id))
+        }.map(\.id).sorted()
     }
 
     /// Grants that count, by id (for admitting an enrolment).
