@@ -82,6 +82,7 @@ public struct DeviceHome: Sendable {
         prefs.role = role
         try self.prefs.save(prefs)
         let store = try ReplicaStore(path: databasePath, deviceID: identity.deviceID, create: true, clock: clock)
+        try store.bindDevice()
         // The account key certifies the first device of a new account (and a
         // device rebuilt from the recovery file); it is then forgotten. A
         // joining device has no certificate until a sibling admits it.
@@ -101,6 +102,7 @@ public struct DeviceHome: Sendable {
         guard exists else { throw StoreError(.notFound, "\(path) is not a quire device directory (no prefs.json); run 'quire init'") }
         let (identity, legacySecret) = try Identity.load(from: keysPath)
         let store = try ReplicaStore(path: databasePath, deviceID: identity.deviceID, clock: clock)
+        try store.bindDevice()
         if let legacySecret {
             try store.retireLegacyAccountKey(legacySecret, clock: clock)
             try identity.save(in: keysPath)

@@ -47,3 +47,22 @@ extension ReplicaStore {
         for (key, record) in statements { try putRosterEntry(record, key: key) }
     }
 }
+
+extension ReplicaStore {
+    /// Binds the replica to the device whose keys opened it: the first open
+    /// records the device id; a later open with other keys (a key file
+    /// replaced by another device's key) is refused, never taken as a new
+    /// identity of the same replica.
+    public func bindDevice() throws(StoreError) {
+        let stored = try db.queryOne("SELECT value FROM meta WHERE name = 'device'") { $0.blob(0) } ?? nil
+        if let stored {
+            guard stored == deviceID.bytes else {
+                throw StoreError(.corrupt, "the keys in this device directory belong to device \(deviceID.hex.prefix(12)), but the replica "
+                                 + "was made by device \(Hex.encode(stored.prefix(6))): a key file was replaced. Put back the original keys "
+                                 + "(from a backup of this device directory)")
+            }
+            return
+        }
+        try db.run("INSERT OR REPLACE INTO meta(name, value) VALUES ('device', ?)", [.blob(deviceID.bytes)])
+    }
+}
