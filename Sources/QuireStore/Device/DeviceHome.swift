@@ -64,8 +64,8 @@ public struct DeviceHome: Sendable {
             }
         }
         // Parents such as ~/.local/share may not exist on a fresh machine.
-        let parent = (path as NSString).deletingLastPathComponent
-        if !parent.isEmpty && !fm.fileExists(atPath: parent) {
+        let parent = parentDirectory(of: path)
+        if !fm.fileExists(atPath: parent) {
             do { try fm.createDirectory(atPath: parent, withIntermediateDirectories: true) } catch {
                 throw StoreError(.permission, "cannot create \(parent): \(error.localizedDescription)")
             }
@@ -125,6 +125,7 @@ public struct DeviceHome: Sendable {
         if st.st_uid != getuid() {
             throw StoreError(.permission, "device directory \(path) belongs to uid \(st.st_uid), not to you (uid \(getuid()))")
         }
+        try tightenModes()
         if access(path, W_OK) != 0 {
             throw AtomicFile.posixError("device directory \(path) is not writable")
         }
@@ -145,5 +146,34 @@ extension WriteContext {
         let existingRow = try existing?.row(path: store.path)
         if case .device(let old)? = existingRow?.content, old == record, existingRow?.heads.count == 1 { return }
         _ = try writeLocalVersion(.device(record), key: key, existing: existing, existingRow: existingRow)
+    }
+}
+
+extension DeviceHome {
+    /// Other local users must read nothing here: the directory and every
+    /// folder in it are made 0700 and every file 0600, whatever the umask
+    /// and whatever an older quire or a copy (`cp -a`, a tar) left behind.
+    /// Each change is said on standard error, once.
+    public func tightenModes() throws(StoreError) {
+        var changed: [String] = []
+        func tighten(_ item: String, depth: Int) {
+            var st = stat()
+            guard lstat(item, &st) == 0 else { return }
+            let kind = st.st_mode & S_IFMT
+            guard kind == S_IFDIR || kind == S_IFREG || kind == S_IFSOCK else { return }  // symlinks are left alone, not followed
+            let wanted: mode_t = kind == S_IFDIR ? 0o700 : 0o600
+            if st.st_mode & 0o077 != 0 && st.st_uid == getuid() {
+                if chmod(item, wanted) == 0 {
+                    changed.append("\(item) (was \(String(st.st_mode & 0o777, radix: 8)))")
+                }
+            }
+            guard kind == S_IFDIR, depth < 2, let names = try? FileManager.default.contentsOfDirectory(atPath: item) else { return }
+            for name in names { tighten(item + "/" + name, depth: depth + 1) }
+        }
+        tighten(path, depth: 0)
+        if !changed.isEmpty {
+            FileHandle.standardError.write(Data(("quire: other users could read files of the device directory; made owner-only: "
+                                                 + changed.prefix(8).joined(separator: ", ") + (changed.count > 8 ? ", …" : "") + "\n").utf8))
+        }
     }
 }
