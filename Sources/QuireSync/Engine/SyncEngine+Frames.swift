@@ -21,6 +21,9 @@ extension SyncEngine {
         case .success(let frame):
             inner = frame
         }
+        // A sender's new session is written down before anything of it is
+        // acted on: after a crash, frames of it are refused as replays.
+        if inner.subKind != .introduce { persistReplayFloors() }
         let nowMs = clock.monotonicMilliseconds()
         if inner.subKind != .introduce { wedge.success(.siblings) }
         // An introduce comes in an anonymous box, which anyone who knows the
