@@ -134,4 +134,45 @@ final class TrustEngineTests: XCTestCase {
         XCTAssertNotEqual(try trust(sa, id.deviceID), .trusted)
         for e in engines { e.stop() }
     }
+
+    /// Introductions with made-up sender ids and enrolments (anyone who knows
+    /// the account id can send them) are refused, counted, and logged at most
+    /// once a minute.
+    func testMadeUpSendersCannotFloodTheLog() throws {
+        let fleet = try SimFleet(["a"], base: base)
+        let a = fleet.devices[0]
+        let lines = Locked(0)
+        var deps = SyncEngine.Dependencies(store: a.store, identity: a.identity, relay: fleet.relay, clock: fleet.clock,
+                                           random: SeededRandom(seed: 9), log: { _ in lines.value += 1 }, relayDescription: "test")
+        deps.statusPath = nil
+        let engine = SyncEngine(deps)
+        fleet.engines = [engine]
+        try engine.attach()
+        fleet.tick()
+        let before = lines.value
+        let channel = SyncChannel.name(userIDHash: a.identity.userIDHash, device: a.id)
+        for i in 0..<300 {
+            let fake = Identity(account: SigningKeyPair(), deviceSigning: SigningKeyPair(), deviceBox: BoxKeyPair(), backupKey: SecretBytes(randomCount: 32))
+            var sealer = FrameSealer(identity: FrameIdentity(deviceID: fake.deviceID, userIDHash: a.identity.userIDHash, box: fake.deviceBox),
+                                     session: [UInt8](repeating: UInt8(i % 256), count: 8), sessionStart: 1, maxFrameSize: 64 << 10)
+            let message = IntroduceMessage(rows: [], enrolment: [UInt8](repeating: UInt8(i % 256), count: 40))
+            try fleet.relay.publish(sealer.sealAnonymously(SyncMessage(subKind: .introduce, payload: message.encoded()),
+                                                           to: a.id, boxKey: a.identity.deviceBox.publicKey), to: channel)
+            if i % 50 == 0 { fleet.tick() }
+        }
+        for _ in 0..<20 { fleet.tick() }
+        XCTAssertGreaterThanOrEqual(engine.status().dropped[FrameDrop.uncertifiedRoster.rawValue] ?? 0, 300)
+        XCTAssertLessThanOrEqual(lines.value - before, 3, "300 made-up senders wrote \(lines.value - before) log lines")
+        engine.stop()
+    }
+}
+
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+    init(_ value: Value) { stored = value }
+    var value: Value {
+        get { lock.lock(); defer { lock.unlock() }; return stored }
+        set { lock.lock(); stored = newValue; lock.unlock() }
+    }
 }

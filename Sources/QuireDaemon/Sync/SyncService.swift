@@ -133,8 +133,14 @@ final class LogFile: @unchecked Sendable {
 
     init(path: String) { self.path = path }
 
+    /// Past this size the log is moved to `quire.log.1` (replacing the one
+    /// before) and started afresh: whatever writes to it, it stays bounded.
+    static let rotateBytes = 4 << 20
+
     func write(_ line: String) {
         lock.lock(); defer { lock.unlock() }
+        var st = stat()
+        if stat(path, &st) == 0, Int(st.st_size) > Self.rotateBytes { rename(path, path + ".1") }
         let stamp = DateStamp.format(SystemClock().now())
         let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return }

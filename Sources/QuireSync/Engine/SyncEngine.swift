@@ -69,6 +69,10 @@ public final class SyncEngine: @unchecked Sendable {
     /// The account's backup key (anchor sealing). A joining device holds a
     /// random stand-in until a sibling admits it and seals it the real one.
     var backupKey: SecretBytes
+    /// Refusals caused by unauthenticated frames (introductions, which any
+    /// holder of the account id can send with any sender id): grouped and
+    /// rate-limited, so made-up senders cannot flood the log.
+    var refusalLog = LogThrottle()
     var backupKeyIsReal: Bool
 
     // MARK: State (guarded by `lock`)
@@ -373,9 +377,11 @@ public final class SyncEngine: @unchecked Sendable {
         deps.log(event)
     }
 
-    /// Logs an error once per distinct text, so a broken relay does not flood the log.
+    /// Logs an error once per distinct text, so a broken relay does not flood
+    /// the log (and at most 256 distinct texts: ids in texts must not grow it).
     func report(_ what: String, _ error: any Error) {
         let text = "\(what): \(error)"
+        guard reportedErrors.count < 256 else { return }
         if reportedErrors.insert(text).inserted { note(text) }
     }
 

@@ -88,7 +88,10 @@ extension SyncEngine {
     func admit(_ signed: [UInt8], from sender: DeviceID, nowMs: UInt64) {
         func refuse(_ why: String) {
             count(.uncertifiedRoster)
-            note("refused to admit device \(sender.hex.prefix(12)): \(why)")
+            let (allowed, suppressed) = refusalLog.allow("admission", nowMs: nowMs)
+            guard allowed else { return }
+            note("refused to admit device \(sender.hex.prefix(12)): \(why)"
+                 + (suppressed > 0 ? " (and \(suppressed) more refusals in the last minute, not logged)" : ""))
         }
         guard roster[me.deviceID]?.trust == .trusted, backupKeyIsReal else { return }
         guard let grantID = Enrolment.claimedGrant(signed) else { return refuse("its enrolment is damaged") }
@@ -150,5 +153,25 @@ extension SyncEngine {
         } catch {
             report("this device was admitted, but the backup key sealed to it does not open", error)
         }
+    }
+}
+
+/// At most one log line per kind of refusal per interval; the next line says
+/// how many were left out. Kinds are a fixed set chosen by the code, never
+/// taken from a frame, so made-up senders cannot grow it.
+struct LogThrottle: Sendable {
+    static let intervalMs: UInt64 = 60_000
+    private var lastMs: [String: UInt64] = [:]
+    private var suppressed: [String: Int] = [:]
+
+    mutating func allow(_ kind: String, nowMs: UInt64) -> (allowed: Bool, suppressed: Int) {
+        if let last = lastMs[kind], nowMs &- last < Self.intervalMs {
+            suppressed[kind, default: 0] += 1
+            return (false, 0)
+        }
+        lastMs[kind] = nowMs
+        let left = suppressed[kind] ?? 0
+        suppressed[kind] = 0
+        return (true, left)
     }
 }
