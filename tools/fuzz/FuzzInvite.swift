@@ -65,8 +65,9 @@ private let fuzzAccount = try! SigningKeyPair(seed: SecretBytes(copying: [UInt8]
 private let fuzzFirst = try! SigningKeyPair(seed: SecretBytes(copying: [UInt8](repeating: 4, count: 32)))
 private let fuzzGenesis: Row = {
     let id = Identity.deviceID(for: fuzzFirst.publicKey)
-    let cert = DeviceCertificate(accountKey: fuzzAccount.publicKey.bytes, deviceID: id, name: "first", signingKey: fuzzFirst.publicKey.bytes,
-                                 boxKey: [UInt8](repeating: 5, count: 32), role: "device", issuedAt: now).signed(by: fuzzAccount)
+    let first = Identity(account: fuzzAccount, deviceSigning: fuzzFirst, deviceBox: try! BoxKeyPair(seed: SecretBytes(copying: [UInt8](repeating: 5, count: 32))),
+                         backupKey: SecretBytes(copying: [UInt8](repeating: 6, count: 32)))
+    let cert = first.signedCertificate(name: "first", issuedAt: now)
     return Row.single(.devices, id, dot: Dot(actor: Actor(device: id, incarnation: 1), counter: 1), context: VersionVector(),
                       content: .device(DeviceRecord(name: "first", certificate: cert)))
 }()
