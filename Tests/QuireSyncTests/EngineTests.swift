@@ -104,9 +104,10 @@ final class EngineTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
         let before = fleet.engines.map { $0.metricsSnapshot() }
         XCTAssertEqual(before[1].framesOut, 1, "\(before[1])")
-        XCTAssertLessThan(before[1].bytesOut, 1024, "d = 0 costs one digest each way")
+        // (Every frame is padded to a size bucket: a digest fills 1 KiB.)
+        XCTAssertLessThanOrEqual(before[1].bytesOut, 1024, "d = 0 costs one digest each way")
         XCTAssertLessThanOrEqual(before[0].framesOut - running.framesOut, 2)
-        XCTAssertLessThan(before[0].bytesOut - running.bytesOut, 2048, "d = 0 costs one digest each way (and a session restart)")
+        XCTAssertLessThanOrEqual(before[0].bytesOut - running.bytesOut, 2048, "d = 0 costs one digest each way (and a session restart)")
         try b.store.put(note("one more", "the difference"))
         XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
         let after = fleet.engines.map { $0.metricsSnapshot() }

@@ -54,17 +54,22 @@ final class FrameTests: XCTestCase {
         XCTAssertEqual(opened.sender, bob.deviceID)
         // The same bytes again: a replay.
         XCTAssertEqual(FrameOpener.open(frame, maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &guardState), .failure(.replay))
-        // Addressed to someone else.
+        // Format 2 names no device: the relay sees magic, version, a padded box.
+        XCTAssertEqual(Array(frame.prefix(3)), [0x51, 0x53, 2])
+        XCTAssertTrue(OpaqueEnvelope.buckets.contains(frame.count), "\(frame.count) bytes is not a bucket size")
+        for id in [alice.deviceID, bob.deviceID] { XCTAssertNil(frame.firstRange(of: id.bytes), "a device id in clear") }
+        // Reflected back to its sender: the box opens (crypto_box keys are
+        // symmetric) but the inner sender is not the device whose key opened it.
         var g2 = ReplayGuard()
-        XCTAssertEqual(FrameOpener.open(frame, maxSize: 64 << 10, me: bobFrame, roster: roster, replay: &g2), .failure(.misaddressed))
-        // A flipped byte in the box.
+        XCTAssertEqual(FrameOpener.open(frame, maxSize: 64 << 10, me: bobFrame, roster: roster, replay: &g2), .failure(.unauthenticated))
+        // A flipped byte in the box: no key opens it.
         var tampered = frame; tampered[tampered.count - 5] ^= 0x40
-        XCTAssertEqual(FrameOpener.open(tampered, maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &g2), .failure(.unauthenticated))
+        XCTAssertEqual(FrameOpener.open(tampered, maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &g2), .failure(.unknownSender))
         // Claiming to be Bob but sealed by Mallory's key.
         var forged = FrameSealer(identity: FrameIdentity(deviceID: bob.deviceID, userIDHash: bob.userIDHash, box: mallory.deviceBox),
                                  session: Array(repeating: 4, count: 8), sessionStart: 11, maxFrameSize: 64 << 10)
         let forgedFrame = forged.seal(message, to: alice.deviceID, boxKey: alice.deviceBox.publicKey, messageID: [])[0]
-        XCTAssertEqual(FrameOpener.open(forgedFrame, maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &g2), .failure(.unauthenticated))
+        XCTAssertEqual(FrameOpener.open(forgedFrame, maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &g2), .failure(.unknownSender))
         // Another account's device: not on our roster.
         var other = FrameSealer(identity: malloryFrame, session: Array(repeating: 5, count: 8), sessionStart: 12, maxFrameSize: 64 << 10)
         let otherFrame = other.seal(message, to: alice.deviceID, boxKey: alice.deviceBox.publicKey, messageID: [])[0]
@@ -85,8 +90,16 @@ final class FrameTests: XCTestCase {
         var carolSealer = FrameSealer(identity: carolFrame, session: Array(repeating: 7, count: 8), sessionStart: 14, maxFrameSize: 64 << 10)
         let carolFrameBytes = carolSealer.seal(message, to: alice.deviceID, boxKey: alice.deviceBox.publicKey, messageID: [])[0]
         XCTAssertEqual(FrameOpener.open(carolFrameBytes, maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &g2), .failure(.revoked))
-        // Truncated real frame.
-        XCTAssertEqual(FrameOpener.open(Array(frame.dropLast(3)), maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &g2), .failure(.truncated))
+        // A real frame cut short: no key opens it; one cut to its header is truncated.
+        XCTAssertEqual(FrameOpener.open(Array(frame.dropLast(3)), maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &g2), .failure(.unknownSender))
+        XCTAssertEqual(FrameOpener.open(Array(frame.prefix(20)), maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &g2), .failure(.truncated))
+        // Format 1 (an older device's frames) is still read, and still checked.
+        let inner = InnerFrame(sender: bob.deviceID, userIDHash: bob.userIDHash, session: Array(repeating: 8, count: 8), sessionStart: 20,
+                               sequence: 1, subKind: .stateDigest, payload: [4, 5])
+        let v1 = Envelope(boxKind: .authenticated, recipient: alice.deviceID, claimedSender: bob.deviceID,
+                          box: Box.seal(inner.encoded(), to: alice.deviceBox.publicKey, from: bob.deviceBox)).encoded()
+        XCTAssertEqual(try FrameOpener.open(v1, maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &g2).get().payload, [4, 5])
+        XCTAssertEqual(FrameOpener.open(v1, maxSize: 64 << 10, me: bobFrame, roster: roster, replay: &g2), .failure(.misaddressed))
     }
 
     func testReplayGuardWindowSessionsAndFloors() {
