@@ -151,7 +151,8 @@ extension WriteContext {
 
 extension DeviceHome {
     /// Other local users must read nothing here: the directory and every
-    /// folder in it are made 0700 and every file 0600, whatever the umask
+    /// folder in it are made 0700 and every file 0600 (key files excepted:
+    /// those are refused instead), whatever the umask
     /// and whatever an older quire or a copy (`cp -a`, a tar) left behind.
     /// Each change is said on standard error, once.
     public func tightenModes() throws(StoreError) {
@@ -167,7 +168,9 @@ extension DeviceHome {
                     changed.append("\(item) (was \(String(st.st_mode & 0o777, radix: 8)))")
                 }
             }
-            guard kind == S_IFDIR, depth < 2, let names = try? FileManager.default.contentsOfDirectory(atPath: item) else { return }
+            // Key files are not tightened but refused when others could read
+            // them (Identity.readKeyFile): such a key may already be known.
+            guard kind == S_IFDIR, depth < 2, item != keysPath, let names = try? FileManager.default.contentsOfDirectory(atPath: item) else { return }
             for name in names { tighten(item + "/" + name, depth: depth + 1) }
         }
         tighten(path, depth: 0)

@@ -154,6 +154,17 @@ public struct DeviceStatement: Equatable, Sendable {
         return s
     }
 
+    /// The device an admit names and its name, read without checking the
+    /// signature: only for showing a name (rows were checked on arrival, and
+    /// nothing is decided on it).
+    public static func displayedAdmit(_ signed: [UInt8]) -> (device: DeviceID, name: String)? {
+        guard let parts = try? CBORReader.decode(signed, limits: limits).asArray(), parts.count == 2, let b = try? parts[0].asBytes(),
+              let f = try? CBORReader.decode(b, limits: limits).asFieldMap(), (try? f.required(0, "kind").asUInt()) == Kind.admit.rawValue,
+              let subject = (try? f.required(3, "subject").asBytes()).flatMap({ ID16(bytes: $0) }),
+              let name = try? f.required(5, "name").asText() else { return nil }
+        return (subject, name)
+    }
+
     /// The roster row that carries a signed statement.
     public static func row(_ signed: [UInt8], displayName: String) -> (key: DeviceID, record: DeviceRecord) {
         (id(of: signed), DeviceRecord(name: displayName, certificate: signed))

@@ -66,3 +66,17 @@ extension ReplicaStore {
         try db.run("INSERT OR REPLACE INTO meta(name, value) VALUES ('device', ?)", [.blob(deviceID.bytes)])
     }
 }
+
+extension ReplicaStore {
+    /// A device's name as the device log gives it (a legacy row keyed by its
+    /// id, or the statement that admitted it), for display only.
+    public func displayName(ofDevice id: DeviceID) -> String? {
+        if case .device(let record)? = (try? row(.devices, id))??.content { return record.name }
+        for row in (try? rows(.devices, from: [], to: nil)) ?? [] {
+            if case .device(let record)? = row.content, let admit = DeviceStatement.displayedAdmit(record.certificate), admit.device == id {
+                return admit.name
+            }
+        }
+        return nil
+    }
+}
