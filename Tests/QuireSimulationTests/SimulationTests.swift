@@ -100,6 +100,14 @@ final class SimulationTests: XCTestCase {
     /// Issue 10's histories, which this simulator found failing on the old
     /// row model (one value per row under a joined vector; actors that were
     /// bare devices): regression tests now that rows keep heads with dots.
+    func testRestoreHistoriesHold() throws {
+        for history in RestoreRegressions.histories {
+            let run = try SimulatorBinary.run(["--replay", String(history.seed)] + history.flags)
+            XCTAssertEqual(run.status, 0, "seed \(history.seed) \(history.flags) (\(history.cause)):\n" + run.stdout.suffix(4000))
+            XCTAssertTrue(run.stdout.contains(history.mark), "seed \(history.seed) no longer plays what it was kept for ('\(history.mark)')")
+        }
+    }
+
     func testIssue10HistoriesHold() throws {
         XCTAssertTrue(RowObservation.keepsConcurrentHeads)
         for seed in Issue10Regressions.threeWayEditDelete {
@@ -148,6 +156,25 @@ enum OffloadRegressions {
         // The oracle's, not the product's: a resident copy an offload counted may be edited on.
         (356, ["--everything"], "the resident copy counted as the second of two was replaced by a later edit before the offloading device heard of it",
          ["ada: offload of 7e89ee82: done, held by ben,cy", "cy: retitles to t12 notebook/7e89ee82"]),
+    ]
+}
+
+/// Histories of devices put back from backups that failed before their
+/// fixes (the first CI soak's open seeds).
+enum RestoreRegressions {
+    static let histories: [(seed: Int, flags: [String], cause: String, mark: String)] = [
+        (1316, [], "a homebase restored from a backup older than the body it held for another device lost that body's words",
+         "kept 1 held bodies"),
+        (3111, [], "a version unconfirmed when the backup was taken, seen, deleted and collected by the fleet since, came back at recovery",
+         "recovered from the cloud anchor"),
+        (5061, ["--everything"], "the same, with every fault switched on", "recovered from the cloud anchor"),
+        (5243, [], "two devices joined while the leader had not heard of them; the barrier went on without them, and their recovery "
+         + "took the rows the fleet never saw for deleted ones", "recovered from the cloud anchor"),
+        // The oracle's, not the product's.
+        (782, [], "a device restored while offline kept the generation it had before (the rows went back, the generation did not)",
+         "restored backup copy"),
+        (2470, [], "a delete a barrier had collected counted as taken back by a later restore of a device that had never held it",
+         "restored backup copy"),
     ]
 }
 

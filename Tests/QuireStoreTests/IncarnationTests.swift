@@ -35,14 +35,6 @@ final class IncarnationTests: XCTestCase {
         try confirmHeld(b)
     }
 
-    func copyReplica(from: String, to: String) throws {
-        let fm = FileManager.default
-        for suffix in ["", "-wal", "-shm"] {
-            try? fm.removeItem(atPath: to + suffix)
-            if fm.fileExists(atPath: from + suffix) { try fm.copyItem(atPath: from + suffix, toPath: to + suffix) }
-        }
-    }
-
     func testAnOfflineEditAfterACopyBackSurvivesASiblingThatReplacedTheSameCounter() throws {
         let pathA = dir + "/a.sqlite", backup = dir + "/a-backup.sqlite"
         var a: ReplicaStore? = try ReplicaStore(path: pathA, deviceID: deviceA, create: true, clock: ManualClock(), random: SeededRandom(seed: 1))

@@ -54,3 +54,13 @@ func note(_ title: String, _ body: String, tags: [String] = []) -> RowContent {
 func confirmHeld(_ s: ReplicaStore) throws {
     for (ns, root) in try s.roots() { try s.confirmShipped(ns, root: root) }
 }
+
+/// Copies a replica's files (database, WAL, shared memory) over another's,
+/// as a backup of a device directory and a copy put back would.
+func copyReplica(from: String, to: String) throws {
+    let fm = FileManager.default
+    for suffix in ["", "-wal", "-shm"] {
+        try? fm.removeItem(atPath: to + suffix)
+        if fm.fileExists(atPath: from + suffix) { try fm.copyItem(atPath: from + suffix, toPath: to + suffix) }
+    }
+}

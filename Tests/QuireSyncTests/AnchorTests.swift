@@ -41,6 +41,29 @@ final class AnchorTests: XCTestCase {
         XCTAssertEqual(opened.rows.count, 2)
     }
 
+    func testTheGraveyardRoundTripsAndAnAnchorWithoutOneStillOpens() throws {
+        let actor = Actor(device: DeviceID(bytes: [UInt8](repeating: 1, count: 16))!, incarnation: 9)
+        let context = VersionVector().adding(Dot(actor: actor, counter: 3), tag: 0xBEEF)
+        let graves = [CollectedTombstone(namespace: .plans, key: RowKey(bytes: [UInt8](repeating: 5, count: 16))!, context: context),
+                      CollectedTombstone(namespace: .notebook, key: RowKey(bytes: [UInt8](repeating: 4, count: 16))!, context: context)]
+        var withGraves = snapshot(8)
+        withGraves.graveyard = graves
+        let (_, opened) = try AnchorFile.open(try AnchorFile.seal(withGraves, accountID: account, backupKey: key, at: Timestamp(seconds: 1)),
+                                              accountID: account, backupKey: key)
+        XCTAssertEqual(Set(opened.graveyard), Set(graves))
+        XCTAssertEqual(opened.graveyard.map(\.namespace), [.notebook, .plans], "namespaces in order: one graveyard, one encoding")
+        let ids = [DeviceID(bytes: [UInt8](repeating: 9, count: 16))!, DeviceID(bytes: [UInt8](repeating: 3, count: 16))!]
+        let withRoster = AnchorSnapshot(generation: 8, rows: [], roster: ids)
+        XCTAssertEqual(try AnchorSnapshot(decoding: withRoster.encoded()).roster, ids.sorted())
+        XCTAssertNil(try AnchorSnapshot(decoding: snapshot(8).encoded()).roster, "an anchor from before the roster field names none")
+        // Written before the graveyard existed: field 3 absent.
+        XCTAssertEqual(try AnchorSnapshot(decoding: snapshot(8).encoded()).graveyard, [])
+        XCTAssertEqual(snapshot(8).encoded(), AnchorSnapshot(generation: 8, rows: snapshot(8).rows, graveyard: []).encoded())
+        // A malformed graveyard is refused, not skipped.
+        let bad = CBORWriter.encode(.map([(.unsigned(1), .unsigned(8)), (.unsigned(2), .array([])), (.unsigned(3), .array([.array([.unsigned(999), .array([])])]))]))
+        XCTAssertThrowsError(try AnchorSnapshot(decoding: bad))
+    }
+
     func testATamperedHeaderOrBodyOrAWrongKeyNeverOpens() throws {
         let bytes = try AnchorFile.seal(snapshot(7), accountID: account, backupKey: key, at: Timestamp(seconds: 100))
         var forged = bytes

@@ -109,6 +109,27 @@ final class BarrierTests: XCTestCase {
         XCTAssertEqual(try devices[2].store.counts(.plans).live, 1)
     }
 
+    /// The leader holds no tombstone (the rows were deleted where they were
+    /// written, before anyone else held them): the holder's digest says so,
+    /// and the leader calls the round anyway.
+    func testTheLeaderCallsARoundForTombstonesOnlyASiblingHolds() throws {
+        try makeFleet3()
+        let holder = (leader + 1) % 3
+        let store = devices[holder].store
+        let keys = try (0..<3).map { i in
+            try store.put(.note(Note(title: "n\(i)", body: Array("words\n".utf8), createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0)))).key
+        }
+        try store.delete(.notebook, keys[0])
+        for e in engines { try e.attach() }
+        tick(30)
+        XCTAssertEqual(try devices[leader].store.counts(.notebook).tombstones, 0, "the leader never held that row")
+        tick(400)
+        XCTAssertEqual(generations.map { $0.get() }, [1, 1, 1])
+        XCTAssertEqual(try store.counts(.notebook).tombstones, 0, "collected on the device that held it")
+        XCTAssertTrue(engines[leader].status().events.contains { $0.contains("'\(devices[holder].name)' holds tombstones worth it") },
+                      "\(engines[leader].status().events)")
+    }
+
     func testAnOfflineRosterDeviceStopsCollection() throws {
         try makeFleet3()
         _ = try deleteSome()

@@ -18,6 +18,8 @@ public final class SimDevice: @unchecked Sendable {
     public internal(set) var engine: SyncEngine?
     /// Copies of the device directory taken so far (oldest first).
     public internal(set) var backups: [String] = []
+    /// Restores so far (names the directory each one moved aside).
+    var restores = 0
     /// For each copy: this device's own counter in every row it held then
     /// (what a restore would roll back to).
     var backupCounters: [[RowRef: UInt64]] = []

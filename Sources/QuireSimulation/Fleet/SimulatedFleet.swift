@@ -105,6 +105,9 @@ public final class SimulatedFleet: @unchecked Sendable {
         device.disk = disk
         device.store = try ReplicaStore(path: device.home.databasePath, deviceID: device.id, create: create, clock: device.clock,
                                         random: random, vfs: disk)
+        // The generation is the prefs' (a restore put older prefs back),
+        // whether or not an engine starts now.
+        device.generation.set((try? device.home.prefs.load().generation) ?? 0)
     }
 
     /// Attaches a fresh engine (as a process start would: it reads the
@@ -213,18 +216,34 @@ public final class SimulatedFleet: @unchecked Sendable {
     /// or a VM snapshot would do it (the sync state's session stamp too);
     /// otherwise only what `quire restore` puts back (replica and prefs: a
     /// `DeviceBackup` never holds the sync state).
-    public func restore(_ device: SimDevice, from copy: String, byCopy: Bool) throws {
+    /// Returns where the files it replaced went (`quire restore` moves them
+    /// aside too, and keeps the bodies held there); nil by copy, which
+    /// deletes them as `cp -a` over them would.
+    @discardableResult
+    public func restore(_ device: SimDevice, from copy: String, byCopy: Bool) throws -> String? {
         let wasOnline = device.isOnline
         powerOff(device)
         let fm = FileManager.default
         let files = byCopy ? SimDevice.directoryFiles : SimDevice.directoryFiles.filter { !$0.hasPrefix("sync-") }
+        var aside: String?
+        if !byCopy {
+            device.restores += 1
+            let dir = base + "/replaced/\(device.name)-\(device.restores)"
+            try fm.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            aside = dir
+        }
         for file in files where fm.fileExists(atPath: device.home.path + "/" + file) {
-            try fm.removeItem(atPath: device.home.path + "/" + file)
+            if let aside {
+                try fm.moveItem(atPath: device.home.path + "/" + file, toPath: aside + "/" + file)
+            } else {
+                try fm.removeItem(atPath: device.home.path + "/" + file)
+            }
         }
         for file in files where fm.fileExists(atPath: copy + "/" + file) {
             try fm.copyItem(atPath: copy + "/" + file, toPath: device.home.path + "/" + file)
         }
         try powerOn(device, online: wasOnline)
+        return aside
     }
 
     // MARK: Time

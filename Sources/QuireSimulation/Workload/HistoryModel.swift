@@ -40,6 +40,9 @@ public struct WriteRecord: Sendable {
     public let removedParagraphs: [String]
     /// The wall-clock second the row's content was stamped with (edits).
     public let stamp: Int64?
+    /// The tag of the version it wrote (tells it from another write a
+    /// copied-back device made under the same dot).
+    public var tag: UInt64? = nil
 
     public var label: String { "#w\(id)" }
 }
@@ -124,9 +127,10 @@ public final class HistoryModel: @unchecked Sendable {
         guard let dot = RowObservation.mintedDot(by: deviceID, before: before, after: after) else { return nil }
         let seen = self.seen(by: slot, row: row, before: before)
         causal[slot][slot] += 1
-        let record = WriteRecord(id: writes.count, step: step, slot: slot, deviceName: deviceName, row: row, isDelete: isDelete,
+        var record = WriteRecord(id: writes.count, step: step, slot: slot, deviceName: deviceName, row: row, isDelete: isDelete,
                                  dot: dot, causalCount: causal[slot][slot], seen: seen, token: token, paragraphs: paragraphs,
                                  removedParagraphs: removedParagraphs, stamp: stamp)
+        record.tag = after.heads.first { $0.dot == dot }?.tag
         writes.append(record)
         writesByRow[row, default: []].append(record.id)
         let fingerprint = RowObservation.fingerprint(of: after)

@@ -62,17 +62,20 @@ extension Simulation {
             let index = d.backups.count - 1 - Int(pick % UInt64(d.backups.count))
             let held = try writesHeld(by: d)
             let bodies = try heldBodies(of: d)
-            try fleet.restore(d, from: d.backups[index], byCopy: options.allowsRestoreByCopy)
-            try noteBodiesTakenBack(bodies, by: d)
+            let aside = try fleet.restore(d, from: d.backups[index], byCopy: options.allowsRestoreByCopy)
             if options.allowsRestoreByCopy {
+                try noteBodiesTakenBack(bodies, by: d)
                 // A copy put back by hand ('cp -a'): the device learns it was
                 // rolled back only from what its siblings show it.
                 model.noteCopiedBack(slot: slot)
                 fleet.trace.record(d.name, "restored by copying back backup copy \(index + 1) (no new incarnation)")
             } else {
                 // 'quire restore': a new incarnation before anything else.
-                let actor = try d.store?.mintIncarnation(reason: "restored from backup copy \(index + 1) (simulation)")
-                fleet.trace.record(d.name, "restored backup copy \(index + 1) as 'quire restore' does: incarnation \(actor.map { String($0.incarnation, radix: 16).prefix(4) } ?? "-")")
+                let done = try d.store?.finishRestore(replaced: aside.map { $0 + "/replica.sqlite" },
+                                                      reason: "restored from backup copy \(index + 1) (simulation)")
+                fleet.trace.record(d.name, "restored backup copy \(index + 1) as 'quire restore' does: incarnation "
+                                   + "\(done.map { String($0.actor.incarnation, radix: 16).prefix(4) } ?? "-"), kept \(done?.adopted ?? 0) held bodies")
+                try noteBodiesTakenBack(bodies, by: d)
             }
             ledger.noteRestore(slot: d.slot)
             try noteRolledBack(held, by: d)
@@ -135,7 +138,19 @@ extension Simulation {
     /// and no longer heads. Without the delete case, a delete taken back by
     /// a restore before it left the device was still owed (seed 30006).
     private func keeps(_ row: Row?, _ w: WriteRecord) -> Bool {
-        guard w.isDelete else { return RowObservation.covers(row, w.dot) }
+        guard w.isDelete else {
+            guard RowObservation.covers(row, w.dot), let row else { return false }
+            // A copied-back device may have minted this dot again for other
+            // content: then only the very version (by its tag) counts.
+            let twins = (model.writesByRow[w.row] ?? []).contains { $0 != w.id && model.writes[$0].dot == w.dot }
+            guard twins, let tag = w.tag else { return true }
+            if row.heads.contains(where: { $0.dot == w.dot }) { return row.heads.contains { $0.dot == w.dot && $0.tag == tag } }
+            if row.context[w.dot.actor] == w.dot.counter { return row.context.tag(w.dot.actor) == tag }
+            // A later write of that actor covers it only if that write saw it.
+            return (model.writesByRow[w.row] ?? []).map { model.writes[$0] }.contains {
+                $0.dot.actor == w.dot.actor && $0.dot.counter > w.dot.counter && $0.seen.contains(w.id) && row.context.covers($0.dot)
+            }
+        }
         let removed = w.seen.map { model.writes[$0] }.filter { !$0.isDelete }.map(\.dot)
         return RowObservation.keepsRemoval(row, of: removed)
     }
@@ -143,10 +158,13 @@ extension Simulation {
     /// After a restore: the writes the device held before and not after,
     /// that no other device holds either, are gone with the rollback (a
     /// person who restores an old copy before syncing loses what only that
-    /// device had). Nothing owes them; they are named in the trace.
+    /// device had). Nothing owes them; they are named in the trace. A write
+    /// whose key a committed barrier collected after it is settled in the
+    /// fleet (its row is absent everywhere by agreement), not taken back.
     func noteRolledBack(_ heldBefore: [WriteRecord], by d: SimDevice) throws {
         var gone: [Int] = []
         for w in heldBefore {
+            if ledger.commits.contains(where: { $0.keys.contains(w.row) && w.id < $0.writesBefore }) { continue }
             var holders = fleet.devices.filter { $0 !== d }.compactMap(\.store)
             if let mine = d.store { holders.insert(mine, at: 0) }
             let stillHeld = try holders.contains { keeps(try $0.row(w.row.namespace, w.row.key), w) }

@@ -132,8 +132,8 @@ extension WriteContext {
     }
 
     /// Records that `dot`, written here, is not yet known to be held by a
-    /// sibling. Only the first unconfirmed counter per row is kept: the
-    /// context of a re-issue is lowered below it.
+    /// sibling. Only the first unconfirmed counter per row and incarnation
+    /// is kept: the context of a re-issue is lowered below it.
     mutating func noteUnshipped(_ ns: Namespace, _ key: RowKey, _ dot: Dot) throws(StoreError) {
         try db.run("INSERT OR IGNORE INTO unshipped(ns, key, incarnation, counter) VALUES (?, ?, ?, ?)",
                    [.int(Int64(ns.rawValue)), .blob(key.bytes), .int(Int64(bitPattern: dot.actor.incarnation)), .int(Int64(dot.counter))])
@@ -254,7 +254,14 @@ extension WriteContext {
                 || (incoming.context[me] == h.dot.counter && incoming.context.tag(me) == h.tag)
         }
         if held && (!mine.isEmpty || incoming.context[me] >= local.context[me]) {
-            try db.run("DELETE FROM unshipped WHERE ns = ? AND key = ?", [.int(Int64(incoming.namespace.rawValue)), .blob(incoming.key.bytes)])
+            // Ours are confirmed; so are an earlier incarnation's, unless
+            // one of its versions is still a head here (not yet confirmed).
+            let waiting = Set(local.heads.filter { $0.dot.actor.device == store.deviceID && $0.dot.actor != me }.map(\.dot.actor.incarnation))
+            let args: [SQLValue] = [.int(Int64(incoming.namespace.rawValue)), .blob(incoming.key.bytes)]
+            let recorded = try db.query("SELECT incarnation FROM unshipped WHERE ns = ? AND key = ?", args) { UInt64(bitPattern: $0.int(0)) }
+            for incarnation in recorded where !waiting.contains(incarnation) {
+                try db.run("DELETE FROM unshipped WHERE ns = ? AND key = ? AND incarnation = ?", args + [.int(Int64(bitPattern: incarnation))])
+            }
         }
     }
 }

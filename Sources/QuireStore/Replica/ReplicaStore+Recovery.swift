@@ -10,6 +10,19 @@ import QuireCore
 /// delete: that version stays). That holds whether the snapshot lacks the
 /// key or holds a row written again after the collection, whose context
 /// knows nothing of the old versions.
+///
+/// "No sibling ever saw it" is what this device knew when its copy was
+/// taken; the fleet may have seen such a version since, then deleted and
+/// collected its row. The graveyard that comes with the snapshot names
+/// those versions (`CollectedTombstone.saw`): they go like any other
+/// version the fleet collected, and only versions the fleet truly never
+/// saw stay.
+///
+/// A device that was not in the barrier's roster at all (it joined while
+/// the leader had not heard of it, so no round waited for it) was never
+/// rolled back: the fleet never held its state. For it (`outsider`), every
+/// version it holds is one the fleet may never have seen, whoever wrote it,
+/// and only what the graveyard or the snapshot's contexts name goes.
 extension ReplicaStore {
     public struct Recovery: Equatable, Sendable {
         /// Rows the snapshot brought in or moved forward.
@@ -21,9 +34,24 @@ extension ReplicaStore {
     }
 
     /// Joins `snapshot` (every live row of the account at the anchor's
-    /// generation) into this replica, in one transaction.
-    public func recover(from snapshot: [Row]) throws(StoreError) -> Recovery {
-        try write { ctx in
+    /// generation) into this replica, with the anchor's `graveyard`, in one
+    /// transaction.
+    /// `roster`: the devices the snapshot's barrier agreed with (nil: not
+    /// known, and this device is taken to have been one of them).
+    public func recover(from snapshot: [Row], graveyard: [CollectedTombstone] = [], roster: [DeviceID]? = nil) throws(StoreError) -> Recovery {
+        let outsider = roster.map { !$0.contains(deviceID) } ?? false
+        return try write { ctx in
+            try ctx.bury(graveyard)
+            if let roster { try ctx.setBarrierRoster(roster) }
+            var buried: [Namespace: [RowKey: CollectedTombstone]] = [:]
+            for entry in try Graveyard.load(ctx.db, path: path) { buried[entry.namespace, default: [:]][entry.key] = entry }
+            /// This device's versions no sibling had seen when its copy was
+            /// taken, less those the fleet saw and collected since.
+            func unshared(_ row: Row) throws(StoreError) -> [RowHead] {
+                let mine = outsider ? row.heads : try ctx.unsharedHeads(row)
+                guard let entry = buried[row.namespace]?[row.key] else { return mine }
+                return mine.filter { !entry.saw($0) }
+            }
             var report = Recovery()
             var byKey: [Namespace: [RowKey: Row]] = [:]
             for row in snapshot { byKey[row.namespace, default: [:]][row.key] = row }
@@ -34,19 +62,27 @@ extension ReplicaStore {
                     guard ReplicaStore.collectedNamespaces.contains(ns),
                           let record = try RowRecord.load(ctx.db, ns, key, withBody: true) else { continue }
                     let local = try ctx.decodeSettingAside(record)
-                    let unshared = try ctx.unsharedHeads(local)
-                    if unshared.isEmpty {
+                    let kept = try unshared(local)
+                    if kept.isEmpty {
                         // A local tombstone, not a silent removal: the mount's
                         // change feed sees it go, and it buries any stale copy
                         // until a later barrier collects it (no leaf: the digest
-                        // equals the fleet's either way).
-                        guard !local.isTombstone else { continue }
-                        try ctx.writeRow(local.deleted(), previousLeaf: record.leaf, exists: true)
-                        try ctx.db.run("DELETE FROM unshipped WHERE ns = ? AND key = ?", [.int(Int64(ns.rawValue)), .blob(key.bytes)])
-                        report.removed += 1
+                        // equals the fleet's either way) ...
+                        if !local.isTombstone {
+                            try ctx.writeRow(local.deleted(), previousLeaf: record.leaf, exists: true)
+                            try ctx.db.run("DELETE FROM unshipped WHERE ns = ? AND key = ?", [.int(Int64(ns.rawValue)), .blob(key.bytes)])
+                            report.removed += 1
+                        }
+                        // ... unless the fleet collected a tombstone that saw all
+                        // of it: then it is collected here too, as the commit
+                        // would have done (a device only behind, its commit
+                        // still in flight, recovers this way).
+                        if let entry = buried[ns]?[key], [.equal, .dominates].contains(entry.context.compare(local.context)) {
+                            try ctx.collectTombstone(ns, key)
+                        }
                     } else {
-                        let kept = Row(namespace: ns, key: key, context: local.context, heads: unshared)
-                        try ctx.writeRow(kept, previousLeaf: record.leaf, exists: true)
+                        let trimmed = Row(namespace: ns, key: key, context: local.context, heads: kept)
+                        try ctx.writeRow(trimmed, previousLeaf: record.leaf, exists: true)
                         report.keptUnshared += 1
                     }
                 }
@@ -54,9 +90,9 @@ extension ReplicaStore {
                     if ReplicaStore.collectedNamespaces.contains(ns), let record = try RowRecord.load(ctx.db, ns, key, withBody: true) {
                         let local = try ctx.decodeSettingAside(record)
                         let held = Set(row.heads.map(\.dot))
-                        let unshared = Set(try ctx.unsharedHeads(local).map(\.dot))
+                        let mine = Set(try unshared(local).map(\.dot))
                         let collected = local.heads.filter {
-                            !held.contains($0.dot) && !row.context.covers($0.dot) && !unshared.contains($0.dot)
+                            !held.contains($0.dot) && !row.context.covers($0.dot) && !mine.contains($0.dot)
                         }
                         if !collected.isEmpty {
                             let kept = local.heads.filter { h in !collected.contains { $0.dot == h.dot } }

@@ -15,8 +15,30 @@ enum Schema {
                                                  Migration(sql: shadowsSameAsBody),
                                                  Migration(sql: "ALTER TABLE rows ADD COLUMN bodyFormat INTEGER NOT NULL DEFAULT 0;",
                                                            convert: deflateBodies),
-                                                 Migration(sql: collectedLog)]
+                                                 Migration(sql: collectedLog),
+                                                 Migration(sql: graveyard)]
     }
+
+    /// The causal context of every tombstone a barrier collected, per key
+    /// (joined when a key is collected again): `CollectedTombstone`. It
+    /// goes into each anchor this device writes, so a device put back from
+    /// a backup can tell a version the fleet deleted from one it never saw.
+    ///
+    /// And `unshipped` keeps the first unconfirmed counter per row and per
+    /// incarnation: with one record per row, an edit made after a restore
+    /// (a new incarnation) on a row that held an unconfirmed version from
+    /// before it went unrecorded, and recovery from the anchor dropped it.
+    static let graveyard = """
+        CREATE TABLE graveyard(ns INTEGER NOT NULL, key BLOB NOT NULL, context BLOB NOT NULL, at INTEGER NOT NULL,
+                               PRIMARY KEY(ns, key)) WITHOUT ROWID;
+        CREATE TABLE unshipped_by_incarnation(
+            ns INTEGER NOT NULL, key BLOB NOT NULL, incarnation INTEGER NOT NULL, counter INTEGER NOT NULL,
+            PRIMARY KEY(ns, key, incarnation)
+        ) WITHOUT ROWID;
+        INSERT INTO unshipped_by_incarnation(ns, key, incarnation, counter) SELECT ns, key, incarnation, counter FROM unshipped;
+        DROP TABLE unshipped;
+        ALTER TABLE unshipped_by_incarnation RENAME TO unshipped;
+        """
 
     /// Rows a barrier collected, by change number: a running mount reads
     /// changes by number, and a row deleted outright leaves no number, so a

@@ -52,14 +52,24 @@ public struct AnchorHeader: Equatable, Sendable {
 }
 
 /// What an anchor holds: every live row of the account at its generation
-/// (bodies as the writer held them: an offloaded note travels as a pointer).
+/// (bodies as the writer held them: an offloaded note travels as a pointer),
+/// and the graveyard: the context of every tombstone a barrier collected
+/// (`CollectedTombstone`; absent from anchors written before it existed).
 public struct AnchorSnapshot: Equatable, Sendable {
     public var generation: UInt64
     public var rows: [Row]
+    public var graveyard: [CollectedTombstone]
+    /// The devices whose state the round agreed on (field 4; nil in
+    /// anchors written before it existed). A device behind this generation
+    /// that is not one of them was never rolled back: the fleet never held
+    /// its state (`ReplicaStore.recover`).
+    public var roster: [DeviceID]?
 
-    public init(generation: UInt64, rows: [Row]) {
+    public init(generation: UInt64, rows: [Row], graveyard: [CollectedTombstone] = [], roster: [DeviceID]? = nil) {
         self.generation = generation
         self.rows = rows
+        self.graveyard = graveyard
+        self.roster = roster?.sorted()
     }
 
     public func encoded() -> [UInt8] {
@@ -69,7 +79,10 @@ public struct AnchorSnapshot: Equatable, Sendable {
             guard let rows = byNamespace[ns] else { return nil }
             return .array([.unsigned(UInt64(ns.rawValue)), .array(rows.map(RowWire.encode))])
         }
-        return CBORWriter.encode(.map([(.unsigned(1), .unsigned(generation)), (.unsigned(2), .array(groups))]))
+        var fields: [(CBOR, CBOR)] = [(.unsigned(1), .unsigned(generation)), (.unsigned(2), .array(groups))]
+        if !graveyard.isEmpty { fields.append((.unsigned(3), CollectedTombstone.encode(graveyard))) }
+        if let roster { fields.append((.unsigned(4), .array(roster.map { .bytes($0.bytes) }))) }
+        return CBORWriter.encode(.map(fields))
     }
 
     public init(decoding bytes: [UInt8]) throws(AnchorError) {
@@ -89,6 +102,17 @@ public struct AnchorSnapshot: Equatable, Sendable {
                 }
             }
             self.rows = rows
+            graveyard = try fields.optional(3).map(CollectedTombstone.decode) ?? []
+            if let list = fields.optional(4) {
+                var ids: [DeviceID] = []
+                for item in try list.asArray() {
+                    guard let id = ID16(bytes: try item.asBytes()) else { throw AnchorError.malformed("a roster entry is not a device id") }
+                    ids.append(id)
+                }
+                roster = ids.sorted()
+            } else {
+                roster = nil
+            }
         } catch let error as AnchorError {
             throw error
         } catch {

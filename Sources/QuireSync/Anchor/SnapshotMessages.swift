@@ -33,11 +33,19 @@ public struct SnapshotResponse: Equatable, Sendable {
     public var part: Int
     public var parts: Int
     public var rows: [Row]
+    /// The sender's graveyard entries of this namespace (field 6, absent
+    /// when empty and from senders that predate it).
+    public var graveyard: [CollectedTombstone] = []
+    /// The roster of the sender's last barrier (field 7; nil: not known).
+    public var roster: [DeviceID]? = nil
 
     public func encoded() -> [UInt8] {
-        CBORWriter.encode(.map([(.unsigned(1), .unsigned(generation)), (.unsigned(2), .unsigned(UInt64(namespace.rawValue))),
-                                (.unsigned(3), .unsigned(UInt64(part))), (.unsigned(4), .unsigned(UInt64(parts))),
-                                (.unsigned(5), .array(rows.map(RowWire.encode)))]))
+        var fields: [(CBOR, CBOR)] = [(.unsigned(1), .unsigned(generation)), (.unsigned(2), .unsigned(UInt64(namespace.rawValue))),
+                                      (.unsigned(3), .unsigned(UInt64(part))), (.unsigned(4), .unsigned(UInt64(parts))),
+                                      (.unsigned(5), .array(rows.map(RowWire.encode)))]
+        if !graveyard.isEmpty { fields.append((.unsigned(6), CollectedTombstone.encode(graveyard))) }
+        if let roster { fields.append((.unsigned(7), .array(roster.sorted().map { .bytes($0.bytes) }))) }
+        return CBORWriter.encode(.map(fields))
     }
 
     public static func decode(_ bytes: [UInt8]) throws(CBORError) -> SnapshotResponse {
@@ -50,7 +58,18 @@ public struct SnapshotResponse: Equatable, Sendable {
             guard let row = RowWire.decode(item, namespace: ns) else { throw .invalidValue("a \(ns) row of the snapshot") }
             rows.append(row)
         }
-        return SnapshotResponse(generation: try f.required(1, "generation").asUInt(), namespace: ns, part: part, parts: parts, rows: rows)
+        let graveyard = try f.optional(6).map(CollectedTombstone.decode) ?? []
+        guard graveyard.allSatisfy({ $0.namespace == ns }) else { throw .invalidValue("a graveyard entry of another namespace") }
+        var roster: [DeviceID]?
+        if let list = f.optional(7) {
+            roster = []
+            for item in try list.asArray() {
+                guard let id = ID16(bytes: try item.asBytes()) else { throw .invalidValue("a roster entry") }
+                roster?.append(id)
+            }
+        }
+        return SnapshotResponse(generation: try f.required(1, "generation").asUInt(), namespace: ns, part: part, parts: parts, rows: rows,
+                                graveyard: graveyard, roster: roster)
     }
 }
 
@@ -60,6 +79,8 @@ struct SnapshotAssembly {
     var generation: UInt64
     var parts: Int
     var received: [Int: [Row]] = [:]
+    var graveyard: [Int: [CollectedTombstone]] = [:]
+    var roster: [DeviceID]?
     /// When the last part arrived: the relay is lossy, so a snapshot that
     /// stopped arriving is asked for again.
     var lastPartMs: UInt64 = 0

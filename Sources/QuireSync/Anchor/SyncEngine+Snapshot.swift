@@ -27,9 +27,12 @@ extension SyncEngine {
             return
         }
         let namespaces = Namespace.allCases
+        let graveyard = try store.graveyard()
+        let roster = try store.barrierRoster()
         for (i, ns) in namespaces.enumerated() {
             let rows = try store.rows(ns, from: [], to: nil)
-            send(.snapshotResponse, SnapshotResponse(generation: mine, namespace: ns, part: i, parts: namespaces.count, rows: rows).encoded(), to: sender)
+            send(.snapshotResponse, SnapshotResponse(generation: mine, namespace: ns, part: i, parts: namespaces.count, rows: rows,
+                                                     graveyard: graveyard.filter { $0.namespace == ns }, roster: roster).encoded(), to: sender)
         }
         note("served a snapshot at generation \(mine) to \(name(of: sender)), which was at \(request.generation)")
     }
@@ -45,13 +48,16 @@ extension SyncEngine {
             assembly = SnapshotAssembly(from: sender, generation: response.generation, parts: response.parts)
         }
         assembly.received[response.part] = response.rows
+        assembly.graveyard[response.part] = response.graveyard
+        if let roster = response.roster { assembly.roster = roster }
         assembly.lastPartMs = clock.monotonicMilliseconds()
         snapshotAssembly = assembly
         guard assembly.isComplete else { return }
         snapshotAssembly = nil
         let rows = assembly.received.keys.sorted().flatMap { assembly.received[$0]! }
         do {
-            let report = try store.recover(from: rows)
+            let report = try store.recover(from: rows, graveyard: assembly.graveyard.keys.sorted().flatMap { assembly.graveyard[$0]! },
+                                           roster: assembly.roster)
             try store.mintIncarnation(reason: "a sibling at generation \(assembly.generation) served the fleet's state; this device was at \(local)")
             try deps.setGeneration(assembly.generation)
             invalidateDigest()

@@ -38,18 +38,27 @@ extension SyncEngine {
         guard !siblingIDs.isEmpty else { return }    // a single-device account never collects
         do {
             let backlog = try store.tombstoneBacklog()
-            let oldEnough = backlog.oldest.map { clock.now().seconds - $0.seconds >= configuration.barrierMinimumTombstoneAgeSeconds } ?? false
-            guard backlog.count > 0, backlog.count >= configuration.barrierMinimumTombstones || oldEnough else { return }
+            let holders = roster.siblings(of: me.deviceID).filter { siblings[$0.deviceID]?.holdsCollectable ?? false }
+            guard holdsCollectableTombstones() || !holders.isEmpty else { return }
             invalidateDigest()
             let digest = try currentDigest().bytes
             let nonce = deps.random.bytes(16)
             barrier.round = BarrierState.Round(nonce: nonce, roster: siblingIDs, digest: digest, startedMs: nowMs)
-            note("barrier: proposing a collection of \(backlog.count) tombstones to \(siblingIDs.count) devices")
+            note("barrier: proposing a collection of \(backlog.count) tombstones to \(siblingIDs.count) devices"
+                 + (holders.isEmpty ? "" : " (" + holders.map { "'\($0.name)'" }.joined(separator: ", ") + " hold\(holders.count == 1 ? "s" : "") tombstones worth it)"))
             let payload = BarrierPropose(nonce: nonce, digest: digest).encoded()
             for id in siblingIDs.sorted() { send(.gcPropose, payload, to: id) }
         } catch {
             report("barrier", error)
         }
+    }
+
+    /// This device holds tombstones worth a barrier: a count or an age
+    /// threshold (a barrier writes the whole anchor, so not after every delete).
+    func holdsCollectableTombstones() -> Bool {
+        guard let backlog = try? store.tombstoneBacklog(), backlog.count > 0 else { return false }
+        let oldEnough = backlog.oldest.map { clock.now().seconds - $0.seconds >= configuration.barrierMinimumTombstoneAgeSeconds } ?? false
+        return backlog.count >= configuration.barrierMinimumTombstones || oldEnough
     }
 
     func abandonRound(_ why: String) {
@@ -98,8 +107,15 @@ extension SyncEngine {
         do {
             var rows: [Row] = []
             for ns in Namespace.allCases { rows += try store.rows(ns, from: [], to: nil) }
-            let bytes = try AnchorFile.seal(AnchorSnapshot(generation: generation, rows: rows), accountID: deps.identity.userIDHash,
-                                            backupKey: backupKey, at: clock.now())
+            // The graveyard grows with every collection: this device's own
+            // (with the tombstones this round collects), joined with the
+            // last anchor's, which a device that joined later never held.
+            let previous = (try? cloud.newest(backupKey: backupKey))??.1.graveyard ?? []
+            try store.adoptGraveyard(previous)
+            let graveyard = try store.graveyardWithTombstones()
+            let bytes = try AnchorFile.seal(AnchorSnapshot(generation: generation, rows: rows, graveyard: graveyard,
+                                                           roster: Array(round.roster) + [me.deviceID]),
+                                            accountID: deps.identity.userIDHash, backupKey: backupKey, at: clock.now())
             // CRITICAL ORDER: the anchor lands before any commit or any drop.
             // A dangling anchor (round abandoned after this) is harmless; a
             // collection with no anchor would strand a restored device.
@@ -116,7 +132,7 @@ extension SyncEngine {
         let payload = BarrierCommit(nonce: round.nonce, digest: round.digest, generation: generation).encoded()
         for id in round.roster.sorted() { send(.gcCommit, payload, to: id) }
         barrier.round = nil
-        try collect(generation: generation, nonce: round.nonce)
+        try collect(generation: generation, nonce: round.nonce, roster: Array(round.roster) + [me.deviceID])
     }
 
     func handleCommit(_ commit: BarrierCommit, from sender: DeviceID, nowMs: UInt64) throws {
@@ -138,12 +154,14 @@ extension SyncEngine {
             return refuse("generation \(commit.generation) does not follow this device's \(deps.generation())")
         }
         barrier.acked[commit.nonce] = nil
-        try collect(generation: commit.generation, nonce: commit.nonce)
+        // The leader's roster is not in the commit; a settled roster is ours.
+        try collect(generation: commit.generation, nonce: commit.nonce,
+                    roster: roster.members.values.filter { !$0.isRevoked }.map(\.deviceID))
     }
 
-    private func collect(generation: UInt64, nonce: [UInt8]) throws {
+    private func collect(generation: UInt64, nonce: [UInt8], roster: [DeviceID]) throws {
         barrier.committed.insert(nonce)
-        let dropped = try store.dropTombstonesForBarrier()
+        let dropped = try store.dropTombstonesForBarrier(roster: roster)
         try deps.setGeneration(generation)
         // Start-up checks may now trust this generation's anchor (CommitRecord);
         // if the record cannot be written, a sibling's advertisement still can.

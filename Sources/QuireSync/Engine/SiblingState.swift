@@ -47,6 +47,8 @@ struct SiblingState {
     var awaitingAnswerSinceMs: UInt64?
     /// How many rows it said it holds (its last digest).
     var rowCount: UInt64?
+    /// Its last digest said it holds tombstones worth a barrier.
+    var holdsCollectable = false
 
     mutating func hear(_ digest: StateDigest, bytes: [UInt8]) {
         lastDigest = digest

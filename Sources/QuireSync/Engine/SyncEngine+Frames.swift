@@ -65,6 +65,7 @@ extension SyncEngine {
             case .stateDigest:
                 let m = try DigestMessage.decode(message.payload)
                 if let rows = m.rows { siblings[sender]?.rowCount = rows }
+                siblings[sender]?.holdsCollectable = m.holdsCollectable
                 if let seen = m.recipientSession { startSession(after: seen, toldBy: sender) }
                 try handleDigest(m.digest, echo: m.echo, from: sender, nowMs: nowMs)
             case .reconcileRequest:

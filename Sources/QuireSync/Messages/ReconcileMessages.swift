@@ -229,18 +229,23 @@ public struct ReconcileResponse: Equatable, Sendable {
 /// sender accepted (`SessionSeen`): a device put back from a copy of its
 /// directory has an older session stamp, and learns here to start after it.
 /// And how many live rows the sender holds (for a catching-up sibling's "what
-/// remains"). Fields a receiver does not know are ignored.
+/// remains"). And whether the sender holds tombstones worth a barrier
+/// (field 6): the leader may hold none (a device that joined after the
+/// deletes never needed them), and it must still call the round. Fields a
+/// receiver does not know are ignored.
 public struct DigestMessage: Equatable, Sendable {
     public var digest: [UInt8]
     public var echo: [UInt8]
     public var recipientSession: SessionSeen?
     public var rows: UInt64?
+    public var holdsCollectable: Bool
 
-    public init(digest: [UInt8], echo: [UInt8] = [], recipientSession: SessionSeen? = nil, rows: UInt64? = nil) {
+    public init(digest: [UInt8], echo: [UInt8] = [], recipientSession: SessionSeen? = nil, rows: UInt64? = nil, holdsCollectable: Bool = false) {
         self.digest = digest
         self.echo = echo
         self.recipientSession = recipientSession
         self.rows = rows
+        self.holdsCollectable = holdsCollectable
     }
 
     public static func echo(of digest: [UInt8]?) -> [UInt8] {
@@ -255,6 +260,7 @@ public struct DigestMessage: Equatable, Sendable {
             if let id = recipientSession.id { fields.append((.unsigned(4), .bytes(id))) }
         }
         if let rows { fields.append((.unsigned(5), .unsigned(rows))) }
+        if holdsCollectable { fields.append((.unsigned(6), .bool(true))) }
         return CBORWriter.encode(.map(fields))
     }
 
@@ -267,7 +273,7 @@ public struct DigestMessage: Equatable, Sendable {
             session = SessionSeen(start: start, id: id)
         }
         return DigestMessage(digest: try f.required(1, "digest").asBytes(), echo: try f.optional(2)?.asBytes() ?? [],
-                             recipientSession: session, rows: try f.optional(5)?.asUInt())
+                             recipientSession: session, rows: try f.optional(5)?.asUInt(), holdsCollectable: try f.optional(6)?.asBool() ?? false)
     }
 }
 

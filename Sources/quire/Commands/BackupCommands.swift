@@ -52,7 +52,9 @@ enum BackupCommands {
             'quire backup', and says what it does first. Refused while this
             device is mounted or syncing. The replica, prefs and keys found in the
             device directory are not deleted: they are moved to
-            <home>/before-restore-<time>/. The restored device mints a new
+            <home>/before-restore-<time>/. Bodies this device holds for other
+            devices (a homebase) are kept: the backup may predate them, and the
+            devices that offloaded them have no other copy. The restored device mints a new
             incarnation before anything else, so its new writes can never be taken
             for ones it made before the backup; when it next syncs, whatever the
             other devices learned since the backup comes back to it.
@@ -91,7 +93,10 @@ enum BackupCommands {
         var plan = ["restore device '\(archive.deviceName)' (\(archive.deviceID.hex.prefix(12))) from a backup taken "
                     + "\(DateText.format(archive.takenAt.seconds, time: true)) into \(home.path):"]
         for f in archive.files { plan.append("  write \(f.path) (\(f.bytes.count) bytes)") }
-        if !existing.isEmpty { plan.append("  move what is there now (\(existing.joined(separator: ", "))) to \(aside)/") }
+        if !existing.isEmpty {
+            plan.append("  move what is there now (\(existing.joined(separator: ", "))) to \(aside)/")
+            plan.append("  keep the bodies held there for other devices")
+        }
         plan.append("  then mint a new incarnation, so new writes never reuse a counter from before the backup")
         if !args.has("json") { plan.forEach(Output.line) }
         if args.has("dry-run") {
@@ -109,12 +114,22 @@ enum BackupCommands {
             _ = mkdir(home.scratchPath, 0o700)
             for f in archive.files { try AtomicFile.write(f.bytes, to: home.path + "/" + f.path, mode: 0o600) }
             let (_, store) = try home.open()
-            let actor = try store.mintIncarnation(reason: "restored from a backup taken \(DateText.format(archive.takenAt.seconds, time: true))")
+            let replaced = aside + "/replica.sqlite"
+            let done = try store.finishRestore(replaced: fm.fileExists(atPath: replaced) ? replaced : nil,
+                                               reason: "restored from a backup taken \(DateText.format(archive.takenAt.seconds, time: true))")
+            let actor = done.actor
             let generation = (try? home.prefs.load().generation) ?? 0
             if args.has("json") {
                 Output.json(["restored": true, "device": archive.deviceID.hex, "takenAt": archive.takenAt.seconds,
-                             "incarnation": String(actor.incarnation, radix: 16), "generation": generation, "movedAside": existing.isEmpty ? "" : aside])
+                             "incarnation": String(actor.incarnation, radix: 16), "generation": generation, "movedAside": existing.isEmpty ? "" : aside,
+                             "heldBodiesKept": done.adopted, "heldBodiesDamaged": done.damaged])
             } else {
+                if done.adopted > 0 {
+                    Output.line("kept \(done.adopted) bod\(done.adopted == 1 ? "y" : "ies") this device holds for other devices (the backup predates \(done.adopted == 1 ? "it" : "them"))")
+                }
+                if done.damaged > 0 {
+                    Output.line("warning: \(done.damaged) held bod\(done.damaged == 1 ? "y" : "ies") in \(aside)/replica.sqlite did not match \(done.damaged == 1 ? "its hash" : "their hashes") and \(done.damaged == 1 ? "was" : "were") left there")
+                }
                 Output.line("restored; this device now writes as incarnation \(String(actor.incarnation, radix: 16).prefix(6)) at generation \(generation). "
                             + "Start 'quire sync' or mount it: what the other devices learned since the backup comes back")
             }

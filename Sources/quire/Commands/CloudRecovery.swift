@@ -30,7 +30,7 @@ enum CloudRecovery {
             p.cloud = cloud
             if let relay { p.relay = relay }
         }
-        let report = try store.recover(from: snapshot.rows)
+        let report = try store.recover(from: snapshot.rows, graveyard: snapshot.graveyard)
         try home.prefs.setGeneration(header.generation)
         let pointers = snapshot.rows.filter { if case .note(let n)? = $0.content { return n.body == nil } else { return false } }
         if json {

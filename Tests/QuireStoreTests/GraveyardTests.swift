@@ -1,0 +1,126 @@
+import Foundation
+import XCTest
+import QuireCore
+@testable import QuireStore
+
+/// A version the backup thought no sibling had seen, which the fleet then
+/// saw, deleted and collected: recovery drops it because the graveyard
+/// names it, and keeps what the fleet truly never saw.
+final class GraveyardTests: XCTestCase {
+    var dir = ""
+    override func setUp() { dir = temporaryDirectory() }
+    override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
+
+    func plan(_ title: String) -> RowContent {
+        .plan(Plan(title: title, createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0)))
+    }
+
+    func testRecoveryDropsAVersionTheFleetSawDeletedAndCollectedAndKeepsALaterEdit() throws {
+        let pathA = dir + "/a.sqlite", backup = dir + "/a-backup.sqlite", second = dir + "/a-second.sqlite", third = dir + "/a-third.sqlite"
+        var a: ReplicaStore? = try ReplicaStore(path: pathA, deviceID: deviceA, create: true, clock: ManualClock(), random: SeededRandom(seed: 1))
+        let b = try ReplicaStore(path: dir + "/b.sqlite", deviceID: deviceB, create: true, clock: ManualClock(), random: SeededRandom(seed: 2))
+        let p = try a!.put(plan("written just before the backup"))
+        try a!.compact()
+        try copyReplica(from: pathA, to: backup)       // p is unconfirmed in this copy
+        try copyReplica(from: pathA, to: second)
+        try copyReplica(from: pathA, to: third)
+        // The fleet sees p, deletes it, and a barrier collects the tombstone everywhere.
+        try b.apply([try XCTUnwrap(try a!.row(.plans, p.key))])
+        let tombstone = try b.delete(.plans, p.key)
+        try a!.apply([try XCTUnwrap(tombstone)])
+        XCTAssertEqual(try a!.dropTombstonesForBarrier(), 1)
+        XCTAssertEqual(try b.dropTombstonesForBarrier(), 1)
+        let graveyard = try b.graveyard()
+        XCTAssertEqual(graveyard.map(\.key), [p.key])
+        XCTAssertEqual(try a!.graveyard(), graveyard, "every device that collected holds the same graveyard")
+        XCTAssertTrue(try XCTUnwrap(graveyard.first).saw(p.heads[0]))
+        a = nil
+
+        // Put back without the graveyard, the copy keeps p as a write of its own: the resurrection.
+        let blind = try ReplicaStore(path: second, deviceID: deviceA, clock: ManualClock(), random: SeededRandom(seed: 4))
+        XCTAssertEqual(try blind.recover(from: []).keptUnshared, 1)
+        XCTAssertEqual(try blind.row(.plans, p.key)?.isTombstone, false)
+
+        // With it, p goes; an edit made after the restore is new and stays (edit beats delete).
+        let restored = try ReplicaStore(path: backup, deviceID: deviceA, clock: ManualClock(), random: SeededRandom(seed: 3))
+        try restored.mintIncarnation(reason: "restored (test)")
+        let report = try restored.recover(from: [], graveyard: graveyard)
+        XCTAssertEqual(report.removed, 1)
+        XCTAssertEqual(report.keptUnshared, 0)
+        XCTAssertNil(try restored.row(.plans, p.key), "collected, as the fleet collected it")
+        XCTAssertEqual(try restored.graveyard(), graveyard, "adopted, so the anchors this device writes carry it on")
+
+
+        // Edited again after the restore, before it recovers: that edit is
+        // one the delete never saw, and it stays.
+        let edited = try ReplicaStore(path: third, deviceID: deviceA, clock: ManualClock(), random: SeededRandom(seed: 5))
+        try edited.mintIncarnation(reason: "restored (test)")
+        try edited.put(plan("edited after the restore"), key: p.key)
+        let kept = try edited.recover(from: [], graveyard: graveyard)
+        XCTAssertEqual(kept.keptUnshared, 1)
+        let row = try XCTUnwrap(try edited.row(.plans, p.key))
+        XCTAssertEqual(row.heads.count, 1)
+        XCTAssertEqual(row.heads.first?.dot.actor, try edited.actor())
+    }
+
+    /// A device the barrier's roster did not include (it joined while the
+    /// leader had not heard of it) was never rolled back: what it holds
+    /// that the fleet never saw stays, whoever wrote it; what the fleet
+    /// deleted and collected goes.
+    func testADeviceOutsideTheBarriersRosterKeepsWhatTheFleetNeverSaw() throws {
+        let outsider = try makeStore(dir, device: deviceB, seed: 2)
+        let newcomer = Actor(device: DeviceID(bytes: [UInt8](repeating: 0xC3, count: 16))!, incarnation: 4)
+        let base = Row.tombstone(.plans, RowKey(bytes: [UInt8](repeating: 8, count: 16))!, context: VersionVector())
+        let theirs = base.edited(by: newcomer, to: plan("another newcomer's"))
+        let plans = Row.tombstone(.plans, RowKey(bytes: [UInt8](repeating: 9, count: 16))!, context: VersionVector())
+        let seen = plans.edited(by: Actor(device: deviceA, incarnation: 1), to: plan("deleted by the fleet"))
+        let mine = try outsider.put(plan("written by the outsider"))
+        try outsider.apply([theirs, seen])
+        let graveyard = [CollectedTombstone(namespace: .plans, key: seen.key, context: seen.context)]
+        let report = try outsider.recover(from: [], graveyard: graveyard, roster: [deviceA])
+        XCTAssertEqual(report.removed, 1, "only the version the fleet deleted and collected")
+        XCTAssertNil(try outsider.row(.plans, seen.key), "collected, as the fleet collected it")
+        XCTAssertEqual(try outsider.row(.plans, theirs.key)?.isTombstone, false, "another newcomer's write the fleet never saw")
+        XCTAssertEqual(try outsider.row(.plans, mine.key)?.isTombstone, false)
+        XCTAssertEqual(try outsider.barrierRoster(), [deviceA])
+
+        // One of the roster, rolled back: another device's version the snapshot lacks was the fleet's, and went.
+        try FileManager.default.createDirectory(atPath: dir + "/i", withIntermediateDirectories: true)
+        let insider = try makeStore(dir + "/i", device: deviceB, seed: 3)
+        try insider.apply([theirs])
+        XCTAssertEqual(try insider.recover(from: [], graveyard: [], roster: [deviceA, deviceB]).removed, 1)
+        XCTAssertEqual(try insider.row(.plans, theirs.key)?.isTombstone, true)
+    }
+
+    /// Behind only because the commit is still on its way: the tombstone
+    /// the fleet collected is collected here too, not kept for a later round.
+    func testATombstoneTheGraveyardCoversIsCollectedByRecovery() throws {
+        let a = try makeStore(dir)
+        let p = try a.put(plan("soon gone"))
+        let tombstone = try a.delete(.plans, p.key)
+        XCTAssertEqual(try a.tombstoneBacklog().count, 1)
+        let seqBefore = try a.changeSequence()
+        let report = try a.recover(from: [], graveyard: [CollectedTombstone(namespace: .plans, key: p.key, context: tombstone.context)])
+        XCTAssertEqual(report.removed, 0)
+        XCTAssertEqual(try a.tombstoneBacklog().count, 0)
+        XCTAssertNil(try a.row(.plans, p.key))
+        XCTAssertTrue(try a.changes(since: seqBefore).contains { $0.key == p.key }, "a running mount hears the row go")
+        // A tombstone that saw more than the graveyard's entry waits for a barrier.
+        let q = try a.put(plan("edited after"))
+        let older = q.context
+        try a.put(plan("edited again"), key: q.key)
+        let newer = try a.delete(.plans, q.key)
+        XCTAssertNotEqual(newer.context, older)
+        _ = try a.recover(from: [], graveyard: [CollectedTombstone(namespace: .plans, key: q.key, context: older)])
+        XCTAssertEqual(try a.row(.plans, q.key)?.isTombstone, true)
+    }
+
+    func testAKeyCollectedTwiceJoinsItsContexts() throws {
+        let a = try makeStore(dir)
+        let key = RowKey(bytes: [UInt8](repeating: 7, count: 16))!
+        let one = Actor(device: deviceB, incarnation: 1), two = Actor(device: deviceB, incarnation: 2)
+        try a.adoptGraveyard([CollectedTombstone(namespace: .plans, key: key, context: VersionVector([one: 3]))])
+        try a.adoptGraveyard([CollectedTombstone(namespace: .plans, key: key, context: VersionVector([two: 1]))])
+        XCTAssertEqual(try a.graveyard(), [CollectedTombstone(namespace: .plans, key: key, context: VersionVector([one: 3, two: 1]))])
+    }
+}
