@@ -11,6 +11,8 @@ public struct RedisEndpoint: Hashable, Sendable, CustomStringConvertible {
     public let port: Int
     /// Sent with AUTH after connecting; never printed.
     let password: String?
+    /// The ACL user AUTH names (Redis 6); nil: the default user.
+    let user: String?
 
     public init(url: String) throws {
         func invalid(_ why: String) -> RelayError {
@@ -21,11 +23,16 @@ public struct RedisEndpoint: Hashable, Sendable, CustomStringConvertible {
         if rest.hasSuffix("/") { rest = rest.dropLast() }
         guard !rest.contains("/") else { throw invalid("a path or database number is not used by pub/sub") }
         var password: String?
+        var user: String?
         if let at = rest.lastIndex(of: "@") {
             let userInfo = rest[..<at]
             rest = rest[rest.index(after: at)...]
-            let secret = userInfo.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).last ?? ""
-            password = secret.isEmpty ? nil : String(secret)
+            // user:password (Redis 6 ACL users), :password or password alone;
+            // percent-escapes are decoded, so a password may hold ':' or '@'.
+            let parts = userInfo.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            let secret = parts.count == 2 ? parts[1] : parts[0]
+            password = secret.isEmpty ? nil : percentDecoded(secret)
+            if parts.count == 2, !parts[0].isEmpty { user = percentDecoded(parts[0]) }
         }
         var host: Substring
         var portText: Substring?
@@ -53,6 +60,7 @@ public struct RedisEndpoint: Hashable, Sendable, CustomStringConvertible {
         self.host = String(host)
         self.port = port
         self.password = password
+        self.user = password == nil ? nil : user
     }
 
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
@@ -118,9 +126,9 @@ final class RedisConnection: @unchecked Sendable {
         }
         _ = redisEnableKeepAlive(context)
         if let password = endpoint.password {
-            let reply = try command([Array("AUTH".utf8), Array(password.utf8)])
+            let reply = try command([Array("AUTH".utf8)] + (endpoint.user.map { [Array($0.utf8)] } ?? []) + [Array(password.utf8)])
             if case .error(let message) = reply {
-                throw RelayError(.serverError, "Redis at \(endpoint) refused the password: \(message)")
+                throw RelayError(.serverError, "Redis at \(endpoint) refused the \(endpoint.user.map { "user '\($0)' and its " } ?? "")password: \(message)")
             }
         }
     }
@@ -188,4 +196,23 @@ final class RedisConnection: @unchecked Sendable {
         if text.isEmpty { return "error \(context.pointee.err)" }
         return text.prefix(1).lowercased() + text.dropFirst()
     }
+}
+
+/// `%XX` escapes decoded (a malformed escape is kept as it is): how a URL
+/// carries a ':' or '@' inside a user name or password.
+func percentDecoded(_ text: Substring) -> String {
+    var out: [UInt8] = []
+    let bytes = Array(text.utf8)
+    var i = 0
+    while i < bytes.count {
+        if bytes[i] == UInt8(ascii: "%"), i + 2 < bytes.count,
+           let value = UInt8(String(decoding: bytes[(i + 1)...(i + 2)], as: UTF8.self), radix: 16) {
+            out.append(value)
+            i += 3
+        } else {
+            out.append(bytes[i])
+            i += 1
+        }
+    }
+    return String(decoding: out, as: UTF8.self)
 }

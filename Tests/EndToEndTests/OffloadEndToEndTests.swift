@@ -22,9 +22,9 @@ class OffloadFleetBase: XCTestCase {
 
     func makeFleet(_ extra: [(name: String, homebase: Bool)] = []) throws {
         try quireOK(["init", "--name", "phone", "--relay", relay], home: home("phone"))
-        try quireOK(["invite", "--out", dir + "/invite", "--kdf", "interactive"], home: home("phone"), env: env)
         for (name, homebase) in [("home", true), ("tablet", false)] + extra {
-            try quireOK(["init", "--join", dir + "/invite", "--name", name, "--relay", relay] + (homebase ? ["--homebase"] : []),
+            try quireOK(["invite", "--out", dir + "/invite-" + name, "--kdf", "interactive"], home: home("phone"), env: env)
+            try quireOK(["init", "--join", dir + "/invite-" + name, "--name", name, "--relay", relay] + (homebase ? ["--homebase"] : []),
                         home: home(name), env: env)
         }
         let names = ["phone", "home", "tablet"] + extra.map(\.name)

@@ -15,9 +15,10 @@ final class ReplicaCorrectnessTests: XCTestCase {
 
     func makeDevices(_ names: [String]) throws {
         try quireOK(["init", "--name", names[0], "--relay", relay], home: home(names[0]))
-        try quireOK(["invite", "--out", dir + "/invite", "--kdf", "interactive"], home: home(names[0]), env: env)
         for n in names.dropFirst() {
-            try quireOK(["init", "--join", dir + "/invite", "--name", n, "--relay", relay], home: home(n), env: env)
+            // An invite admits one device: one each.
+            try quireOK(["invite", "--out", dir + "/invite-" + n, "--kdf", "interactive"], home: home(names[0]), env: env)
+            try quireOK(["init", "--join", dir + "/invite-" + n, "--name", n, "--relay", relay], home: home(n), env: env)
         }
     }
 

@@ -81,11 +81,12 @@ final class ReplicaFaultTests: XCTestCase {
         let db = home + "/replica.sqlite"
         shell("rm -f \(db)-wal \(db)-shm")
         let garbage = [UInt8](repeating: 0x5A, count: 16384)
-        XCTAssertTrue(FileManager.default.createFile(atPath: db, contents: Data(garbage)))
+        // Owner-only, as quire makes it (a readable one would add a line saying it was tightened).
+        XCTAssertTrue(FileManager.default.createFile(atPath: db, contents: Data(garbage), attributes: [.posixPermissions: 0o600]))
         assertOneLineError(try quire(["status"], home: home), contains: "damaged or not a database")
         XCTAssertEqual(Array(FileManager.default.contents(atPath: db)!), garbage, "the damaged file was not written to")
         try FileManager.default.removeItem(atPath: db)
-        XCTAssertEqual(shell("python3 -c \"import sqlite3; c=sqlite3.connect('\(db)'); c.execute('create table t(x)'); c.commit()\"").status, 0)
+        XCTAssertEqual(shell("python3 -c \"import sqlite3; c=sqlite3.connect('\(db)'); c.execute('create table t(x)'); c.commit()\" && chmod 600 '\(db)'").status, 0)
         assertOneLineError(try quire(["ls", "notebook"], home: home), contains: "not a quire replica")
     }
 
@@ -121,7 +122,8 @@ final class ReplicaFaultTests: XCTestCase {
         assertOneLineError(try quire(["status"], home: home), contains: "accessible by other users")
         chmod(home + "/keys/device-sign.key", 0o600)
         XCTAssertEqual(try quire(["status"], home: home).status, 0)
-        let st = try FileManager.default.attributesOfItem(atPath: home + "/keys/account.key")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: home + "/keys/account.key"), "no device keeps the account key")
+        let st = try FileManager.default.attributesOfItem(atPath: home + "/keys/device-sign.key")
         XCTAssertEqual((st[.posixPermissions] as? Int), 0o600, "keys are created with mode 0600")
     }
 

@@ -30,9 +30,9 @@ final class RestoreEndToEndTests: XCTestCase {
     func testARestoredDeviceNeverBringsBackAPlanTheFleetCollected() throws {
         let made = try quireOK(["init", "--name", "phone", "--relay", relay, "--cloud", cloud, "--kdf", "interactive"], home: home("phone")).stdout
         let code = try XCTUnwrap(made.split(separator: "\n").first { $0.hasPrefix("recovery code: ") }).dropFirst("recovery code: ".count)
-        try quireOK(["invite", "--out", dir + "/invite", "--kdf", "interactive"], home: home("phone"), env: env)
         for n in ["tablet", "home"] {
-            try quireOK(["init", "--join", dir + "/invite", "--name", n, "--relay", relay, "--cloud", cloud], home: home(n), env: env)
+            try quireOK(["invite", "--out", dir + "/invite-" + n, "--kdf", "interactive"], home: home("phone"), env: env)
+            try quireOK(["init", "--join", dir + "/invite-" + n, "--name", n, "--relay", relay, "--cloud", cloud], home: home(n), env: env)
         }
         try quireOK(["put", "plans", "Keep me"], home: home("phone"))
         try quireOK(["put", "plans", "Delete me"], home: home("phone"))

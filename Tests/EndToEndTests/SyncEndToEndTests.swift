@@ -27,14 +27,17 @@ class SyncEndToEndBase: XCTestCase {
         try quireOK(["init", "--name", "a", "--relay", relay], home: home("a"))
         try quireOK(["invite", "--out", dir + "/invite", "--kdf", "interactive"], home: home("a"), env: env)
         let invite = try String(contentsOfFile: dir + "/invite", encoding: .utf8)
-        XCTAssertTrue(invite.hasPrefix("quire-invite-1."))
+        XCTAssertTrue(invite.hasPrefix("quire-invite-2."))
         // A wrong passphrase joins nothing and leaves no device behind.
         let wrong = try quire(["init", "--join", dir + "/invite", "--name", "x"], home: home("x"), env: ["QUIRE_PASSPHRASE": "not the passphrase"])
         XCTAssertEqual(wrong.status, 1)
         XCTAssertTrue(wrong.stderr.contains("passphrase does not open"), wrong.stderr)
         XCTAssertFalse(FileManager.default.fileExists(atPath: home("x") + "/prefs.json"))
         try quireOK(["init", "--join", dir + "/invite", "--name", "b", "--relay", relay], home: home("b"), env: env)
-        try quireOK(["init", "--join", invite.trimmingCharacters(in: .whitespacesAndNewlines), "--name", "c", "--relay", relay],
+        // An invite admits one device: c gets its own (pasted as text).
+        try quireOK(["invite", "--out", dir + "/invite-c", "--kdf", "interactive"], home: home("a"), env: env)
+        let second = try String(contentsOfFile: dir + "/invite-c", encoding: .utf8)
+        try quireOK(["init", "--join", second.trimmingCharacters(in: .whitespacesAndNewlines), "--name", "c", "--relay", relay],
                     home: home("c"), env: env)
     }
 

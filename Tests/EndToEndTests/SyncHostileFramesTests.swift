@@ -74,8 +74,10 @@ class SyncHostileFramesBase: SyncEndToEndBase {
         var dropped: [String: Int] = [:]
         let counted = waitUntilTrue(timeout: 20) {
             dropped = ((try? syncStatus(self.home("a")))?["dropped"] as? [String: Int]) ?? [:]
-            return (dropped["malformed"] ?? 0) >= 4 && (dropped["truncated"] ?? 0) >= 1 && (dropped["replay"] ?? 0) >= 2 * frames.count
-                && (dropped["unknownSender"] ?? 0) >= 1 && (dropped["otherAccount"] ?? 0) >= 1 && (dropped["revoked"] ?? 0) >= 1
+            // (A real frame cut short opens with no key: format 2 counts it
+            // with the unknown senders, as it names no sender to blame.)
+            return (dropped["malformed"] ?? 0) >= 4 && (dropped["replay"] ?? 0) >= 2 * frames.count
+                && (dropped["unknownSender"] ?? 0) >= 2 && (dropped["otherAccount"] ?? 0) >= 1 && (dropped["revoked"] ?? 0) >= 1
         }
         XCTAssertTrue(counted, "a's counters: \(dropped)")
         XCTAssertEqual(try digestRoots(home("a")), before, "hostile frames changed a's replica")

@@ -138,4 +138,23 @@ final class RedisRelayTests: XCTestCase {
         XCTAssertTrue(received.dropFirst().allSatisfy { $0.hasPrefix("after-") }, "\(received)")
         subscription.cancel()
     }
+
+    /// Redis 6 ACL: `redis://user:password@host:port` authenticates as that
+    /// user (percent-escapes decoded); a wrong password is refused by name.
+    func testAnACLUserAndPasswordInTheURLAuthenticate() throws {
+        let server = try TestRedisServer(arguments: ["--user", "quire", "on", ">s3cr:t@x", "~*", "&*", "+@all", "--user", "default", "off"])
+        defer { server.stop() }
+        let hostPort = server.url.dropFirst("redis://".count)
+        let good = "redis://quire:s3cr%3At%40x@" + hostPort
+        let listener = try RedisRelay(url: good), sender = try RedisRelay(url: good)
+        defer { listener.close(); sender.close() }
+        let channel = uniqueChannel()
+        let inbox = FrameInbox()
+        let subscription = try listener.subscribe(channel, handler: inbox.handler)
+        defer { subscription.cancel() }
+        try sender.publish([1, 2, 3], to: channel)
+        XCTAssertEqual(inbox.wait(for: 1), [[1, 2, 3]])
+        XCTAssertThrowsError(try RedisRelay(url: "redis://quire:wrong@" + hostPort)) { XCTAssertTrue("\($0)".contains("refused"), "\($0)") }
+        XCTAssertThrowsError(try RedisRelay(url: "redis://" + hostPort).publish([1], to: channel), "the default user is off")
+    }
 }

@@ -54,17 +54,22 @@ final class FrameTests: XCTestCase {
         XCTAssertEqual(opened.sender, bob.deviceID)
         // The same bytes again: a replay.
         XCTAssertEqual(FrameOpener.open(frame, maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &guardState), .failure(.replay))
-        // Addressed to someone else.
+        // Format 2 names no device: the relay sees magic, version, a padded box.
+        XCTAssertEqual(Array(frame.prefix(3)), [0x51, 0x53, 2])
+        XCTAssertTrue(OpaqueEnvelope.buckets.contains(frame.count), "\(frame.count) bytes is not a bucket size")
+        for id in [alice.deviceID, bob.deviceID] { XCTAssertNil(frame.firstRange(of: id.bytes), "a device id in clear") }
+        // Reflected back to its sender: the box opens (crypto_box keys are
+        // symmetric) but the inner sender is not the device whose key opened it.
         var g2 = ReplayGuard()
-        XCTAssertEqual(FrameOpener.open(frame, maxSize: 64 << 10, me: bobFrame, roster: roster, replay: &g2), .failure(.misaddressed))
-        // A flipped byte in the box.
+        XCTAssertEqual(FrameOpener.open(frame, maxSize: 64 << 10, me: bobFrame, roster: roster, replay: &g2), .failure(.unauthenticated))
+        // A flipped byte in the box: no key opens it.
         var tampered = frame; tampered[tampered.count - 5] ^= 0x40
-        XCTAssertEqual(FrameOpener.open(tampered, maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &g2), .failure(.unauthenticated))
+        XCTAssertEqual(FrameOpener.open(tampered, maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &g2), .failure(.unknownSender))
         // Claiming to be Bob but sealed by Mallory's key.
         var forged = FrameSealer(identity: FrameIdentity(deviceID: bob.deviceID, userIDHash: bob.userIDHash, box: mallory.deviceBox),
                                  session: Array(repeating: 4, count: 8), sessionStart: 11, maxFrameSize: 64 << 10)
         let forgedFrame = forged.seal(message, to: alice.deviceID, boxKey: alice.deviceBox.publicKey, messageID: [])[0]
-        XCTAssertEqual(FrameOpener.open(forgedFrame, maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &g2), .failure(.unauthenticated))
+        XCTAssertEqual(FrameOpener.open(forgedFrame, maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &g2), .failure(.unknownSender))
         // Another account's device: not on our roster.
         var other = FrameSealer(identity: malloryFrame, session: Array(repeating: 5, count: 8), sessionStart: 12, maxFrameSize: 64 << 10)
         let otherFrame = other.seal(message, to: alice.deviceID, boxKey: alice.deviceBox.publicKey, messageID: [])[0]
@@ -85,8 +90,16 @@ final class FrameTests: XCTestCase {
         var carolSealer = FrameSealer(identity: carolFrame, session: Array(repeating: 7, count: 8), sessionStart: 14, maxFrameSize: 64 << 10)
         let carolFrameBytes = carolSealer.seal(message, to: alice.deviceID, boxKey: alice.deviceBox.publicKey, messageID: [])[0]
         XCTAssertEqual(FrameOpener.open(carolFrameBytes, maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &g2), .failure(.revoked))
-        // Truncated real frame.
-        XCTAssertEqual(FrameOpener.open(Array(frame.dropLast(3)), maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &g2), .failure(.truncated))
+        // A real frame cut short: no key opens it; one cut to its header is truncated.
+        XCTAssertEqual(FrameOpener.open(Array(frame.dropLast(3)), maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &g2), .failure(.unknownSender))
+        XCTAssertEqual(FrameOpener.open(Array(frame.prefix(20)), maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &g2), .failure(.truncated))
+        // Format 1 (an older device's frames) is still read, and still checked.
+        let inner = InnerFrame(sender: bob.deviceID, userIDHash: bob.userIDHash, session: Array(repeating: 8, count: 8), sessionStart: 20,
+                               sequence: 1, subKind: .stateDigest, payload: [4, 5])
+        let v1 = Envelope(boxKind: .authenticated, recipient: alice.deviceID, claimedSender: bob.deviceID,
+                          box: Box.seal(inner.encoded(), to: alice.deviceBox.publicKey, from: bob.deviceBox)).encoded()
+        XCTAssertEqual(try FrameOpener.open(v1, maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &g2).get().payload, [4, 5])
+        XCTAssertEqual(FrameOpener.open(v1, maxSize: 64 << 10, me: bobFrame, roster: roster, replay: &g2), .failure(.misaddressed))
     }
 
     func testReplayGuardWindowSessionsAndFloors() {
@@ -104,7 +117,11 @@ final class FrameTests: XCTestCase {
         XCTAssertFalse(g.accept(sender: d, session: s1, start: 100, sequence: 3000)) // the old session is over
         var restored = ReplayGuard(floors: g.floors)
         XCTAssertFalse(restored.accept(sender: d, session: s1, start: 100, sequence: 9))
-        XCTAssertTrue(restored.accept(sender: d, session: s2, start: 101, sequence: 2))
+        // After our restart the sender's last session is closed (its window
+        // was not kept: any frame of it could be a capture); its next is heard.
+        XCTAssertFalse(restored.accept(sender: d, session: s2, start: 101, sequence: 2))
+        XCTAssertFalse(restored.accept(sender: d, session: s2, start: 101, sequence: 2001))
+        XCTAssertTrue(restored.accept(sender: d, session: s1, start: 102, sequence: 1))
     }
 
     func testChunksReassembleInAnyOrderWithinBounds() throws {
@@ -213,14 +230,21 @@ final class FrameTests: XCTestCase {
         let invite = try Invite.open(text, passphrase: "correct horse", now: now)
         XCTAssertEqual(invite.relay, "redis://127.0.0.1:1")
         XCTAssertEqual(invite.cloud, "/tmp/cloud")
-        XCTAssertEqual(invite.roster.count, 1)
+        XCTAssertEqual(invite.roster.count, 2, "the first device's certificate and the invite's grant")
+        XCTAssertThrowsError(try Invite.make(identity: identity, store: store, prefs: prefs, passphrase: "aaaaaaaaaaaaaaa", strength: .testing, now: now))
         XCTAssertThrowsError(try invite.join(home: DeviceHome(path: base + "/clash"), name: "alpha", role: .device, clock: SystemClock()))
         let (joined, joinedStore) = try invite.join(home: DeviceHome(path: base + "/b"), name: "beta", role: .device, clock: SystemClock())
         XCTAssertEqual(joined.userIDHash, identity.userIDHash)
         XCTAssertNotEqual(joined.deviceID, identity.deviceID)
         let (roster, invalid) = try Roster.load(from: joinedStore, accountKey: identity.account.publicKey)
         XCTAssertEqual(invalid, 0)
-        XCTAssertEqual(Set(roster.members.values.map(\.name)), ["alpha", "beta"])
+        XCTAssertEqual(Set(roster.members.values.map(\.name)), ["alpha"], "beta waits for a device of the account to admit it")
+        XCTAssertFalse(joined.hasBackupKey)
+        for file in ["account.key", "backup.key"] {
+            XCTAssertFalse(FileManager.default.fileExists(atPath: base + "/b/keys/" + file), "an invite hands over no account secret: \(file)")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: base + "/a/keys/account.key"), "no device keeps the account key")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: base + "/b/keys/enrolment"))
         XCTAssertEqual(try DeviceHome(path: base + "/b").prefs.load().relay, "redis://127.0.0.1:1")
     }
 }

@@ -95,7 +95,7 @@ func makeFleet(_ names: [String], in base: String, clock: any Clock = SystemCloc
 func certificate(for identity: Identity, name: String, at time: Timestamp) -> [UInt8] {
     DeviceCertificate(accountKey: identity.account.publicKey.bytes, deviceID: identity.deviceID, name: name,
                       signingKey: identity.deviceSigning.publicKey.bytes, boxKey: identity.deviceBox.publicKey.bytes,
-                      role: "device", issuedAt: time).signed(by: identity.account)
+                      role: "device", issuedAt: time).signed(by: identity.account.secret!)
 }
 
 func note(_ title: String, _ body: String) -> RowContent {

@@ -43,8 +43,10 @@ public final class TestRedisServer: @unchecked Sendable {
     public let url: String
     private var process: Process?
 
-    public init() throws {
-        if let url = ProcessInfo.processInfo.environment["QUIRE_TEST_REDIS_URL"], !url.isEmpty {
+    /// `arguments` are added to redis-server's (ACL users, say); with them,
+    /// QUIRE_TEST_REDIS_URL is not used.
+    public init(arguments: [String] = []) throws {
+        if arguments.isEmpty, let url = ProcessInfo.processInfo.environment["QUIRE_TEST_REDIS_URL"], !url.isEmpty {
             self.url = url
             return
         }
@@ -55,7 +57,7 @@ public final class TestRedisServer: @unchecked Sendable {
         url = "redis://127.0.0.1:\(port)"
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
-        p.arguments = ["--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning"]
+        p.arguments = ["--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning"] + arguments
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         try p.run()

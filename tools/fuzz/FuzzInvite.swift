@@ -3,12 +3,17 @@ import QuireCore
 import QuireCrypto
 import QuireStore
 
-// libFuzzer entry for invite text (Sources/QuireSync/Pairing/Invite.swift):
-// a bearer credential pasted from a chat or a file, so hostile. The first
-// byte picks what the rest is:
-//   even: the invite text itself, through Invite.open;
-//   odd:  the sealed contents (CBOR), sealed here under a fixed passphrase
-//         so the fuzzer reaches the decoder behind the secretbox.
+// libFuzzer entry for invite text (Sources/QuireSync/Pairing/Invite.swift)
+// and the device log's checks (Sources/QuireSync/Roster/): a bearer
+// credential pasted from a chat or a file, and statements that arrive from
+// siblings or in anonymous introductions, so hostile. The first byte % 4
+// picks what the rest is:
+//   0: the invite text itself, through Invite.open;
+//   1: the sealed contents (CBOR), sealed here under a fixed passphrase
+//      so the fuzzer reaches the decoder behind the secretbox;
+//   2: one signed statement: DeviceStatement.verify, Enrolment.verify, and
+//      the roster it makes beside a real account's statements;
+//   3: a CBOR array of signed statements: the whole log evaluated.
 // Built and run by tools/fuzz/run.
 
 private let passphrase = "fuzzing passphrase"
@@ -29,7 +34,12 @@ public func fuzzInitialize(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMut
 public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard size > 0 else { return 0 }
     let input = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
-    if data[0] % 2 == 0 {
+    switch data[0] % 4 {
+    case 2: checkStatements([input])
+    case 3:
+        guard let items = try? CBORReader.decode(input, limits: .init(maxDepth: 4, maxItemLength: 1 << 16)).asArray(), items.count <= 64 else { return 0 }
+        checkStatements(items.compactMap { try? $0.asBytes() })
+    case 0:
         let text = String(decoding: input, as: UTF8.self)
         // Settings inside the accepted Argon2id range (up to 1 GiB, 16
         // passes) but above the cheapest cost seconds per input and say
@@ -43,22 +53,54 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             }
         }
         if let invite = try? Invite.open(text, passphrase: passphrase, now: now) { checkAccepted(invite) }
-    } else {
+    default:
         guard let key, let sealed = try? SecretBox.seal(input, with: key) else { return 0 }
         if let invite = try? Invite.open(inviteText(sealing: sealed), passphrase: passphrase, now: now) { checkAccepted(invite) }
     }
     return 0
 }
 
+/// A fixed account with a real first device, so hostile statements meet a log that has members.
+private let fuzzAccount = try! SigningKeyPair(seed: SecretBytes(copying: [UInt8](repeating: 3, count: 32)))
+private let fuzzFirst = try! SigningKeyPair(seed: SecretBytes(copying: [UInt8](repeating: 4, count: 32)))
+private let fuzzGenesis: Row = {
+    let id = Identity.deviceID(for: fuzzFirst.publicKey)
+    let first = Identity(account: fuzzAccount, deviceSigning: fuzzFirst, deviceBox: try! BoxKeyPair(seed: SecretBytes(copying: [UInt8](repeating: 5, count: 32))),
+                         backupKey: SecretBytes(copying: [UInt8](repeating: 6, count: 32)))
+    let cert = first.signedCertificate(name: "first", issuedAt: now)
+    return Row.single(.devices, id, dot: Dot(actor: Actor(device: id, incarnation: 1), counter: 1), context: VersionVector(),
+                      content: .device(DeviceRecord(name: "first", certificate: cert)))
+}()
+
+private func checkStatements(_ signed: [[UInt8]]) {
+    var rows = [fuzzGenesis]
+    for (i, bytes) in signed.enumerated() {
+        _ = try? Enrolment.verify(bytes, pairingKey: fuzzFirst.publicKey)
+        _ = Enrolment.claimedGrant(bytes)
+        guard let s = try? DeviceStatement.verify(bytes, accountKey: fuzzAccount.publicKey) else { continue }
+        check(s.accountKey == fuzzAccount.publicKey.bytes, "a verified statement names our account")
+        let id = DeviceStatement.id(of: bytes)
+        let row = Row.single(.devices, id, dot: Dot(actor: Actor(device: id, incarnation: 1), counter: UInt64(i + 2)), context: VersionVector(),
+                             content: .device(DeviceRecord(name: "x", certificate: bytes)))
+        check(Roster.isWellFormed(row, accountKey: fuzzAccount.publicKey), "a verified statement keyed by its id is well-formed")
+        rows.append(row)
+    }
+    let roster = DeviceLog(rows: rows, accountKey: fuzzAccount.publicKey).roster()
+    let reversed = DeviceLog(rows: rows.reversed(), accountKey: fuzzAccount.publicKey).roster()
+    check(roster == reversed, "the roster does not depend on the order of the statements")
+    // Only the account key and a real signer could make anything but the first device count.
+    check(roster.members.values.filter { $0.trust == .trusted }.allSatisfy { $0.addedBy == nil || $0.addedBy == Identity.deviceID(for: fuzzFirst.publicKey)
+        || roster[$0.addedBy!]?.trust != nil }, "every trusted device was admitted by a member")
+}
+
 private func checkAccepted(_ invite: Invite) {
-    check(invite.accountSeed.count == SigningKeyPair.seedByteCount, "an accepted invite holds a whole account key")
-    check(invite.backupKey.count == 32, "an accepted invite holds a whole backup key")
+    check(invite.pairingSeed.count == SigningKeyPair.seedByteCount, "an accepted invite holds a whole pairing key")
     check(now < invite.expiresAt, "an accepted invite has not expired")
     check(invite.roster.allSatisfy { $0.namespace == .devices }, "the roster holds device rows only")
 }
 
 private func inviteText(sealing sealed: [UInt8]) -> String {
-    var out: [UInt8] = [0x51, 0x49, 1] + salt
+    var out: [UInt8] = [0x51, 0x49, 2] + salt
     appendBigEndian(strength.operations, to: &out)
     appendBigEndian(UInt64(strength.memoryBytes), to: &out)
     return Invite.prefix + Base64URL.encode(out + sealed)

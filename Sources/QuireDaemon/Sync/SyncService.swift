@@ -40,6 +40,14 @@ public final class SyncService: @unchecked Sendable {
                 statusPath: SyncStatus.path(in: home), statePath: home.syncStatePath,
                 relayDescription: (try? RelaySpec(parsing: spec).description) ?? spec)
             deps.watchOtherProcesses = true
+            // A joining device sends its enrolment until a sibling admits it;
+            // then it keeps the backup key sealed to it and drops the enrolment.
+            deps.enrolment = FileManager.default.contents(atPath: home.enrolmentPath).map { Array($0) }
+            let keysPath = home.keysPath, enrolmentPath = home.enrolmentPath
+            deps.admitted = { key in
+                _ = try identity.withBackupKey(key, savingIn: keysPath)
+                unlink(enrolmentPath)
+            }
             deps.cloud = prefs.cloud.map { CloudFolder(path: $0, accountID: identity.userIDHash) }
             let prefsFile = home.prefs
             deps.isAnchorEnabled = { (try? prefsFile.load().backupEnabled) ?? false }
@@ -125,8 +133,14 @@ final class LogFile: @unchecked Sendable {
 
     init(path: String) { self.path = path }
 
+    /// Past this size the log is moved to `quire.log.1` (replacing the one
+    /// before) and started afresh: whatever writes to it, it stays bounded.
+    static let rotateBytes = 4 << 20
+
     func write(_ line: String) {
         lock.lock(); defer { lock.unlock() }
+        var st = stat()
+        if stat(path, &st) == 0, Int(st.st_size) > Self.rotateBytes { rename(path, path + ".1") }
         let stamp = DateStamp.format(SystemClock().now())
         let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return }

@@ -30,8 +30,8 @@ extension QuireFileSystem {
         if note.body == nil {
             let holders = (try? store.offloadHolders(ref.key)) ?? []
             values[Self.holderAttribute] = Array(holders.map { id -> String in
-                // The roster row's name (its certificate was verified when it arrived).
-                if case .device(let record)? = (try? store.row(.devices, id))??.content { return "\(record.name) (\(id.hex.prefix(12)))" }
+                // The name the device log gives it (its statements were verified when they arrived).
+                if let name = store.displayName(ofDevice: id) { return "\(name) (\(id.hex.prefix(12)))" }
                 return id.hex
             }.joined(separator: ", ").utf8)
         }

@@ -43,6 +43,9 @@ public struct DeviceHome: Sendable {
     public var offloadCopiesPath: String { path + "/offload-copies.json" }
     /// The files that make up the device, as a backup or restore moves them.
     public static let deviceFiles = ["replica.sqlite", "replica.sqlite-wal", "replica.sqlite-shm", "prefs.json", "keys"]
+    /// A joining device's enrolment (signed by the invite's pairing key),
+    /// until a sibling admits it.
+    public var enrolmentPath: String { keysPath + "/enrolment" }
     public var prefs: PrefsFile { PrefsFile(path: prefsPath) }
 
     public var exists: Bool { FileManager.default.fileExists(atPath: prefsPath) }
@@ -61,8 +64,8 @@ public struct DeviceHome: Sendable {
             }
         }
         // Parents such as ~/.local/share may not exist on a fresh machine.
-        let parent = (path as NSString).deletingLastPathComponent
-        if !parent.isEmpty && !fm.fileExists(atPath: parent) {
+        let parent = parentDirectory(of: path)
+        if !fm.fileExists(atPath: parent) {
             do { try fm.createDirectory(atPath: parent, withIntermediateDirectories: true) } catch {
                 throw StoreError(.permission, "cannot create \(parent): \(error.localizedDescription)")
             }
@@ -79,8 +82,14 @@ public struct DeviceHome: Sendable {
         prefs.role = role
         try self.prefs.save(prefs)
         let store = try ReplicaStore(path: databasePath, deviceID: identity.deviceID, create: true, clock: clock)
-        let certificate = identity.signedCertificate(name: name, role: role.rawValue, issuedAt: clock.now())
-        try store.putRosterEntry(DeviceRecord(name: name, certificate: certificate), key: identity.deviceID)
+        try store.bindDevice()
+        // The account key certifies the first device of a new account (and a
+        // device rebuilt from the recovery file); it is then forgotten. A
+        // joining device has no certificate until a sibling admits it.
+        if identity.account.secret != nil {
+            let certificate = identity.signedCertificate(name: name, role: role.rawValue, issuedAt: clock.now())
+            try store.putRosterEntry(DeviceRecord(name: name, certificate: certificate), key: identity.deviceID)
+        }
         return (identity, store)
     }
 
@@ -91,8 +100,16 @@ public struct DeviceHome: Sendable {
         }
         try checkPermissions()
         guard exists else { throw StoreError(.notFound, "\(path) is not a quire device directory (no prefs.json); run 'quire init'") }
-        let identity = try Identity.load(from: keysPath)
+        let (identity, legacySecret) = try Identity.load(from: keysPath)
         let store = try ReplicaStore(path: databasePath, deviceID: identity.deviceID, clock: clock)
+        try store.bindDevice()
+        if let legacySecret {
+            try store.retireLegacyAccountKey(legacySecret, clock: clock)
+            try identity.save(in: keysPath)
+            if unlink(keysPath + "/" + Identity.legacySecretFile) != 0 && errno != ENOENT {
+                throw AtomicFile.posixError("cannot delete the retired account key \(keysPath)/\(Identity.legacySecretFile)")
+            }
+        }
         return (identity, store)
     }
 
@@ -108,6 +125,7 @@ public struct DeviceHome: Sendable {
         if st.st_uid != getuid() {
             throw StoreError(.permission, "device directory \(path) belongs to uid \(st.st_uid), not to you (uid \(getuid()))")
         }
+        try tightenModes()
         if access(path, W_OK) != 0 {
             throw AtomicFile.posixError("device directory \(path) is not writable")
         }
@@ -128,5 +146,37 @@ extension WriteContext {
         let existingRow = try existing?.row(path: store.path)
         if case .device(let old)? = existingRow?.content, old == record, existingRow?.heads.count == 1 { return }
         _ = try writeLocalVersion(.device(record), key: key, existing: existing, existingRow: existingRow)
+    }
+}
+
+extension DeviceHome {
+    /// Other local users must read nothing here: the directory and every
+    /// folder in it are made 0700 and every file 0600 (key files excepted:
+    /// those are refused instead), whatever the umask
+    /// and whatever an older quire or a copy (`cp -a`, a tar) left behind.
+    /// Each change is said on standard error, once.
+    public func tightenModes() throws(StoreError) {
+        var changed: [String] = []
+        func tighten(_ item: String, depth: Int) {
+            var st = stat()
+            guard lstat(item, &st) == 0 else { return }
+            let kind = st.st_mode & S_IFMT
+            guard kind == S_IFDIR || kind == S_IFREG || kind == S_IFSOCK else { return }  // symlinks are left alone, not followed
+            let wanted: mode_t = kind == S_IFDIR ? 0o700 : 0o600
+            if st.st_mode & 0o077 != 0 && st.st_uid == getuid() {
+                if chmod(item, wanted) == 0 {
+                    changed.append("\(item) (was \(String(st.st_mode & 0o777, radix: 8)))")
+                }
+            }
+            // Key files are not tightened but refused when others could read
+            // them (Identity.readKeyFile): such a key may already be known.
+            guard kind == S_IFDIR, depth < 2, item != keysPath, let names = try? FileManager.default.contentsOfDirectory(atPath: item) else { return }
+            for name in names { tighten(item + "/" + name, depth: depth + 1) }
+        }
+        tighten(path, depth: 0)
+        if !changed.isEmpty {
+            FileHandle.standardError.write(Data(("quire: other users could read files of the device directory; made owner-only: "
+                                                 + changed.prefix(8).joined(separator: ", ") + (changed.count > 8 ? ", …" : "") + "\n").utf8))
+        }
     }
 }

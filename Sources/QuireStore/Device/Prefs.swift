@@ -75,8 +75,16 @@ public final class PrefsFile: @unchecked Sendable {
 public enum AtomicFile {
     public static func write(_ bytes: [UInt8], to path: String, mode: mode_t) throws(StoreError) {
         let tmp = path + ".tmp-\(getpid())"
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+        // O_EXCL|O_NOFOLLOW: a temporary name planted beforehand (a symlink
+        // to somewhere else, in a shared folder such as /tmp) is never
+        // followed; a stale one of our own pid is removed and made afresh.
+        var fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+        if fd < 0 && errno == EEXIST && unlink(tmp) == 0 {
+            fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+        }
         guard fd >= 0 else { throw posixError("cannot create \(tmp)") }
+        // The mode asked for, whatever the umask.
+        if fchmod(fd, mode) != 0 { let e = posixError("cannot set the mode of \(tmp)"); close(fd); unlink(tmp); throw e }
         var offset = 0
         while offset < bytes.count {
             let n = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
@@ -91,8 +99,8 @@ public enum AtomicFile {
         if fsync(fd) != 0 { let e = posixError("cannot sync \(tmp)"); close(fd); unlink(tmp); throw e }
         close(fd)
         if rename(tmp, path) != 0 { let e = posixError("cannot replace \(path)"); unlink(tmp); throw e }
-        let dir = (path as NSString).deletingLastPathComponent
-        let dfd = open(dir.isEmpty ? "." : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let dir = parentDirectory(of: path)
+        let dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if dfd >= 0 { fsync(dfd); close(dfd) }
     }
 
@@ -106,4 +114,14 @@ public enum AtomicFile {
         default: return StoreError(.sqlite(-1), "\(what): \(reason)")
         }
     }
+}
+
+/// The folder holding `path` ("." for a bare name, "/" for a top-level
+/// one). Not NSString.deletingLastPathComponent, which crashes on a
+/// one-character relative name in swift-corelibs-foundation.
+public func parentDirectory(of path: String) -> String {
+    var trimmed = Substring(path)
+    while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+    guard let slash = trimmed.lastIndex(of: "/") else { return "." }
+    return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
 }

@@ -29,6 +29,15 @@ public final class ReplicaStore: @unchecked Sendable {
         if !create && !FileManager.default.fileExists(atPath: path) {
             throw StoreError(.notFound, "no replica at \(path); run 'quire init' first")
         }
+        if create && vfs == nil && !FileManager.default.fileExists(atPath: path) {
+            // Made 0600 before SQLite opens it: SQLite gives the WAL and SHM
+            // files the database's mode, so all three are owner-only
+            // whatever the umask of the process that made them.
+            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw StoreError(.permission, "cannot create \(path): \(String(cString: strerror(errno)))") }
+            fchmod(fd, 0o600)
+            close(fd)
+        }
         db = try Connection(path: path, vfs: vfs)
         reader = SnapshotReader(path: path, vfs: vfs)
         try prepareSchema(create: create)

@@ -41,9 +41,14 @@ public enum RecoveryFile {
     }
 
     public static func write(identity: Identity, cloud: String, code: String, strength: PasswordHash.Strength) throws {
+        // Only at `quire init` of a new account (or a rebuild) is the account
+        // secret in memory: it is sealed here and then forgotten by the device.
+        guard let account = identity.account.secret else {
+            throw AnchorError.unwritable("the account key is not on this device (it never stays on one); a recovery file is written only at 'quire init' of a new account")
+        }
         let salt = PasswordHash.makeSalt()
         let key = try PasswordHash.deriveKey(passphrase: normalized(code), salt: salt, strength: strength)
-        var secret = CBORWriter.encode(.map([(.unsigned(1), .bytes(identity.account.seed().withUnsafeBytes { Array($0) })),
+        var secret = CBORWriter.encode(.map([(.unsigned(1), .bytes(account.seed().withUnsafeBytes { Array($0) })),
                                               (.unsigned(2), .bytes(identity.backupKey.withUnsafeBytes { Array($0) }))]))
         defer { secureZero(&secret) }
         let sealed = try SecretBox.seal(secret, with: key)

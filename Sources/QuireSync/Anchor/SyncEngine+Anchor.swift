@@ -28,7 +28,7 @@ extension SyncEngine {
         }
         let anchorGeneration: UInt64?
         do {
-            anchorGeneration = try cloud.generation(backupKey: deps.identity.backupKey)
+            anchorGeneration = try cloud.generation(backupKey: backupKey)
             wedge.success(.cloud)
         } catch {
             wedge.error(.cloud, "the cloud anchor cannot be read (\(error)); a restore of this device cannot be detected until it can",
@@ -50,7 +50,7 @@ extension SyncEngine {
             // The anchor lands before its round commits: act on it only once
             // the round is known to have committed (CommitRecord).
             let isCommitted = (ahead?.value.generationGap ?? 0) >= target
-                || (cloud.committedGeneration(backupKey: deps.identity.backupKey) ?? 0) >= target
+                || (cloud.committedGeneration(backupKey: backupKey) ?? 0) >= target
             guard isCommitted else {
                 anchorState = nil
                 note("anchor: the fleet's anchor is at generation \(target), this device at \(local) (\(trigger)), but no device is known to have "
@@ -60,7 +60,7 @@ extension SyncEngine {
             }
             note("anchor: this device is at generation \(local) but the fleet's anchor is at \(target) (\(trigger)): it was put back from a backup; recovering")
             do {
-                guard let (_, snapshot) = try cloud.newest(backupKey: deps.identity.backupKey), snapshot.generation == target else {
+                guard let (_, snapshot) = try cloud.newest(backupKey: backupKey), snapshot.generation == target else {
                     anchorState = "behind the fleet (anchor at generation \(target), this device at \(local)) but the anchor does not open with this account's key"
                     return
                 }

@@ -110,12 +110,12 @@ extension SyncEngine {
             // The graveyard grows with every collection: this device's own
             // (with the tombstones this round collects), joined with the
             // last anchor's, which a device that joined later never held.
-            let previous = (try? cloud.newest(backupKey: deps.identity.backupKey))??.1.graveyard ?? []
+            let previous = (try? cloud.newest(backupKey: backupKey))??.1.graveyard ?? []
             try store.adoptGraveyard(previous)
             let graveyard = try store.graveyardWithTombstones()
             let bytes = try AnchorFile.seal(AnchorSnapshot(generation: generation, rows: rows, graveyard: graveyard,
                                                            roster: Array(round.roster) + [me.deviceID]),
-                                            accountID: deps.identity.userIDHash, backupKey: deps.identity.backupKey, at: clock.now())
+                                            accountID: deps.identity.userIDHash, backupKey: backupKey, at: clock.now())
             // CRITICAL ORDER: the anchor lands before any commit or any drop.
             // A dangling anchor (round abandoned after this) is harmless; a
             // collection with no anchor would strand a restored device.
@@ -165,7 +165,7 @@ extension SyncEngine {
         try deps.setGeneration(generation)
         // Start-up checks may now trust this generation's anchor (CommitRecord);
         // if the record cannot be written, a sibling's advertisement still can.
-        try? deps.cloud?.recordCommit(generation, backupKey: deps.identity.backupKey)
+        try? deps.cloud?.recordCommit(generation, backupKey: backupKey)
         invalidateDigest()
         barrier.lastOutcome = "the last barrier committed at \(DateStamp.format(clock.now())): generation \(generation), \(dropped) tombstones collected"
         note("barrier: generation \(generation), \(dropped) tombstones collected")

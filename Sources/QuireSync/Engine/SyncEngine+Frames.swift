@@ -21,6 +21,9 @@ extension SyncEngine {
         case .success(let frame):
             inner = frame
         }
+        // A sender's new session is written down before anything of it is
+        // acted on: after a crash, frames of it are refused as replays.
+        if inner.subKind != .introduce { persistReplayFloors() }
         let nowMs = clock.monotonicMilliseconds()
         if inner.subKind != .introduce { wedge.success(.siblings) }
         // An introduce comes in an anonymous box, which anyone who knows the
@@ -128,53 +131,6 @@ extension SyncEngine {
         return ok
     }
 
-    /// Sends this device's own roster row, sealed anonymously to the
-    /// sibling's box key: a device that just joined is not on the sibling's
-    /// roster yet, so its ordinary frames would be refused as unknown.
-    func introduce(to device: DeviceID) {
-        guard phase != .revoked, var sibling = siblings[device] else { return }
-        do {
-            guard let row = try store.row(.devices, me.deviceID) else { return }
-            let frame = sealer.sealAnonymously(SyncMessage(subKind: .introduce, payload: IntroduceMessage(row: row).encoded()),
-                                               to: device, boxKey: sibling.member.boxKey)
-            try deps.relay.publish(frame, to: sibling.channel)
-            metrics.framesOut += 1
-            metrics.bytesOut += frame.count
-            sibling.bytesOut += frame.count
-            let nowMs = clock.monotonicMilliseconds()
-            sibling.lastIntroducedMs = nowMs
-            if sibling.lastSeenMs == nil {
-                sibling.nextIntroduceMs = nowMs + sibling.introduceBackoffMs
-                sibling.introduceBackoffMs = min(sibling.introduceBackoffMs * 2, configuration.heartbeatMilliseconds)
-            }
-            siblings[device] = sibling
-        } catch {
-            metrics.sendErrors += 1
-            wedge.error(.siblings, "frames cannot be sent (the relay is unreachable?)", nowMs: clock.monotonicMilliseconds())
-            report("cannot introduce this device to \(name(of: device))", error)
-        }
-    }
-
-    func handleIntroduce(_ message: IntroduceMessage, from sender: DeviceID, nowMs: UInt64) throws {
-        let row = message.row
-        guard row.key == sender, let member = Roster.verify(row, accountKey: accountKey) else {
-            count(.uncertifiedRoster)
-            return
-        }
-        let known = roster[sender] != nil
-        let (applied, _) = try store.apply([row])
-        if applied > 0 {
-            invalidateDigest()
-            markDirty(nowMs: nowMs)
-            try reloadRoster()
-            if !known { note("device '\(member.name)' (\(sender.hex.prefix(12))) joined the account") }
-        }
-        guard siblings[sender] != nil else { return }
-        // Its answers (sealed with its roster key) will show it is alive;
-        // the introduce itself cannot. Give it our digest to pull from.
-        sendDigest(to: sender)
-    }
-
     // MARK: Roster
 
     /// Re-reads the verified roster; adds new siblings, forgets revoked ones.
@@ -182,11 +138,14 @@ extension SyncEngine {
         let (loaded, _) = try Roster.load(from: store, accountKey: accountKey)
         roster = loaded
         rosterRoot = try currentDigest().digest.roots[.devices]
-        if roster[me.deviceID]?.isRevoked == true, phase != .revoked {
+        if let mine = roster[me.deviceID], mine.isRevoked, phase != .revoked {
             phase = .revoked
             pulls.removeAll()
-            note("this device's certificate was revoked: it no longer syncs (join again with a new invite)")
+            note(mine.trust == .revoked
+                 ? "this device was revoked: it no longer syncs (join again with a new invite)"
+                 : "the device that admitted this one was revoked before its admission counted: it never syncs (join again with a new invite)")
         }
+        pickUpBackupKey()
         let current = roster.siblings(of: me.deviceID)
         let ids = Set(current.map(\.deviceID))
         if let round = barrier.round, round.roster != ids {
@@ -212,12 +171,14 @@ extension SyncEngine {
         }
     }
 
-    /// Roster rows from a sibling must carry a certificate that verifies
-    /// against the account key; anything else is dropped and counted.
+    /// Roster rows from a sibling must be well-formed statements of our
+    /// account (`Roster.isWellFormed`), and may not drop a revocation a
+    /// legacy row here carries: anything else is dropped and counted.
     func certifiedRows(_ rows: [Row]) -> [Row] {
         rows.filter { row in
             if row.namespace != .devices { return true }
-            if Roster.verify(row, accountKey: accountKey) != nil { return true }
+            if Roster.isWellFormed(row, accountKey: accountKey),
+               !Roster.wouldUnrevoke(row, over: try? store.row(.devices, row.key)) { return true }
             count(.uncertifiedRoster)
             return false
         }

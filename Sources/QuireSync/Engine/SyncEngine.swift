@@ -44,6 +44,12 @@ public final class SyncEngine: @unchecked Sendable {
         /// mount syncs), through an inotify watch; off in the simulator,
         /// where every store is in this process.
         public var watchOtherProcesses = false
+        /// A device waiting to be admitted: its enrolment, signed by the
+        /// invite's pairing key, sent with every introduction until admitted.
+        public var enrolment: [UInt8]? = nil
+        /// Keeps the backup key a sibling sealed to this device when it
+        /// admitted it (writes `keys/backup.key`, drops the enrolment).
+        public var admitted: (@Sendable (SecretBytes) throws -> Void)? = nil
 
         public init(store: ReplicaStore, identity: Identity, relay: any Relay, clock: any Clock, random: any RandomSource,
                     generation: @escaping @Sendable () -> UInt64 = { 0 }, log: @escaping @Sendable (String) -> Void = { _ in },
@@ -60,6 +66,14 @@ public final class SyncEngine: @unchecked Sendable {
     var clock: any Clock { deps.clock }
     let me: FrameIdentity
     let accountKey: SigningPublicKey
+    /// The account's backup key (anchor sealing). A joining device holds a
+    /// random stand-in until a sibling admits it and seals it the real one.
+    var backupKey: SecretBytes
+    /// Refusals caused by unauthenticated frames (introductions, which any
+    /// holder of the account id can send with any sender id): grouped and
+    /// rate-limited, so made-up senders cannot flood the log.
+    var refusalLog = LogThrottle()
+    var backupKeyIsReal: Bool
 
     // MARK: State (guarded by `lock`)
     let lock = NSRecursiveLock()
@@ -131,6 +145,8 @@ public final class SyncEngine: @unchecked Sendable {
         self.configuration = configuration
         me = FrameIdentity(deviceID: deps.identity.deviceID, userIDHash: deps.identity.userIDHash, box: deps.identity.deviceBox)
         accountKey = deps.identity.account.publicKey
+        backupKey = deps.identity.backupKey
+        backupKeyIsReal = deps.identity.hasBackupKey
         startedAt = deps.clock.now()
         startedMs = deps.clock.monotonicMilliseconds()
         var persisted = deps.statePath.map(SyncPersistentState.load) ?? SyncPersistentState()
@@ -361,9 +377,11 @@ public final class SyncEngine: @unchecked Sendable {
         deps.log(event)
     }
 
-    /// Logs an error once per distinct text, so a broken relay does not flood the log.
+    /// Logs an error once per distinct text, so a broken relay does not flood
+    /// the log (and at most 256 distinct texts: ids in texts must not grow it).
     func report(_ what: String, _ error: any Error) {
         let text = "\(what): \(error)"
+        guard reportedErrors.count < 256 else { return }
         if reportedErrors.insert(text).inserted { note(text) }
     }
 

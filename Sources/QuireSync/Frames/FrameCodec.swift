@@ -24,8 +24,9 @@ public struct FrameSealer: Sendable {
     /// The largest frame the relay carries.
     public let maxFrameSize: Int
 
-    /// Envelope header, box overhead, inner header and a sub-kind name.
-    public static let overhead = Envelope.headerSize + Box.overhead + InnerFrame.fixedSize + 24
+    /// Envelope header, box overhead, padding length, inner header and a sub-kind name.
+    public static let overhead = OpaqueEnvelope.headerSize + max(Box.overhead, Box.anonymousOverhead) + OpaqueEnvelope.lengthSize
+        + InnerFrame.fixedSize + 24
 
     public init(identity: FrameIdentity, session: [UInt8], sessionStart: UInt64, maxFrameSize: Int) {
         self.identity = identity
@@ -50,14 +51,17 @@ public struct FrameSealer: Sendable {
     /// A frame sealed anonymously (only `introduce` travels this way).
     public mutating func sealAnonymously(_ message: SyncMessage, to recipient: DeviceID, boxKey: BoxPublicKey) -> [UInt8] {
         let inner = nextInner(message.subKind, message.payload)
-        return Envelope(boxKind: .anonymous, recipient: recipient, claimedSender: identity.deviceID,
-                        box: Box.sealAnonymously(inner.encoded(), to: boxKey)).encoded()
+        return OpaqueEnvelope.make(inner: inner.encoded(), boxOverhead: Box.anonymousOverhead, maxFrameSize: maxFrameSize) {
+            Box.sealAnonymously($0, to: boxKey)
+        }
     }
 
     private mutating func sealOne(_ subKind: SubKind, _ payload: [UInt8], to recipient: DeviceID, boxKey: BoxPublicKey) -> [UInt8] {
         let inner = nextInner(subKind, payload)
-        return Envelope(boxKind: .authenticated, recipient: recipient, claimedSender: identity.deviceID,
-                        box: Box.seal(inner.encoded(), to: boxKey, from: identity.box)).encoded()
+        let box = identity.box
+        return OpaqueEnvelope.make(inner: inner.encoded(), boxOverhead: Box.overhead, maxFrameSize: maxFrameSize) {
+            Box.seal($0, to: boxKey, from: box)
+        }
     }
 
     private mutating func nextInner(_ subKind: SubKind, _ payload: [UInt8]) -> InnerFrame {
@@ -68,38 +72,59 @@ public struct FrameSealer: Sendable {
 }
 
 /// Opens an incoming frame, in exactly this order, stopping at the first
-/// failure: size limit → envelope parse → addressed to us → the claimed
-/// sender's roster key (unknown, revoked) → open the box → inner sender is
-/// the claimed one → `userIDHash` is ours → replay → only then the sub-kind.
-/// Nothing before the account check parses anything of variable shape.
+/// failure: size limit → envelope parse → (format 2) the box opens with a
+/// trusted device's key, else anonymously, else it is counted as a revoked
+/// device's or an unknown sender's; (format 1, still read) addressed to us
+/// → the claimed sender's roster key (unknown, revoked) → open the box →
+/// then, for both: inner sender is the one whose key opened it →
+/// `userIDHash` is ours → replay → only then the sub-kind. Nothing before
+/// the account check parses anything of variable shape.
 public enum FrameOpener {
     public static func open(_ bytes: [UInt8], maxSize: Int, me: FrameIdentity, roster: Roster,
                             replay: inout ReplayGuard) -> Result<InnerFrame, FrameDrop> {
-        let envelope: Envelope
-        switch Envelope.parse(bytes, maxSize: maxSize) {
-        case .failure(let drop): return .failure(drop)
-        case .success(let e): envelope = e
-        }
-        guard envelope.recipient == me.deviceID else { return .failure(.misaddressed) }
-        guard envelope.claimedSender != me.deviceID else { return .failure(.unexpected) }
+        guard bytes.count <= maxSize else { return .failure(.oversize) }
+        let claimedSender: DeviceID?
+        let boxKind: Envelope.BoxKind
         let plain: [UInt8]
-        switch envelope.boxKind {
-        case .authenticated:
-            guard let member = roster[envelope.claimedSender] else { return .failure(.unknownSender) }
-            guard !member.isRevoked else { return .failure(.revoked) }
-            guard let opened = try? Box.open(envelope.box, from: member.boxKey, to: me.box) else { return .failure(.unauthenticated) }
-            plain = opened
-        case .anonymous:
-            // A revoked device may not re-introduce itself either.
-            if roster[envelope.claimedSender]?.isRevoked == true { return .failure(.revoked) }
-            guard let opened = try? Box.openAnonymous(envelope.box, to: me.box) else { return .failure(.unauthenticated) }
-            plain = opened
+        if OpaqueEnvelope.isOpaque(bytes) {
+            switch OpaqueEnvelope.open(bytes, me: me, roster: roster) {
+            case .failure(let drop): return .failure(drop)
+            case .success(let opened): (claimedSender, boxKind, plain) = opened
+            }
+        } else {
+            let envelope: Envelope
+            switch Envelope.parse(bytes, maxSize: maxSize) {
+            case .failure(let drop): return .failure(drop)
+            case .success(let e): envelope = e
+            }
+            guard envelope.recipient == me.deviceID else { return .failure(.misaddressed) }
+            guard envelope.claimedSender != me.deviceID else { return .failure(.unexpected) }
+            boxKind = envelope.boxKind
+            claimedSender = envelope.claimedSender
+            switch envelope.boxKind {
+            case .authenticated:
+                guard let member = roster[envelope.claimedSender] else { return .failure(.unknownSender) }
+                guard !member.isRevoked else { return .failure(.revoked) }
+                guard let opened = try? Box.open(envelope.box, from: member.boxKey, to: me.box) else { return .failure(.unauthenticated) }
+                plain = opened
+            case .anonymous:
+                // A revoked device may not re-introduce itself either.
+                if roster[envelope.claimedSender]?.isRevoked == true { return .failure(.revoked) }
+                guard let opened = try? Box.openAnonymous(envelope.box, to: me.box) else { return .failure(.unauthenticated) }
+                plain = opened
+            }
         }
         guard let header = InnerFrame.parseHeader(plain) else { return .failure(.badPayload) }
-        guard header.sender == envelope.claimedSender else { return .failure(.unauthenticated) }
+        if let claimedSender {
+            guard header.sender == claimedSender else { return .failure(.unauthenticated) }
+        } else {
+            // Format 2, anonymous: the inner header is all that names the sender.
+            guard header.sender != me.deviceID else { return .failure(.unexpected) }
+            if roster[header.sender]?.isRevoked == true { return .failure(.revoked) }
+        }
         guard header.userIDHash == me.userIDHash else { return .failure(.otherAccount) }
         guard let inner = InnerFrame.parse(plain) else { return .failure(.badPayload) }
-        if envelope.boxKind == .anonymous {
+        if boxKind == .anonymous {
             guard inner.subKind == .introduce else { return .failure(.unexpected) }
             // An anonymous box proves nothing about its sender: anyone who
             // knows our userIDHash (a revoked device does) can claim a live

@@ -54,7 +54,12 @@ public struct ReplayGuard: Sendable {
             } else if let current = state.session {
                 newer = current.lexicographicallyPrecedes(session)
             } else {
-                newer = true   // a floor from before our restart: this is the sender's live session
+                // A floor from before our restart: its session is closed.
+                // Its window was not kept, so any frame of it could be a
+                // replay captured before the restart; the sender learns
+                // from our digest (`SessionSeen` with no id) and starts a
+                // new session, which is accepted.
+                newer = false
             }
             guard newer else { return false }
             senders[sender] = Self.fresh(session: session, start: start, sequence: sequence)
@@ -120,7 +125,9 @@ public struct SessionSeen: Equatable, Sendable {
     /// it was put back, so it must move on rather than trust the coin).
     public func isAhead(ofStart start: UInt64, id: [UInt8]) -> Bool {
         if self.start != start { return self.start > start }
-        guard let seen = self.id else { return false }
+        // No id: the receiver restarted and closed the session it last saw
+        // of ours; only a new session gets through.
+        guard let seen = self.id else { return true }
         return seen != id
     }
 }

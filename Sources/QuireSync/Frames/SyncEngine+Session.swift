@@ -12,6 +12,7 @@ extension SyncEngine {
     /// A stale or replayed hint is harmless: stamps only move forward.
     func startSession(after seen: SessionSeen, toldBy sender: DeviceID) {
         guard seen.isAhead(ofStart: sealer.sessionStart, id: sealer.session) else { return }
+        let closedByRestart = seen.id == nil && seen.start == sealer.sessionStart
         let start = max(seen.start + 1, UInt64(max(clock.now().seconds, 0)) * 1000)
         sealer = FrameSealer(identity: me, session: deps.random.bytes(8), sessionStart: start, maxFrameSize: deps.relay.maxFrameSize)
         if let path = deps.statePath {
@@ -19,8 +20,12 @@ extension SyncEngine {
             state.ownSessionStart = max(state.ownSessionStart, start)
             do { try state.save(path: path) } catch { report("writing \(path)", error) }
         }
-        note("device \(name(of: sender)) had accepted a later session of this device than the one it ran, so it refused "
-             + "this device's frames (was this device directory put back from a copy, or its clock set back?): started a new session after it")
+        if closedByRestart {
+            note("device \(name(of: sender)) restarted and closed this device's session (frames of it could be replays): started a new one")
+        } else {
+            note("device \(name(of: sender)) had accepted a later session of this device than the one it ran, so it refused "
+                 + "this device's frames (was this device directory put back from a copy, or its clock set back?): started a new session after it")
+        }
         broadcast(force: true, nowMs: clock.monotonicMilliseconds())
     }
 }

@@ -277,18 +277,44 @@ public struct DigestMessage: Equatable, Sendable {
     }
 }
 
-/// `introduce`: a device's own roster row (its account-signed certificate).
+/// `introduce`: the statements that make the sender a member of the
+/// account (every statement of its device log, so the receiver can follow
+/// the chain of admits), and, from a device still waiting to be admitted,
+/// its enrolment signed by the invite's one-time pairing key. Field 1 (one
+/// row) is what devices before the device log sent; it is still read.
 public struct IntroduceMessage: Equatable, Sendable {
-    public var row: Row
+    public static let maxRows = 256
 
-    public init(row: Row) { self.row = row }
+    public var rows: [Row]
+    public var enrolment: [UInt8]?
 
-    public func encoded() -> [UInt8] { CBORWriter.encode(.map([(.unsigned(1), RowWire.encode(row))])) }
+    public init(rows: [Row], enrolment: [UInt8]? = nil) { self.rows = rows; self.enrolment = enrolment }
+    public init(row: Row) { self.init(rows: [row]) }
+
+    public var row: Row? { rows.first }
+
+    public func encoded() -> [UInt8] {
+        var f: [(CBOR, CBOR)] = [(.unsigned(2), .array(rows.prefix(Self.maxRows).map(RowWire.encode)))]
+        if let enrolment { f.append((.unsigned(3), .bytes(enrolment))) }
+        return CBORWriter.encode(.map(f))
+    }
 
     public static func decode(_ bytes: [UInt8]) throws(CBORError) -> IntroduceMessage {
-        let f = try CBORReader.decode(bytes, limits: .init(maxDepth: 8, maxItemLength: 64 << 10)).asFieldMap()
-        guard let row = RowWire.decode(try f.required(1, "row"), namespace: .devices) else { throw .invalidValue("roster row") }
-        return IntroduceMessage(row: row)
+        let f = try CBORReader.decode(bytes, limits: .init(maxDepth: 10, maxItemLength: 256 << 10)).asFieldMap()
+        var rows: [Row] = []
+        if let one = f.optional(1) {
+            guard let row = RowWire.decode(one, namespace: .devices) else { throw .invalidValue("roster row") }
+            rows.append(row)
+        }
+        if let many = f.optional(2) {
+            let items = try many.asArray()
+            guard items.count <= maxRows else { throw .invalidValue("too many roster rows") }
+            for item in items {
+                guard let row = RowWire.decode(item, namespace: .devices) else { throw .invalidValue("roster row") }
+                rows.append(row)
+            }
+        }
+        return IntroduceMessage(rows: rows, enrolment: try f.optional(3)?.asBytes())
     }
 }
 

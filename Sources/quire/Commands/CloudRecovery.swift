@@ -13,7 +13,7 @@ enum CloudRecovery {
         guard let accountID = accounts.first else { throw CommandFailure("\(cloud) holds no recovery file (quire-recovery-*.qrecovery)") }
         guard accounts.count == 1 else { throw CommandFailure("\(cloud) holds recovery files of \(accounts.count) accounts; keep only the one to rebuild") }
         let code: String
-        if let env = ProcessInfo.processInfo.environment["QUIRE_RECOVERY_CODE"], !env.isEmpty {
+        if let env = Passphrase.takeFromEnvironment("QUIRE_RECOVERY_CODE") {
             code = env
         } else {
             code = try Passphrase.read(file: nil, confirm: false)

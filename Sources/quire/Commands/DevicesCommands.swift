@@ -11,14 +11,18 @@ enum DevicesCommands {
             usage: quire devices [--json]
                    quire devices revoke NAME [--id HEX]
 
-            Lists the roster: every device with an account-signed certificate,
-            this one included, with when this device last heard from it (from the
-            running or last sync's status).
+            Lists the roster as the device log makes it: every device, this one
+            included, who admitted it and when, who revoked it, and when this
+            device last heard from it (from the running or last sync's status).
 
-            revoke NAME   writes an account-signed revocation into that device's
-                          roster row. It spreads like any edit; every sibling then
-                          refuses the revoked device's frames and stops syncing
-                          with it. A revocation cannot be undone (the device can
+            revoke NAME   writes a revocation signed by this device's key: a new,
+                          immutable statement of the device log. It spreads like
+                          any edit; every sibling that learns it refuses the
+                          revoked device's frames, and everything the revoked
+                          device signs from now on (devices it admits, invites,
+                          revocations) counts for nothing. What it signed before,
+                          as this device saw it, stays (devices it admitted stay
+                          trusted). A revocation cannot be undone (the device can
                           join again with a new invite, as a new device).
               --id HEX    the device id (or a unique prefix), when names repeat
               --json      list as JSON
@@ -36,42 +40,71 @@ enum DevicesCommands {
         let now = SystemClock().now().seconds
         var list: [[String: Any]] = []
         var lines: [String] = []
+        func who(_ id: DeviceID?) -> String { id.map { roster[$0].map { "'\($0.name)'" } ?? $0.hex.prefix(12).description } ?? "the account key" }
+        if roster[identity.deviceID] == nil {
+            lines.append("this device (\(identity.deviceID.hex.prefix(12))) is waiting to be admitted: a device of the account admits it when they first sync")
+        }
         for m in roster.sorted {
             let isMe = m.deviceID == identity.deviceID
             let seen = status?.siblings.first { $0.device == m.deviceID.hex }?.lastSeen
             var entry: [String: Any] = ["name": m.name, "device": m.deviceID.hex, "role": m.role, "issuedAt": m.issuedAt.seconds,
-                                        "revoked": m.isRevoked, "thisDevice": isMe]
+                                        "revoked": m.isRevoked, "trust": m.trust.rawValue, "thisDevice": isMe,
+                                        "addedBy": m.addedBy?.hex ?? "account"]
             if let seen { entry["lastSeen"] = seen }
             if let r = m.revokedAt { entry["revokedAt"] = r.seconds }
+            if m.trust == .revoked { entry["revokedBy"] = m.revokedBy?.hex ?? "account" }
             list.append(entry)
-            let state = isMe ? "this device" : m.isRevoked ? "REVOKED" : seen.map { "last seen \(Ago.text(now - $0))" } ?? "not heard from yet"
-            lines.append("\(m.name.padding(toLength: 16, withPad: " ", startingAt: 0)) \(m.deviceID.hex.prefix(12))  \(m.role.padding(toLength: 8, withPad: " ", startingAt: 0)) \(state)")
+            let state: String
+            switch m.trust {
+            case .trusted: state = isMe ? "this device" : seen.map { "last seen \(Ago.text(now - $0))" } ?? "not heard from yet"
+            case .revoked: state = "REVOKED by \(who(m.revokedBy)) on \(DateText.format(m.revokedAt?.seconds ?? 0, time: true))"
+            case .untrusted: state = "NOT TRUSTED: admitted by \(who(m.addedBy)) after (or while) it was revoked"
+            }
+            lines.append("\(m.name.padding(toLength: 16, withPad: " ", startingAt: 0)) \(m.deviceID.hex.prefix(12))  \(m.role.padding(toLength: 8, withPad: " ", startingAt: 0)) "
+                         + "added by \(who(m.addedBy)) on \(DateText.format(m.issuedAt.seconds, time: true)); \(state)")
         }
-        if invalid > 0 { lines.append("(\(invalid) roster rows ignored: their certificates do not verify)") }
+        if invalid > 0 { lines.append("(\(invalid) roster rows ignored: their statements do not verify)") }
         if args.has("json") { Output.json(["devices": list, "invalidRows": invalid]) } else { lines.forEach(Output.line) }
     }
 
     private static func revoke(_ args: Arguments, _ inv: Invocation) throws {
         try args.expectPositional(1...2, "device name")
         let (identity, store) = try inv.open()
-        let (roster, _) = try Roster.load(from: store, accountKey: identity.account.publicKey)
+        let rows = try store.rows(.devices, from: [], to: nil)
+        let log = DeviceLog(rows: rows, accountKey: identity.account.publicKey)
+        let roster = log.roster()
+        guard roster[identity.deviceID]?.trust == .trusted else {
+            throw CommandFailure(roster[identity.deviceID] == nil
+                ? "this device has not been admitted to the account yet: it cannot revoke devices"
+                : "this device was revoked (or never validly admitted): it cannot revoke devices")
+        }
         var candidates = roster.members.values.filter { !$0.isRevoked }
         if args.positional.count == 2 { candidates = candidates.filter { $0.name == args.positional[1] } }
         if let id = args.value("id")?.lowercased() { candidates = candidates.filter { $0.deviceID.hex.hasPrefix(id) } }
         guard args.positional.count == 2 || args.value("id") != nil else { throw UsageError("name the device to revoke") }
-        guard !candidates.isEmpty else { throw CommandFailure("no device on the roster matches (revoked devices stay revoked); see 'quire devices'") }
+        guard !candidates.isEmpty else { throw CommandFailure("no trusted device on the roster matches (revoked devices stay revoked); see 'quire devices'") }
         guard candidates.count == 1, let target = candidates.first else {
             throw CommandFailure("\(candidates.count) devices match; add --id with one of: \(candidates.map { $0.deviceID.hex.prefix(12) }.joined(separator: ", "))")
         }
         guard target.deviceID != identity.deviceID else {
             throw CommandFailure("this is the device you are on; revoke it from another device of the account")
         }
-        guard let row = try store.row(.devices, target.deviceID), case .device(var record)? = row.content else {
-            throw CommandFailure("the roster row of '\(target.name)' is missing")
-        }
-        record.revocation = DeviceRevocation(deviceID: target.deviceID, revokedAt: SystemClock().now()).signed(by: identity.account)
-        try store.putRosterEntry(record, key: target.deviceID)
-        Output.line("revoked '\(target.name)' (\(target.deviceID.hex.prefix(12))); siblings refuse its frames once they sync with this device")
+        var statement = DeviceStatement(kind: .revoke, accountKey: identity.account.publicKey.bytes,
+                                        signerKey: identity.deviceSigning.publicKey.bytes, subject: target.deviceID, at: SystemClock().now())
+        // What the revoked device signed before, as this device saw it, stays.
+        statement.kept = log.countingStatements(signedBy: target.deviceID)
+        let (key, record) = DeviceStatement.row(statement.signed(by: identity.deviceSigning), displayName: "revocation of \(target.name)")
+        try store.putRosterEntry(record, key: key)
+        let after = try Roster.load(from: store, accountKey: identity.account.publicKey).roster
+        let keptDevices = after.members.values.filter { $0.addedBy == target.deviceID && !$0.isRevoked }.map { "'\($0.name)'" }.sorted()
+        let others = after.siblings(of: identity.deviceID).map { "'\($0.name)'" }
+        Output.line("revoked '\(target.name)' (\(target.deviceID.hex.prefix(12))): a revocation signed by this device is in the device log; "
+                    + "from now on nothing it signs counts, and this device refuses its frames")
+        if !keptDevices.isEmpty { Output.line("devices it admitted before stay trusted: " + keptDevices.joined(separator: ", ")) }
+        Output.line(others.isEmpty ? "no other device needs to learn it"
+                    : "still to do: the revocation reaches " + others.joined(separator: ", ")
+                        + " when each next syncs with this device (run 'quire sync' here, or keep a mount running, until they have)")
+        Output.line("it still holds the notes it had and the account's backup key: keep it away from the cloud folder (anchors there open with that key)")
     }
 }
 

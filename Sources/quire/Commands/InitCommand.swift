@@ -40,13 +40,13 @@ enum InitCommand {
                             becomes this new device's content. Offloaded note
                             bodies come back from the homebase if it survives
               --join INVITE join the account of an invite made by 'quire invite'
-                            on a paired device: INVITE is the invite text or a file
-                            holding it. The new device gets its own keys and an
-                            account-signed certificate, and takes the inviter's
-                            roster, relay and cloud settings. The passphrase comes
-                            from --passphrase-file F, QUIRE_PASSPHRASE, or the
-                            terminal. Its certificate reaches the siblings when it
-                            first syncs (and right away if they are listening).
+                            on a device of it: INVITE is the invite text or a file
+                            holding it. The new device makes its own keys and signs
+                            an enrolment with the invite's one-time pairing key; a
+                            device of the account admits it when it hears it (at
+                            once if one is syncing, else at its next sync) and seals
+                            it the account's backup key. The passphrase comes from
+                            --passphrase-file F, QUIRE_PASSPHRASE, or the terminal.
               --json        print the result as JSON
             """,
         valued: ["name", "join", "passphrase-file", "relay", "cloud", "from-cloud", "kdf"], flags: ["homebase", "json"]
@@ -122,11 +122,11 @@ enum InitCommand {
         }
         if let relay { try inv.home.prefs.update { $0.relay = relay } }
         // Best effort: siblings listening now learn the certificate at once.
-        var announced = "its certificate reaches the siblings when it first syncs"
+        var announced = "a device of the account admits it when they first sync"
         if let sync = try? SyncService.start(home: inv.home, store: store, identity: identity) {
             usleep(300_000)
             sync.stop()
-            announced = "introduced to the siblings that are listening; the rest learn of it when they sync"
+            announced = "introduced to the siblings that are listening (one of them admits it); otherwise a device of the account admits it when they first sync"
         }
         let prefs = try inv.home.prefs.load()
         if args.has("json") {

@@ -4,8 +4,8 @@ import QuireStore
 import QuireSync
 
 /// `quire role [homebase|device]`: shows or changes this device's role. The
-/// role lives in prefs and in the device's certificate, re-signed here with
-/// the account key, so every sibling learns it through the roster.
+/// role lives in prefs and in a role statement of the device log, signed by
+/// this device's key, so every sibling learns it through the roster.
 enum RoleCommand {
     static let command = Command(
         name: "role",
@@ -50,13 +50,19 @@ enum RoleCommand {
                 note = "it still holds \(held) bodies for other devices and serves their recalls; they should recall them or offload to another homebase"
             }
         }
-        guard let row = try store.row(.devices, identity.deviceID), case .device(var record)? = row.content else {
-            throw CommandFailure("this device's roster entry is missing; the device directory is incomplete")
+        let (roster, _) = try Roster.load(from: store, accountKey: identity.account.publicKey)
+        guard let mine = roster[identity.deviceID], mine.trust == .trusted else {
+            throw CommandFailure("this device is not a trusted member of the account (not admitted yet, or revoked); its role cannot change")
         }
         let changed = prefs.role != role
-        if changed || (try? DeviceCertificate.verify(record.certificate, accountKey: identity.account.publicKey).role) != role.rawValue {
-            record.certificate = identity.signedCertificate(name: record.name, role: role.rawValue, issuedAt: SystemClock().now())
-            try store.putRosterEntry(record, key: identity.deviceID)
+        if changed || mine.role != role.rawValue {
+            // A role statement signed by this device's own key (the account
+            // key is not on any device to re-sign a certificate).
+            var statement = DeviceStatement(kind: .role, accountKey: identity.account.publicKey.bytes,
+                                            signerKey: identity.deviceSigning.publicKey.bytes, subject: identity.deviceID, at: SystemClock().now())
+            statement.role = role.rawValue
+            let (key, record) = DeviceStatement.row(statement.signed(by: identity.deviceSigning), displayName: "role of \(mine.name)")
+            try store.putRosterEntry(record, key: key)
             try inv.home.prefs.update { $0.role = role }
         }
         if args.has("json") {

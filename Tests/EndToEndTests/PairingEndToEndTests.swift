@@ -1,0 +1,41 @@
+import Foundation
+import QuireTestSupport
+import XCTest
+
+/// Pairing with real processes: an invite admits one device; the same
+/// invite used again (a leaked invite file) admits nobody, and the device
+/// that refused it says why.
+final class PairingEndToEndTests: SyncEndToEndBase {
+    func trust(_ name: String, on device: String) throws -> String? {
+        let r = try quireOK(["devices", "--json"], home: home(device))
+        let list = (try jsonObject(r.stdout) as! [String: Any])["devices"] as! [[String: Any]]
+        return list.first { $0["name"] as? String == name }?["trust"] as? String
+    }
+
+    func testAReusedInviteAdmitsNobody() throws {
+        try quireOK(["init", "--name", "a", "--relay", relay], home: home("a"))
+        let made = try quireOK(["invite", "--out", dir + "/invite", "--kdf", "interactive", "--passphrase-words"], home: home("a"))
+        let words = try XCTUnwrap(made.stderr.split(separator: "\n").first { $0.hasPrefix("passphrase: ") }).dropFirst("passphrase: ".count)
+        XCTAssertEqual(words.split(separator: "-").count, 5, String(words))
+        let invite = try String(contentsOfFile: dir + "/invite", encoding: .utf8)
+        XCTAssertFalse(invite.contains("quire-invite-1."))
+        let pass = ["QUIRE_PASSPHRASE": String(words)]
+        try quireOK(["init", "--join", dir + "/invite", "--name", "b", "--relay", relay], home: home("b"), env: pass)
+        try startAll(["a", "b"])
+        XCTAssertTrue(eventually(30) { (try? self.trust("b", on: "a")) == "trusted" }, daemons.map(\.output).joined())
+        XCTAssertTrue(try waitForEqualDigests([home("a"), home("b")], timeout: 30))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: home("b") + "/keys/backup.key"), "b received the backup key when admitted")
+
+        // The same invite file again, later: refused by the device that hears it.
+        try quireOK(["init", "--join", dir + "/invite", "--name", "c", "--relay", relay], home: home("c"), env: pass)
+        daemons.append(try SyncDaemon(home: home("c"), relay: relay))
+        XCTAssertTrue(eventually(20) { self.daemons[0].output.contains("already used") }, daemons[0].output)
+        try put(home("a"), ["notebook", "Private"], body: "c must never see this")
+        XCTAssertTrue(try waitForEqualDigests([home("a"), home("b")], timeout: 30))
+        sleep(2)
+        XCTAssertNotEqual(try trust("c", on: "a"), "trusted")
+        XCTAssertNotEqual(try trust("c", on: "b"), "trusted")
+        XCTAssertFalse(try quireOK(["ls", "notebook"], home: home("c")).stdout.contains("Private"))
+        XCTAssertTrue(try quireOK(["devices"], home: home("c")).stdout.contains("waiting to be admitted"))
+    }
+}
