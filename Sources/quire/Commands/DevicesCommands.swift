@@ -74,28 +74,20 @@ enum DevicesCommands {
         let log = DeviceLog(rows: rows, accountKey: identity.account.publicKey)
         let roster = log.roster()
         guard roster[identity.deviceID]?.trust == .trusted else {
-            throw CommandFailure(roster[identity.deviceID] == nil
-                ? "this device has not been admitted to the account yet: it cannot revoke devices"
-                : "this device was revoked (or never validly admitted): it cannot revoke devices")
+            throw CommandFailure((roster[identity.deviceID] == nil ? Revoking.Refusal.notAdmitted : .revoked).description)
         }
         var candidates = roster.members.values.filter { !$0.isRevoked }
         if args.positional.count == 2 { candidates = candidates.filter { $0.name == args.positional[1] } }
         if let id = args.value("id")?.lowercased() { candidates = candidates.filter { $0.deviceID.hex.hasPrefix(id) } }
         guard args.positional.count == 2 || args.value("id") != nil else { throw UsageError("name the device to revoke") }
-        guard !candidates.isEmpty else { throw CommandFailure("no trusted device on the roster matches (revoked devices stay revoked); see 'quire devices'") }
+        guard !candidates.isEmpty else { throw CommandFailure(Revoking.Refusal.unknownDevice.description) }
         guard candidates.count == 1, let target = candidates.first else {
             throw CommandFailure("\(candidates.count) devices match; add --id with one of: \(candidates.map { $0.deviceID.hex.prefix(12) }.joined(separator: ", "))")
         }
-        guard target.deviceID != identity.deviceID else {
-            throw CommandFailure("this is the device you are on; revoke it from another device of the account")
+        let after: Roster
+        do { after = try Revoking.revoke(target.deviceID, by: identity, store: store, at: SystemClock().now()) } catch let refusal as Revoking.Refusal {
+            throw CommandFailure(refusal.description)
         }
-        var statement = DeviceStatement(kind: .revoke, accountKey: identity.account.publicKey.bytes,
-                                        signerKey: identity.deviceSigning.publicKey.bytes, subject: target.deviceID, at: SystemClock().now())
-        // What the revoked device signed before, as this device saw it, stays.
-        statement.kept = log.countingStatements(signedBy: target.deviceID)
-        let (key, record) = DeviceStatement.row(statement.signed(by: identity.deviceSigning), displayName: "revocation of \(target.name)")
-        try store.putRosterEntry(record, key: key)
-        let after = try Roster.load(from: store, accountKey: identity.account.publicKey).roster
         let keptDevices = after.members.values.filter { $0.addedBy == target.deviceID && !$0.isRevoked }.map { "'\($0.name)'" }.sorted()
         let others = after.siblings(of: identity.deviceID).map { "'\($0.name)'" }
         Output.line("revoked '\(target.name)' (\(target.deviceID.hex.prefix(12))): a revocation signed by this device is in the device log; "

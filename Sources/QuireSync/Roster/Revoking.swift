@@ -1,0 +1,39 @@
+import QuireCore
+import QuireCrypto
+import QuireStore
+
+/// `quire devices revoke`: a revocation signed by this device's own key,
+/// added to the device log. What the revoked device signed before, as this
+/// device saw it, stays (`kept`); nothing it signs after counts anywhere.
+public enum Revoking {
+    public enum Refusal: Error, Equatable, CustomStringConvertible {
+        case notAdmitted, revoked, unknownDevice, thisDevice
+
+        public var description: String {
+            switch self {
+            case .notAdmitted: return "this device has not been admitted to the account yet: it cannot revoke devices"
+            case .revoked: return "this device was revoked (or never validly admitted): it cannot revoke devices"
+            case .unknownDevice: return "no trusted device on the roster matches (revoked devices stay revoked); see 'quire devices'"
+            case .thisDevice: return "this is the device you are on; revoke it from another device of the account"
+            }
+        }
+    }
+
+    /// Revokes `target` from the device `identity` on its `store`; returns
+    /// the roster as this device reads it afterwards.
+    @discardableResult
+    public static func revoke(_ target: DeviceID, by identity: Identity, store: ReplicaStore, at: Timestamp) throws -> Roster {
+        let log = DeviceLog(rows: try store.rows(.devices, from: [], to: nil), accountKey: identity.account.publicKey)
+        let roster = log.roster()
+        guard let me = roster[identity.deviceID] else { throw Refusal.notAdmitted }
+        guard me.trust == .trusted else { throw Refusal.revoked }
+        guard target != identity.deviceID else { throw Refusal.thisDevice }
+        guard let member = roster[target], !member.isRevoked else { throw Refusal.unknownDevice }
+        var statement = DeviceStatement(kind: .revoke, accountKey: identity.account.publicKey.bytes,
+                                        signerKey: identity.deviceSigning.publicKey.bytes, subject: target, at: at)
+        statement.kept = log.countingStatements(signedBy: target)
+        let (key, record) = DeviceStatement.row(statement.signed(by: identity.deviceSigning), displayName: "revocation of \(member.name)")
+        try store.putRosterEntry(record, key: key)
+        return try Roster.load(from: store, accountKey: identity.account.publicKey).roster
+    }
+}
