@@ -108,6 +108,19 @@ final class SimulationTests: XCTestCase {
         }
     }
 
+    /// Lost devices revoked mid-history, one of them turned on again by a
+    /// thief after the fleet settled: the roster goes on without them, and
+    /// nothing the thief writes reaches it.
+    func testRevocationHistoriesHold() throws {
+        for seed in [1, 3, 6] {
+            let run = try SimulatorBinary.run(["--replay", String(seed), "--revocations"])
+            XCTAssertEqual(run.status, 0, "seed \(seed) --revocations:\n" + run.stdout.suffix(4000))
+            XCTAssertTrue(run.stdout.contains("which was lost"), "seed \(seed) no longer revokes a device")
+        }
+        let thief = try SimulatorBinary.run(["--replay", "1", "--revocations"])
+        XCTAssertTrue(thief.stdout.contains("a thief turns it on and writes"), "seed 1 no longer plays the thief")
+    }
+
     func testIssue10HistoriesHold() throws {
         XCTAssertTrue(RowObservation.keepsConcurrentHeads)
         for seed in Issue10Regressions.threeWayEditDelete {

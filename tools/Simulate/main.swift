@@ -28,6 +28,8 @@ let usage = """
       --counted-copies-kept   also demand that an offloaded body keep the resident copies its offload counted
                               (nothing pins them: open)
       --everything            all seven of the above
+      --revocations           also lose devices and revoke them from another (the code of 'quire devices revoke'); a
+                              thief may turn one on again after the fleet settled: nothing it writes may reach the roster
       --require-heads, --no-require-heads
                               demand (default) or not that every concurrent unsuperseded write survive as a head
       --phantom-write STEP    test the simulator itself: record STEP's write with a token the replica never
@@ -127,6 +129,7 @@ func parse(_ args: [String]) -> Arguments {
         case "--small-response-budgets": a.options.allowsSmallResponseBudgets = true
         case "--recreate-deleted-prose": a.options.allowsRecreatingDeletedProse = true
         case "--cloud-and-power-faults": a.options.injectsCloudAndPowerFaults = true
+        case "--revocations": a.options.allowsRevocation = true
         case "--everything": a.options = WorkloadOptions.everything.merging(deviceCount: a.options.deviceCount, stepCount: a.options.stepCount)
         case "--require-heads": a.options.requiresHeads = true
         case "--no-require-heads": a.options.requiresHeads = false

@@ -20,6 +20,8 @@ public final class SimDevice: @unchecked Sendable {
     public internal(set) var backups: [String] = []
     /// Restores so far (names the directory each one moved aside).
     var restores = 0
+    /// Lost and revoked: no longer one of the fleet the invariants speak of.
+    public internal(set) var isRevoked = false
     /// For each copy: this device's own counter in every row it held then
     /// (what a restore would roll back to).
     var backupCounters: [[RowRef: UInt64]] = []

@@ -36,6 +36,8 @@ public final class SimulatedFleet: @unchecked Sendable {
     /// Called just before that cut, while the disk can still be read.
     public var beforePowerCut: ((SimDevice) -> Void)?
     public private(set) var devices: [SimDevice] = []
+    /// The devices of the roster: every device but those lost and revoked.
+    public var members: [SimDevice] { devices.filter { !$0.isRevoked } }
     let account: SigningKeyPair
     let backupKey: SecretBytes
     /// A tick while frames are on their way or a pull runs.
@@ -284,7 +286,7 @@ public final class SimulatedFleet: @unchecked Sendable {
     /// True when every online device holds the same digest and every
     /// engine knows it (its siblings hold it too, nothing is being pulled).
     public func isSettled() -> Bool {
-        let online = devices.filter(\.isOnline)
+        let online = members.filter(\.isOnline)
         func digest(_ d: SimDevice) -> [UInt8]? {
             let generation = (try? d.home.prefs.load().generation) ?? 0
             return try? d.store?.digest(generation: generation).encoded()

@@ -60,6 +60,8 @@ public final class Simulation {
     /// Copies required, batches running, bodies taken back (invariant 4).
     let offloads = OffloadLedger()
     var skipped = 0
+    /// Lost devices a thief turns on again once the fleet settled.
+    var thieves: [SimDevice] = []
     /// Why steps did nothing, by kind ("held back" is a switch at work).
     var skips: [String: Int] = [:]
 
@@ -146,6 +148,7 @@ public final class Simulation {
                 checker.takeOffloadProblems(offloads)
             }
             settled = try settle()
+            for problem in try thievesReturn() { checker.fail(.convergence, problem) }
             pollOffloads()
             try checker.checkNoBodyLost(offloads, final: true)
             // Every body still offloaded comes back through a real recall
@@ -184,7 +187,7 @@ public final class Simulation {
         fleet.network.partition = nil
         fleet.cloud.healAll()
         fleet.trace.record(nil, "heal: no more faults, no partition, the cloud folder reachable, every device on")
-        for device in fleet.devices { try fleet.powerOn(device, online: true) }
+        for device in fleet.members { try fleet.powerOn(device, online: true) }
         var elapsed: UInt64 = 0
         var nextReport: UInt64 = 10_000
         while elapsed < Simulation.settleBudgetMs {
@@ -195,7 +198,7 @@ public final class Simulation {
             }
             if elapsed >= nextReport {
                 nextReport += 10_000
-                let waiting = fleet.devices.compactMap { d -> String? in
+                let waiting = fleet.members.compactMap { d -> String? in
                     let siblings = d.engine?.unconvergedSiblings() ?? []
                     return siblings.isEmpty ? nil : "\(d.name) with \(siblings.joined(separator: ","))"
                 }

@@ -20,7 +20,7 @@ extension InvariantChecker {
             for ref in commit.keys.sorted(by: { $0.description < $1.description }) {
                 let ids = (model.writesByRow[ref] ?? []).filter { $0 < commit.writesBefore }
                 let deletedDots = Set(ids.filter { model.writes[$0].isDelete }.flatMap { model.writes[$0].seen }.map { model.writes[$0].dot })
-                for device in fleet.devices {
+                for device in fleet.members {
                     guard let store = device.store, final || device.generation.value >= commit.generation else { continue }
                     guard let row = try store.row(ref.namespace, ref.key), RowObservation.isLive(row) else {
                         tally.pass(.noResurrection)
@@ -45,7 +45,7 @@ extension InvariantChecker {
     /// generation (a restore or a missed commit nobody detected).
     mutating func checkGenerations(ledger: BarrierLedger, final: Bool) {
         var top = ledger.committedGeneration
-        for device in fleet.devices {
+        for device in fleet.members {
             let generation = (try? device.home.prefs.load().generation) ?? 0
             top = max(top, generation)
             let seen = ledger.observe(slot: device.slot, generation: generation)
@@ -56,7 +56,7 @@ extension InvariantChecker {
             }
         }
         guard final else { return }
-        for device in fleet.devices {
+        for device in fleet.members {
             let generation = (try? device.home.prefs.load().generation) ?? 0
             if generation < top {
                 failOnce(.generations, "\(device.name) ended at generation \(generation), behind the fleet's \(top): a restore or a missed commit went undetected",

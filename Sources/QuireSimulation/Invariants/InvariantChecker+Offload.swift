@@ -16,7 +16,7 @@ import QuireStore
 /// it" holds by construction.
 extension InvariantChecker {
     mutating func checkNoBodyLost(_ offloads: OffloadLedger, final: Bool) throws {
-        let devices = fleet.devices.filter { $0.store != nil }
+        let devices = fleet.members.filter { $0.store != nil }
         for d in devices {
             guard let store = d.store else { continue }
             var seen = Set<[UInt8]>()

@@ -30,7 +30,7 @@ struct InvariantChecker {
     // MARK: (1) Convergence
 
     mutating func checkConvergence(settled: Bool, settleBudgetMs: UInt64) throws {
-        let devices = fleet.devices
+        let devices = fleet.members
         if !settled {
             fail(.convergence, "the fleet did not settle within \(settleBudgetMs / 1000) s of simulated time after every fault was healed",
                  devices.map { d in "\(d.name): unconverged with [\(d.engine?.unconvergedSiblings().joined(separator: ", ") ?? "offline")]" })
@@ -103,7 +103,7 @@ struct InvariantChecker {
             let expectedParagraphs = Set(model.editsNoDeleteSaw(of: ref).flatMap(\.paragraphs))
                 .subtracting(model.deletedParagraphs(of: ref))
             var problems: [String] = []
-            for device in fleet.devices {
+            for device in fleet.members {
                 guard let store = device.store else { continue }
                 let row = try store.row(ref.namespace, ref.key)
                 let shown = RowObservation.shown(row)
@@ -176,7 +176,7 @@ struct InvariantChecker {
     /// What each device's replica recorded merging into the row.
     func merges(of ref: RowRef) throws -> [String] {
         var out: [String] = []
-        for device in fleet.devices {
+        for device in fleet.members {
             guard let store = device.store else { continue }
             for m in try store.mergeHistory(ref.namespace, ref.key) {
                 // The log names devices by id prefix; say their names.
@@ -191,7 +191,7 @@ struct InvariantChecker {
     // MARK: (5) No silent stuck device
 
     mutating func checkNoSilentStuckDevice(settled: Bool) {
-        for device in fleet.devices {
+        for device in fleet.members {
             guard let engine = device.engine else {
                 fail(.noSilentStuckDevice, "\(device.name) is not running after the heal")
                 continue

@@ -40,6 +40,9 @@ public enum Operation: Sendable, Equatable {
     case restore(device: Int, pick: UInt64)
     /// A new device joins the account, invited by `inviter`.
     case join(inviter: Int)
+    /// `victim` is lost, and `revoker` revokes it; with `thiefReturns` the
+    /// lost device comes back on, syncing and writing, a thief's device.
+    case revoke(revoker: Int, victim: Int, thiefReturns: Bool)
     /// The network splits: slots whose bit is set in `mask` on one side.
     case partition(mask: UInt8)
     /// The network is whole again.
@@ -67,6 +70,19 @@ public enum Operation: Sendable, Equatable {
     case holderPowerCut
     /// An edit or delete of a note the device shows offloaded (a pick among them).
     case editOffloaded(device: Int, pick: UInt64, edit: OffloadedNoteEdit)
+
+    /// The device the operation acts on or through, if one.
+    var deviceSlot: Int? {
+        switch self {
+        case .write(let d, _, _), .slowProseEdit(let d, _, _, _, _), .delete(let d, _, _), .deleteNamed(let d, _), .goOffline(let d),
+             .goOnline(let d), .restartEngine(let d), .reboot(let d), .backUp(let d), .restore(let d, _), .clockStep(let d, _),
+             .powerLoss(let d), .offload(let d, _, _, _), .recall(let d, _), .readOffloaded(let d, _), .editOffloaded(let d, _, _):
+            return d
+        case .join(let inviter): return inviter
+        case .revoke(let revoker, _, _): return revoker
+        case .partition, .heal, .sleep, .cloud, .holderPowerCut: return nil
+        }
+    }
 }
 
 /// What happens to a note whose body is offloaded here.
@@ -143,6 +159,7 @@ extension Operation: CustomStringConvertible {
         case .backUp(let d): return "slot \(d) is backed up"
         case .restore(let d, _): return "slot \(d) is restored from a copy of its directory"
         case .join(let inviter): return "a new device joins, invited by slot \(inviter)"
+        case .revoke(let revoker, let victim, let thief): return "slot \(victim) is lost and slot \(revoker) revokes it" + (thief ? "; a thief turns it on later" : "")
         case .partition(let mask): return "partition \(String(mask, radix: 2))"
         case .heal: return "the network heals"
         case .sleep(let ms): return "everyone sleeps \(ms / 60_000) min"

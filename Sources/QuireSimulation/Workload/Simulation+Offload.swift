@@ -193,13 +193,13 @@ extension Simulation {
     /// back through that device's real recall, unless a restore took it back.
     func recallEverything() throws {
         fleet.trace.phase = .settle
-        for d in fleet.devices {
+        for d in fleet.members {
             guard let store = d.store else { continue }
             var asked = Set<[UInt8]>()
             for body in try offloadedBodies(store) where asked.insert(body.contentHash).inserted {
                 if try recall(d, key: body.key, contentHash: body.contentHash, timeoutMs: 30_000, what: "after the heal, recalls") == nil {
                     if offloads.takenBack.contains(body.contentHash),
-                       try !fleet.devices.contains(where: { try $0.store?.servableBody(contentHash: body.contentHash, key: body.key) != nil }) {
+                       try !fleet.members.contains(where: { try $0.store?.servableBody(contentHash: body.contentHash, key: body.key) != nil }) {
                         fleet.trace.record(d.name, "cannot recall \(body.key.hex.prefix(8)): a restore took back its last copy")
                         continue
                     }

@@ -16,6 +16,10 @@ extension Simulation {
     }
 
     func perform(_ operation: Operation, step: Int) throws {
+        // A lost device does nothing but what a thief does with it.
+        if let slot = operation.deviceSlot, device(slot).isRevoked {
+            return skip(device(slot), "it was lost and revoked", kind: "revoked")
+        }
         switch operation {
         case .write(let slot, let target, let pick):
             try write(device(slot), target, random: SeededRandom(seed: pick), step: step)
@@ -79,6 +83,8 @@ extension Simulation {
             }
             ledger.noteRestore(slot: d.slot)
             try noteRolledBack(held, by: d)
+        case .revoke(let revokerSlot, let victimSlot, let thiefReturns):
+            try revoke(device(victimSlot), by: device(revokerSlot), thiefReturns: thiefReturns)
         case .join(let inviter):
             guard fleet.devices.count < 6 else { return skip(nil, "the fleet is full") }
             let host = device(inviter)
@@ -161,18 +167,18 @@ extension Simulation {
     /// device had). Nothing owes them; they are named in the trace. A write
     /// whose key a committed barrier collected after it is settled in the
     /// fleet (its row is absent everywhere by agreement), not taken back.
-    func noteRolledBack(_ heldBefore: [WriteRecord], by d: SimDevice) throws {
+    func noteRolledBack(_ heldBefore: [WriteRecord], by d: SimDevice, why: String = "the restore") throws {
         var gone: [Int] = []
         for w in heldBefore {
             if ledger.commits.contains(where: { $0.keys.contains(w.row) && w.id < $0.writesBefore }) { continue }
-            var holders = fleet.devices.filter { $0 !== d }.compactMap(\.store)
+            var holders = fleet.members.filter { $0 !== d }.compactMap(\.store)
             if let mine = d.store { holders.insert(mine, at: 0) }
             let stillHeld = try holders.contains { keeps(try $0.row(w.row.namespace, w.row.key), w) }
             if !stillHeld { gone.append(w.id) }
         }
         guard !gone.isEmpty else { return }
         model.markRolledBack(gone)
-        fleet.trace.record(d.name, "the restore took back \(gone.map { "#w\($0)" }.joined(separator: ", ")), held by no other device")
+        fleet.trace.record(d.name, "\(why) took back \(gone.map { "#w\($0)" }.joined(separator: ", ")), held by no other device")
     }
 
     func liveKeys(_ store: ReplicaStore, _ ns: Namespace) throws -> [RowKey] {

@@ -55,7 +55,15 @@ public enum WorkloadGenerator {
         let offload = SeededRandom(seed: SeedMix.mix(seed, 0x4F46_464C))   // "OFFL"
         // Most fleets have a homebase; the rest show that offloads are refused without one.
         let homebaseSlot: Int? = options.offloads && offload.chance(0.85) ? offload.int(0..<deviceCount) : nil
+        // Revocations too.
+        let revocations = SeededRandom(seed: SeedMix.mix(seed, 0x5245_564F))   // "REVO"
         while steps.count < stepCount {
+            if options.allowsRevocation, slots >= 3, revocations.chance(0.05) {
+                let victim = revocations.int(0..<slots)
+                let revoker = (victim + 1 + revocations.int(0..<slots - 1)) % slots
+                steps.append(Step(.revoke(revoker: revoker, victim: victim, thiefReturns: revocations.chance(0.5)),
+                                  thenRunMs: UInt64(revocations.int(0...200)) * 100))
+            }
             if options.injectsCloudAndPowerFaults, faults.chance(0.1) {
                 steps.append(Step(cloudOrPowerFault(faults, slots: slots), thenRunMs: UInt64(faults.int(0...200)) * 100))
             }

@@ -45,6 +45,12 @@ public struct WorkloadOptions: Sendable, Equatable {
     /// simulator: seeds 927 and 1073 with --everything; open). Off, (4)
     /// demands one held copy re-hashed on its holder, and checks every recall.
     public var requiresCountedCopiesKept = false
+    /// Let a device be lost and revoked by another (`Revoking`, the code of
+    /// `quire devices revoke`), from a stream of its own: what only it held
+    /// goes with it, the fleet goes on without it, and, when the thief turns
+    /// it on again, nothing it writes after its revocation may reach a
+    /// device of the roster.
+    public var allowsRevocation = false
     /// Let a device join mid-history.
     public var allowsJoin = true
     /// Inject network faults (drop, duplicate, reorder, delay, partition, corrupt).
@@ -83,6 +89,7 @@ public struct WorkloadOptions: Sendable, Equatable {
         if allowsSmallResponseBudgets { out.append("--small-response-budgets") }
         if allowsRecreatingDeletedProse { out.append("--recreate-deleted-prose") }
         if injectsCloudAndPowerFaults { out.append("--cloud-and-power-faults") }
+        if allowsRevocation { out.append("--revocations") }
         if let phantomWriteStep { out += ["--phantom-write", String(phantomWriteStep)] }
         if !offloads { out.append("--no-offload") }
         if requiresCountedCopiesKept { out.append("--counted-copies-kept") }

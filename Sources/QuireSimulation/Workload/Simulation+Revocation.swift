@@ -1,0 +1,54 @@
+import Foundation
+import QuireCore
+import QuireStore
+import QuireSync
+
+/// Revocation, as a person who lost a device does it: the device goes
+/// away with whatever only it held, another device revokes it with the
+/// code of `quire devices revoke`, and the fleet goes on without it. A
+/// thief may turn the lost device on again once the fleet has settled:
+/// nothing it writes after its revocation may reach a device of the roster.
+extension Simulation {
+    func revoke(_ victim: SimDevice, by revoker: SimDevice, thiefReturns: Bool) throws {
+        guard victim !== revoker, !revoker.isRevoked else { return skip(victim, "no other device to revoke it from") }
+        guard fleet.members.count >= 3 else { return skip(victim, "two devices stay on the roster", kind: "revoked") }
+        // Bodies only the homebase holds would go with it: not drawn here.
+        guard victim.slot != plan.homebaseSlot else { return skip(victim, "the homebase is not revoked in these histories", kind: "revoked") }
+        guard let store = revoker.store else { return skip(revoker, "powered off: cannot revoke") }
+        let held = try writesHeld(by: victim)
+        fleet.powerOff(victim)
+        victim.isRevoked = true
+        // What the lost device alone held is gone with it (nothing owes it).
+        try noteRolledBack(held, by: victim, why: "the loss of \(victim.name)")
+        try Revoking.revoke(victim.id, by: revoker.identity, store: store, at: revoker.clock.now())
+        fleet.trace.record(revoker.name, "revokes \(victim.name), which was lost" + (thiefReturns ? " (a thief will turn it on again)" : ""))
+        if thiefReturns { thieves.append(victim) }
+    }
+
+    /// After the fleet settled (every roster device knows every revocation):
+    /// each thief's device comes back on, writes, and syncs for a minute.
+    /// Returns what reached the roster that must not have.
+    func thievesReturn() throws -> [String] {
+        guard !thieves.isEmpty else { return [] }
+        var stolen: [(thief: SimDevice, key: RowKey, title: String)] = []
+        for thief in thieves {
+            try fleet.powerOn(thief, online: true)
+            let title = "written by \(thief.name) after its revocation"
+            let row = try thief.store!.put(.note(Note(title: title, body: Array("a thief's words\n".utf8),
+                                                      createdAt: thief.clock.now(), updatedAt: thief.clock.now())))
+            stolen.append((thief, row.key, title))
+            fleet.trace.record(thief.name, "a thief turns it on and writes '\(title)'")
+        }
+        fleet.run(ms: 60_000)
+        var problems: [String] = []
+        for (thief, key, title) in stolen {
+            for member in fleet.members {
+                if let row = try member.store?.row(.notebook, key), RowObservation.isLive(row) {
+                    problems.append("\(member.name) took '\(title)' from \(thief.name), which was revoked")
+                }
+            }
+        }
+        for thief in thieves { fleet.goOffline(thief) }
+        return problems
+    }
+}
