@@ -183,6 +183,8 @@ enum RestoreRegressions {
         (5061, ["--everything"], "the same, with every fault switched on", "recovered from the cloud anchor"),
         (5243, [], "two devices joined while the leader had not heard of them; the barrier went on without them, and their recovery "
          + "took the rows the fleet never saw for deleted ones", "recovered from the cloud anchor"),
+        (22, ["--everything"], "a sibling's write made after the barrier agreed, passed on to a device that had not heard of the commit, "
+         + "was taken for a deleted version at that device's recovery and its tombstone deleted it everywhere", "recovered from the cloud anchor"),
         // The oracle's, not the product's.
         (782, [], "a device restored while offline kept the generation it had before (the rows went back, the generation did not)",
          "restored backup copy"),

@@ -115,6 +115,25 @@ final class GraveyardTests: XCTestCase {
         XCTAssertEqual(try a.row(.plans, q.key)?.isTombstone, true)
     }
 
+    /// A sibling's write made after the barrier agreed, passed on before
+    /// this device heard of the commit: with a complete graveyard it is
+    /// not taken for a version the fleet deleted (simulator seed 22 with
+    /// --everything); without one, the old rule drops it.
+    func testWithACompleteGraveyardASiblingsLaterWriteStays() throws {
+        let base = Row.tombstone(.plans, RowKey(bytes: [UInt8](repeating: 6, count: 16))!, context: VersionVector())
+        let agreed = base.edited(by: Actor(device: deviceA, incarnation: 1), to: plan("as the barrier agreed"))
+        let later = agreed.edited(by: Actor(device: deviceB, incarnation: 2), to: plan("written after it by a sibling"))
+        for (complete, survives) in [(true, true), (false, false)] {
+            let sub = dir + "/\(complete)"
+            try FileManager.default.createDirectory(atPath: sub, withIntermediateDirectories: true)
+            let c = try makeStore(sub, device: DeviceID(bytes: [UInt8](repeating: 0xC3, count: 16))!, seed: 9)
+            try c.apply([later])
+            _ = try c.recover(from: [agreed], graveyard: [], roster: nil, graveyardIsComplete: complete)
+            let heads = try XCTUnwrap(try c.row(.plans, agreed.key)).heads.map(\.dot.actor.device)
+            XCTAssertEqual(heads.contains(deviceB), survives, "graveyard complete: \(complete)")
+        }
+    }
+
     func testAKeyCollectedTwiceJoinsItsContexts() throws {
         let a = try makeStore(dir)
         let key = RowKey(bytes: [UInt8](repeating: 7, count: 16))!

@@ -56,6 +56,16 @@ final class AnchorTests: XCTestCase {
         let withRoster = AnchorSnapshot(generation: 8, rows: [], roster: ids)
         XCTAssertEqual(try AnchorSnapshot(decoding: withRoster.encoded()).roster, ids.sorted())
         XCTAssertNil(try AnchorSnapshot(decoding: snapshot(8).encoded()).roster, "an anchor from before the roster field names none")
+        // The graveyard is complete from the first anchor on, or from the
+        // first one written after an anchor that did not say.
+        XCTAssertEqual(AnchorSnapshot.graveyardSince(generation: 1, previous: nil), 1)
+        XCTAssertEqual(AnchorSnapshot.graveyardSince(generation: 4, previous: snapshot(3)), 4, "an older anchor without the field")
+        let complete = AnchorSnapshot(generation: 5, rows: [], graveyardSince: 2)
+        XCTAssertEqual(try AnchorSnapshot(decoding: complete.encoded()).graveyardSince, 2)
+        XCTAssertEqual(AnchorSnapshot.graveyardSince(generation: 6, previous: complete), 2)
+        XCTAssertTrue(complete.graveyardCovers(since: 1))
+        XCTAssertFalse(complete.graveyardCovers(since: 0), "a device from before generation 2 may hold versions collected then")
+        XCTAssertFalse(snapshot(3).graveyardCovers(since: 2))
         // Written before the graveyard existed: field 3 absent.
         XCTAssertEqual(try AnchorSnapshot(decoding: snapshot(8).encoded()).graveyard, [])
         XCTAssertEqual(snapshot(8).encoded(), AnchorSnapshot(generation: 8, rows: snapshot(8).rows, graveyard: []).encoded())

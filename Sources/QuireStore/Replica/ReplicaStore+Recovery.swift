@@ -38,8 +38,14 @@ extension ReplicaStore {
     /// transaction.
     /// `roster`: the devices the snapshot's barrier agreed with (nil: not
     /// known, and this device is taken to have been one of them).
-    public func recover(from snapshot: [Row], graveyard: [CollectedTombstone] = [], roster: [DeviceID]? = nil) throws(StoreError) -> Recovery {
-        let outsider = roster.map { !$0.contains(deviceID) } ?? false
+    /// `graveyardIsComplete`: the graveyard names every version the fleet
+    /// deleted and collected since this device's state; then a version
+    /// is the fleet's deleted one only if the graveyard or the snapshot
+    /// names it, whoever wrote it (a sibling's write after the barrier
+    /// agreed, passed on before this device heard of the commit, stays).
+    public func recover(from snapshot: [Row], graveyard: [CollectedTombstone] = [], roster: [DeviceID]? = nil,
+                        graveyardIsComplete: Bool = false) throws(StoreError) -> Recovery {
+        let keepsAllUnnamed = graveyardIsComplete || (roster.map { !$0.contains(deviceID) } ?? false)
         return try write { ctx in
             try ctx.bury(graveyard)
             if let roster { try ctx.setBarrierRoster(roster) }
@@ -48,7 +54,7 @@ extension ReplicaStore {
             /// This device's versions no sibling had seen when its copy was
             /// taken, less those the fleet saw and collected since.
             func unshared(_ row: Row) throws(StoreError) -> [RowHead] {
-                let mine = outsider ? row.heads : try ctx.unsharedHeads(row)
+                let mine = keepsAllUnnamed ? row.heads : try ctx.unsharedHeads(row)
                 guard let entry = buried[row.namespace]?[row.key] else { return mine }
                 return mine.filter { !entry.saw($0) }
             }

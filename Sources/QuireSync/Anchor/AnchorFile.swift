@@ -64,8 +64,16 @@ public struct AnchorSnapshot: Equatable, Sendable {
     /// that is not one of them was never rolled back: the fleet never held
     /// its state (`ReplicaStore.recover`).
     public var roster: [DeviceID]?
+    /// The first generation whose collections the graveyard holds all of
+    /// (field 5; nil: not known, as in anchors written before it existed).
+    /// A device behind the anchor whose own generation is at least this
+    /// less one can trust the graveyard to name every version the fleet
+    /// deleted since its state.
+    public var graveyardSince: UInt64?
 
-    public init(generation: UInt64, rows: [Row], graveyard: [CollectedTombstone] = [], roster: [DeviceID]? = nil) {
+    public init(generation: UInt64, rows: [Row], graveyard: [CollectedTombstone] = [], roster: [DeviceID]? = nil,
+                graveyardSince: UInt64? = nil) {
+        self.graveyardSince = graveyardSince
         self.generation = generation
         self.rows = rows
         self.graveyard = graveyard
@@ -82,6 +90,7 @@ public struct AnchorSnapshot: Equatable, Sendable {
         var fields: [(CBOR, CBOR)] = [(.unsigned(1), .unsigned(generation)), (.unsigned(2), .array(groups))]
         if !graveyard.isEmpty { fields.append((.unsigned(3), CollectedTombstone.encode(graveyard))) }
         if let roster { fields.append((.unsigned(4), .array(roster.map { .bytes($0.bytes) }))) }
+        if let graveyardSince { fields.append((.unsigned(5), .unsigned(graveyardSince))) }
         return CBORWriter.encode(.map(fields))
     }
 
@@ -113,11 +122,26 @@ public struct AnchorSnapshot: Equatable, Sendable {
             } else {
                 roster = nil
             }
+            graveyardSince = try fields.optional(5)?.asUInt()
         } catch let error as AnchorError {
             throw error
         } catch {
             throw .malformed("the snapshot does not decode: \(error)")
         }
+    }
+}
+
+extension AnchorSnapshot {
+    /// Whether the graveyard names every version the fleet deleted and
+    /// collected after a device at generation `local` (see `graveyardSince`).
+    public func graveyardCovers(since local: UInt64) -> Bool {
+        graveyardSince.map { $0 <= local + 1 } ?? false
+    }
+
+    /// `graveyardSince` for the anchor of `generation`, written after `previous`.
+    public static func graveyardSince(generation: UInt64, previous: AnchorSnapshot?) -> UInt64 {
+        guard let previous else { return generation == 1 ? 1 : generation }
+        return previous.graveyardSince ?? generation
     }
 }
 

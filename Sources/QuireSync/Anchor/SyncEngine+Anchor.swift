@@ -64,7 +64,8 @@ extension SyncEngine {
                     anchorState = "behind the fleet (anchor at generation \(target), this device at \(local)) but the anchor does not open with this account's key"
                     return
                 }
-                let report = try store.recover(from: snapshot.rows, graveyard: snapshot.graveyard, roster: snapshot.roster)
+                let report = try store.recover(from: snapshot.rows, graveyard: snapshot.graveyard, roster: snapshot.roster,
+                                               graveyardIsComplete: snapshot.graveyardCovers(since: local))
                 try store.mintIncarnation(reason: "the cloud anchor is at generation \(target), this device was at \(local): it had been put back from a backup")
                 try deps.setGeneration(target)
                 invalidateDigest()

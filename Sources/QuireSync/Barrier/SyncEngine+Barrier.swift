@@ -110,11 +110,12 @@ extension SyncEngine {
             // The graveyard grows with every collection: this device's own
             // (with the tombstones this round collects), joined with the
             // last anchor's, which a device that joined later never held.
-            let previous = (try? cloud.newest(backupKey: backupKey))??.1.graveyard ?? []
-            try store.adoptGraveyard(previous)
+            let previous = (try? cloud.newest(backupKey: backupKey)) ?? nil
+            try store.adoptGraveyard(previous?.1.graveyard ?? [])
             let graveyard = try store.graveyardWithTombstones()
+            let since = AnchorSnapshot.graveyardSince(generation: generation, previous: previous?.1)
             let bytes = try AnchorFile.seal(AnchorSnapshot(generation: generation, rows: rows, graveyard: graveyard,
-                                                           roster: Array(round.roster) + [me.deviceID]),
+                                                           roster: Array(round.roster) + [me.deviceID], graveyardSince: since),
                                             accountID: deps.identity.userIDHash, backupKey: backupKey, at: clock.now())
             // CRITICAL ORDER: the anchor lands before any commit or any drop.
             // A dangling anchor (round abandoned after this) is harmless; a
