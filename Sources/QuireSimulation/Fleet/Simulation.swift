@@ -188,6 +188,7 @@ public final class Simulation {
         fleet.cloud.healAll()
         fleet.trace.record(nil, "heal: no more faults, no partition, the cloud folder reachable, every device on")
         for device in fleet.members { try fleet.powerOn(device, online: true) }
+        try revokeAgainWhereVoided()
         var elapsed: UInt64 = 0
         var nextReport: UInt64 = 10_000
         while elapsed < Simulation.settleBudgetMs {

@@ -16,13 +16,39 @@ extension Simulation {
         guard victim.slot != plan.homebaseSlot else { return skip(victim, "the homebase is not revoked in these histories", kind: "revoked") }
         guard let store = revoker.store else { return skip(revoker, "powered off: cannot revoke") }
         let held = try writesHeld(by: victim)
+        do {
+            try Revoking.revoke(victim.id, by: revoker.identity, store: store, at: revoker.clock.now())
+        } catch let refusal as Revoking.Refusal {
+            // It has not heard of the device yet (a joiner), or was revoked itself.
+            return skip(victim, "\(revoker.name) cannot revoke it: \(refusal)", kind: "revoked")
+        }
         fleet.powerOff(victim)
         victim.isRevoked = true
         // What the lost device alone held is gone with it (nothing owes it).
         try noteRolledBack(held, by: victim, why: "the loss of \(victim.name)")
-        try Revoking.revoke(victim.id, by: revoker.identity, store: store, at: revoker.clock.now())
         fleet.trace.record(revoker.name, "revokes \(victim.name), which was lost" + (thiefReturns ? " (a thief will turn it on again)" : ""))
         if thiefReturns { thieves.append(victim) }
+    }
+
+    /// A revocation signed by a device revoked concurrently counts nowhere
+    /// (the device log's rule): the device it revoked is on the roster
+    /// again, as `quire devices` shows. The person revokes it again, from
+    /// the first device that shows it trusted. Done when the faults heal.
+    func revokeAgainWhereVoided() throws {
+        for lost in fleet.devices where lost.isRevoked {
+            for member in fleet.members {
+                guard let store = member.store,
+                      let entry = try Roster.load(from: store, accountKey: member.identity.account.publicKey).roster[lost.id],
+                      !entry.isRevoked else { continue }
+                do {
+                    try Revoking.revoke(lost.id, by: member.identity, store: store, at: member.clock.now())
+                    fleet.trace.record(member.name, "revokes \(lost.name) again: the roster here shows it trusted (its revocation not heard of yet, or signed by a device revoked concurrently)")
+                } catch is Revoking.Refusal {
+                    continue
+                }
+                break
+            }
+        }
     }
 
     /// After the fleet settled (every roster device knows every revocation):
