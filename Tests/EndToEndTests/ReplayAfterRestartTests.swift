@@ -24,17 +24,13 @@ final class ReplayAfterRestartTests: SyncEndToEndBase {
         try startAll(["a", "b"])
         XCTAssertTrue(try waitForEqualDigests([home("a"), home("b")], timeout: 30), daemons.map(\.output).joined())
 
-        let (aIdentity, _) = try DeviceHome(path: home("a")).open()
-        let relayObject = try makeRelay(from: relay)
-        defer { relayObject.close() }
-        let channel = SyncChannel.name(userIDHash: aIdentity.userIDHash, device: aIdentity.deviceID)
-        let captured = CapturedFrames()
-        let tap = try relayObject.subscribe(channel) { captured.add($0) }
+        let tap = try Eavesdropper(relay: relay, home: home("a"))
+        defer { withExtendedLifetime(tap) {} }
+        let (relayObject, channel) = (tap.relay, tap.channel)
         try put(home("b"), ["notebook", "Captured"], body: "b's frames to a are recorded")
         XCTAssertTrue(try waitForEqualDigests([home("a"), home("b")], timeout: 20))
         sleep(1)
-        tap.cancel()
-        let frames = captured.all
+        let frames = tap.stop()
         XCTAssertGreaterThan(frames.count, 0)
         stopAll()
         let seenBefore = try lastSeen("b", on: "a")

@@ -27,18 +27,13 @@ class SyncHostileFramesBase: SyncEndToEndBase {
         }, "b never learned that c was revoked")
         XCTAssertTrue(try waitForEqualDigests([home("a"), home("b")], timeout: 20))
 
-        let (aIdentity, _) = try DeviceHome(path: home("a")).open()
-        let relayObject = try makeRelay(from: relay)
-        defer { relayObject.close() }
-        let channel = SyncChannel.name(userIDHash: aIdentity.userIDHash, device: aIdentity.deviceID)
-
         // An eavesdropper on a's channel records b's frames to a.
-        let captured = CapturedFrames()
-        let tap = try relayObject.subscribe(channel) { captured.add($0) }
+        let tap = try Eavesdropper(relay: relay, home: home("a"))
+        defer { withExtendedLifetime(tap) {} }
+        let (aIdentity, relayObject, channel) = (tap.identity, tap.relay, tap.channel)
         try put(home("b"), ["notebook", "Legit"], body: "from b")
         XCTAssertTrue(try waitForEqualDigests([home("a"), home("b")], timeout: 20))
-        tap.cancel()
-        let frames = captured.all
+        let frames = tap.stop()
         XCTAssertGreaterThan(frames.count, 0, "nothing captured on a's channel")
         let before = try digestRoots(home("a"))
 
@@ -91,13 +86,6 @@ class SyncHostileFramesBase: SyncEndToEndBase {
         let words = try quire(["status"], home: home("a")).stdout
         XCTAssertTrue(words.contains("dropped frames:") && words.contains("replayed") && words.contains("from a revoked device"), words)
     }
-}
-
-final class CapturedFrames: @unchecked Sendable {
-    private let lock = NSLock()
-    private var frames: [[UInt8]] = []
-    func add(_ f: [UInt8]) { lock.lock(); frames.append(f); lock.unlock() }
-    var all: [[UInt8]] { lock.lock(); defer { lock.unlock() }; return frames }
 }
 
 final class SyncHostileFramesLocalRelayTests: SyncHostileFramesBase {
