@@ -141,6 +141,7 @@ extension QuireFileSystem {
             if let content = try? store.row(ref.namespace, ref.key)?.content, let bytes = RowFormat.render(content) {
                 copy.content = bytes
                 copy.title = content.displayName
+                copy.place(content)
                 copy.seq = summary.seq
                 openFiles.keep(copy, for: ref)
             }

@@ -177,6 +177,7 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     public func preloadListings() {
         locked {
             for namespace in MountLayout.namespaces { _ = try? listing(namespace) }
+            adoptLocalNotebookFiles()
         }
     }
 
@@ -219,20 +220,27 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
         // their text (and a write brings the row back), so they still stat
         // it; the kernel checks before each read, which failed with ENOENT.
         if let copy = openFiles.copy(ref), copy.isDirty || copy.isNew || (listed == nil && openFiles.openCount(of: ref) > 0) {
+            let time = copy.setModificationTime.map(FuseTimestamp.init(nanoseconds:)) ?? copy.modifiedAt
             return FuseAttributes(inode: FuseInode(inode), kind: .regular, permissions: permissions, uid: owner.uid, gid: owner.gid,
-                                  size: UInt64(copy.content.count), accessTime: copy.modifiedAt,
-                                  modificationTime: copy.modifiedAt, changeTime: copy.modifiedAt)
+                                  size: UInt64(copy.content.count), accessTime: time,
+                                  modificationTime: time, changeTime: copy.modifiedAt)
         }
         guard let listed else { throw .noEntry }
+        let changed = FuseTimestamp(seconds: listed.updatedAt.seconds)
+        // A time set by utimensat (cp -p, rsync, tar) is the file's mtime.
+        let time = listed.modifiedAt.map(FuseTimestamp.init(nanoseconds:)) ?? changed
+        if listed.isFolder {
+            return FuseAttributes(inode: FuseInode(inode), kind: .directory, permissions: 0o755, linkCount: 2, uid: owner.uid, gid: owner.gid,
+                                  accessTime: time, modificationTime: time, changeTime: changed)
+        }
         let size: Int
         switch ref.namespace {
         case .notebook, .saga: size = listed.size
         default: size = try renderedSize(ref, seq: listed.seq)
         }
-        let time = FuseTimestamp(seconds: listed.updatedAt.seconds)
         return FuseAttributes(inode: FuseInode(inode), kind: .regular, permissions: permissions, uid: owner.uid, gid: owner.gid,
                               size: UInt64(size), blocks: listed.isOffloaded ? 0 : nil,
-                              accessTime: time, modificationTime: time, changeTime: time)
+                              accessTime: time, modificationTime: time, changeTime: changed)
     }
 
     /// The attributes of a removed row file that handles still hold open.
@@ -262,15 +270,30 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
         FuseEntry(try attributes(inode), attributeTimeout: configuration.cacheTimeout, entryTimeout: configuration.cacheTimeout)
     }
 
-    func folderInode(_ folder: Folder) -> UInt64 {
-        switch folder {
-        case .root: return FuseInode.root.rawValue
-        case .namespace(let namespace): return InodeTable.folderInode(namespace)
-        }
-    }
+    func folderInode(_ folder: Folder) -> UInt64 { names.directoryInode(folder) }
 
     /// The file name a row shows under right now (for messages and invalidation).
     func displayName(_ ref: RowRef) -> String { names.displayName(ref) }
+
+    /// A folder's path from the mount's top, for messages (`notebook/Projects/2026`).
+    func folderPath(_ folder: Folder) -> String {
+        switch folder {
+        case .root: return configuration.mountpoint
+        case .namespace(let namespace): return namespace.name
+        case .subfolder:
+            var parts: [String] = []
+            var current = folder
+            while case .subfolder(let key) = current, parts.count < 256 {
+                let ref = RowRef(namespace: .notebook, key: key)
+                parts.append(names.displayName(ref))
+                current = names.folder(of: ref)
+            }
+            return ([Namespace.notebook.name] + parts.reversed()).joined(separator: "/")
+        }
+    }
+
+    /// A row's path from the mount's top, for messages.
+    func rowPath(_ ref: RowRef) -> String { folderPath(names.folder(of: ref)) + "/" + displayName(ref) }
 
     // MARK: Errors
 

@@ -71,6 +71,15 @@ public struct FuseTimestamp: Hashable, Comparable, Sendable {
 
     public static let epoch = FuseTimestamp(seconds: 0)
 
+    /// A time in nanoseconds since 1970 (negative: before it).
+    public init(nanoseconds total: Int64) {
+        let (seconds, remainder) = total.quotientAndRemainder(dividingBy: 1_000_000_000)
+        self.init(seconds: remainder < 0 ? seconds - 1 : seconds, nanoseconds: UInt32(remainder < 0 ? remainder + 1_000_000_000 : remainder))
+    }
+
+    /// The time in nanoseconds since 1970.
+    public var totalNanoseconds: Int64 { seconds &* 1_000_000_000 &+ Int64(nanoseconds) }
+
     public static func < (lhs: FuseTimestamp, rhs: FuseTimestamp) -> Bool {
         (lhs.seconds, lhs.nanoseconds) < (rhs.seconds, rhs.nanoseconds)
     }

@@ -215,19 +215,19 @@ final class MountNameFormTests: XCTestCase {
     /// same rule: kept under their NFC name, reached by either form.
     func testLocalFilesAnswerToEitherForm() throws {
         device = try MountedDevice()
-        XCTAssertEqual(Syscall.writeFile(device.path("notebook/Cafe\u{301}.txt"), "local\n").errno, 0)
-        XCTAssertEqual(Syscall.writeFile(device.path("notebook/.Cafe\u{301}.md.swp"), "swap").errno, 0)
-        XCTAssertEqual(try device.text("notebook/Caf\u{E9}.txt"), "local\n")
-        XCTAssertEqual(try device.text("notebook/.Caf\u{E9}.md.swp"), "swap")
-        XCTAssertEqual(listing("notebook"), [utf8(".Caf\u{E9}.md.swp"), utf8("Caf\u{E9}.txt")])
-        XCTAssertTrue(FileManager.default.fileExists(atPath: device.home + "/scratch/notebook/Caf\u{E9}.txt"))
-        XCTAssertEqual(createExclusive("notebook/Caf\u{E9}.txt"), EEXIST)
-        XCTAssertEqual(Syscall.rename(device.path("notebook/Caf\u{E9}.txt"), device.path("notebook/Other.txt")), 0)
-        XCTAssertTrue(gone("notebook/Cafe\u{301}.txt"))
-        XCTAssertEqual(unlink(device.path("notebook/.Caf\u{E9}.md.swp")), 0)
-        XCTAssertTrue(gone("notebook/.Cafe\u{301}.md.swp"))
-        XCTAssertEqual(listing("notebook"), [utf8("Other.txt")])
-        XCTAssertEqual(try live("notebook").count, 0)
+        XCTAssertEqual(Syscall.writeFile(device.path("plans/Cafe\u{301}.txt"), "local\n").errno, 0)
+        XCTAssertEqual(Syscall.writeFile(device.path("plans/.Cafe\u{301}.md.swp"), "swap").errno, 0)
+        XCTAssertEqual(try device.text("plans/Caf\u{E9}.txt"), "local\n")
+        XCTAssertEqual(try device.text("plans/.Caf\u{E9}.md.swp"), "swap")
+        XCTAssertEqual(listing("plans"), [utf8(".Caf\u{E9}.md.swp"), utf8("Caf\u{E9}.txt")])
+        XCTAssertTrue(FileManager.default.fileExists(atPath: device.home + "/scratch/plans/Caf\u{E9}.txt"))
+        XCTAssertEqual(createExclusive("plans/Caf\u{E9}.txt"), EEXIST)
+        XCTAssertEqual(Syscall.rename(device.path("plans/Caf\u{E9}.txt"), device.path("plans/Other.txt")), 0)
+        XCTAssertTrue(gone("plans/Cafe\u{301}.txt"))
+        XCTAssertEqual(unlink(device.path("plans/.Caf\u{E9}.md.swp")), 0)
+        XCTAssertTrue(gone("plans/.Cafe\u{301}.md.swp"))
+        XCTAssertEqual(listing("plans"), [utf8("Other.txt")])
+        XCTAssertEqual(try live("plans").count, 0)
     }
 
     /// Local files an older build kept under a name in another form are
@@ -235,17 +235,17 @@ final class MountNameFormTests: XCTestCase {
     /// kept beside it, renamed, and the status says so.
     func testLocalFilesLeftInAnotherFormAreRenamedToNFCAtMount() throws {
         device = try MountedDevice { home in
-            let folder = home + "/scratch/notebook/"
+            let folder = home + "/scratch/plans/"
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             for (name, text) in [("Cafe\u{301}.txt", "old\n"), ("Zo\u{EB}.txt", "nfc\n"), ("Zoe\u{308}.txt", "nfd\n")] {
                 XCTAssertEqual(Syscall.writeFile(folder + name, text).errno, 0)
             }
         }
-        XCTAssertEqual(listing("notebook"), [utf8("Caf\u{E9}.txt"), utf8("Zo\u{EB}.txt"), utf8("Zo\u{EB}.txt.nfd")])
-        XCTAssertEqual(try device.text("notebook/Cafe\u{301}.txt"), "old\n")
-        XCTAssertEqual(try device.text("notebook/Caf\u{E9}.txt"), "old\n")
-        XCTAssertEqual(try device.text("notebook/Zoe\u{308}.txt"), "nfc\n")
-        XCTAssertEqual(try device.text("notebook/Zo\u{EB}.txt.nfd"), "nfd\n")
+        XCTAssertEqual(listing("plans"), [utf8("Caf\u{E9}.txt"), utf8("Zo\u{EB}.txt"), utf8("Zo\u{EB}.txt.nfd")])
+        XCTAssertEqual(try device.text("plans/Cafe\u{301}.txt"), "old\n")
+        XCTAssertEqual(try device.text("plans/Caf\u{E9}.txt"), "old\n")
+        XCTAssertEqual(try device.text("plans/Zoe\u{308}.txt"), "nfc\n")
+        XCTAssertEqual(try device.text("plans/Zo\u{EB}.txt.nfd"), "nfd\n")
         let status = try device.text(".quire/status")
         XCTAssertTrue(status.contains("one is now Zo\u{EB}.txt.nfd"), status)
     }

@@ -190,14 +190,16 @@ final class MountSemanticsTests: XCTestCase {
         XCTAssertEqual(try device.rows("notebook").count, 0, "junk never becomes a row")
         XCTAssertEqual(unlink(device.path("notebook/4913")), 0)
         XCTAssertFalse(FileManager.default.fileExists(atPath: device.home + "/scratch/notebook/4913"))
-        // A name that is not a note name stays on this device and says so.
-        XCTAssertEqual(Syscall.writeFile(device.path("notebook/todo.txt"), "local").errno, 0)
-        XCTAssertEqual(try device.rows("notebook").count, 0)
-        XCTAssertTrue(try device.text(".quire/status").contains("notebook/todo.txt"))
-        // Subfolders are refused with EPERM and a line in the status.
-        XCTAssertEqual(mkdir(device.path("notebook/projects"), 0o755), -1)
+        // A name that is not a row name (outside the notebook, where any
+        // other file is an attachment) stays on this device and says so.
+        XCTAssertEqual(Syscall.writeFile(device.path("plans/todo.txt"), "local").errno, 0)
+        XCTAssertEqual(try device.rows("plans").count, 0)
+        XCTAssertTrue(try device.text(".quire/status").contains("plans/todo.txt"))
+        // Only the notebook has folders: elsewhere mkdir is refused with
+        // EPERM and a line in the status.
+        XCTAssertEqual(mkdir(device.path("plans/projects"), 0o755), -1)
         XCTAssertEqual(errno, EPERM)
-        XCTAssertTrue(try device.text(".quire/status").contains("mkdir notebook/projects refused"))
+        XCTAssertTrue(try device.text(".quire/status").contains("mkdir plans/projects refused"))
     }
 
     func testExtendedAttributes() throws {

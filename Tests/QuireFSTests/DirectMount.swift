@@ -40,7 +40,34 @@ final class DirectMount: @unchecked Sendable {
     // MARK: Names
 
     func folderInode(_ folder: String) throws -> FuseInode {
-        folder.isEmpty ? .root : try fileSystem.lookup(parent: .root, name: folder, request: caller).attributes.inode
+        var inode = FuseInode.root
+        for part in folder.split(separator: "/") {
+            inode = try fileSystem.lookup(parent: inode, name: String(part), request: caller).attributes.inode
+        }
+        return inode
+    }
+
+    // MARK: Folders
+
+    func mkdir(_ path: String) throws {
+        let (folder, name) = split(path)
+        _ = try checked { try fileSystem.makeDirectory(parent: try folderInode(folder), name: name, mode: 0o755, request: caller) }
+    }
+
+    func rmdir(_ path: String) throws {
+        let (folder, name) = split(path)
+        try checked { try fileSystem.removeDirectory(parent: try folderInode(folder), name: name, request: caller) }
+    }
+
+    /// The names a folder lists (without `.` and `..`), sorted.
+    func list(_ path: String) throws -> [String] {
+        let inode = try folderInode(path)
+        return try checked {
+            let handle = try fileSystem.openDirectory(inode, flags: FuseOpenFlags(rawValue: O_RDONLY), request: caller).handle
+            defer { try? fileSystem.releaseDirectory(inode, handle: handle, request: caller) }
+            let entries = fileSystem.locked { fileSystem.directorySnapshots[handle] ?? [] }
+            return entries.map(\.name).filter { $0 != "." && $0 != ".." }.sorted()
+        }
     }
 
     func split(_ path: String) -> (folder: String, name: String) {

@@ -32,8 +32,8 @@ final class FileNamesTests: XCTestCase {
         for junk in [".x.md.swp", "x.swx", "x.md~", "4913", "5036", "#x.md#", ".#x.md", "._x.md", ".DS_Store", ".goutputstream-AB"] {
             XCTAssertEqual(FileNames.meaning(of: junk, in: .notebook), .junk, junk)
         }
-        XCTAssertEqual(FileNames.meaning(of: "todo.txt", in: .notebook), .localOnly)
-        XCTAssertEqual(FileNames.meaning(of: "sedAbc123", in: .notebook), .localOnly)
+        XCTAssertEqual(FileNames.meaning(of: "todo.txt", in: .notebook), .row(title: "todo.txt", kind: .file))
+        XCTAssertEqual(FileNames.meaning(of: "sedAbc123", in: .notebook), .junk)
         XCTAssertEqual(FileNames.meaning(of: "2024-02-30.md", in: .saga), .localOnly)
         XCTAssertEqual(FileNames.meaning(of: "2024-02-29.md", in: .saga), .row(title: "2024-02-29"))
         XCTAssertEqual(FileNames.meaning(of: "4914", in: .settings), .localOnly)
@@ -56,13 +56,13 @@ final class FileNamesTests: XCTestCase {
                        seq: 1)
         }
         var listing = NamespaceListing(namespace: .notebook, summaries: [summary(keys[0], "Same")])
-        XCTAssertEqual(listing.nameOfKey[keys[0]]?.text, "Same.md")
+        XCTAssertEqual(listing.name(of: keys[0])?.text, "Same.md")
         let changes = listing.apply(summary(keys[1], "Same"))
-        XCTAssertEqual(listing.nameOfKey[keys[1]]?.text, "Same.md", "the smallest key keeps the plain name")
-        XCTAssertEqual(listing.nameOfKey[keys[0]]?.text, "Same%~09090909.md")
+        XCTAssertEqual(listing.name(of: keys[1])?.text, "Same.md", "the smallest key keeps the plain name")
+        XCTAssertEqual(listing.name(of: keys[0])?.text, "Same%~09090909.md")
         XCTAssertEqual(Set(changes.map(\.key)), Set(keys))
         _ = listing.remove(keys[1])
-        XCTAssertEqual(listing.nameOfKey[keys[0]]?.text, "Same.md")
-        XCTAssertEqual(listing.keyOfName.count, 1)
+        XCTAssertEqual(listing.name(of: keys[0])?.text, "Same.md")
+        XCTAssertEqual(listing.count(in: nil), 1)
     }
 }

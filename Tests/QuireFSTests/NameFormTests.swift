@@ -16,7 +16,7 @@ final class NameFormTests: XCTestCase {
     func bytes(_ text: String?) -> [UInt8]? { text.map { Array($0.utf8) } }
 
     func title(_ meaning: FileNames.Meaning) -> [UInt8]? {
-        if case .row(let title) = meaning { return Array(title.utf8) }
+        if case .row(let title, _) = meaning { return Array(title.utf8) }
         return nil
     }
 
@@ -97,7 +97,7 @@ final class NameFormTests: XCTestCase {
             let name = FileNames.name(stem: stem, namespace: .notebook, key: key, isFirst: true)
             XCTAssertLessThanOrEqual(name.utf8.count, 255)
             XCTAssertTrue(name.hasSuffix("%~00010203.md"), name)
-            guard case .row(let cut) = FileNames.meaning(of: name, in: .notebook) else { return XCTFail(name) }
+            guard case .row(let cut, _) = FileNames.meaning(of: name, in: .notebook) else { return XCTFail(name) }
             XCTAssertFalse(cut.unicodeScalars.contains("\u{FFFD}"), "cut inside an escaped mark: \(name)")
             XCTAssertTrue(cut.unicodeScalars.elementsEqual((prefix + String(repeating: "/\u{301}", count: 80)).unicodeScalars.prefix(cut.unicodeScalars.count)))
         }
@@ -118,8 +118,8 @@ final class NameFormTests: XCTestCase {
     func testARowWithAnNFDTitleIsListedOnceInNFCAndFoundByBothForms() {
         let key = RowKey(bytes: Array(repeating: 3, count: 16))!
         var listing = NamespaceListing(namespace: .notebook, summaries: [summary(key, nfd)])
-        XCTAssertEqual(listing.sortedNames.map(\.bytes), [bytes(nfc + ".md")!])
-        XCTAssertEqual(listing.nameOfKey[key]?.bytes, bytes(nfc + ".md"))
+        XCTAssertEqual(listing.sortedNames(in: nil).map(\.bytes), [bytes(nfc + ".md")!])
+        XCTAssertEqual(listing.name(of: key)?.bytes, bytes(nfc + ".md"))
         XCTAssertEqual(listing.row(named: nfc + ".md")?.key, key)
         XCTAssertEqual(listing.row(named: nfd + ".md")?.key, key)
         XCTAssertEqual(listing.keys(titled: nfc), [key])
@@ -128,7 +128,7 @@ final class NameFormTests: XCTestCase {
 
         // Retitled elsewhere to the NFC form only: the name did not change.
         XCTAssertEqual(listing.apply(summary(key, nfc)), [])
-        XCTAssertEqual(listing.nameOfKey[key]?.bytes, bytes(nfc + ".md"))
+        XCTAssertEqual(listing.name(of: key)?.bytes, bytes(nfc + ".md"))
     }
 
     /// Two rows whose titles differ only in form are two files that must
@@ -137,18 +137,18 @@ final class NameFormTests: XCTestCase {
         let small = RowKey(bytes: Array(repeating: 1, count: 16))!, large = RowKey(bytes: Array(repeating: 9, count: 16))!
         var listing = NamespaceListing(namespace: .notebook, summaries: [summary(large, nfc)])
         _ = listing.apply(summary(small, nfd))
-        XCTAssertEqual(listing.nameOfKey[small]?.bytes, bytes(nfc + ".md"), "the smallest key keeps the plain name")
-        XCTAssertEqual(listing.nameOfKey[large]?.bytes, bytes(nfc + "%~09090909.md"))
-        XCTAssertEqual(listing.sortedNames.count, 2)
+        XCTAssertEqual(listing.name(of: small)?.bytes, bytes(nfc + ".md"), "the smallest key keeps the plain name")
+        XCTAssertEqual(listing.name(of: large)?.bytes, bytes(nfc + "%~09090909.md"))
+        XCTAssertEqual(listing.sortedNames(in: nil).count, 2)
         XCTAssertEqual(Set(listing.keys(titled: nfd)), [small, large])
         _ = listing.remove(small)
-        XCTAssertEqual(listing.nameOfKey[large]?.bytes, bytes(nfc + ".md"))
+        XCTAssertEqual(listing.name(of: large)?.bytes, bytes(nfc + ".md"))
     }
 
     func testSettingsNamedInEitherFormShareAName() {
         let key = Setting.key(for: "th\u{E8}me")   // written through the mount: NFC
         var listing = NamespaceListing(namespace: .settings, summaries: [summary(key, "the\u{300}me", namespace: .settings)])
         XCTAssertEqual(listing.row(named: "th\u{E8}me.txt")?.key, key)
-        XCTAssertEqual(listing.sortedNames.map(\.bytes), [bytes("th\u{E8}me.txt")!])
+        XCTAssertEqual(listing.sortedNames(in: nil).map(\.bytes), [bytes("th\u{E8}me.txt")!])
     }
 }

@@ -122,10 +122,10 @@ final class OpenFilesAcrossRenamesTests: XCTestCase {
         let mount = try DirectMount { try $0.putNote("Kept", "first\n") }
         let fresh = try mount.create("notebook/Draft.md")
         try mount.write(fresh, "a\n")
-        try mount.rename("notebook/Draft.md", "notebook/Draft.txt")
+        try mount.rename("notebook/Draft.md", "notebook/Draft.md~")
         try mount.write(fresh, "b\n", at: 2)
         try mount.close(fresh)
-        XCTAssertEqual(try mount.text("notebook/Draft.txt"), "a\nb\n")
+        XCTAssertEqual(try mount.text("notebook/Draft.md~"), "a\nb\n")
         XCTAssertFalse(mount.exists("notebook/Draft.md"))
         XCTAssertEqual(try mount.liveTitles(.notebook), ["Kept"], "no row for a file that was renamed away")
 

@@ -50,12 +50,13 @@ final class RenamePlannerTests: XCTestCase {
     func testRenameToAFreeName() throws {
         let note = row(1)
         let retitle = try RenamePlanner.plan(request("A.md", "B.md"), facts(.row(note)))
-        XCTAssertEqual(retitle.store, .retitle(note, title: "B"))
-        XCTAssertEqual(retitle.tables, [.retitleCopy(note, title: "B")])
+        let top = Placement(kind: .note, folder: nil)
+        XCTAssertEqual(retitle.store, .retitle(note, title: "B", placement: top))
+        XCTAssertEqual(retitle.tables, [.retitleCopy(note, title: "B", placement: top)])
 
         let pending = try RenamePlanner.plan(request("A.md", "B.md"), facts(.row(note), newRows: [note]))
         XCTAssertNil(pending.store)
-        XCTAssertEqual(pending.tables, [.renamePending(note, to: CanonicalName("B.md"), title: "B")])
+        XCTAssertEqual(pending.tables, [.renamePending(note, to: CanonicalName("B.md"), in: notebook, title: "B", placement: top)])
 
         let day = row(3, .saga), saga = Folder.namespace(.saga)
         let newDay = RowRef(namespace: .saga, key: SagaEntry.key(for: "2024-05-02"))
@@ -73,7 +74,7 @@ final class RenamePlannerTests: XCTestCase {
         let plan = try RenamePlanner.plan(request("Plan.md", "Plan.md~"), facts(.row(note), sourceTitle: "Plan"))
         XCTAssertNil(plan.store)
         XCTAssertEqual(plan.scratch, [.write(backup, .row(note))])
-        XCTAssertEqual(plan.tables, [.detach(note, title: "Plan", name: CanonicalName("Plan.md")),
+        XCTAssertEqual(plan.tables, [.detach(note, title: "Plan", name: CanonicalName("Plan.md"), folder: notebook),
                                      .repoint(inode: 100, to: .scratch(notebook, backup.name)),
                                      .moveRowHandlesToScratch(note, backup, text: .row(note))])
         // A file never committed is simply no longer pending.
@@ -94,12 +95,14 @@ final class RenamePlannerTests: XCTestCase {
         let detached = row(7)
         let back = try RenamePlanner.plan(request(".Plan.md.swp", "Plan.md"), facts(.scratch(notebook, temp.name), reclaimable: detached))
         XCTAssertEqual(back.reclaim, detached)
-        XCTAssertEqual(back.store, .replace(target: detached, title: "Plan", bytes: .scratch(temp), removing: nil, sourceName: ".Plan.md.swp"))
+        let top = Placement(kind: .note, folder: nil)
+        XCTAssertEqual(back.store, .replace(target: detached, title: "Plan", bytes: .scratch(temp), removing: nil, sourceName: ".Plan.md.swp",
+                                            placement: top))
 
         let created = try RenamePlanner.plan(request(".Plan.md.swp", "Plan.md"), facts(.scratch(notebook, temp.name)))
         XCTAssertNil(created.reclaim)
         XCTAssertEqual(created.store, .replace(target: RowRef(namespace: .notebook, key: fresh), title: "Plan", bytes: .scratch(temp),
-                                               removing: nil, sourceName: ".Plan.md.swp"))
+                                               removing: nil, sourceName: ".Plan.md.swp", placement: top))
     }
 
     /// RENAME_EXCHANGE of a scratch file and a note: the note's open files
@@ -123,8 +126,8 @@ final class RenamePlannerTests: XCTestCase {
     }
 
     func testScratchFilesRenameAmongThemselves() throws {
-        let from = ScratchPlace(folder: notebook, name: CanonicalName("a.txt")), to = ScratchPlace(folder: notebook, name: CanonicalName("b.txt"))
-        let plan = try RenamePlanner.plan(request("a.txt", "b.txt", flags: .exchange), facts(.scratch(notebook, from.name), .scratch(notebook, to.name)))
+        let from = ScratchPlace(folder: notebook, name: CanonicalName(".a.tmp")), to = ScratchPlace(folder: notebook, name: CanonicalName(".b.tmp"))
+        let plan = try RenamePlanner.plan(request(".a.tmp", ".b.tmp", flags: .exchange), facts(.scratch(notebook, from.name), .scratch(notebook, to.name)))
         XCTAssertEqual(plan.scratch, [.rename(from: from, to: to, flags: FuseRenameFlags.exchange.rawValue)])
         XCTAssertEqual(plan.tables, [.repoint(inode: 100, to: .scratch(notebook, to.name)), .repoint(inode: 200, to: .scratch(notebook, from.name))])
     }

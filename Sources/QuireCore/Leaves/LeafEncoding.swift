@@ -18,7 +18,8 @@ public enum LeafEncoding {
     /// Bumped whenever any leaf encoding or the namespace list changes.
     /// 2: rows as heads with dots under a causal context.
     /// 3: contacts and plans as whole vCard and iCalendar files.
-    public static let version: UInt8 = 3
+    /// 4: the notebook as a folder tree (kind, folder, modifiedAt).
+    public static let version: UInt8 = 4
 
     public static func leaf(of row: Row) -> [UInt8]? {
         guard !row.isTombstone else { return nil }
@@ -47,7 +48,9 @@ public enum LeafEncoding {
             //   same; a resident Note keeps contentHash == digest(body));
             //   residency (bodyOffloaded, holders) and local row ids, which
             //   are per-device facts; the device-local shadow and outbox.
-            w.writeArrayHeader(7)
+            // A note at the top with no set time hashes as it did before the
+            // folder tree (7 fields), so an upgrade recomputes no leaf.
+            w.writeArrayHeader(n.hasTreeFields ? 10 : 7)
             w.writeText(n.title)
             writeTexts(&w, n.tags)
             w.writeBytes(n.contentHash)
@@ -55,6 +58,11 @@ public enum LeafEncoding {
             w.writeInt(n.updatedAt.seconds)
             writeHashes(&w, n.deletedParagraphs)
             writeEditor(&w, n.editedBy)
+            if n.hasTreeFields {
+                w.writeUInt(UInt64(n.kind.rawValue))
+                w.writeOptional(n.folder) { $0.writeBytes($1.bytes) }
+                w.writeOptional(n.modifiedAt) { $0.writeInt($1) }
+            }
         case .saga(let s):
             // Excluded: the device-local shadow of the day's text.
             w.writeArrayHeader(5)

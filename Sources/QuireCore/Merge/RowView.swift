@@ -3,6 +3,8 @@
 /// file. It decides nothing about what is kept: all heads stay until an
 /// edit that saw them replaces them.
 ///  - one head: its content;
+///  - attachments and folders: the last writer (the other versions stay
+///    heads, which the mount shows as conflict copies);
 ///  - note bodies and journal days: the paragraph union of every head's
 ///    text, minus the union of their paragraph tombstones (no word lost);
 ///    title and tags from the last writer;
@@ -17,6 +19,10 @@ public enum RowView {
         if heads.count == 1 { return first.content }
         let winner = lastWriter(heads)
         switch winner.content {
+        case .note(let w) where !w.isProse:
+            // Attachments and folders: the last writer's bytes and place;
+            // the other versions stay heads (shown as conflict copies).
+            return .note(w)
         case .note(let w):
             var notes: [Note] = []
             for h in heads { if case .note(let n) = h.content { notes.append(n) } }

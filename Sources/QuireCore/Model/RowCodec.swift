@@ -4,7 +4,8 @@ extension Note {
     /// streamed without building a tree, because every note write pays it.
     public func storedFields() -> [UInt8] {
         let length = body?.count ?? self.length
-        let count = 6 + (length != nil ? 1 : 0) + (editedBy != nil ? 1 : 0)
+        let count = 6 + (length != nil ? 1 : 0) + (editedBy != nil ? 1 : 0) + (kind != .note ? 1 : 0) + (folder != nil ? 1 : 0)
+            + (modifiedAt != nil ? 1 : 0)
         var w = CBORWriter(capacity: 96 + title.utf8.count)
         w.writeMapHeader(count)
         w.writeUInt(1); w.writeText(title)
@@ -14,6 +15,9 @@ extension Note {
         w.writeUInt(6); w.writeInt(updatedAt.seconds)
         w.writeUInt(7); w.writeArrayHeader(deletedParagraphs.count); for h in deletedParagraphs { w.writeBytes(h) }
         if let length { w.writeUInt(8); w.writeUInt(UInt64(length)) }
+        if kind != .note { w.writeUInt(11); w.writeUInt(UInt64(kind.rawValue)) }
+        if let folder { w.writeUInt(12); w.writeBytes(folder.bytes) }
+        if let modifiedAt { w.writeUInt(13); w.writeInt(modifiedAt) }
         if let editedBy { w.writeUInt(15); w.writeBytes(editedBy.bytes) }
         return w.bytes
     }
@@ -38,6 +42,11 @@ extension RowContent {
             put(6, .int(n.updatedAt.seconds))
             put(7, .array(n.deletedParagraphs.map { .bytes($0) }))
             if let length = n.body?.count ?? n.length { put(8, .unsigned(UInt64(length))) }
+            // 11 (kind), 12 (folder), 13 (modifiedAt): the folder tree;
+            // absent on plain notes at the top, as before the tree existed.
+            if n.kind != .note { put(11, .unsigned(UInt64(n.kind.rawValue))) }
+            if let folder = n.folder { put(12, .bytes(folder.bytes)) }
+            if let modifiedAt = n.modifiedAt { put(13, .int(modifiedAt)) }
             putEditor(n.editedBy)
         case .plan(let p):
             // 2 (notes), 3 (due), 4 (done): the fields of plans before they
@@ -111,6 +120,18 @@ extension RowContent {
                             createdAt: try ts(5, "createdAt"), updatedAt: try ts(6, "updatedAt"),
                             deletedParagraphs: try hashes(7), editedBy: try editor())
             if body == nil, let length = try f.optional(8)?.asUInt() { note.length = Int(clamping: length) }
+            if let kind = try f.optional(11)?.asUInt() {
+                guard let known = UInt8(exactly: kind).flatMap(NoteKind.init(rawValue:)), known != .note else {
+                    throw .invalidValue("notebook row kind \(kind)")
+                }
+                note.kind = known
+            }
+            if let folder = f.optional(12) {
+                guard let key = ID16(bytes: try folder.asBytes()) else { throw .invalidValue("folder key") }
+                note.folder = key
+            }
+            note.modifiedAt = try f.optional(13)?.asInt()
+            if note.kind == .folder && !(body ?? []).isEmpty { throw .invalidValue("a folder with a body") }
             return .note(note)
         case .plans:
             let title = try f.required(1, "title").asText()

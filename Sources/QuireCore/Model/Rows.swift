@@ -21,9 +21,20 @@ public struct Note: Equatable, Sendable {
     /// The body's length when the body is not here (offloaded): a per-device
     /// convenience for listings, derived from content, never hashed.
     public var length: Int?
+    /// Note, attachment or folder (see `NoteKind`).
+    public var kind: NoteKind = .note
+    /// The folder row this row is in; nil: the top of the notebook.
+    public var folder: RowKey?
+    /// The file's modification time in nanoseconds since 1970, when one
+    /// was set (utimensat, a copy that keeps times); nil: `updatedAt`.
+    public var modifiedAt: Int64?
 
     public init(title: String, tags: [String] = [], body: [UInt8], createdAt: Timestamp, updatedAt: Timestamp,
-                deletedParagraphs: [[UInt8]] = [], editedBy: DeviceID? = nil) {
+                deletedParagraphs: [[UInt8]] = [], editedBy: DeviceID? = nil, kind: NoteKind = .note, folder: RowKey? = nil,
+                modifiedAt: Int64? = nil) {
+        self.kind = kind
+        self.folder = folder
+        self.modifiedAt = modifiedAt
         self.title = title
         self.tags = Note.canonicalTags(tags)
         self.body = body
@@ -59,8 +70,16 @@ public struct Note: Equatable, Sendable {
     public static func == (a: Note, b: Note) -> Bool {
         a.title.sameBytes(b.title) && a.tags.sameBytes(b.tags) && a.body == b.body && a.contentHash == b.contentHash
             && a.createdAt == b.createdAt && a.updatedAt == b.updatedAt && a.deletedParagraphs == b.deletedParagraphs
-            && a.editedBy == b.editedBy
+            && a.editedBy == b.editedBy && a.kind == b.kind && a.folder == b.folder && a.modifiedAt == b.modifiedAt
     }
+
+    /// Whether the body is prose (merged by paragraphs, shadowed): notes
+    /// only; attachments and folders are bytes kept as written.
+    public var isProse: Bool { kind == .note }
+
+    /// Whether any field of the folder tree is set: rows without them keep
+    /// the leaf encoding they had before the tree existed.
+    public var hasTreeFields: Bool { kind != .note || folder != nil || modifiedAt != nil }
 
     public static func canonicalTags(_ tags: [String]) -> [String] {
         Array(Set(tags.filter { !$0.isEmpty })).sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }

@@ -74,12 +74,16 @@ enum FileNames {
     /// Editor and desktop junk that lives in the local scratch area: every
     /// hidden file (vim `.x.swp`/`.x.swx`, emacs `.#x`, macOS `._x` and
     /// `.DS_Store`, gedit `.goutputstream-*`), backups ending in `~`, emacs
-    /// autosaves `#x#`, `*.swp`/`*.swx`, and vim's write probe `4913`
+    /// autosaves `#x#`, `*.swp`/`*.swx`, sed -i's `sedXXXXXX`, and vim's write probe `4913`
     /// (and the numbers it tries after it: 4913 + 123·k).
     static func isJunk(_ name: String) -> Bool {
         if name.hasPrefix(".") || name.hasSuffix("~") { return true }
         if name.hasSuffix(".swp") || name.hasSuffix(".swx") { return true }
         if name.utf8.count >= 2, name.hasPrefix("#"), name.hasSuffix("#") { return true }
+        // sed -i's temp file (sed + 6 letters or digits), renamed over its target.
+        if name.utf8.count == 9, name.hasPrefix("sed"), name.utf8.dropFirst(3).allSatisfy({ Character(Unicode.Scalar($0)).isLetter || Character(Unicode.Scalar($0)).isNumber }) {
+            return true
+        }
         if name.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
            let number = Int(name), number >= 4913, (number - 4913) % 123 == 0 { return true }
         return false
@@ -87,8 +91,9 @@ enum FileNames {
 
     /// What a name in a namespace folder stands for.
     enum Meaning: Equatable {
-        /// A row; `title` is the display name the file name decodes to.
-        case row(title: String)
+        /// A row; `title` is the display name the file name decodes to,
+        /// `kind` a note or (in the notebook) an attachment.
+        case row(title: String, kind: NoteKind = .note)
         /// Editor junk: a local scratch file, never a row, never reported.
         case junk
         /// Not a row name here (wrong extension, not a date): kept as a local
@@ -101,6 +106,12 @@ enum FileNames {
     }
 
     /// What a name stands for; the title of a row name is NFC.
+    ///
+    /// In the notebook (any folder of it): `NAME.md` is a note titled NAME;
+    /// every other file is an attachment whose title is its whole name;
+    /// hidden files (a leading dot) and editor junk stay on this device,
+    /// and so do the `.md.rejected` and `.md.unsaved` files the mount keeps
+    /// refused text in. (Hidden folders are folders: see `folderTitle`.)
     static func meaning(of canonical: CanonicalName, in namespace: Namespace) -> Meaning {
         let name = canonical.text
         if isJunk(name) { return .junk }
@@ -111,20 +122,91 @@ enum FileNames {
         // the title (found by tools/fuzz, mount-text).
         let bytes = Array(name.utf8), extBytes = Array(ext.utf8)
         guard bytes.count >= extBytes.count, bytes.suffix(extBytes.count).elementsEqual(extBytes),
-              bytes.count > extBytes.count || namespace != .saga else { return .localOnly }
-        var base = String(decoding: bytes.dropLast(extBytes.count), as: UTF8.self)
-        if let range = base.range(of: marker, options: .backwards) {
-            let tail = base[range.upperBound...]
-            if tail.utf8.count == 8 || tail.utf8.count == 32, tail.utf8.allSatisfy(isLowercaseHexDigit) {
-                base = String(base[..<range.lowerBound])
+              bytes.count > extBytes.count || namespace != .saga else {
+            if namespace == .notebook && !name.hasSuffix(".md.rejected") && !name.hasSuffix(".md.unsaved") {
+                return .row(title: attachmentTitle(name), kind: .file)
             }
+            return .localOnly
         }
+        var base = String(decoding: bytes.dropLast(extBytes.count), as: UTF8.self)
+        base = withoutMarker(base)
         if base.isEmpty { return .localOnly }   // ".md" is hidden (junk) anyway; "%~xxxx.md" has no title
         // An escape may decode to a letter that a following mark composes
         // with (`%3C` + U+0338 is `≮`): the title is normalized once more.
         let title = CanonicalName(unescape(base)).text
         if namespace == .saga && !SagaEntry.isValidDate(title) { return .localOnly }
-        return .row(title: title)
+        return .row(title: title, kind: .note)
+    }
+
+    /// `base` without a trailing `%~` key marker.
+    private static func withoutMarker(_ base: String) -> String {
+        guard let range = base.range(of: marker, options: .backwards) else { return base }
+        let tail = base[range.upperBound...]
+        guard tail.utf8.count == 8 || tail.utf8.count == 32, tail.utf8.allSatisfy(isLowercaseHexDigit) else { return base }
+        return String(base[..<range.lowerBound])
+    }
+
+    /// An attachment's title from its file name: the name itself, without
+    /// a key marker (which goes before the extension).
+    static func attachmentTitle(_ name: String) -> String {
+        let (stem, ext) = splitExtension(name)
+        let unmarked = withoutMarker(stem)
+        return unmarked.isEmpty ? name : unmarked + ext
+    }
+
+    /// The title a new folder named `name` gets, or nil when the name is
+    /// editor junk. Hidden names are folders like any other (`.obsidian`).
+    static func folderTitle(_ name: CanonicalName) -> String? {
+        let text = name.text
+        if text.hasPrefix(".") {
+            let rest = String(text.dropFirst())
+            if rest.isEmpty || rest == "." || text == ".DS_Store" || rest.hasPrefix("#") || rest.hasPrefix("_") { return nil }
+            return isJunk(rest) && !rest.hasPrefix(".") ? nil : text
+        }
+        return isJunk(text) ? nil : text
+    }
+
+    /// A name's stem and extension (`photo.jpg` is `photo`, `.jpg`); a
+    /// leading or trailing dot starts no extension.
+    static func splitExtension(_ name: String) -> (stem: String, ext: String) {
+        let bytes = Array(name.utf8)
+        guard let dot = bytes.lastIndex(of: UInt8(ascii: ".")), dot > 0, dot < bytes.count - 1 else { return (name, "") }
+        return (String(decoding: bytes[..<dot], as: UTF8.self), String(decoding: bytes[dot...], as: UTF8.self))
+    }
+
+    /// An attachment's or folder's title as a name: as it is, but for what
+    /// no file name may hold (`/`, NUL) and the names `.`, `..` and empty,
+    /// which only a sibling could have sent.
+    static func literalName(_ title: String) -> String {
+        if title.isEmpty { return "%" }
+        if title == "." || title == ".." { return String(repeating: "%2E", count: title.utf8.count) }
+        var out = ""
+        for scalar in title.unicodeScalars {
+            switch scalar {
+            case "/": out += "%2F"
+            case "\0": out += "%00"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    /// A row's plain name as a stem and an extension (a key marker goes
+    /// between them when rows share the name).
+    static func nameParts(namespace: Namespace, kind: NoteKind, title: String, updatedAt: Timestamp) -> (stem: String, ext: String) {
+        switch kind {
+        case .note: return (stem(namespace: namespace, title: title, updatedAt: updatedAt), fileExtension(namespace))
+        case .folder: return (literalName(CanonicalName(title).text), "")
+        case .file:
+            let literal = literalName(CanonicalName(title).text)
+            // An attachment whose name would not be one here (hidden, junk,
+            // a note's): only a sibling's `quire put` makes one. It is shown
+            // escaped and ending in `%`, which no such name does.
+            if isJunk(literal) || literal.hasSuffix(".md") || literal.hasSuffix(".md.rejected") || literal.hasSuffix(".md.unsaved") {
+                return (escape(literal) + "%", "")
+            }
+            return splitExtension(literal)
+        }
     }
 
     /// The untruncated, unmarked name stem of a row (before the extension),
@@ -141,7 +223,10 @@ enum FileNames {
     /// The file name of one row of a group sharing `stem`. `isFirst`: the
     /// row keeps the plain name (no other row of the group sorts before it).
     static func name(stem: String, namespace: Namespace, key: RowKey, isFirst: Bool, longMarker: Bool = false) -> String {
-        let ext = fileExtension(namespace)
+        name(stem: stem, ext: fileExtension(namespace), key: key, isFirst: isFirst, longMarker: longMarker)
+    }
+
+    static func name(stem: String, ext: String, key: RowKey, isFirst: Bool, longMarker: Bool = false) -> String {
         if isFirst, stem.utf8.count + ext.utf8.count <= maximumNameBytes { return stem + ext }
         let tag = marker + String(key.hex.prefix(longMarker ? 32 : 8))
         let budget = maximumNameBytes - ext.utf8.count - tag.utf8.count

@@ -9,6 +9,12 @@ struct ListedRow: Sendable {
     var updatedAt: Timestamp
     var isOffloaded: Bool
     var seq: Int64
+    var kind: NoteKind
+    /// The folder the row says it is in (see `NamespaceListing.folder(of:)`
+    /// for where it is shown).
+    var declaredFolder: RowKey?
+    var modifiedAt: Int64?
+    var versions: Int
 
     init(_ summary: RowSummary) {
         key = summary.key
@@ -17,125 +23,241 @@ struct ListedRow: Sendable {
         updatedAt = summary.updatedAt
         isOffloaded = summary.isOffloaded
         seq = summary.seq
+        kind = summary.place.kind
+        declaredFolder = summary.place.folder
+        modifiedAt = summary.place.modifiedAt
+        versions = summary.place.versions
     }
+
+    var isFolder: Bool { kind == .folder }
+}
+
+/// Where a name is listed: a folder of the namespace (nil: its top) and
+/// the name in it.
+struct NameSlot: Hashable, Sendable {
+    var folder: RowKey?
+    var name: CanonicalName
 }
 
 /// A file name that appeared, moved or went away, for cache invalidation.
 struct NameChange: Sendable, Equatable {
     var key: RowKey
-    var oldName: CanonicalName?
-    var newName: CanonicalName?
+    var old: NameSlot?
+    var new: NameSlot?
 }
 
-/// The live rows of one namespace as file names, kept up to date one row at
-/// a time (a save must not cost a listing of 10,000 rows). Rows that share
-/// a name stem form a group; the smallest key keeps the plain name and the
-/// others get a key marker, so names are deterministic on every device.
+/// The live rows of one namespace as file names in folders, kept up to date
+/// one row at a time (a save must not cost a listing of 10,000 rows).
 ///
-/// Names and stems are `CanonicalName`s: a row is listed under the NFC form
-/// of its name whatever form its title is stored in, found by any form, and
-/// two rows whose titles differ only in normalization share a stem (one
-/// keeps the plain name, the other is marked), so no two entries look alike.
+/// Rows that share a plain name in one folder form a group; the smallest
+/// key keeps the plain name and the others get a key marker, so names are
+/// deterministic on every device. Names are `CanonicalName`s: a row is
+/// listed under the NFC form of its name whatever form its title is stored
+/// in, and two titles that differ only in normalization share a group.
+///
+/// Only the notebook has folders. Where a row is shown is a pure function
+/// of the live rows, the same on every device:
+/// - in the folder it names, when that is a live folder row;
+/// - at the top, when its folder was deleted (edit beats delete: a note
+///   edited while its folder was removed elsewhere comes back at the top)
+///   or has not arrived yet;
+/// - folders whose parents form a cycle (two devices moved each into the
+///   other) are cut at the folder with the smallest key, shown at the top.
 struct NamespaceListing: Sendable {
     let namespace: Namespace
     private(set) var rows: [RowKey: ListedRow] = [:]
-    /// The name each row is listed under (NFC).
-    private(set) var nameOfKey: [RowKey: CanonicalName] = [:]
-    private(set) var keyOfName: [CanonicalName: RowKey] = [:]
-    private var groups: [CanonicalName: [RowKey]] = [:]
-    private var stemOfKey: [RowKey: CanonicalName] = [:]
-    /// Sorted names, rebuilt lazily for readdir.
-    private var sortedNamesCache: [CanonicalName]?
+    /// Where each row is listed.
+    private(set) var slotOfKey: [RowKey: NameSlot] = [:]
+    private var entries: [RowKey?: [CanonicalName: RowKey]] = [:]
+    /// Rows by plain name per folder, sorted by key.
+    private var groups: [NameSlot: [RowKey]] = [:]
+    private var groupOfKey: [RowKey: (slot: NameSlot, stem: String, ext: String)] = [:]
+    /// Folders shown at the top to cut a cycle.
+    private var cycleCuts: Set<RowKey> = []
+    /// Sorted names per folder, rebuilt lazily for readdir.
+    private var sortedNamesCache: [RowKey?: [CanonicalName]] = [:]
 
     init(namespace: Namespace, summaries: [RowSummary]) {
         self.namespace = namespace
-        for summary in summaries where !summary.isTombstone {
-            let row = ListedRow(summary)
-            rows[row.key] = row
-            let stem = CanonicalName(FileNames.stem(namespace: namespace, title: row.title, updatedAt: row.updatedAt))
-            stemOfKey[row.key] = stem
-            groups[stem, default: []].append(row.key)
-        }
-        for stem in groups.keys {
-            groups[stem]!.sort()
-            _ = assignNames(stem)
-        }
+        for summary in summaries where !summary.isTombstone { rows[summary.key] = ListedRow(summary) }
+        _ = relocateAll()
     }
 
-    var sortedNames: [CanonicalName] {
-        mutating get {
-            if let sortedNamesCache { return sortedNamesCache }
-            let names = keyOfName.keys.sorted()
-            sortedNamesCache = names
-            return names
-        }
+    // MARK: Reading
+
+    func key(named name: CanonicalName, in folder: RowKey?) -> RowKey? { entries[folder]?[name] }
+
+    func row(named name: String, in folder: RowKey? = nil) -> ListedRow? {
+        key(named: CanonicalName(name), in: folder).flatMap { rows[$0] }
     }
 
-    /// The row a name (in any normalization form) is listed under.
-    func key(named name: CanonicalName) -> RowKey? { keyOfName[name] }
+    func name(of key: RowKey) -> CanonicalName? { slotOfKey[key]?.name }
 
-    func row(named name: String) -> ListedRow? { keyOfName[CanonicalName(name)].flatMap { rows[$0] } }
+    /// The folder a row is shown in (nil: the top).
+    func folder(of key: RowKey) -> RowKey? { slotOfKey[key]?.folder }
 
-    /// Live rows whose title is `title` under the name rule (for names
-    /// typed in another form, e.g. with escapes where none were needed).
-    func keys(titled title: String) -> [RowKey] {
-        let stem = CanonicalName(FileNames.stem(namespace: namespace, title: title, updatedAt: Timestamp(seconds: 0)))
+    func isFolder(_ key: RowKey) -> Bool { rows[key]?.isFolder == true }
+
+    /// How many rows a folder shows.
+    func count(in folder: RowKey?) -> Int { entries[folder]?.count ?? 0 }
+
+    /// Whether `folder` is `key` or inside it (a folder cannot move there).
+    func isWithin(_ folder: RowKey?, _ key: RowKey) -> Bool {
+        var current = folder
+        var steps = 0
+        while let here = current, steps <= rows.count {
+            if here == key { return true }
+            current = slotOfKey[here]?.folder
+            steps += 1
+        }
+        return false
+    }
+
+    mutating func sortedNames(in folder: RowKey?) -> [CanonicalName] {
+        if let cached = sortedNamesCache[folder] { return cached }
+        let names = (entries[folder] ?? [:]).keys.sorted()
+        sortedNamesCache[folder] = names
+        return names
+    }
+
+    /// Live rows of a folder whose title is `title` under the name rule
+    /// (for names typed in another form, e.g. with escapes where none were needed).
+    func keys(titled title: String, kind: NoteKind = .note, in folder: RowKey? = nil) -> [RowKey] {
+        let parts = FileNames.nameParts(namespace: namespace, kind: kind, title: title, updatedAt: Timestamp(seconds: 0))
+        let slot = NameSlot(folder: folder, name: CanonicalName(parts.stem + parts.ext))
         let wanted = CanonicalName(title)
-        return (groups[stem] ?? []).filter { rows[$0].map { CanonicalName($0.title) == wanted } ?? false }
+        return (groups[slot] ?? []).filter { rows[$0].map { CanonicalName($0.title) == wanted && $0.kind == kind } ?? false }
     }
+
+    // MARK: Changes
 
     /// Applies one row from the change feed or a local write.
     mutating func apply(_ summary: RowSummary) -> [NameChange] {
         if summary.isTombstone { return remove(summary.key) }
         let row = ListedRow(summary)
-        let newStem = CanonicalName(FileNames.stem(namespace: namespace, title: row.title, updatedAt: row.updatedAt))
-        let oldStem = stemOfKey[row.key]
+        let old = rows[row.key]
         rows[row.key] = row
-        if oldStem == newStem { return [] }
-        var changes: [NameChange] = []
-        if let oldStem {
-            groups[oldStem]?.removeAll { $0 == row.key }
-            changes += assignNames(oldStem)
+        // A folder that appeared, went or moved can move every row under it.
+        if row.isFolder || old?.isFolder == true, old?.isFolder != row.isFolder || old?.declaredFolder != row.declaredFolder {
+            return merged(relocateAll())
         }
-        stemOfKey[row.key] = newStem
-        var group = groups[newStem] ?? []
-        group.insert(row.key, at: group.firstIndex { row.key < $0 } ?? group.endIndex)
-        groups[newStem] = group
-        changes += assignNames(newStem)
-        return merged(changes)
+        return merged(place(row.key))
     }
 
     mutating func remove(_ key: RowKey) -> [NameChange] {
-        guard rows.removeValue(forKey: key) != nil, let stem = stemOfKey.removeValue(forKey: key) else { return [] }
-        groups[stem]?.removeAll { $0 == key }
-        // Free the name first, so the next row of the group can take it.
+        guard let row = rows.removeValue(forKey: key) else { return [] }
+        var changes = unplace(key)
+        if row.isFolder { changes += relocateAll() }
+        return merged(changes)
+    }
+
+    // MARK: Placing rows
+
+    /// Where a row belongs: its folder, if live and not cut, else the top.
+    private func shownFolder(of row: ListedRow) -> RowKey? {
+        guard namespace == .notebook, let folder = row.declaredFolder, rows[folder]?.isFolder == true else { return nil }
+        if row.isFolder && cycleCuts.contains(row.key) { return nil }
+        return folder
+    }
+
+    private func groupSlot(of row: ListedRow) -> (slot: NameSlot, stem: String, ext: String) {
+        let parts = FileNames.nameParts(namespace: namespace, kind: row.kind, title: row.title, updatedAt: row.updatedAt)
+        return (NameSlot(folder: shownFolder(of: row), name: CanonicalName(parts.stem + parts.ext)), parts.stem, parts.ext)
+    }
+
+    /// Puts a row in its group (moving it from its old one); the names that changed.
+    private mutating func place(_ key: RowKey) -> [NameChange] {
+        guard let row = rows[key] else { return [] }
+        let target = groupSlot(of: row)
+        if let current = groupOfKey[key], current.slot == target.slot, current.stem == target.stem, current.ext == target.ext { return [] }
+        var changes = unplace(key, keepName: true)
+        groupOfKey[key] = target
+        var group = groups[target.slot] ?? []
+        group.insert(key, at: group.firstIndex { key < $0 } ?? group.endIndex)
+        groups[target.slot] = group
+        return changes + assignNames(target.slot)
+    }
+
+    /// Takes a row out of its group. `keepName`: it is about to be placed
+    /// again, so its old name is dropped by the reassignment, not here.
+    private mutating func unplace(_ key: RowKey, keepName: Bool = false) -> [NameChange] {
+        guard let current = groupOfKey.removeValue(forKey: key) else { return [] }
+        groups[current.slot]?.removeAll { $0 == key }
         var changes: [NameChange] = []
-        if let name = nameOfKey.removeValue(forKey: key) {
-            if keyOfName[name] == key { keyOfName.removeValue(forKey: name) }
-            changes.append(NameChange(key: key, oldName: name, newName: nil))
-            sortedNamesCache = nil
+        if let slot = slotOfKey[key] {
+            // Free the name first, so the next row of the group can take it.
+            if entries[slot.folder]?[slot.name] == key { entries[slot.folder]?[slot.name] = nil }
+            sortedNamesCache[slot.folder] = nil
+            if !keepName {
+                slotOfKey[key] = nil
+                changes.append(NameChange(key: key, old: slot, new: nil))
+            }
         }
-        return merged(changes + assignNames(stem))
+        return changes + assignNames(current.slot)
+    }
+
+    /// Recomputes where every row is shown (a folder appeared, went or moved).
+    private mutating func relocateAll() -> [NameChange] {
+        cycleCuts = Self.cycleCuts(rows)
+        var changes: [NameChange] = []
+        for key in rows.keys.sorted() { changes += place(key) }
+        return changes
+    }
+
+    /// The folders to show at the top so that no folder is inside itself:
+    /// in each cycle of folder parents, the one with the smallest key.
+    static func cycleCuts(_ rows: [RowKey: ListedRow]) -> Set<RowKey> {
+        var cuts: Set<RowKey> = []
+        var settled: Set<RowKey> = []   // folders known to reach the top
+        for start in rows.values.filter(\.isFolder).map(\.key).sorted() where !settled.contains(start) {
+            var path: [RowKey] = []
+            var onPath: Set<RowKey> = []
+            var current: RowKey? = start
+            while let key = current, let row = rows[key], row.isFolder, !settled.contains(key), !cuts.contains(key) {
+                if onPath.contains(key) {
+                    let cycle = path[path.firstIndex(of: key)!...]
+                    cuts.insert(cycle.min()!)
+                    break
+                }
+                path.append(key)
+                onPath.insert(key)
+                current = row.declaredFolder
+            }
+            settled.formUnion(path)
+        }
+        return cuts
     }
 
     /// Gives every row of a group its name; returns the names that changed.
-    private mutating func assignNames(_ stem: CanonicalName) -> [NameChange] {
-        let keys = groups[stem] ?? []
-        if keys.isEmpty { groups.removeValue(forKey: stem) }
+    private mutating func assignNames(_ slot: NameSlot) -> [NameChange] {
+        let keys = groups[slot] ?? []
+        if keys.isEmpty { groups.removeValue(forKey: slot) }
         var changes: [NameChange] = []
         for (index, key) in keys.enumerated() {
-            var name = CanonicalName(FileNames.name(stem: stem.text, namespace: namespace, key: key, isFirst: index == 0))
-            if let holder = keyOfName[name], holder != key, stemOfKey[holder] != stem {
+            guard let parts = groupOfKey[key] else { continue }
+            var name = CanonicalName(FileNames.name(stem: parts.stem, ext: parts.ext, key: key, isFirst: index == 0))
+            if let holder = entries[slot.folder]?[name], holder != key, groupOfKey[holder]?.slot != slot {
                 // Two 8-digit markers collided: fall back to the whole key.
-                name = CanonicalName(FileNames.name(stem: stem.text, namespace: namespace, key: key, isFirst: false, longMarker: true))
+                name = CanonicalName(FileNames.name(stem: parts.stem, ext: parts.ext, key: key, isFirst: false, longMarker: true))
             }
-            let old = nameOfKey[key]
-            guard old != name else { continue }
-            if let old, keyOfName[old] == key { keyOfName.removeValue(forKey: old) }
-            nameOfKey[key] = name
-            keyOfName[name] = key
-            sortedNamesCache = nil
-            changes.append(NameChange(key: key, oldName: old, newName: name))
+            let new = NameSlot(folder: slot.folder, name: name)
+            let old = slotOfKey[key]
+            guard old != new else {
+                // Unplaced and placed again under the same name.
+                if entries[slot.folder]?[name] != key {
+                    entries[slot.folder, default: [:]][name] = key
+                    sortedNamesCache[slot.folder] = nil
+                }
+                continue
+            }
+            if let old, entries[old.folder]?[old.name] == key {
+                entries[old.folder]?[old.name] = nil
+                sortedNamesCache[old.folder] = nil
+            }
+            slotOfKey[key] = new
+            entries[slot.folder, default: [:]][name] = key
+            sortedNamesCache[slot.folder] = nil
+            changes.append(NameChange(key: key, old: old, new: new))
         }
         return changes
     }
@@ -146,13 +268,13 @@ struct NamespaceListing: Sendable {
         var byKey: [RowKey: NameChange] = [:]
         for change in changes {
             if var existing = byKey[change.key] {
-                existing.newName = change.newName
+                existing.new = change.new
                 byKey[change.key] = existing
             } else {
                 order.append(change.key)
                 byKey[change.key] = change
             }
         }
-        return order.compactMap { byKey[$0] }.filter { $0.oldName != $0.newName }
+        return order.compactMap { byKey[$0] }.filter { $0.old != $0.new }
     }
 }

@@ -19,15 +19,38 @@ enum ControlFile: CaseIterable, Sendable {
     }
 }
 
-/// A folder that can hold scratch files.
+/// A folder of the mount that can hold scratch files: the top, a
+/// namespace's folder, or a folder of the notebook tree (a folder row).
 enum Folder: Hashable, Sendable {
     case root
     case namespace(Namespace)
+    case subfolder(RowKey)
+
+    /// The folder that lists `folder` of `namespace` (nil: its top).
+    init(_ namespace: Namespace, _ folder: RowKey?) {
+        self = folder.map { .subfolder($0) } ?? .namespace(namespace)
+    }
+
+    /// The namespace whose rows the folder lists; nil for the top.
+    var namespace: Namespace? {
+        switch self {
+        case .root: return nil
+        case .namespace(let namespace): return namespace
+        case .subfolder: return .notebook
+        }
+    }
+
+    /// The folder row this is (nil: a namespace's top, or the root).
+    var folderKey: RowKey? {
+        if case .subfolder(let key) = self { return key }
+        return nil
+    }
 
     var scratchDirectoryName: String {
         switch self {
         case .root: return "_root"
         case .namespace(let namespace): return namespace.name
+        case .subfolder(let key): return "notebook~" + key.hex
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import QuireCore
+import QuireFuse
 import QuireStore
 
 /// What a name in a folder stands for right now.
@@ -14,6 +15,8 @@ enum ResolvedName: Equatable {
 struct DetachedRow {
     var title: String
     var name: CanonicalName
+    /// The folder its name was in.
+    var folder: Folder
     var since: Date
 }
 
@@ -27,7 +30,7 @@ struct DetachedRow {
 struct NameIndex {
     private(set) var listings: [Namespace: NamespaceListing] = [:]
     var inodes = InodeTable()
-    private var pending: [Namespace: [CanonicalName: RowRef]] = [:]
+    private var pending: [Folder: [CanonicalName: RowRef]] = [:]
     private(set) var detached: [RowRef: DetachedRow] = [:]
 
     // MARK: Listings
@@ -46,56 +49,87 @@ struct NameIndex {
     /// A row left the listing (replaced by a save by rename).
     mutating func unlist(_ ref: RowRef) -> [Invalidation] {
         guard let changes = listings[ref.namespace]?.remove(ref.key) else { return [] }
-        return invalidations(ref.namespace, changes.map { NameChange(key: $0.key, oldName: $0.oldName, newName: nil) })
+        return invalidations(ref.namespace, changes)
     }
 
     private func invalidations(_ namespace: Namespace, _ changes: [NameChange]) -> [Invalidation] {
-        let parent = InodeTable.folderInode(namespace)
-        return changes.flatMap { change in
-            [change.oldName, change.newName].compactMap { $0.map { Invalidation.entry(parent: parent, name: $0) } }
+        changes.flatMap { change in
+            [change.old, change.new].compactMap { slot in
+                slot.map { Invalidation.entry(parent: directoryInode(Folder(namespace, $0.folder)), name: $0.name) }
+            }
         }
     }
 
+    /// The inode number of a folder that lists rows.
+    func directoryInode(_ folder: Folder) -> UInt64 {
+        switch folder {
+        case .root: return FuseInode.root.rawValue
+        case .namespace(let namespace): return InodeTable.folderInode(namespace)
+        case .subfolder(let key): return inodes.listedInode(of: RowRef(namespace: .notebook, key: key))
+        }
+    }
+
+    /// The folder a row is shown in now.
+    func folder(of ref: RowRef) -> Folder {
+        Folder(ref.namespace, listings[ref.namespace]?.folder(of: ref.key) ?? pendingFolder(of: ref)?.folderKey)
+    }
+
+    /// Whether a row is a folder of the notebook tree.
+    func isFolder(_ ref: RowRef) -> Bool { listings[ref.namespace]?.isFolder(ref.key) == true }
+
     // MARK: Resolving
 
-    /// What a row name stands for; nil when the namespace is not listed yet.
-    func resolveRow(_ name: CanonicalName, title: String, in namespace: Namespace) -> ResolvedName? {
-        if let ref = pending[namespace]?[name] { return .row(ref) }
+    /// What a row name stands for in a folder; nil when the namespace is not listed yet.
+    func resolveRow(_ name: CanonicalName, title: String, kind: NoteKind, in folder: Folder) -> ResolvedName? {
+        guard let namespace = folder.namespace else { return ResolvedName.none }
+        if let ref = pending[folder]?[name] { return .row(ref) }
         guard let listing = listings[namespace] else { return nil }
-        if let key = listing.key(named: name) {
+        if let key = listing.key(named: name, in: folder.folderKey) {
             let ref = RowRef(namespace: namespace, key: key)
             return detached[ref] == nil ? .row(ref) : ResolvedName.none
         }
         // The same title typed another way (an escape where none was needed).
-        let keys = listing.keys(titled: title).filter { detached[RowRef(namespace: namespace, key: $0)] == nil }
+        let keys = listing.keys(titled: title, kind: kind, in: folder.folderKey)
+            .filter { detached[RowRef(namespace: namespace, key: $0)] == nil }
         return keys.count == 1 ? .row(RowRef(namespace: namespace, key: keys[0])) : ResolvedName.none
     }
 
     /// The file name a row shows under right now (for messages and invalidation).
     func displayName(_ ref: RowRef) -> String {
-        pendingName(of: ref)?.text ?? listings[ref.namespace]?.nameOfKey[ref.key]?.text ?? ref.key.hex
+        pendingName(of: ref)?.text ?? listings[ref.namespace]?.name(of: ref.key)?.text ?? ref.key.hex
     }
 
-    func pendingName(of ref: RowRef) -> CanonicalName? { pending[ref.namespace]?.first { $0.value == ref }?.key }
+    func pendingName(of ref: RowRef) -> CanonicalName? { pendingSlot(of: ref)?.name }
+
+    private func pendingFolder(of ref: RowRef) -> Folder? { pendingSlot(of: ref)?.folder }
+
+    private func pendingSlot(of ref: RowRef) -> (folder: Folder, name: CanonicalName)? {
+        for (folder, names) in pending where folder.namespace == ref.namespace {
+            if let name = names.first(where: { $0.value == ref })?.key { return (folder, name) }
+        }
+        return nil
+    }
 
     // MARK: Files not yet committed
 
     /// Names of files created and not committed, sorted, that no stored row shows.
-    func pendingEntries(_ namespace: Namespace) -> [(name: CanonicalName, ref: RowRef)] {
-        (pending[namespace] ?? [:]).sorted { $0.key < $1.key }
-            .filter { listings[namespace]?.key(named: $0.key) == nil }
+    func pendingEntries(_ folder: Folder) -> [(name: CanonicalName, ref: RowRef)] {
+        guard let namespace = folder.namespace else { return [] }
+        return (pending[folder] ?? [:]).sorted { $0.key < $1.key }
+            .filter { listings[namespace]?.key(named: $0.key, in: folder.folderKey) == nil }
             .map { ($0.key, $0.value) }
     }
 
-    mutating func addPending(_ name: CanonicalName, _ ref: RowRef) {
+    mutating func addPending(_ name: CanonicalName, in folder: Folder, _ ref: RowRef) {
         removePending(ref)
-        pending[ref.namespace, default: [:]][name] = ref
+        pending[folder, default: [:]][name] = ref
     }
 
     /// The row is committed (listed now) or never will be.
     mutating func removePending(_ ref: RowRef) {
-        guard let names = pending[ref.namespace], names.values.contains(ref) else { return }
-        pending[ref.namespace] = names.filter { $0.value != ref }
+        guard let slot = pendingSlot(of: ref) else { return }
+        pending[slot.folder]?[slot.name] = nil
+        if pending[slot.folder]?.isEmpty == true { pending[slot.folder] = nil }
     }
 
     // MARK: Rows renamed away
@@ -111,9 +145,9 @@ struct NameIndex {
     @discardableResult
     mutating func reattach(_ ref: RowRef) -> DetachedRow? { detached.removeValue(forKey: ref) }
 
-    /// The detached row of this namespace whose title is `title`, if any.
-    func detachedRow(titled title: String, in namespace: Namespace) -> RowRef? {
-        detached.first { $0.key.namespace == namespace && CanonicalName.same($0.value.title, title) }?.key
+    /// The detached row of this folder whose title is `title`, if any.
+    func detachedRow(titled title: String, in folder: Folder) -> RowRef? {
+        detached.first { $0.value.folder == folder && CanonicalName.same($0.value.title, title) }?.key
     }
 
     /// Detached rows whose grace ended at `now`, and when the next one ends.

@@ -7,6 +7,12 @@ import QuireFuse
 struct WorkingCopy {
     var title: String
     var content: [UInt8]
+    /// A notebook row's kind and folder (what a new row is created as).
+    var kind: NoteKind = .note
+    var folder: RowKey? = nil
+    /// A modification time set explicitly (utimensat) since the last
+    /// write, in nanoseconds; committed with the text. A write clears it.
+    var setModificationTime: Int64? = nil
     var isDirty = false
     /// Created through the mount and never committed: no row exists yet.
     var isNew = false
@@ -168,5 +174,21 @@ struct OpenFileTable {
         for other in handles(where: { $0.inode == file.inode }) + [handle] {
             if case .orphan? = files[other]?.target { files[other]!.target = .orphan(bytes, modifiedAt: .now) }
         }
+    }
+}
+
+extension WorkingCopy {
+    /// Takes a rename's placement (nil: not a notebook row).
+    mutating func place(_ placement: Placement?) {
+        guard let placement else { return }
+        kind = placement.kind
+        folder = placement.folder
+    }
+
+    /// Takes a stored row's kind and folder (a notebook row's place).
+    mutating func place(_ content: RowContent) {
+        guard case .note(let note) = content else { return }
+        kind = note.kind
+        folder = note.folder
     }
 }

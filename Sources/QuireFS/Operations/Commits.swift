@@ -31,7 +31,9 @@ extension QuireFileSystem {
             if let now = try? store.row(ref.namespace, ref.key)?.content, let rendered = RowFormat.render(now) { bytes = rendered }
         }
         let seq = (try? listing(ref.namespace).rows[ref.key]?.seq) ?? nil
-        return WorkingCopy(title: content.displayName, content: bytes ?? [], seq: seq ?? 0)
+        var copy = WorkingCopy(title: content.displayName, content: bytes ?? [], seq: seq ?? 0)
+        copy.place(content)
+        return copy
     }
 
     /// An offloaded body, through the recall hook (issue 5).
@@ -54,7 +56,7 @@ extension QuireFileSystem {
     /// `shown` is what the committing handle was shown (see `OpenFile.shown`).
     func commit(_ ref: RowRef, shown: [UInt8]?) throws(FuseError) {
         guard var copy = openFiles.copy(ref), copy.isDirty else { return }
-        let name = "\(ref.namespace.name)/\(displayName(ref))"
+        let name = rowPath(ref)
         var previous: RowContent? = nil
         if !copy.isNew {
             do { previous = try store.row(ref.namespace, ref.key)?.content } catch { throw storeFailure(error, doing: "read \(name)") }
@@ -65,6 +67,19 @@ extension QuireFileSystem {
         } catch {
             reject(ref, copy: copy, previous: previous, error: error, name: name)
             throw error.fuseError
+        }
+        if case .note(var note) = content {
+            // A stored row's place is the store's (a move elsewhere while
+            // the file was open stands); a new row's is where it was made.
+            if case .note(let stored)? = previous {
+                note.kind = stored.kind
+                note.folder = stored.folder
+            } else {
+                note.kind = copy.kind
+                note.folder = copy.folder
+            }
+            note.modifiedAt = copy.setModificationTime
+            content = .note(note)
         }
         // The file's size was checked as it was written; this is the same
         // limit on what the text became (a plan's title comes from its name).
@@ -80,6 +95,7 @@ extension QuireFileSystem {
         lastShown[ref] = edit.row.content.flatMap(RowFormat.render) ?? copy.content
         copy.isDirty = false
         copy.isNew = false
+        copy.setModificationTime = nil
         if let seq = edit.seq { copy.seq = seq }
         let createdAs = names.pendingName(of: ref)
         names.removePending(ref)
@@ -108,9 +124,11 @@ extension QuireFileSystem {
         kernelCache.rowChanged(ref)
         guard let seq = edit.seq else { return }
         kernelCache.recordOwnWrite(ref, version: seq)
+        let folder = names.folder(of: ref)
         var invalidations = names.apply(RowSummary(row: edit.row, seq: seq))
-        if let name = kernelKnows, names.listing(ref.namespace)?.key(named: name) == ref.key {
-            invalidations.removeAll { $0 == .entry(parent: InodeTable.folderInode(ref.namespace), name: name) }
+        if let name = kernelKnows, folder == names.folder(of: ref),
+           names.listing(ref.namespace)?.key(named: name, in: folder.folderKey) == ref.key {
+            invalidations.removeAll { $0 == .entry(parent: names.directoryInode(folder), name: name) }
         }
         kernelCache.invalidate(invalidations)
     }
@@ -120,9 +138,10 @@ extension QuireFileSystem {
     private func reject(_ ref: RowRef, copy: WorkingCopy, previous: RowContent?, error: FormatError, name: String) {
         let fileName = displayName(ref)
         let keptName = CanonicalName(fileName + ".rejected")
-        var kept = "and your text is kept in \(ref.namespace.name)/\(keptName) (on this device only)"
+        let folder = names.folder(of: ref)
+        var kept = "and your text is kept in \(folderPath(folder))/\(keptName) (on this device only)"
         do {
-            try scratch.replaceContents(.namespace(ref.namespace), keptName, with: copy.content)
+            try scratch.replaceContents(folder, keptName, with: copy.content)
         } catch {
             kept = "and your text could not be kept (\(error)): save it again elsewhere"
         }
@@ -131,7 +150,7 @@ extension QuireFileSystem {
         reverted.isDirty = false
         reverted.content = previous.flatMap(RowFormat.render) ?? []
         openFiles.keep(reverted, for: ref)
-        kernelCache.invalidate(.entry(parent: InodeTable.folderInode(ref.namespace), name: keptName))
+        kernelCache.invalidate(.entry(parent: names.directoryInode(folder), name: keptName))
         kernelCache.invalidateInodes(names.inodes.inodesOfRow[ref] ?? [])
     }
 
@@ -140,9 +159,10 @@ extension QuireFileSystem {
     func keepUnsaved(_ ref: RowRef, because reason: String) {
         guard let copy = openFiles.copy(ref), copy.isDirty else { return }
         let keptName = CanonicalName(displayName(ref) + ".unsaved")
-        let kept = (try? scratch.replaceContents(.namespace(ref.namespace), keptName, with: copy.content)) != nil
-        log.problem("\(ref.namespace.name)/\(displayName(ref)) could not be saved (\(reason)); "
-                    + (kept ? "the text is kept in \(ref.namespace.name)/\(keptName)" : "and could not be kept either"))
+        let folder = names.folder(of: ref)
+        let kept = (try? scratch.replaceContents(folder, keptName, with: copy.content)) != nil
+        log.problem("\(rowPath(ref)) could not be saved (\(reason)); "
+                    + (kept ? "the text is kept in \(folderPath(folder))/\(keptName)" : "and could not be kept either"))
     }
 
     /// The last handle on a row went away (or none ever held the copy):

@@ -3,15 +3,28 @@ import QuireCore
 import QuireFuse
 
 extension QuireFileSystem {
-    /// What `name` stands for in a namespace folder. Every form of a name
-    /// resolves alike: the lookups below are by `CanonicalName`.
-    func resolve(_ name: CanonicalName, in namespace: Namespace) throws(FuseError) -> ResolvedName {
+    /// What `name` stands for in a folder. Every form of a name resolves
+    /// alike: the lookups below are by `CanonicalName`.
+    func resolve(_ name: CanonicalName, in folder: Folder) throws(FuseError) -> ResolvedName {
+        guard let namespace = folder.namespace else {
+            return scratch.status(.root, name) != nil ? .scratch(.root, name) : .none
+        }
         switch FileNames.meaning(of: name, in: namespace) {
         case .junk, .localOnly:
-            return scratch.status(.namespace(namespace), name) != nil ? .scratch(.namespace(namespace), name) : .none
-        case .row(let title):
+            // A hidden folder (`.obsidian`) is a row with a junk-like name.
+            if namespace == .notebook, FileNames.folderTitle(name) != nil {
+                _ = try listing(namespace)
+                if let found = names.resolveRow(name, title: name.text, kind: .folder, in: folder), found != .none { return found }
+            }
+            return scratch.status(folder, name) != nil ? .scratch(folder, name) : .none
+        case .row(let title, let kind):
             _ = try listing(namespace)
-            return names.resolveRow(name, title: title, in: namespace) ?? .none
+            if let found = names.resolveRow(name, title: title, kind: kind, in: folder), found != .none { return found }
+            // A folder whose name reads as a file name (`Projects.2026`).
+            if namespace == .notebook, kind != .folder {
+                return names.resolveRow(name, title: name.text, kind: .folder, in: folder) ?? .none
+            }
+            return .none
         }
     }
 
@@ -28,6 +41,7 @@ extension QuireFileSystem {
         switch names.inodes.object(inode) {
         case .root?: return .root
         case .namespace(let namespace)?: return .namespace(namespace)
+        case .row(let ref)? where names.isFolder(ref) && !names.isDetached(ref): return .subfolder(ref.key)
         case .control?: throw .permissionDenied
         case nil: throw .noEntry
         default: throw .notDirectory
@@ -48,8 +62,8 @@ extension QuireFileSystem {
             if name == CanonicalName(MountLayout.controlFolderName) { return try entry(InodeTable.controlDirectory) }
             guard scratch.status(.root, name) != nil else { throw .noEntry }
             return try entry(names.inodes.inode(forScratch: .root, name))
-        case .namespace(let namespace)?:
-            guard let inode = inode(of: try resolve(name, in: namespace)) else { throw .noEntry }
+        case .namespace?, .row?:
+            guard let inode = inode(of: try resolve(name, in: try folder(parent))) else { throw .noEntry }
             return try entry(inode)
         case .control?:
             guard let file = ControlFile.allCases.first(where: { CanonicalName($0.name) == name }) else { throw .noEntry }
@@ -129,31 +143,42 @@ extension QuireFileSystem {
     }
 
     private func directoryEntries(_ inode: UInt64) throws(FuseError) -> [DirectoryEntry] {
-        var entries = [DirectoryEntry(name: ".", inode: inode, kind: .directory),
-                       DirectoryEntry(name: "..", inode: FuseInode.root.rawValue, kind: .directory)]
+        var entries = [DirectoryEntry(name: ".", inode: inode, kind: .directory)]
         switch names.inodes.object(inode) {
         case .root?:
+            entries.append(DirectoryEntry(name: "..", inode: FuseInode.root.rawValue, kind: .directory))
             entries += MountLayout.namespaces.map { DirectoryEntry(name: $0.name, inode: InodeTable.folderInode($0), kind: .directory) }
             entries.append(DirectoryEntry(name: MountLayout.controlFolderName, inode: InodeTable.controlDirectory, kind: .directory))
             entries += scratch.names(.root).map {
                 DirectoryEntry(name: $0.text, inode: names.inodes.inode(forScratch: .root, $0), kind: .regular, object: .scratch(.root, $0))
             }
-        case .namespace(let namespace)?:
+        case .namespace?, .row?:
+            let folder = try folder(inode)
+            guard let namespace = folder.namespace else { throw .notDirectory }
+            let parent: UInt64
+            if case .subfolder(let key) = folder {
+                parent = names.directoryInode(names.folder(of: RowRef(namespace: .notebook, key: key)))
+            } else {
+                parent = FuseInode.root.rawValue
+            }
+            entries.append(DirectoryEntry(name: "..", inode: parent, kind: .directory))
             var listing = try listing(namespace)
-            for name in listing.sortedNames {
-                let ref = RowRef(namespace: namespace, key: listing.key(named: name)!)
+            for name in listing.sortedNames(in: folder.folderKey) {
+                let key = listing.key(named: name, in: folder.folderKey)!
+                let ref = RowRef(namespace: namespace, key: key)
                 if names.isDetached(ref) { continue }
-                entries.append(DirectoryEntry(name: name.text, inode: names.inodes.listedInode(of: ref), kind: .regular, object: .row(ref)))
+                entries.append(DirectoryEntry(name: name.text, inode: names.inodes.listedInode(of: ref),
+                                              kind: listing.isFolder(key) ? .directory : .regular, object: .row(ref)))
             }
             names.install(listing)   // keeps the sorted names it built
-            for (name, ref) in names.pendingEntries(namespace) {
+            for (name, ref) in names.pendingEntries(folder) {
                 entries.append(DirectoryEntry(name: name.text, inode: names.inodes.listedInode(of: ref), kind: .regular, object: .row(ref)))
             }
-            entries += scratch.names(.namespace(namespace)).map {
-                DirectoryEntry(name: $0.text, inode: names.inodes.inode(forScratch: .namespace(namespace), $0), kind: .regular,
-                               object: .scratch(.namespace(namespace), $0))
+            entries += scratch.names(folder).map {
+                DirectoryEntry(name: $0.text, inode: names.inodes.inode(forScratch: folder, $0), kind: .regular, object: .scratch(folder, $0))
             }
         case .control?:
+            entries.append(DirectoryEntry(name: "..", inode: FuseInode.root.rawValue, kind: .directory))
             entries += ControlFile.allCases.map { DirectoryEntry(name: $0.name, inode: InodeTable.controlFileInode($0), kind: .regular) }
         case nil: throw .noEntry
         default: throw .notDirectory
@@ -208,16 +233,67 @@ extension QuireFileSystem {
         do { try store.sync() } catch { throw storeFailure(error, doing: "make the replica durable") }
     }
 
-    // MARK: Folders are fixed
+    // MARK: Folders of the notebook
 
-    public func makeDirectory(parent: FuseInode, name: String, mode: UInt32, request: FuseRequest) throws -> FuseEntry {
-        let place = locked { describe(parent.rawValue) }
-        throw refuse(.notPermitted, "mkdir \(place)/\(name) refused: folders are fixed (one per namespace) and notes have no subfolders")
+    public func makeDirectory(parent: FuseInode, name typed: String, mode: UInt32, request: FuseRequest) throws -> FuseEntry {
+        let name = CanonicalName(typed)
+        return try locked { () throws(FuseError) -> FuseEntry in
+            spelled(typed, name, try makeFolder(name, in: parent.rawValue))
+        }
     }
 
-    public func removeDirectory(parent: FuseInode, name: String, request: FuseRequest) throws {
-        let place = locked { describe(parent.rawValue) }
-        throw refuse(.notPermitted, "rmdir \(place)/\(name) refused: the namespace folders are fixed")
+    private func makeFolder(_ name: CanonicalName, in parent: UInt64) throws(FuseError) -> FuseEntry {
+        let folder = try folder(parent)
+        guard folder.namespace == .notebook else {
+            throw refuse(.notPermitted, "mkdir \(describe(parent))/\(name) refused: only the notebook has folders; the other folders are flat")
+        }
+        guard name.text.utf8.count <= FileNames.maximumNameBytes else {
+            throw refuse(.nameTooLong, "mkdir \(name.text.prefix(40))…: a name is at most 255 bytes in NFC (\(name.text.utf8.count) given)")
+        }
+        guard let title = FileNames.folderTitle(name) else {
+            throw refuse(.notPermitted, "mkdir \(describe(parent))/\(name) refused: an editor's temporary name cannot be a folder")
+        }
+        if try resolve(name, in: folder) != .none { throw .exists }
+        // Two devices making the same folder meet on one row (its key is
+        // derived from where it was made and its name), unless that key
+        // already names a live row (the folder was renamed since).
+        var key = RowKey.derived(separator: "quire.notebook.folder", name: (folder.folderKey?.hex ?? "") + "/" + title)
+        if try listing(.notebook).rows[key] != nil { key = RowKey(bytes: (0..<16).map { _ in UInt8.random(in: 0...255) })! }
+        let zero = Timestamp(seconds: 0)
+        let content = RowContent.note(Note(title: title, body: [], createdAt: zero, updatedAt: zero, kind: .folder, folder: folder.folderKey))
+        let ref = RowRef(namespace: .notebook, key: key)
+        do { recordWrite(ref, try store.putFromMount(content, key: key)) } catch {
+            throw storeFailure(error, doing: "make the folder \(describe(parent))/\(name)")
+        }
+        return try entry(names.inodes.inode(for: ref))
+    }
+
+    public func removeDirectory(parent: FuseInode, name typed: String, request: FuseRequest) throws {
+        let name = CanonicalName(typed)
+        try locked { () throws(FuseError) in
+            try removeFolder(name, in: parent.rawValue)
+            forgetCanonicalForm(of: typed, name, in: parent.rawValue)
+        }
+    }
+
+    private func removeFolder(_ name: CanonicalName, in parent: UInt64) throws(FuseError) {
+        let folder = try folder(parent)
+        guard folder.namespace == .notebook else {
+            if folder == .root, MountLayout.namespace(named: name) != nil || name == CanonicalName(MountLayout.controlFolderName) {
+                throw refuse(.notPermitted, "rmdir \(configuration.mountpoint)/\(name) refused: the namespace folders are fixed")
+            }
+            throw .noEntry
+        }
+        guard case .row(let ref) = try resolve(name, in: folder) else { throw .noEntry }
+        guard names.isFolder(ref) else { throw .notDirectory }
+        let inside = Folder.subfolder(ref.key)
+        guard try listing(.notebook).count(in: ref.key) == 0, names.pendingEntries(inside).isEmpty, scratch.names(inside).isEmpty else {
+            throw .notEmpty
+        }
+        do { recordWrite(ref, try store.deleteFromMount(.notebook, ref.key)) } catch {
+            throw storeFailure(error, doing: "remove the folder \(describe(parent))/\(name)")
+        }
+        scratch.removeDirectory(inside)
     }
 
     func describe(_ inode: UInt64) -> String {
@@ -225,6 +301,7 @@ extension QuireFileSystem {
         case .root?: return configuration.mountpoint
         case .namespace(let namespace)?: return namespace.name
         case .control?: return MountLayout.controlFolderName
+        case .row(let ref)? where names.isFolder(ref): return folderPath(.subfolder(ref.key))
         default: return "inode \(inode)"
         }
     }

@@ -30,6 +30,8 @@ extension QuireFileSystem {
             switch object {
             case .root, .namespace, .control:
                 throw .isDirectory
+            case .row(let ref) where names.isFolder(ref):
+                throw .isDirectory
             case .controlFile(let file):
                 if flags.isWritable { throw refuse(.permissionDenied, ".quire/\(file.name) is read-only") }
                 let bytes = controlContents(file)
@@ -86,7 +88,7 @@ extension QuireFileSystem {
         guard name.text.utf8.count <= FileNames.maximumNameBytes else {
             throw refuse(.nameTooLong, "\(describe(parent))/\(name.text.prefix(40))…: a name is at most 255 bytes in NFC (\(name.text.utf8.count) given)")
         }
-        guard case .namespace(let namespace) = folder else {
+        guard let namespace = folder.namespace else {
             guard FileNames.isJunk(name.text) else {
                 throw refuse(.notPermitted, "\(name) refused: the top folder holds the namespace folders only; put notes in notebook/")
             }
@@ -101,8 +103,8 @@ extension QuireFileSystem {
         case .localOnly:
             // Listed in .quire/status; not logged: every sed -i makes one.
             return try createScratch(folder, name, mode: mode, flags: flags)
-        case .row(let title):
-            return try createRow(namespace, name: name, title: title, flags: flags)
+        case .row(let title, let kind):
+            return try createRow(folder, namespace: namespace, name: name, title: title, kind: kind, flags: flags)
         }
     }
 
@@ -113,11 +115,13 @@ extension QuireFileSystem {
         return FuseCreateReply(entry: try entry(inode), open: FuseOpenReply(handle: handle, options: [.noFlush]))
     }
 
-    private func createRow(_ namespace: Namespace, name: CanonicalName, title: String, flags: FuseOpenFlags) throws(FuseError) -> FuseCreateReply {
+    private func createRow(_ folder: Folder, namespace: Namespace, name: CanonicalName, title: String, kind: NoteKind,
+                           flags: FuseOpenFlags) throws(FuseError) -> FuseCreateReply {
         // The name in another form (created meanwhile, or from a sibling):
         // the existing file is opened, never a twin made beside it.
-        if case .row(let existing) = try resolve(name, in: namespace) {
+        if case .row(let existing) = try resolve(name, in: folder) {
             if flags.rawValue & O_EXCL != 0 { throw .exists }
+            if names.isFolder(existing) { throw .isDirectory }
             let inode = names.inodes.inode(for: existing)
             let open = try openRow(existing, inode: inode, flags: flags)
             return FuseCreateReply(entry: try entry(inode), open: open)
@@ -127,7 +131,7 @@ extension QuireFileSystem {
         var ref: RowRef
         var isNew = true
         var shown: [UInt8] = []
-        if let detachedRef = names.detachedRow(titled: title, in: namespace) {
+        if let detachedRef = names.detachedRow(titled: title, in: folder) {
             names.reattach(detachedRef)
             ref = detachedRef
             isNew = false
@@ -141,8 +145,8 @@ extension QuireFileSystem {
         }
         var copy: WorkingCopy
         if isNew {
-            copy = openFiles.copy(ref) ?? WorkingCopy(title: title, content: [], isNew: true)
-            names.addPending(name, ref)
+            copy = openFiles.copy(ref) ?? WorkingCopy(title: title, content: [], kind: kind, folder: folder.folderKey, isNew: true)
+            names.addPending(name, in: folder, ref)
         } else {
             copy = try workingCopy(ref)
             shown = copy.content
@@ -204,6 +208,7 @@ extension QuireFileSystem {
                     copy.content.replaceSubrange(start..<end, with: data)
                     copy.isDirty = true
                     copy.modifiedAt = .now
+                    copy.setModificationTime = nil
                 }
                 return data.count
             }
@@ -292,12 +297,37 @@ extension QuireFileSystem {
             case .controlFile where changes.fields.contains(.size):
                 throw .permissionDenied
             default:
-                // Rows have fixed permissions and owner, and their time is
-                // the row's last edit: chmod, chown and touch change nothing.
                 break
             }
+            if case .row(let ref) = object, changes.fields.contains(.modificationTime), !MountLayout.isReadOnly(ref.namespace) {
+                try setModificationTime(ref, changes.modificationTime)
+            }
+            // Rows have fixed permissions and owner (chmod and chown change
+            // nothing); access times are not kept.
             return FuseAttributeReply(try attributes(inode.rawValue), timeout: configuration.cacheTimeout)
         }
+    }
+
+    /// utimensat on a row: the time is the file's mtime from now on, on
+    /// every device, until the next write. With unsaved text open, it is
+    /// committed with it (cp -p and tar set times before they close);
+    /// otherwise it is an edit of its own.
+    private func setModificationTime(_ ref: RowRef, _ time: FuseTimestamp) throws(FuseError) {
+        if var copy = openFiles.copy(ref), copy.isDirty || copy.isNew {
+            copy.setModificationTime = time.totalNanoseconds
+            openFiles.keep(copy, for: ref)
+            return
+        }
+        guard let stored = try? store.row(ref.namespace, ref.key)?.content, case .note(var note) = stored else { return }
+        guard note.modifiedAt != time.totalNanoseconds else { return }
+        guard note.body != nil else {
+            throw refuse(.io, "\(rowPath(ref)): its body is offloaded; open it once (to bring it back) before setting its time")
+        }
+        note.modifiedAt = time.totalNanoseconds
+        do { recordWrite(ref, try store.putFromMount(.note(note), key: ref.key)) } catch {
+            throw storeFailure(error, doing: "set the time of \(rowPath(ref))")
+        }
+        kernelCache.invalidateInodes(names.inodes.inodesOfRow[ref] ?? [])
     }
 
     /// ftruncate on an open file changes its working copy (committed at
@@ -313,6 +343,7 @@ extension QuireFileSystem {
         }
         copy.isDirty = true
         copy.modifiedAt = .now
+        copy.setModificationTime = nil
         openFiles.keep(copy, for: ref)
         if !byHandle {
             // Not kept when the commit fails either: no handle would ever release it.

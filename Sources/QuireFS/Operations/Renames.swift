@@ -17,17 +17,19 @@ extension QuireFileSystem {
 
     private func unlink(_ name: CanonicalName, in parent: UInt64) throws(FuseError) {
         let folder = try folder(parent)
-        guard case .namespace(let namespace) = folder else {
+        guard let namespace = folder.namespace else {
             guard scratch.status(.root, name) != nil else { throw .noEntry }
             try scratch.remove(.root, name)
             names.inodes.dropScratch(.root, name)
             return
         }
-        switch try resolve(name, in: namespace) {
+        switch try resolve(name, in: folder) {
         case .none: throw .noEntry
         case .scratch(let folder, let name):
             try scratch.remove(folder, name)
             names.inodes.dropScratch(folder, name)
+        case .row(let ref) where names.isFolder(ref):
+            throw .isDirectory
         case .row(let ref):
             if MountLayout.isReadOnly(namespace) {
                 throw refuse(.permissionDenied, "\(namespace.name)/\(name) cannot be deleted: memory is append-only (record an event that buries it)")
@@ -41,7 +43,7 @@ extension QuireFileSystem {
             do {
                 recordWrite(ref, try store.deleteFromMount(namespace, ref.key))
             } catch {
-                throw storeFailure(error, doing: "delete \(namespace.name)/\(name)")
+                throw storeFailure(error, doing: "delete \(folderPath(folder))/\(name)")
             }
         }
     }
@@ -79,8 +81,8 @@ extension QuireFileSystem {
 
     /// What the planner needs to know about the two names.
     private func renameFacts(_ request: RenameRequest) throws(FuseError) -> RenameFacts {
-        let source = try resolveAnywhere(request.name, in: request.from)
-        let target = try resolveAnywhere(request.newName, in: request.to)
+        let source = try resolve(request.name, in: request.from)
+        let target = try resolve(request.newName, in: request.to)
         var facts = RenameFacts(source: source, target: target, sourceInode: inode(of: source), targetInode: inode(of: target),
                                 freshKey: RowKey(bytes: (0..<16).map { _ in UInt8.random(in: 0...255) })!)
         for case .row(let ref) in [source, target] where openFiles.copy(ref)?.isNew == true { facts.newRows.insert(ref) }
@@ -88,17 +90,20 @@ extension QuireFileSystem {
             let listed = try listing(ref.namespace).rows[ref.key]?.title
             facts.sourceTitle = openFiles.copy(ref)?.title ?? listed ?? ""
         }
-        if case .namespace(let namespace) = request.to, case .row(let title) = FileNames.meaning(of: request.newName, in: namespace) {
-            facts.reclaimable = names.detachedRow(titled: title, in: namespace)
+        if let namespace = request.to.namespace, case .row(let title, _) = FileNames.meaning(of: request.newName, in: namespace) {
+            facts.reclaimable = names.detachedRow(titled: title, in: request.to)
+        }
+        if case .row(let ref) = source, names.isFolder(ref) {
+            facts.sourceIsFolder = true
+            facts.destinationWithinSource = try listing(.notebook).isWithin(request.to.folderKey, ref.key)
+        }
+        if case .row(let ref) = target, names.isFolder(ref) {
+            facts.targetIsFolder = true
+            let inside = Folder.subfolder(ref.key)
+            facts.targetFolderIsEmpty = try listing(.notebook).count(in: ref.key) == 0 && names.pendingEntries(inside).isEmpty
+                && scratch.names(inside).isEmpty
         }
         return facts
-    }
-
-    private func resolveAnywhere(_ name: CanonicalName, in folder: Folder) throws(FuseError) -> ResolvedName {
-        switch folder {
-        case .root: return scratch.status(.root, name) != nil ? .scratch(.root, name) : .none
-        case .namespace(let namespace): return try resolve(name, in: namespace)
-        }
     }
 
     // MARK: Applying a plan
@@ -114,10 +119,15 @@ extension QuireFileSystem {
         }
         if let ref = plan.reclaim { names.reattach(ref) }
         switch plan.store {
-        case .replace(let target, let title, let source, let removing, let sourceName)?:
-            try replace(target, titled: title, with: bytes[source]!, removing: removing, sourceName: sourceName)
-        case .retitle(let ref, let title)?:
-            try retitle(ref, to: title)
+        case .replace(let target, let title, let source, let removing, let sourceName, let placement)?:
+            var time: Int64? = nil
+            if case .scratch(let place) = source { time = scratch.modificationTime(place.folder, place.name) }
+            try replace(target, titled: title, with: bytes[source]!, removing: removing, sourceName: sourceName,
+                        placement: placement, modifiedAt: time)
+        case .retitle(let ref, let title, let placement)?:
+            try retitle(ref, to: title, placement: placement)
+        case .moveFolder(let ref, let title, let into, let replacing)?:
+            try moveFolder(ref, title: title, into: into, replacing: replacing)
         case .exchange(let a, let b)?:
             try swapContents(a, bytes: bytes[.row(b)]!, b, bytes: bytes[.row(a)]!)
         case nil:
@@ -142,10 +152,10 @@ extension QuireFileSystem {
         case .moveRowHandlesToScratch(let ref, let place, let text):
             moveRowHandles(of: ref, toScratch: place.folder, place.name, bytes: bytes[text] ?? [])
         case .adoptScratchHandles(let inode, let ref): adoptScratchHandles(of: inode, to: ref)
-        case .renamePending(let ref, let name, let title):
-            names.addPending(name, ref)
-            openFiles.modifyCopy(ref) { $0.title = title }
-        case .retitleCopy(let ref, let title): openFiles.modifyCopy(ref) { $0.title = title }
+        case .renamePending(let ref, let name, let folder, let title, let placement):
+            names.addPending(name, in: folder, ref)
+            openFiles.modifyCopy(ref) { $0.title = title; $0.place(placement) }
+        case .retitleCopy(let ref, let title, let placement): openFiles.modifyCopy(ref) { $0.title = title; $0.place(placement) }
         case .forgetPending(let ref): names.removePending(ref)
         case .markClean(let ref): openFiles.modifyCopy(ref) { $0.isDirty = false }
         case .settleReplacedSource(let ref):
@@ -155,8 +165,8 @@ extension QuireFileSystem {
                 copy.isNew = false
             }
             kernelCache.invalidate(names.unlist(ref))
-        case .detach(let ref, let title, let name):
-            names.detach(ref, DetachedRow(title: title, name: name, since: Date()))
+        case .detach(let ref, let title, let name, let folder):
+            names.detach(ref, DetachedRow(title: title, name: name, folder: folder, since: Date()))
             wakeFeed?()
         }
     }
@@ -165,12 +175,26 @@ extension QuireFileSystem {
 
     /// `bytes` become a new version of `targetRef` (created if needed), and
     /// `source` becomes a tombstone. One transaction.
-    private func replace(_ targetRef: RowRef, titled newTitle: String?, with bytes: [UInt8],
-                         removing source: RowRef?, sourceName: String) throws(FuseError) {
+    private func replace(_ targetRef: RowRef, titled newTitle: String?, with bytes: [UInt8], removing source: RowRef?,
+                         sourceName: String, placement: Placement?, modifiedAt: Int64?) throws(FuseError) {
         let namespace = targetRef.namespace
         let previous = try storedContent(targetRef)
         let title = newTitle ?? openFiles.copy(targetRef)?.title ?? previous?.displayName ?? ""
-        let content = try parseForRename(namespace, title: title, bytes: bytes, previous: previous, key: targetRef.key, name: sourceName)
+        var content = try parseForRename(namespace, title: title, bytes: bytes, previous: previous, key: targetRef.key, name: sourceName)
+        if case .note(var note) = content {
+            // The target keeps its place; a new row goes where it was named.
+            if case .note(let old)? = previous {
+                note.kind = old.kind
+                note.folder = old.folder
+            }
+            if let placement {
+                note.kind = placement.kind
+                note.folder = placement.folder
+            }
+            // A file renamed in keeps the time it was given (rsync, cp -p).
+            note.modifiedAt = modifiedAt
+            content = .note(note)
+        }
         let edit: ReplicaStore.MountEdit
         do {
             // The editor wrote the temp file from what this device last
@@ -187,17 +211,41 @@ extension QuireFileSystem {
     /// A new title for a stored row. A contact's or plan's file name is a
     /// handle the client chose (vdir), not the person's name: the card is
     /// left as it is.
-    private func retitle(_ ref: RowRef, to title: String) throws(FuseError) {
+    private func retitle(_ ref: RowRef, to title: String, placement: Placement?) throws(FuseError) {
         guard let stored = try storedContent(ref) else { throw .noEntry }
         var content = stored
         switch stored {
-        case .note(var note): note.title = title; content = .note(note)
+        case .note(var note):
+            note.title = title
+            if let placement {
+                note.kind = placement.kind
+                note.folder = placement.folder
+            }
+            content = .note(note)
         case .plan(var plan): plan.title = title; content = .plan(plan)
         case .contact(var contact): contact.title = title; content = .contact(contact)
         default: throw .notPermitted
         }
         do { recordWrite(ref, try store.putFromMount(content, key: ref.key)) } catch {
             throw storeFailure(error, doing: "rename \(ref.namespace.name)/\(displayName(ref))")
+        }
+    }
+
+    /// A notebook folder renamed or moved: one row, one transaction, with
+    /// the empty folder it replaces.
+    private func moveFolder(_ ref: RowRef, title: String, into folder: RowKey?, replacing: RowRef?) throws(FuseError) {
+        guard case .note(var note)? = try storedContent(ref) else { throw .noEntry }
+        note.title = title
+        note.folder = folder
+        do {
+            let edit = try store.replaceFromMount(target: ref.key, with: .note(note), removing: replacing?.key)
+            if let replacing {
+                scratch.removeDirectory(.subfolder(replacing.key))
+                kernelCache.invalidate(names.unlist(replacing))
+            }
+            recordWrite(ref, edit)
+        } catch {
+            throw storeFailure(error, doing: "move the folder \(rowPath(ref))")
         }
     }
 

@@ -34,6 +34,20 @@ struct RenameFacts {
     var reclaimable: RowRef?
     /// A key for a row the rename creates, if it creates one.
     var freshKey: RowKey
+    /// Notebook folders: whether each name is one, whether the target
+    /// folder is empty, and whether the destination folder is the source
+    /// folder or inside it.
+    var sourceIsFolder = false
+    var targetIsFolder = false
+    var targetFolderIsEmpty = true
+    var destinationWithinSource = false
+}
+
+/// Where a notebook row goes: its kind (a rename to or from `.md` makes a
+/// note an attachment or back) and its folder.
+struct Placement: Equatable {
+    var kind: NoteKind
+    var folder: RowKey?
 }
 
 /// A rename as three lists of changes, applied in order: the store (one
@@ -48,9 +62,14 @@ struct RenamePlan: Equatable {
 
     enum StoreChange: Equatable {
         /// `bytes` become a new version of `target` (created if needed,
-        /// titled `title` if given); `removing` becomes a tombstone.
-        case replace(target: RowRef, title: String?, bytes: Bytes, removing: RowRef?, sourceName: String)
-        case retitle(RowRef, title: String)
+        /// titled `title` and placed at `placement` if given); `removing`
+        /// becomes a tombstone.
+        case replace(target: RowRef, title: String?, bytes: Bytes, removing: RowRef?, sourceName: String, placement: Placement? = nil)
+        case retitle(RowRef, title: String, placement: Placement? = nil)
+        /// A notebook folder gets a new name or parent (one row changes:
+        /// everything inside keeps its key); `replacing`, an empty folder
+        /// at the new name, becomes a tombstone in the same transaction.
+        case moveFolder(RowRef, title: String, into: RowKey?, replacing: RowRef?)
         /// Each row gets the other's text; both edits in one transaction.
         case exchange(RowRef, RowRef)
     }
@@ -75,14 +94,14 @@ struct RenamePlan: Equatable {
         case moveRowHandlesToScratch(RowRef, ScratchPlace, text: Bytes)
         /// Files open on the scratch file `inode` follow it into `ref`.
         case adoptScratchHandles(inode: UInt64, to: RowRef)
-        case renamePending(RowRef, to: CanonicalName, title: String)
-        case retitleCopy(RowRef, title: String)
+        case renamePending(RowRef, to: CanonicalName, in: Folder, title: String, placement: Placement? = nil)
+        case retitleCopy(RowRef, title: String, placement: Placement? = nil)
         case forgetPending(RowRef)
         case markClean(RowRef)
         /// The source of a save by rename is gone: not pending, not listed,
         /// and its copy has nothing left to commit.
         case settleReplacedSource(RowRef)
-        case detach(RowRef, title: String, name: CanonicalName)
+        case detach(RowRef, title: String, name: CanonicalName, folder: Folder)
     }
 
     /// A detached row the rename takes back, before the store change: if
@@ -97,9 +116,9 @@ struct RenamePlan: Equatable {
     var byteSources: [Bytes] {
         var sources: [Bytes] = []
         switch store {
-        case .replace(_, _, let bytes, _, _)?: sources.append(bytes)
+        case .replace(_, _, let bytes, _, _, _)?: sources.append(bytes)
         case .exchange(let a, let b)?: sources += [.row(a), .row(b)]
-        case .retitle?, nil: break
+        case .retitle?, .moveFolder?, nil: break
         }
         for case .write(_, let bytes) in scratch { sources.append(bytes) }
         for case .moveRowHandlesToScratch(_, _, let bytes) in tables { sources.append(bytes) }
@@ -138,32 +157,58 @@ enum RenamePlanner {
         if flags.contains(.exchange) && facts.target == .none { throw RenameRefusal(.noEntry) }
         if facts.source == facts.target { return RenamePlan() }
 
-        var targetTitle: String? = nil
-        if case .namespace(let namespace) = request.to, case .row(let title) = FileNames.meaning(of: newName, in: namespace) {
-            targetTitle = title
+        var target: (title: String, kind: NoteKind)? = nil
+        if let namespace = request.to.namespace, case .row(let title, let kind) = FileNames.meaning(of: newName, in: namespace) {
+            target = (title, kind)
         }
         let involvesRow: Bool = {
             if case .row = facts.source { return true }
             if case .row = facts.target { return true }
-            return targetTitle != nil
+            return target != nil
         }()
-        if involvesRow && request.from != request.to { throw RenameRefusal(.crossDevice) }   // mv copies across folders
-        for case .namespace(let namespace) in [request.from, request.to] where MountLayout.isReadOnly(namespace) && involvesRow {
+        // mv copies across folders of different namespaces (and the top).
+        if involvesRow && request.from.namespace != request.to.namespace { throw RenameRefusal(.crossDevice) }
+        for namespace in [request.from.namespace, request.to.namespace].compactMap({ $0 }) where MountLayout.isReadOnly(namespace) && involvesRow {
             throw RenameRefusal(.permissionDenied, "\(namespace.name) is read-only: memory is append-only")
         }
-        if case .scratch(let folder, let name) = facts.source, targetTitle == nil {
+        if case .row(let ref) = facts.source, facts.sourceIsFolder { return try moveFolder(ref, request, facts) }
+        if facts.targetIsFolder { throw RenameRefusal(.isDirectory) }
+        if case .scratch(let folder, let name) = facts.source, target == nil {
             return try scratchToScratch(ScratchPlace(folder: folder, name: name), request, facts)
         }
-        guard case .namespace(let namespace) = request.to else { throw RenameRefusal(.notPermitted) }
+        guard let namespace = request.to.namespace else { throw RenameRefusal(.notPermitted) }
         switch facts.source {
         case .row(let ref):
-            if let title = targetTitle { return try rowToRowName(ref, title: title, request, facts) }
+            if let target { return try rowToRowName(ref, title: target.title, kind: target.kind, request, facts) }
             return try rowToScratch(ref, request, facts)
         case .scratch(let folder, let name):
-            return try scratchToRow(ScratchPlace(folder: folder, name: name), namespace: namespace, title: targetTitle!, request, facts)
+            return try scratchToRow(ScratchPlace(folder: folder, name: name), namespace: namespace, title: target!.title,
+                                    kind: target!.kind, request, facts)
         case .none:
             throw RenameRefusal(.noEntry)
         }
+    }
+
+    /// A folder of the notebook renamed or moved: one row changes.
+    private static func moveFolder(_ ref: RowRef, _ request: RenameRequest, _ facts: RenameFacts) throws(RenameRefusal) -> RenamePlan {
+        if request.flags.contains(.exchange) {
+            throw RenameRefusal(.invalid, "exchanging a folder with another name is not supported; rename one, then the other")
+        }
+        guard let title = FileNames.folderTitle(request.newName) else {
+            throw RenameRefusal(.notPermitted, "\(request.newName) is an editor's temporary name and cannot name a folder")
+        }
+        if facts.destinationWithinSource { throw RenameRefusal(.invalid) }
+        var plan = RenamePlan()
+        switch facts.target {
+        case .none:
+            plan.store = .moveFolder(ref, title: title, into: request.to.folderKey, replacing: nil)
+        case .row(let targetRef) where facts.targetIsFolder:
+            guard facts.targetFolderIsEmpty else { throw RenameRefusal(.notEmpty) }
+            plan.store = .moveFolder(ref, title: title, into: request.to.folderKey, replacing: targetRef)
+        case .row, .scratch:
+            throw RenameRefusal(.notDirectory)
+        }
+        return plan
     }
 
     private static func sourceInode(_ facts: RenameFacts) throws(RenameRefusal) -> UInt64 {
@@ -184,9 +229,10 @@ enum RenamePlanner {
         return plan
     }
 
-    private static func rowToRowName(_ ref: RowRef, title: String, _ request: RenameRequest,
+    private static func rowToRowName(_ ref: RowRef, title: String, kind: NoteKind, _ request: RenameRequest,
                                      _ facts: RenameFacts) throws(RenameRefusal) -> RenamePlan {
         let namespace = ref.namespace
+        let placement = namespace == .notebook ? Placement(kind: kind, folder: request.to.folderKey) : nil
         let sourceInode = try sourceInode(facts)
         let isNew = facts.newRows.contains(ref)
         var plan = RenamePlan()
@@ -195,14 +241,15 @@ enum RenamePlanner {
             if namespace == .saga || namespace == .settings {
                 // The key is the date or setting name: a new name is a new row.
                 let newRef = RowRef(namespace: namespace, key: namespace == .saga ? SagaEntry.key(for: title) : Setting.key(for: title))
-                plan.store = .replace(target: newRef, title: title, bytes: .row(ref), removing: isNew ? nil : ref, sourceName: request.name.text)
+                plan.store = .replace(target: newRef, title: title, bytes: .row(ref), removing: isNew ? nil : ref,
+                                      sourceName: request.name.text, placement: nil)
                 plan.tables = [.settleReplacedSource(ref), .repoint(inode: sourceInode, to: .row(newRef)),
                                .moveOpenFiles(inode: sourceInode, to: newRef)]
             } else if isNew {
-                plan.tables = [.renamePending(ref, to: request.newName, title: title)]
+                plan.tables = [.renamePending(ref, to: request.newName, in: request.to, title: title, placement: placement)]
             } else {
-                plan.store = .retitle(ref, title: title)
-                plan.tables = [.retitleCopy(ref, title: title)]
+                plan.store = .retitle(ref, title: title, placement: placement)
+                plan.tables = [.retitleCopy(ref, title: title, placement: placement)]
             }
         case .row(let targetRef):
             guard let targetInode = facts.targetInode else { throw RenameRefusal(.noEntry) }
@@ -212,7 +259,8 @@ enum RenamePlanner {
                                .swapOpenFiles(sourceInode, targetInode, ref, targetRef)]
             } else {
                 // The save by rename: the target keeps its key and history.
-                plan.store = .replace(target: targetRef, title: nil, bytes: .row(ref), removing: isNew ? nil : ref, sourceName: request.name.text)
+                plan.store = .replace(target: targetRef, title: nil, bytes: .row(ref), removing: isNew ? nil : ref,
+                                      sourceName: request.name.text, placement: nil)
                 plan.tables = [.settleReplacedSource(ref), .orphanOpenFiles(targetRef),
                                .repoint(inode: sourceInode, to: .row(targetRef)), .moveOpenFiles(inode: sourceInode, to: targetRef)]
             }
@@ -224,10 +272,10 @@ enum RenamePlanner {
 
     private static func rowToScratch(_ ref: RowRef, _ request: RenameRequest, _ facts: RenameFacts) throws(RenameRefusal) -> RenamePlan {
         let sourceInode = try sourceInode(facts)
-        let place = ScratchPlace(folder: .namespace(ref.namespace), name: request.newName)
+        let place = ScratchPlace(folder: request.to, name: request.newName)
         var plan = RenamePlan(scratch: [.write(place, .row(ref))])
         if request.flags.contains(.exchange), case .scratch = facts.target, let targetInode = facts.targetInode {
-            plan.store = .replace(target: ref, title: nil, bytes: .scratch(place), removing: nil, sourceName: place.name.text)
+            plan.store = .replace(target: ref, title: nil, bytes: .scratch(place), removing: nil, sourceName: place.name.text, placement: nil)
             plan.tables = [.repoint(inode: sourceInode, to: .scratch(place.folder, place.name)), .repoint(inode: targetInode, to: .row(ref)),
                            .moveRowHandlesToScratch(ref, place, text: .row(ref)), .adoptScratchHandles(inode: targetInode, to: ref)]
             return plan
@@ -238,7 +286,7 @@ enum RenamePlanner {
         if facts.newRows.contains(ref) {
             plan.tables = [.forgetPending(ref), .markClean(ref)]
         } else {
-            plan.tables = [.detach(ref, title: facts.sourceTitle, name: request.name)]
+            plan.tables = [.detach(ref, title: facts.sourceTitle, name: request.name, folder: request.from)]
         }
         // Files still open go with the file to its new name: their writes
         // went to the row, which then came back as a row nobody named or
@@ -248,14 +296,15 @@ enum RenamePlanner {
         return plan
     }
 
-    private static func scratchToRow(_ source: ScratchPlace, namespace: Namespace, title: String, _ request: RenameRequest,
-                                     _ facts: RenameFacts) throws(RenameRefusal) -> RenamePlan {
+    private static func scratchToRow(_ source: ScratchPlace, namespace: Namespace, title: String, kind: NoteKind,
+                                     _ request: RenameRequest, _ facts: RenameFacts) throws(RenameRefusal) -> RenamePlan {
         let sourceInode = try sourceInode(facts)
         var plan = RenamePlan()
         switch facts.target {
         case .row(let targetRef):
             guard let targetInode = facts.targetInode else { throw RenameRefusal(.noEntry) }
-            plan.store = .replace(target: targetRef, title: nil, bytes: .scratch(source), removing: nil, sourceName: source.name.text)
+            plan.store = .replace(target: targetRef, title: nil, bytes: .scratch(source), removing: nil, sourceName: source.name.text,
+                                  placement: nil)
             if request.flags.contains(.exchange) {
                 plan.scratch = [.write(source, .row(targetRef))]
                 // Open files follow their inodes: the note's to the scratch
@@ -282,7 +331,8 @@ enum RenamePlanner {
                 default: ref = RowRef(namespace: namespace, key: facts.freshKey)
                 }
             }
-            plan.store = .replace(target: ref, title: title, bytes: .scratch(source), removing: nil, sourceName: source.name.text)
+            plan.store = .replace(target: ref, title: title, bytes: .scratch(source), removing: nil, sourceName: source.name.text,
+                                  placement: namespace == .notebook ? Placement(kind: kind, folder: request.to.folderKey) : nil)
             plan.scratch = [.remove(source)]
             plan.tables = [.repoint(inode: sourceInode, to: .row(ref)), .adoptScratchHandles(inode: sourceInode, to: ref)]
         case .scratch:

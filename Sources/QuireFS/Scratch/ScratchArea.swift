@@ -44,6 +44,12 @@ struct ScratchArea: Sendable {
 
     func status(_ folder: Folder, _ name: CanonicalName) -> stat? { status(path: path(folder, name)) }
 
+    /// A scratch file's modification time in nanoseconds since 1970.
+    func modificationTime(_ folder: Folder, _ name: CanonicalName) -> Int64? {
+        guard let info = status(folder, name) else { return nil }
+        return Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+    }
+
     private func status(path: String) -> stat? {
         var info = stat()
         guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
@@ -75,6 +81,7 @@ struct ScratchArea: Sendable {
     }
 
     func open(_ folder: Folder, _ name: CanonicalName, flags: Int32, mode: mode_t = 0o644) throws(FuseError) -> Int32 {
+        if flags & O_CREAT != 0 { try makeDirectory(folder) }
         let descriptor = Glibc.open(path(folder, name), flags | O_CLOEXEC | O_NOFOLLOW, mode)
         guard descriptor >= 0 else { throw FuseError(errno) }
         return descriptor
@@ -122,11 +129,25 @@ struct ScratchArea: Sendable {
         fsync(descriptor)
     }
 
+    /// A notebook folder's scratch directory is made when a first file
+    /// goes there (the fixed ones at `prepare`).
+    func makeDirectory(_ folder: Folder) throws(FuseError) {
+        guard case .subfolder = folder else { return }
+        if mkdir(directory(folder), 0o700) != 0 && errno != EEXIST { throw FuseError(errno) }
+    }
+
+    /// A removed notebook folder's scratch directory (empty by then).
+    func removeDirectory(_ folder: Folder) {
+        guard case .subfolder = folder else { return }
+        rmdir(directory(folder))
+    }
+
     func remove(_ folder: Folder, _ name: CanonicalName) throws(FuseError) {
         if unlink(path(folder, name)) != 0 { throw FuseError(errno) }
     }
 
     func rename(_ from: (Folder, CanonicalName), _ to: (Folder, CanonicalName), flags: UInt32) throws(FuseError) {
+        try makeDirectory(to.0)
         let source = path(from.0, from.1), target = path(to.0, to.1)
         let result: Int32 = flags == 0 ? Glibc.rename(source, target) : LibC.renameat2(source, target, flags)
         if result != 0 { throw FuseError(errno) }

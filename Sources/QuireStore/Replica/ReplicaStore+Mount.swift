@@ -71,9 +71,14 @@ extension RowSummary {
         case .saga(let s)?: size = s.text.count
         default: size = 0
         }
+        var place = RowPlace()
+        if case .note(let n)? = row.content {
+            place = RowPlace(kind: n.kind, folder: n.folder, modifiedAt: n.modifiedAt, versions: row.heads.count)
+        }
         self.init(namespace: row.namespace, key: row.key, name: row.content?.displayName ?? "", size: size,
                   updatedAt: row.content?.updatedAt ?? Timestamp(seconds: 0), isTombstone: row.isTombstone,
-                  isOffloaded: { if case .note(let n)? = row.content { return n.body == nil } else { return false } }(), seq: seq)
+                  isOffloaded: { if case .note(let n)? = row.content { return n.body == nil } else { return false } }(), seq: seq,
+                  place: place)
     }
 }
 

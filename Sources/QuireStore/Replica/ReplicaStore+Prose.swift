@@ -77,7 +77,7 @@ enum Shadows {
 enum ProseText {
     static func of(_ content: RowContent) -> (text: [UInt8], deleted: [[UInt8]])? {
         switch content {
-        case .note(let n): return n.body.map { ($0, n.deletedParagraphs) }
+        case .note(let n): return n.isProse ? n.body.map { ($0, n.deletedParagraphs) } : nil
         case .saga(let s): return (s.text, s.deletedParagraphs)
         default: return nil
         }

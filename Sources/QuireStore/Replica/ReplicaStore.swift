@@ -169,10 +169,11 @@ public final class ReplicaStore: @unchecked Sendable {
     /// without note bodies (listing must not read every body).
     public func summaries(_ namespace: Namespace, includeTombstones: Bool = false) throws(StoreError) -> [RowSummary] {
         try read { () throws(StoreError) -> [RowSummary] in
-            try db.query("SELECT key, name, size, updated, tombstone, offloaded, seq FROM rows WHERE ns = ?" +
+            try db.query("SELECT key, name, size, updated, tombstone, offloaded, seq, kind, parent, mtime, versions FROM rows WHERE ns = ?" +
                          (includeTombstones ? "" : " AND tombstone = 0") + " ORDER BY key", [.int(Int64(namespace.rawValue))]) { s in
                 RowSummary(namespace: namespace, key: ID16(bytes: s.blob(0) ?? [])!, name: s.text(1) ?? "", size: Int(s.int(2)),
-                           updatedAt: Timestamp(seconds: s.int(3)), isTombstone: s.int(4) != 0, isOffloaded: s.int(5) != 0, seq: s.int(6))
+                           updatedAt: Timestamp(seconds: s.int(3)), isTombstone: s.int(4) != 0, isOffloaded: s.int(5) != 0, seq: s.int(6),
+                           place: RowPlace.read(s, from: 7))
             }
         }
     }
@@ -203,13 +204,13 @@ public final class ReplicaStore: @unchecked Sendable {
     public func changes(since seq: Int64) throws(StoreError) -> [RowSummary] {
         try read { () throws(StoreError) -> [RowSummary] in
             try db.query("""
-                SELECT ns, key, name, size, updated, tombstone, offloaded, seq FROM rows WHERE seq > ?1
-                UNION ALL SELECT ns, key, '', 0, at, 1, 0, seq FROM collected WHERE seq > ?1
+                SELECT ns, key, name, size, updated, tombstone, offloaded, seq, kind, parent, mtime, versions FROM rows WHERE seq > ?1
+                UNION ALL SELECT ns, key, '', 0, at, 1, 0, seq, 0, NULL, NULL, 1 FROM collected WHERE seq > ?1
                 ORDER BY 8
                 """, [.int(seq)]) { s in
                 RowSummary(namespace: Namespace(rawValue: UInt8(s.int(0)))!, key: ID16(bytes: s.blob(1) ?? [])!, name: s.text(2) ?? "",
                            size: Int(s.int(3)), updatedAt: Timestamp(seconds: s.int(4)), isTombstone: s.int(5) != 0,
-                           isOffloaded: s.int(6) != 0, seq: s.int(7))
+                           isOffloaded: s.int(6) != 0, seq: s.int(7), place: RowPlace.read(s, from: 8))
             }
         }
     }
@@ -278,4 +279,41 @@ public struct RowSummary: Equatable, Sendable {
     public var isTombstone: Bool
     public var isOffloaded: Bool
     public var seq: Int64
+    /// Where a notebook row sits in the folder tree (the defaults elsewhere).
+    public var place = RowPlace()
+
+    public init(namespace: Namespace, key: RowKey, name: String, size: Int, updatedAt: Timestamp, isTombstone: Bool,
+                isOffloaded: Bool, seq: Int64, place: RowPlace = RowPlace()) {
+        self.namespace = namespace
+        self.key = key
+        self.name = name
+        self.size = size
+        self.updatedAt = updatedAt
+        self.isTombstone = isTombstone
+        self.isOffloaded = isOffloaded
+        self.seq = seq
+        self.place = place
+    }
+}
+
+/// A notebook row's kind and place in the folder tree, and how many
+/// versions it holds (an attachment with several shows conflict copies).
+public struct RowPlace: Equatable, Sendable {
+    public var kind: NoteKind = .note
+    public var folder: RowKey?
+    public var modifiedAt: Int64?
+    public var versions = 1
+
+    public init(kind: NoteKind = .note, folder: RowKey? = nil, modifiedAt: Int64? = nil, versions: Int = 1) {
+        self.kind = kind
+        self.folder = folder
+        self.modifiedAt = modifiedAt
+        self.versions = versions
+    }
+
+    /// Read from the `kind, parent, mtime, versions` columns starting at `column`.
+    static func read(_ s: Statement, from column: Int32) -> RowPlace {
+        RowPlace(kind: NoteKind(rawValue: UInt8(clamping: s.int(column))) ?? .note, folder: s.blob(column + 1).flatMap(ID16.init(bytes:)),
+                 modifiedAt: s.isNull(column + 2) ? nil : s.int(column + 2), versions: Int(s.int(column + 3)))
+    }
 }

@@ -18,8 +18,20 @@ enum Schema {
                                                  Migration(sql: collectedLog),
                                                  Migration(sql: graveyard),
                                                  Migration(sql: "-- contacts and plans as whole cards (leaf version 3)\nSELECT 1;",
-                                                           convert: CardsUpgrade.convert)]
+                                                           convert: CardsUpgrade.convert),
+                                                 Migration(sql: folderTree)]
     }
+
+    /// The notebook as a folder tree: each row's kind, folder and set
+    /// modification time, and how many versions it holds, as columns, so
+    /// the mount lists folders without decoding rows. Rows stored before
+    /// are notes at the top (the defaults); their leaves do not change.
+    static let folderTree = """
+        ALTER TABLE rows ADD COLUMN kind INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE rows ADD COLUMN parent BLOB;
+        ALTER TABLE rows ADD COLUMN mtime INTEGER;
+        ALTER TABLE rows ADD COLUMN versions INTEGER NOT NULL DEFAULT 1;
+        """
 
     /// The causal context of every tombstone a barrier collected, per key
     /// (joined when a key is collected again): `CollectedTombstone`. It

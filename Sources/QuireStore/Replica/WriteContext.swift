@@ -253,6 +253,7 @@ struct WriteContext {
         var body: [UInt8]? = nil
         var offloaded = false
         var hash: [UInt8]? = nil
+        var place = RowPlace()
         if row.isTombstone {
             // When this device learned of the delete: the barrier's age threshold.
             updated = now.seconds
@@ -271,6 +272,7 @@ struct WriteContext {
                     hash = first.contentHash
                 }
                 size = n.body?.count ?? n.length ?? 0
+                place = RowPlace(kind: n.kind, folder: n.folder, modifiedAt: n.modifiedAt, versions: row.heads.count)
             case .saga(let s):
                 size = s.text.count
             default:
@@ -289,16 +291,20 @@ struct WriteContext {
             .text(name), .int(updated), .int(Int64(size)), leaf.map { .blob($0) } ?? .null, .int(seq),
             .int(offloaded ? 1 : 0), contentBytes.map { .blob($0) } ?? .null, stored.map { .blob($0.bytes) } ?? .null,
             hash.map { .blob($0) } ?? .null, .int(stored?.format ?? StoredBody.raw),
+            .int(Int64(place.kind.rawValue)), place.folder.map { .blob($0.bytes) } ?? .null, place.modifiedAt.map { .int($0) } ?? .null,
+            .int(Int64(place.versions)),
         ]
         if exists {
             try db.run("""
                 UPDATE rows SET vv = ?3, tombstone = ?4, name = ?5, updated = ?6, size = ?7, leaf = ?8, seq = ?9,
-                    offloaded = ?10, content = ?11, body = ?12, hash = ?13, bodyFormat = ?14 WHERE ns = ?1 AND key = ?2
+                    offloaded = ?10, content = ?11, body = ?12, hash = ?13, bodyFormat = ?14,
+                    kind = ?15, parent = ?16, mtime = ?17, versions = ?18 WHERE ns = ?1 AND key = ?2
                 """, args)
         } else {
             try db.run("""
-                INSERT INTO rows(ns, key, vv, tombstone, name, updated, size, leaf, seq, offloaded, content, body, hash, bodyFormat)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+                INSERT INTO rows(ns, key, vv, tombstone, name, updated, size, leaf, seq, offloaded, content, body, hash, bodyFormat,
+                                 kind, parent, mtime, versions)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
                 """, args)
         }
         deltas.add(row.namespace, row.key,

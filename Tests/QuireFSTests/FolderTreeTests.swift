@@ -1,0 +1,125 @@
+import Foundation
+import Glibc
+import QuireCore
+@testable import QuireFS
+import QuireFuse
+import QuireStore
+import XCTest
+
+/// The notebook as a folder tree, driven directly (no mount): folders are
+/// rows, moving one changes one row, files that are not notes are
+/// attachments kept byte for byte.
+final class FolderTreeTests: XCTestCase {
+    func testFoldersNestAndHoldNotesAndAttachments() throws {
+        let mount = try DirectMount()
+        try mount.mkdir("notebook/Projects")
+        try mount.mkdir("notebook/Projects/2026")
+        try mount.writeFile("notebook/Projects/2026/idea.md", "an idea\n")
+        try mount.writeFile("notebook/Projects/2026/sketch.png", "\u{89}PNG bytes")
+        XCTAssertEqual(try mount.list("notebook"), ["Projects"])
+        XCTAssertEqual(try mount.list("notebook/Projects"), ["2026"])
+        XCTAssertEqual(try mount.list("notebook/Projects/2026"), ["idea.md", "sketch.png"])
+        XCTAssertEqual(try mount.text("notebook/Projects/2026/idea.md"), "an idea\n")
+        XCTAssertEqual(try mount.text("notebook/Projects/2026/sketch.png"), "\u{89}PNG bytes")
+        XCTAssertEqual(try mount.lookup("notebook/Projects").attributes.kind, .directory)
+
+        let rows = try mount.store.summaries(.notebook)
+        let projects = try XCTUnwrap(rows.first { $0.name == "Projects" })
+        let year = try XCTUnwrap(rows.first { $0.name == "2026" })
+        let idea = try XCTUnwrap(rows.first { $0.name == "idea" })
+        let sketch = try XCTUnwrap(rows.first { $0.name == "sketch.png" })
+        XCTAssertEqual(projects.place.kind, .folder)
+        XCTAssertNil(projects.place.folder)
+        XCTAssertEqual(year.place.folder, projects.key)
+        XCTAssertEqual(idea.place, RowPlace(kind: .note, folder: year.key))
+        XCTAssertEqual(sketch.place.kind, .file)
+        XCTAssertEqual(sketch.place.folder, year.key)
+        // Not-empty folders are not removed; a file is not a folder.
+        XCTAssertThrowsError(try mount.rmdir("notebook/Projects")) { XCTAssertEqual($0 as? FuseError, .notEmpty) }
+        XCTAssertThrowsError(try mount.rmdir("notebook/Projects/2026/idea.md")) { XCTAssertEqual($0 as? FuseError, .notDirectory) }
+        XCTAssertThrowsError(try mount.mkdir("notebook/Projects")) { XCTAssertEqual($0 as? FuseError, .exists) }
+        XCTAssertThrowsError(try mount.mkdir("plans/Later")) { XCTAssertEqual($0 as? FuseError, .notPermitted) }
+    }
+
+    /// A folder move is one row: every row under it keeps its key, and
+    /// nothing under it is written.
+    func testMovingAFolderChangesOneRowAndKeepsEveryKey() throws {
+        let mount = try DirectMount()
+        try mount.mkdir("notebook/Work")
+        try mount.mkdir("notebook/Archive")
+        for i in 0..<5 { try mount.writeFile("notebook/Work/note \(i).md", "text \(i)\n") }
+        try mount.writeFile("notebook/Work/data.csv", "a,b\n")
+        let before = try mount.store.summaries(.notebook)
+        let sequence = try mount.store.changeSequence()
+        try mount.rename("notebook/Work", "notebook/Archive/Work 2025")
+        XCTAssertEqual(try mount.store.changeSequence(), sequence + 1, "one write")
+        XCTAssertEqual(try mount.list("notebook"), ["Archive"])
+        XCTAssertEqual(try mount.list("notebook/Archive/Work 2025").count, 6)
+        XCTAssertEqual(try mount.text("notebook/Archive/Work 2025/note 3.md"), "text 3\n")
+        let after = try mount.store.summaries(.notebook)
+        XCTAssertEqual(Set(after.map(\.key)), Set(before.map(\.key)))
+        for row in before where row.name != "Work" {
+            XCTAssertEqual(after.first { $0.key == row.key }?.seq, row.seq, "\(row.name) was not rewritten")
+        }
+        // Into itself: EINVAL. Over a non-empty folder: ENOTEMPTY.
+        XCTAssertThrowsError(try mount.rename("notebook/Archive", "notebook/Archive/Work 2025/inner")) {
+            XCTAssertEqual($0 as? FuseError, .invalid)
+        }
+        try mount.mkdir("notebook/Full")
+        try mount.writeFile("notebook/Full/x.md", "x\n")
+        XCTAssertThrowsError(try mount.rename("notebook/Archive", "notebook/Full")) { XCTAssertEqual($0 as? FuseError, .notEmpty) }
+        // Over an empty folder: replaced, in one transaction.
+        try mount.mkdir("notebook/Empty")
+        try mount.rename("notebook/Archive", "notebook/Empty")
+        XCTAssertEqual(try mount.list("notebook"), ["Empty", "Full"])
+        XCTAssertEqual(try mount.list("notebook/Empty"), ["Work 2025"])
+    }
+
+    func testFilesMoveBetweenFoldersAndChangeKindWithTheirName() throws {
+        let mount = try DirectMount()
+        try mount.mkdir("notebook/A")
+        try mount.writeFile("notebook/A/plan.md", "one\n\ntwo\n")
+        let key = try XCTUnwrap(mount.store.summaries(.notebook).first { $0.name == "plan" }?.key)
+        try mount.rename("notebook/A/plan.md", "notebook/plan.txt")
+        XCTAssertEqual(try mount.list("notebook/A"), [])
+        XCTAssertEqual(try mount.text("notebook/plan.txt"), "one\n\ntwo\n")
+        let moved = try XCTUnwrap(mount.store.summaries(.notebook).first { $0.key == key })
+        XCTAssertEqual(moved.name, "plan.txt")
+        XCTAssertEqual(moved.place, RowPlace(kind: .file, folder: nil))
+        try mount.rename("notebook/plan.txt", "notebook/A/plan.md")
+        let folderA = try XCTUnwrap(mount.store.summaries(.notebook).first { $0.name == "A" }?.key)
+        XCTAssertEqual(try mount.store.summaries(.notebook).first { $0.key == key }?.place, RowPlace(kind: .note, folder: folderA))
+        XCTAssertThrowsError(try mount.rmdir("notebook/A"))
+    }
+
+    /// Binary bytes survive as written (no text handling, no paragraph merge).
+    func testAttachmentsKeepTheirBytes() throws {
+        let mount = try DirectMount()
+        let bytes: [UInt8] = (0..<4096).map { UInt8(($0 * 7 + 3) % 256) }
+        let file = try mount.create("notebook/blob.bin")
+        _ = try mount.checked { try mount.fileSystem.write(file.inode, handle: file.handle, offset: 0, data: bytes, flags: file.flags, request: mount.caller) }
+        try mount.close(file)
+        let row = try XCTUnwrap(mount.store.row(.notebook, try XCTUnwrap(mount.store.summaries(.notebook).first?.key)))
+        guard case .note(let note)? = row.content else { return XCTFail("no row") }
+        XCTAssertEqual(note.kind, .file)
+        XCTAssertEqual(note.body, bytes)
+        XCTAssertEqual(note.title, "blob.bin")
+        XCTAssertNil(try mount.store.shadow(.notebook, row.key), "attachments keep no prose shadow")
+    }
+
+    /// utimensat sets a file's mtime, which is stored (and so synced).
+    func testModificationTimeIsKept() throws {
+        let mount = try DirectMount()
+        try mount.writeFile("notebook/old.md", "text\n")
+        let inode = try mount.lookup("notebook/old.md").attributes.inode
+        var changes = FuseAttributeChanges(fields: [.modificationTime])
+        changes.modificationTime = FuseTimestamp(seconds: 1_000_000_000, nanoseconds: 123_456_789)
+        _ = try mount.checked { try mount.fileSystem.setAttributes(inode, changes, handle: nil, request: mount.caller) }
+        let attributes = try mount.lookup("notebook/old.md").attributes
+        XCTAssertEqual(attributes.modificationTime, FuseTimestamp(seconds: 1_000_000_000, nanoseconds: 123_456_789))
+        XCTAssertEqual(try mount.store.summaries(.notebook).first?.place.modifiedAt, 1_000_000_000_123_456_789)
+        // A write makes the file's time the write's again.
+        try mount.writeFile("notebook/old.md", "new text\n")
+        XCTAssertNil(try mount.store.summaries(.notebook).first?.place.modifiedAt)
+    }
+}
