@@ -181,16 +181,19 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
         }
     }
 
-    func directoryAttributes(_ inode: UInt64, writable: Bool) -> FuseAttributes {
-        FuseAttributes(inode: FuseInode(inode), kind: .directory, permissions: writable ? 0o755 : 0o555, linkCount: 2,
+    /// `nested`: the folder can hold folders. Its link count is then 1,
+    /// "not counted" (as btrfs answers): fts (find, du, Foundation's
+    /// enumerator) takes a count of 2 to mean "no subfolders" and skips them.
+    func directoryAttributes(_ inode: UInt64, writable: Bool, nested: Bool = false) -> FuseAttributes {
+        FuseAttributes(inode: FuseInode(inode), kind: .directory, permissions: writable ? 0o755 : 0o555, linkCount: nested ? 1 : 2,
                        uid: owner.uid, gid: owner.gid, accessTime: mountedAt, modificationTime: mountedAt, changeTime: mountedAt)
     }
 
     func attributes(_ inode: UInt64) throws(FuseError) -> FuseAttributes {
         guard let object = names.inodes.object(inode) else { throw .noEntry }
         switch object {
-        case .root: return directoryAttributes(inode, writable: true)
-        case .namespace(let namespace): return directoryAttributes(inode, writable: !MountLayout.isReadOnly(namespace))
+        case .root: return directoryAttributes(inode, writable: true, nested: true)
+        case .namespace(let namespace): return directoryAttributes(inode, writable: !MountLayout.isReadOnly(namespace), nested: namespace == .notebook)
         case .control: return directoryAttributes(inode, writable: false)
         case .controlFile(let file):
             return FuseAttributes(inode: FuseInode(inode), kind: .regular, permissions: 0o444, uid: owner.uid, gid: owner.gid,
@@ -230,7 +233,7 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
         // A time set by utimensat (cp -p, rsync, tar) is the file's mtime.
         let time = listed.modifiedAt.map(FuseTimestamp.init(nanoseconds:)) ?? changed
         if listed.isFolder {
-            return FuseAttributes(inode: FuseInode(inode), kind: .directory, permissions: 0o755, linkCount: 2, uid: owner.uid, gid: owner.gid,
+            return FuseAttributes(inode: FuseInode(inode), kind: .directory, permissions: 0o755, linkCount: 1, uid: owner.uid, gid: owner.gid,
                                   accessTime: time, modificationTime: time, changeTime: changed)
         }
         let size: Int
