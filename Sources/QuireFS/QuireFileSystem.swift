@@ -206,6 +206,8 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
                 return orphan
             }
             return try rowAttributes(ref, inode: inode)
+        case .conflictCopy(let ref, let dot):
+            return try conflictCopyAttributes(inode, ref, dot)
         case .scratch(let folder, let name):
             guard let info = scratch.status(folder, name) else { throw .noEntry }
             return FuseAttributes(inode: FuseInode(inode), kind: .regular, permissions: UInt32(info.st_mode) & 0o7777,

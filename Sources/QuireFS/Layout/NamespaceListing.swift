@@ -101,6 +101,12 @@ struct NamespaceListing: Sendable {
     /// How many rows a folder shows.
     func count(in folder: RowKey?) -> Int { entries[folder]?.count ?? 0 }
 
+    /// Attachments of a folder that hold concurrent versions (whose losing
+    /// versions the folder shows as conflict copies).
+    func conflicted(in folder: RowKey?) -> [RowKey] {
+        (entries[folder] ?? [:]).values.filter { rows[$0].map { $0.kind == .file && $0.versions > 1 } ?? false }.sorted()
+    }
+
     /// Whether `folder` is `key` or inside it (a folder cannot move there).
     func isWithin(_ folder: RowKey?, _ key: RowKey) -> Bool {
         var current = folder
@@ -170,7 +176,7 @@ struct NamespaceListing: Sendable {
         guard let row = rows[key] else { return [] }
         let target = groupSlot(of: row)
         if let current = groupOfKey[key], current.slot == target.slot, current.stem == target.stem, current.ext == target.ext { return [] }
-        var changes = unplace(key, keepName: true)
+        let changes = unplace(key, keepName: true)
         groupOfKey[key] = target
         var group = groups[target.slot] ?? []
         group.insert(key, at: group.firstIndex { key < $0 } ?? group.endIndex)

@@ -63,7 +63,11 @@ extension QuireFileSystem {
             guard scratch.status(.root, name) != nil else { throw .noEntry }
             return try entry(names.inodes.inode(forScratch: .root, name))
         case .namespace?, .row?:
-            guard let inode = inode(of: try resolve(name, in: try folder(parent))) else { throw .noEntry }
+            let folder = try folder(parent)
+            guard let inode = inode(of: try resolve(name, in: folder)) else {
+                guard let copy = conflictCopy(named: name, in: folder) else { throw .noEntry }
+                return try entry(names.inodes.inode(forConflict: copy.ref, copy.dot))
+            }
             return try entry(inode)
         case .control?:
             guard let file = ControlFile.allCases.first(where: { CanonicalName($0.name) == name }) else { throw .noEntry }
@@ -174,6 +178,10 @@ extension QuireFileSystem {
             for (name, ref) in names.pendingEntries(folder) {
                 entries.append(DirectoryEntry(name: name.text, inode: names.inodes.listedInode(of: ref), kind: .regular, object: .row(ref)))
             }
+            for copy in conflictCopies(in: folder) {
+                entries.append(DirectoryEntry(name: copy.name.text, inode: names.inodes.inode(forConflict: copy.ref, copy.dot), kind: .regular,
+                                              object: .conflictCopy(copy.ref, copy.dot)))
+            }
             entries += scratch.names(folder).map {
                 DirectoryEntry(name: $0.text, inode: names.inodes.inode(forScratch: folder, $0), kind: .regular, object: .scratch(folder, $0))
             }
@@ -220,6 +228,7 @@ extension QuireFileSystem {
         switch item.object {
         case .row(let ref)?: return names.inodes.inode(for: ref)
         case .scratch(let folder, let name)?: return names.inodes.inode(forScratch: folder, name)
+        case .conflictCopy(let ref, let dot)?: return names.inodes.inode(forConflict: ref, dot)
         default: return item.inode
         }
     }

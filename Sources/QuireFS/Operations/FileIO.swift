@@ -45,6 +45,8 @@ extension QuireFileSystem {
                                      options: [.noFlush])
             case .row(let ref):
                 return try openRow(ref, inode: inode.rawValue, flags: flags)
+            case .conflictCopy(let ref, let dot):
+                return try openConflictCopy(inode.rawValue, ref, dot, flags: flags)
             }
         }
     }

@@ -24,7 +24,9 @@ extension QuireFileSystem {
             return
         }
         switch try resolve(name, in: folder) {
-        case .none: throw .noEntry
+        case .none:
+            guard let copy = conflictCopy(named: name, in: folder) else { throw .noEntry }
+            try discardConflictCopy(copy)
         case .scratch(let folder, let name):
             try scratch.remove(folder, name)
             names.inodes.dropScratch(folder, name)
@@ -69,6 +71,10 @@ extension QuireFileSystem {
     func rename(_ name: CanonicalName, in parent: UInt64, to newName: CanonicalName, in newParent: UInt64,
                         flags: FuseRenameFlags) throws(FuseError) {
         let request = RenameRequest(from: try folder(parent), name: name, to: try folder(newParent), newName: newName, flags: flags)
+        if try resolve(name, in: request.from) == .none, let copy = conflictCopy(named: name, in: request.from) {
+            guard flags.isEmpty else { throw .invalid }
+            return try renameConflictCopy(copy, to: newName, in: request.to)
+        }
         let facts = try renameFacts(request)
         let plan: RenamePlan
         do {
