@@ -10,6 +10,8 @@ public struct MountStatus: Sendable {
     public var problems: [String]
     /// Files in the folders that are not rows and stay on this device.
     public var localOnlyFiles: [String]
+    /// Files of the notebook tree kept on this device by `.quireignore`.
+    public var ignoredFiles: [String] = []
     public var openFiles: Int
     /// How much the mount's tables hold (they shrink when the kernel forgets).
     public var tables: MountTableSizes
@@ -108,6 +110,8 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     /// dropped at that handle's release.
     var forgottenWhileOpen: Set<UInt64> = []
     var lastSeenSequence: Int64 = 0
+    /// Parsed `.quireignore` files by folder (see IgnoredPaths.swift).
+    var ignoreCache: [Folder: IgnoreRules] = [:]
     /// Wakes the change feed (set by `ChangeFeed.start`): called after a
     /// request that left invalidations for it, or detached a row (whose
     /// grace the feed times).

@@ -21,9 +21,12 @@ extension QuireFileSystem {
             _ = try listing(namespace)
             if let found = names.resolveRow(name, title: title, kind: kind, in: folder), found != .none { return found }
             // A folder whose name reads as a file name (`Projects.2026`).
-            if namespace == .notebook, kind != .folder {
-                return names.resolveRow(name, title: name.text, kind: .folder, in: folder) ?? .none
+            if namespace == .notebook, kind != .folder,
+               let found = names.resolveRow(name, title: name.text, kind: .folder, in: folder), found != .none {
+                return found
             }
+            // A name a .quireignore rule keeps here (a row that synced before the rule still shows, above).
+            if scratch.status(folder, name) != nil, isIgnored(name, in: folder) { return .scratch(folder, name) }
             return .none
         }
     }

@@ -54,3 +54,27 @@ extension ReplicaStore {
         }
     }
 }
+
+extension ReplicaStore {
+    /// Attachments that hold concurrent versions (each shown with conflict copies).
+    public func conflictedAttachments() throws(StoreError) -> [(key: RowKey, name: String)] {
+        try read { () throws(StoreError) -> [(key: RowKey, name: String)] in
+            try db.query("SELECT key, name FROM rows WHERE ns = ? AND tombstone = 0 AND kind = ? AND versions > 1 ORDER BY name",
+                         [.int(Int64(Namespace.notebook.rawValue)), .int(Int64(NoteKind.file.rawValue))]) {
+                (ID16(bytes: $0.blob(0) ?? [])!, $0.text(1) ?? "")
+            }
+        }
+    }
+
+    /// Live notebook rows by kind (notes, attachments, folders).
+    public func notebookKinds() throws(StoreError) -> [NoteKind: Int] {
+        try read { () throws(StoreError) -> [NoteKind: Int] in
+            var out: [NoteKind: Int] = [:]
+            for (kind, count) in try db.query("SELECT kind, count(*) FROM rows WHERE ns = ? AND tombstone = 0 GROUP BY kind",
+                                              [.int(Int64(Namespace.notebook.rawValue))], { ($0.int(0), Int($0.int(1))) }) {
+                if let kind = NoteKind(rawValue: UInt8(clamping: kind)) { out[kind] = count }
+            }
+            return out
+        }
+    }
+}
