@@ -213,9 +213,10 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
         case .conflictCopy(let ref, let dot):
             return try conflictCopyAttributes(inode, ref, dot)
         case .scratch(let folder, let name):
-            guard let info = scratch.status(folder, name) else { throw .noEntry }
+            // Removed while open: its descriptors still stat it.
+            guard let info = scratch.status(folder, name) ?? openScratchStatus(inode) else { throw .noEntry }
             return FuseAttributes(inode: FuseInode(inode), kind: .regular, permissions: UInt32(info.st_mode) & 0o7777,
-                                  uid: owner.uid, gid: owner.gid, size: UInt64(info.st_size),
+                                  linkCount: UInt32(info.st_nlink), uid: owner.uid, gid: owner.gid, size: UInt64(info.st_size),
                                   accessTime: FuseTimestamp(seconds: Int64(info.st_atim.tv_sec), nanoseconds: UInt32(info.st_atim.tv_nsec)),
                                   modificationTime: FuseTimestamp(seconds: Int64(info.st_mtim.tv_sec), nanoseconds: UInt32(info.st_mtim.tv_nsec)),
                                   changeTime: FuseTimestamp(seconds: Int64(info.st_ctim.tv_sec), nanoseconds: UInt32(info.st_ctim.tv_nsec)))
@@ -252,10 +253,21 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
                               accessTime: time, modificationTime: time, changeTime: changed)
     }
 
-    /// The attributes of a removed row file that handles still hold open.
+    /// A scratch file's status through a descriptor open on `inode`.
+    func openScratchStatus(_ inode: UInt64) -> stat? {
+        for handle in openFiles.handles(where: { $0.inode == inode }) {
+            guard case .scratch(let descriptor)? = openFiles[handle]?.target else { continue }
+            var info = stat()
+            if fstat(descriptor, &info) == 0 { return info }
+        }
+        return nil
+    }
+
+    /// The attributes of a removed row file that handles still hold open
+    /// (no name links to it any more).
     func orphanAttributes(_ inode: UInt64) -> FuseAttributes? {
         guard let (bytes, modifiedAt) = openFiles.orphan(onInode: inode) else { return nil }
-        return FuseAttributes(inode: FuseInode(inode), kind: .regular, permissions: 0o644, uid: owner.uid, gid: owner.gid,
+        return FuseAttributes(inode: FuseInode(inode), kind: .regular, permissions: 0o644, linkCount: 0, uid: owner.uid, gid: owner.gid,
                               size: UInt64(bytes.count), accessTime: modifiedAt, modificationTime: modifiedAt, changeTime: modifiedAt)
     }
 

@@ -122,4 +122,20 @@ final class FolderTreeTests: XCTestCase {
         try mount.writeFile("notebook/old.md", "new text\n")
         XCTAssertNil(try mount.store.summaries(.notebook).first?.place.modifiedAt)
     }
+
+    /// RENAME_EXCHANGE swaps bytes only: each name keeps its folder and kind.
+    func testExchangeKeepsEachNamesFolderAndKind() throws {
+        let mount = try DirectMount()
+        try mount.mkdir("notebook/d")
+        try mount.writeFile("notebook/d/p.bin", "P")
+        try mount.writeFile("notebook/d/q.md", "Q\n")
+        try mount.rename("notebook/d/p.bin", "notebook/d/q.md", flags: .exchange)
+        XCTAssertEqual(try mount.list("notebook/d"), ["p.bin", "q.md"])
+        XCTAssertEqual(try mount.list("notebook"), ["d"])
+        XCTAssertEqual(try mount.text("notebook/d/p.bin"), "Q\n")
+        XCTAssertEqual(try mount.text("notebook/d/q.md"), "P")
+        let kinds = Dictionary(uniqueKeysWithValues: try mount.store.summaries(.notebook).map { ($0.name, $0.place.kind) })
+        XCTAssertEqual(kinds, ["d": .folder, "p.bin": .file, "q": .note])
+        XCTAssertThrowsError(try mount.lookup("notebook/" + String(repeating: "n", count: 256))) { XCTAssertEqual($0 as? FuseError, .nameTooLong) }
+    }
 }

@@ -184,6 +184,13 @@ struct InodeTable {
         if case .row(let ref) = object { primary[ref] = inode }
     }
 
+    /// A scratch file was removed while files are open on it: its number
+    /// stays theirs (under a name no file can have), and the name is free.
+    mutating func orphanScratch(_ folder: Folder, _ name: CanonicalName) {
+        guard let inode = scratchInodes[.scratch(folder, name)] else { return }
+        bind(inode, to: .scratch(folder, CanonicalName("\u{0}removed-\(inode)")))
+    }
+
     /// A scratch file went away or was renamed: forget its number.
     mutating func dropScratch(_ folder: Folder, _ name: CanonicalName) {
         guard let inode = scratchInodes.removeValue(forKey: .scratch(folder, name)) else { return }

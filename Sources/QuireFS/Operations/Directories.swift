@@ -59,6 +59,8 @@ extension QuireFileSystem {
     }
 
     func lookUp(_ name: CanonicalName, in parent: UInt64) throws(FuseError) -> FuseEntry {
+        // No name here is longer (the kernel checks only its own limit).
+        guard name.text.utf8.count <= FileNames.maximumNameBytes else { throw .nameTooLong }
         switch names.inodes.object(parent) {
         case .root?:
             if let namespace = MountLayout.namespace(named: name) { return try entry(InodeTable.folderInode(namespace)) }

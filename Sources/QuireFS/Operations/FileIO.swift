@@ -12,7 +12,7 @@ extension QuireFileSystem {
 
     /// The sentence in the log and `.quire/status` for a refused size.
     func tooLargeMessage(_ ref: RowRef, size: Int) -> String {
-        "\(ref.namespace.name)/\(displayName(ref)): would grow to \(RowLimits.describe(size)), but a file here is at most "
+        "\(rowPath(ref)): would grow to \(RowLimits.describe(size)), but a file here is at most "
             + "\(RowLimits.describe(Self.maximumFileSize)) (the most one version of a row may hold and still sync); refused with EFBIG"
     }
 

@@ -29,7 +29,12 @@ extension QuireFileSystem {
             try discardConflictCopy(copy)
         case .scratch(let folder, let name):
             try scratch.remove(folder, name)
-            names.inodes.dropScratch(folder, name)
+            let inode = names.inodes.inode(forScratch: folder, name)
+            if openFiles.handles(where: { $0.inode == inode }).isEmpty {
+                names.inodes.dropScratch(folder, name)
+            } else {
+                names.inodes.orphanScratch(folder, name)
+            }
             scratchChanged(name)
         case .row(let ref) where names.isFolder(ref):
             throw .isDirectory
@@ -263,8 +268,11 @@ extension QuireFileSystem {
     private func swapContents(_ a: RowRef, bytes aBytes: [UInt8], _ b: RowRef, bytes bBytes: [UInt8]) throws(FuseError) {
         for ref in [a, b] where openFiles.copy(ref)?.isNew == true { try commit(ref, shown: nil) }
         let aPrevious = try storedContent(a), bPrevious = try storedContent(b)
-        let aContent = try parseForRename(a.namespace, title: aPrevious?.displayName ?? "", bytes: aBytes, previous: aPrevious, key: a.key, name: displayName(b))
-        let bContent = try parseForRename(b.namespace, title: bPrevious?.displayName ?? "", bytes: bBytes, previous: bPrevious, key: b.key, name: displayName(a))
+        // Each name keeps its row's title, folder and kind: only the bytes move.
+        let aContent = Self.keepingPlace(of: aPrevious, try parseForRename(a.namespace, title: aPrevious?.displayName ?? "", bytes: aBytes,
+                                                                            previous: aPrevious, key: a.key, name: displayName(b)))
+        let bContent = Self.keepingPlace(of: bPrevious, try parseForRename(b.namespace, title: bPrevious?.displayName ?? "", bytes: bBytes,
+                                                                            previous: bPrevious, key: b.key, name: displayName(a)))
         do {
             let edits = try store.putAllFromMount([(aContent, a.key), (bContent, b.key)])
             recordWrite(a, edits[0])
@@ -272,6 +280,14 @@ extension QuireFileSystem {
         } catch {
             throw storeFailure(error, doing: "exchange \(displayName(a)) and \(displayName(b))")
         }
+    }
+
+    /// `content` placed where `previous` was (a notebook row's kind and folder).
+    static func keepingPlace(of previous: RowContent?, _ content: RowContent) -> RowContent {
+        guard case .note(let old)? = previous, case .note(var note) = content else { return content }
+        note.kind = old.kind
+        note.folder = old.folder
+        return .note(note)
     }
 
     // MARK: Open files across renames
