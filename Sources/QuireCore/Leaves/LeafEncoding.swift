@@ -18,7 +18,7 @@ public enum LeafEncoding {
     /// Bumped whenever any leaf encoding or the namespace list changes.
     /// 2: rows as heads with dots under a causal context.
     /// 3: contacts and plans as whole vCard and iCalendar files.
-    /// 4: the notebook as a folder tree (kind, folder, modifiedAt).
+    /// 4: the notebook as a folder tree (kind, folder, modifiedAt, placedAt).
     public static let version: UInt8 = 4
 
     public static func leaf(of row: Row) -> [UInt8]? {
@@ -50,7 +50,7 @@ public enum LeafEncoding {
             //   are per-device facts; the device-local shadow and outbox.
             // A note at the top with no set time hashes as it did before the
             // folder tree (7 fields), so an upgrade recomputes no leaf.
-            w.writeArrayHeader(n.hasTreeFields ? 10 : 7)
+            w.writeArrayHeader(n.hasTreeFields ? 11 : 7)
             w.writeText(n.title)
             writeTexts(&w, n.tags)
             w.writeBytes(n.contentHash)
@@ -62,6 +62,7 @@ public enum LeafEncoding {
                 w.writeUInt(UInt64(n.kind.rawValue))
                 w.writeOptional(n.folder) { $0.writeBytes($1.bytes) }
                 w.writeOptional(n.modifiedAt) { $0.writeInt($1) }
+                w.writeOptional(n.placedAt) { $0.writeInt($1.seconds) }
             }
         case .saga(let s):
             // Excluded: the device-local shadow of the day's text.

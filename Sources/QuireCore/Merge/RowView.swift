@@ -3,8 +3,10 @@
 /// file. It decides nothing about what is kept: all heads stay until an
 /// edit that saw them replaces them.
 ///  - one head: its content;
-///  - attachments and folders: the last writer (the other versions stay
-///    heads, which the mount shows as conflict copies);
+///  - a note's place (title, folder, kind): the version placed (renamed or
+///    moved) last, so a rename survives a concurrent edit;
+///  - attachments and folders: the last writer's bytes (the other versions
+///    stay heads, which the mount shows as conflict copies);
 ///  - note bodies and journal days: the paragraph union of every head's
 ///    text, minus the union of their paragraph tombstones (no word lost);
 ///    title and tags from the last writer;
@@ -19,14 +21,28 @@ public enum RowView {
         if heads.count == 1 { return first.content }
         let winner = lastWriter(heads)
         switch winner.content {
-        case .note(let w) where !w.isProse:
-            // Attachments and folders: the last writer's bytes and place;
-            // the other versions stay heads (shown as conflict copies).
-            return .note(w)
         case .note(let w):
-            var notes: [Note] = []
-            for h in heads { if case .note(let n) = h.content { notes.append(n) } }
-            return .note(unionOfNotes(notes, winner: w))
+            // The place (title, folder, kind) is the last placed version's:
+            // a rename or move is not undone by an edit made at the same time.
+            let placer = heads.max { placedBefore($0, $1) }.flatMap { head -> Note? in
+                if case .note(let n) = head.content { return n }
+                return nil
+            } ?? w
+            var merged: Note
+            if placer.isProse {
+                var notes: [Note] = []
+                for h in heads { if case .note(let n) = h.content { notes.append(n) } }
+                merged = unionOfNotes(notes, winner: w)
+            } else {
+                // Attachments and folders: the last writer's bytes; the
+                // other versions stay heads (shown as conflict copies).
+                merged = w
+            }
+            merged.title = placer.title
+            merged.folder = placer.folder
+            merged.kind = placer.kind
+            merged.placedAt = placer.placedAt
+            return .note(merged)
         case .saga(let w):
             var days: [SagaEntry] = []
             for h in heads { if case .saga(let s) = h.content { days.append(s) } }
@@ -68,6 +84,18 @@ public enum RowView {
         let ta = a.content.updatedAt?.seconds ?? 0, tb = b.content.updatedAt?.seconds ?? 0
         if ta != tb { return ta < tb }
         return RowHead.precedes(a, b)
+    }
+
+    /// By when each version was placed (renamed or moved; never: first),
+    /// then as `lastWriter` orders them.
+    static func placedBefore(_ a: RowHead, _ b: RowHead) -> Bool {
+        func placed(_ head: RowHead) -> Int64 {
+            if case .note(let n) = head.content, let at = n.placedAt { return at.seconds }
+            return Int64.min
+        }
+        let pa = placed(a), pb = placed(b)
+        if pa != pb { return pa < pb }
+        return writtenBefore(a, b)
     }
 
     static func sortedDeletions(_ lists: [[[UInt8]]]) -> [[UInt8]] {

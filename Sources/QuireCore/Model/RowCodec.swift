@@ -5,7 +5,7 @@ extension Note {
     public func storedFields() -> [UInt8] {
         let length = body?.count ?? self.length
         let count = 6 + (length != nil ? 1 : 0) + (editedBy != nil ? 1 : 0) + (kind != .note ? 1 : 0) + (folder != nil ? 1 : 0)
-            + (modifiedAt != nil ? 1 : 0)
+            + (modifiedAt != nil ? 1 : 0) + (placedAt != nil ? 1 : 0)
         var w = CBORWriter(capacity: 96 + title.utf8.count)
         w.writeMapHeader(count)
         w.writeUInt(1); w.writeText(title)
@@ -18,6 +18,7 @@ extension Note {
         if kind != .note { w.writeUInt(11); w.writeUInt(UInt64(kind.rawValue)) }
         if let folder { w.writeUInt(12); w.writeBytes(folder.bytes) }
         if let modifiedAt { w.writeUInt(13); w.writeInt(modifiedAt) }
+        if let placedAt { w.writeUInt(14); w.writeInt(placedAt.seconds) }
         if let editedBy { w.writeUInt(15); w.writeBytes(editedBy.bytes) }
         return w.bytes
     }
@@ -42,11 +43,12 @@ extension RowContent {
             put(6, .int(n.updatedAt.seconds))
             put(7, .array(n.deletedParagraphs.map { .bytes($0) }))
             if let length = n.body?.count ?? n.length { put(8, .unsigned(UInt64(length))) }
-            // 11 (kind), 12 (folder), 13 (modifiedAt): the folder tree;
-            // absent on plain notes at the top, as before the tree existed.
+            // 11 (kind), 12 (folder), 13 (modifiedAt), 14 (placedAt): the
+            // folder tree; absent on plain notes at the top, as before it existed.
             if n.kind != .note { put(11, .unsigned(UInt64(n.kind.rawValue))) }
             if let folder = n.folder { put(12, .bytes(folder.bytes)) }
             if let modifiedAt = n.modifiedAt { put(13, .int(modifiedAt)) }
+            if let placedAt = n.placedAt { put(14, .int(placedAt.seconds)) }
             putEditor(n.editedBy)
         case .plan(let p):
             // 2 (notes), 3 (due), 4 (done): the fields of plans before they
@@ -131,6 +133,7 @@ extension RowContent {
                 note.folder = key
             }
             note.modifiedAt = try f.optional(13)?.asInt()
+            note.placedAt = try f.optional(14).map { v throws(CBORError) in Timestamp(seconds: try v.asInt()) }
             if note.kind == .folder && !(body ?? []).isEmpty { throw .invalidValue("a folder with a body") }
             return .note(note)
         case .plans:

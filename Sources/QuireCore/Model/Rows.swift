@@ -28,6 +28,11 @@ public struct Note: Equatable, Sendable {
     /// The file's modification time in nanoseconds since 1970, when one
     /// was set (utimensat, a copy that keeps times); nil: `updatedAt`.
     public var modifiedAt: Int64?
+    /// When the title, folder or kind last changed (a rename or a move);
+    /// nil: never since it was made. Concurrent versions take their place
+    /// from the one placed last, so a rename here is not undone by an edit
+    /// made elsewhere at the same time.
+    public var placedAt: Timestamp?
 
     public init(title: String, tags: [String] = [], body: [UInt8], createdAt: Timestamp, updatedAt: Timestamp,
                 deletedParagraphs: [[UInt8]] = [], editedBy: DeviceID? = nil, kind: NoteKind = .note, folder: RowKey? = nil,
@@ -71,6 +76,7 @@ public struct Note: Equatable, Sendable {
         a.title.sameBytes(b.title) && a.tags.sameBytes(b.tags) && a.body == b.body && a.contentHash == b.contentHash
             && a.createdAt == b.createdAt && a.updatedAt == b.updatedAt && a.deletedParagraphs == b.deletedParagraphs
             && a.editedBy == b.editedBy && a.kind == b.kind && a.folder == b.folder && a.modifiedAt == b.modifiedAt
+            && a.placedAt == b.placedAt
     }
 
     /// Whether the body is prose (merged by paragraphs, shadowed): notes
@@ -79,7 +85,7 @@ public struct Note: Equatable, Sendable {
 
     /// Whether any field of the folder tree is set: rows without them keep
     /// the leaf encoding they had before the tree existed.
-    public var hasTreeFields: Bool { kind != .note || folder != nil || modifiedAt != nil }
+    public var hasTreeFields: Bool { kind != .note || folder != nil || modifiedAt != nil || placedAt != nil }
 
     public static func canonicalTags(_ tags: [String]) -> [String] {
         Array(Set(tags.filter { !$0.isEmpty })).sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }

@@ -154,7 +154,12 @@ struct WriteContext {
         let now = max(self.now, previous?.updatedAt ?? self.now)
         switch content {
         case .note(var n):
-            if case .note(let old)? = previous { n.createdAt = old.createdAt } else if n.createdAt.seconds == 0 { n.createdAt = now }
+            if case .note(let old)? = previous {
+                n.createdAt = old.createdAt
+                // A rename or move is dated, so it outlives a concurrent edit (RowView).
+                let moved = !old.title.sameBytes(n.title) || old.folder != n.folder || old.kind != n.kind
+                n.placedAt = moved ? now : old.placedAt
+            } else if n.createdAt.seconds == 0 { n.createdAt = now }
             n.updatedAt = now
             n.editedBy = me
             return .note(n)
