@@ -62,6 +62,8 @@ public final class Simulation {
     var skipped = 0
     /// Lost devices a thief turns on again once the fleet settled.
     var thieves: [SimDevice] = []
+    /// Lost devices and the writes they held, judged after the settle.
+    var pendingLosses: [(held: [WriteRecord], device: SimDevice)] = []
     /// Why steps did nothing, by kind ("held back" is a switch at work).
     var skips: [String: Int] = [:]
 
@@ -148,6 +150,7 @@ public final class Simulation {
                 checker.takeOffloadProblems(offloads)
             }
             settled = try settle()
+            try judgeLosses()
             for problem in try thievesReturn() { checker.fail(.convergence, problem) }
             pollOffloads()
             try checker.checkNoBodyLost(offloads, final: true)

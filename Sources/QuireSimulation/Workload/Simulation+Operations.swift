@@ -167,12 +167,12 @@ extension Simulation {
     /// device had). Nothing owes them; they are named in the trace. A write
     /// whose key a committed barrier collected after it is settled in the
     /// fleet (its row is absent everywhere by agreement), not taken back.
-    func noteRolledBack(_ heldBefore: [WriteRecord], by d: SimDevice, why: String = "the restore") throws {
+    func noteRolledBack(_ heldBefore: [WriteRecord], by d: SimDevice, why: String = "the restore", countingItself: Bool = true) throws {
         var gone: [Int] = []
         for w in heldBefore {
             if ledger.commits.contains(where: { $0.keys.contains(w.row) && w.id < $0.writesBefore }) { continue }
             var holders = fleet.members.filter { $0 !== d }.compactMap(\.store)
-            if let mine = d.store { holders.insert(mine, at: 0) }
+            if countingItself, let mine = d.store { holders.insert(mine, at: 0) }
             let stillHeld = try holders.contains { keeps(try $0.row(w.row.namespace, w.row.key), w) }
             if !stillHeld { gone.append(w.id) }
         }

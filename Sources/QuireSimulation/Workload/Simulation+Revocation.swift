@@ -24,10 +24,21 @@ extension Simulation {
         }
         fleet.powerOff(victim)
         victim.isRevoked = true
-        // What the lost device alone held is gone with it (nothing owes it).
-        try noteRolledBack(held, by: victim, why: "the loss of \(victim.name)")
+        // What the lost device alone held is gone with it (nothing owes it);
+        // judged once the fleet settled: frames it sent before it was lost
+        // may still be on the way, and what they carry is not gone.
+        pendingLosses.append((held, victim))
         fleet.trace.record(revoker.name, "revokes \(victim.name), which was lost" + (thiefReturns ? " (a thief will turn it on again)" : ""))
         if thiefReturns { thieves.append(victim) }
+    }
+
+    /// After the settle: what each lost device held that no roster device
+    /// got (before or after its loss) went with it.
+    func judgeLosses() throws {
+        for (held, victim) in pendingLosses {
+            try noteRolledBack(held, by: victim, why: "the loss of \(victim.name)", countingItself: false)
+        }
+        pendingLosses = []
     }
 
     /// A revocation signed by a device revoked concurrently counts nowhere
