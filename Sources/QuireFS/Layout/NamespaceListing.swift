@@ -170,7 +170,7 @@ struct NamespaceListing: Sendable {
         guard let row = rows[key] else { return [] }
         let target = groupSlot(of: row)
         if let current = groupOfKey[key], current.slot == target.slot, current.stem == target.stem, current.ext == target.ext { return [] }
-        var changes = unplace(key, keepName: true)
+        let changes = unplace(key, keepName: true)
         groupOfKey[key] = target
         var group = groups[target.slot] ?? []
         group.insert(key, at: group.firstIndex { key < $0 } ?? group.endIndex)
