@@ -262,7 +262,8 @@ enum KeptTable {
 
     static func prune(_ db: Connection, limits: KeptLimits, now: Int64) throws(StoreError) -> KeptPruning {
         var result = KeptPruning()
-        let cutoff = now - Int64(limits.days) * 86_400
+        // Off: nothing is kept, so nothing stays either.
+        let cutoff = limits.isOff ? Int64.max : now - Int64(limits.days) * 86_400
         if let (count, bytes) = try db.queryOne("SELECT count(*), coalesce(sum(stored), 0) FROM kept WHERE at < ?", [.int(cutoff)], {
             (Int($0.int(0)), $0.int(1))
         }), count > 0 {
