@@ -108,6 +108,8 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     /// dropped at that handle's release.
     var forgottenWhileOpen: Set<UInt64> = []
     var lastSeenSequence: Int64 = 0
+    /// `.quire/trash` and `.quire/versions` (Control/KeptFiles.swift).
+    var kept = KeptViews()
     /// Wakes the change feed (set by `ChangeFeed.start`): called after a
     /// request that left invalidations for it, or detached a row (whose
     /// grace the feed times).
@@ -203,6 +205,7 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
                 return orphan
             }
             return try rowAttributes(ref, inode: inode)
+        case .kept(let node): return try keptAttributes(node, inode: inode)
         case .scratch(let folder, let name):
             guard let info = scratch.status(folder, name) else { throw .noEntry }
             return FuseAttributes(inode: FuseInode(inode), kind: .regular, permissions: UInt32(info.st_mode) & 0o7777,

@@ -63,6 +63,8 @@ enum NodeObject: Hashable, Sendable {
     case controlFile(ControlFile)
     case row(RowRef)
     case scratch(Folder, CanonicalName)
+    /// `.quire/trash` and `.quire/versions` (Control/KeptFiles.swift).
+    case kept(KeptNode)
 }
 
 /// Inode numbers. Folders and `.quire` have fixed numbers; a row's number
@@ -92,6 +94,7 @@ struct InodeTable {
         for (index, file) in ControlFile.allCases.enumerated() {
             objects[Self.controlDirectory + 1 + UInt64(index)] = .controlFile(file)
         }
+        for (inode, node) in KeptNode.fixed { objects[inode] = .kept(node) }
     }
 
     static func folderInode(_ namespace: Namespace) -> UInt64 { 2 + UInt64(namespace.rawValue) }
@@ -172,6 +175,9 @@ struct InodeTable {
         bind(inode, to: object)
         if case .row(let ref) = object { primary[ref] = inode }
     }
+
+    /// A node of the kept trees, under the number `KeptNode` gives it.
+    mutating func bindKept(_ inode: UInt64, _ node: KeptNode) { bind(inode, to: .kept(node)) }
 
     /// A scratch file went away or was renamed: forget its number.
     mutating func dropScratch(_ folder: Folder, _ name: CanonicalName) {

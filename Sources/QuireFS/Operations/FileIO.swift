@@ -45,6 +45,8 @@ extension QuireFileSystem {
                                      options: [.noFlush])
             case .row(let ref):
                 return try openRow(ref, inode: inode.rawValue, flags: flags)
+            case .kept(let node):
+                return try openKept(node, inode: inode.rawValue, flags: flags)
             }
         }
     }
@@ -296,6 +298,8 @@ extension QuireFileSystem {
                 try changeScratch(folder, name, changes, handle: handle)
             case .controlFile where changes.fields.contains(.size):
                 throw .permissionDenied
+            case .kept(let node):
+                throw refuseKeptChange(node, "setattr")
             default:
                 break
             }
