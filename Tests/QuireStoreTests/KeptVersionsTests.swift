@@ -82,10 +82,13 @@ final class KeptVersionsTests: XCTestCase {
         _ = try edit(s, projects.key, title: "Work")          // a folder's rename
         try s.put(.saga(SagaEntry(date: "2026-01-02", text: Array("a day\n".utf8), updatedAt: Timestamp(seconds: 0))))
         try s.put(.saga(SagaEntry(date: "2026-01-02", text: Array("another day\n".utf8), updatedAt: Timestamp(seconds: 0))))
+        // An empty text replaced (a shell's `>` commits one first) is not worth keeping.
+        let empty = try s.put(note("Scratch", ""))
+        _ = try edit(s, empty.key, body: "filled\n")
         XCTAssertEqual(try s.keptVersions(), [])
         // The text changes: kept, under the folder it is in now.
         _ = try edit(s, row.key, body: "new words\n")
-        let kept = try s.keptVersions()
+        let kept = try s.keptVersions().filter { $0.key == row.key }
         XCTAssertEqual(kept.map(\.title), ["Better ideas"])
         XCTAssertEqual(kept.map(\.folderPath), [["Work"]])
         XCTAssertEqual(kept.map(\.folderKey), [projects.key])

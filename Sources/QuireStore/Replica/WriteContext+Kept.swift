@@ -11,6 +11,9 @@ extension WriteContext {
     /// - when the text is the same (a retitle, a move, tags, a file time;
     ///   a recall puts back the same bytes: rule 6);
     /// - when the text is not here (offloaded): this device never held it;
+    /// - when an edit replaces an empty text: a shell's `echo x > f`
+    ///   commits an empty file first (a truncate, or the close of a
+    ///   duplicated descriptor), and such versions would only bury the rest;
     /// - for folders, except when one is deleted: that record names the
     ///   path of the files that were in it.
     func keepReplacedText(by row: Row, exists: Bool, madeHere: Bool) throws(StoreError) {
@@ -25,7 +28,7 @@ extension WriteContext {
             reason = madeHere ? .deletedHere : .deletedElsewhere
         } else {
             guard case .note(let new)? = row.content, old.kind != .folder else { return }
-            if stored.heads.count == 1, new.contentHash == old.contentHash { return }
+            if stored.heads.count == 1, new.contentHash == old.contentHash || record.size == 0 { return }
             reason = madeHere ? .editedHere : .editedElsewhere
         }
         let place = try folderPath(of: old.folder)
@@ -55,7 +58,7 @@ extension WriteContext {
         guard let full = try RowRecord.load(db, .notebook, row.key, withBody: true) else { return }
         let (resolved, damaged) = try full.decode(path: store.path)
         guard !damaged, case .note(let shown)? = resolved.content, let body = shown.body else { return }
-        if case .note(let new)? = row.content, new.contentHash == shown.contentHash { return }
+        if case .note(let new)? = row.content, new.contentHash == shown.contentHash || body.isEmpty { return }
         old = shown
         let bytes = StoredBody.encode(body)
         try db.run("""
