@@ -163,14 +163,17 @@ extension ReplicaStore {
         try read { () throws(StoreError) -> [UInt8] in try KeptTable.bytes(db, id, path: path) }
     }
 
-    /// Counts and disk use of trash and versions, and the limits.
+    /// Counts and disk use of trash and versions, and the limits (one
+    /// aggregate: `.quire/status` asks at every read).
     public func keptUsage() throws(StoreError) -> KeptUsage {
         var usage = KeptUsage(limits: keptLimits, pruneProblem: keptPolicy.problem)
-        for version in try keptVersions() {
-            switch version.place {
-            case .trash: usage.trashFiles += 1; usage.trashBytes += Int64(version.storedSize)
-            case .versions: usage.versions += 1; usage.versionsBytes += Int64(version.storedSize)
+        let groups = try read { () throws(StoreError) -> [(Bool, Int, Int64)] in
+            try db.query("SELECT \(KeptTable.isTrash), count(*), coalesce(sum(k.stored), 0) \(KeptTable.from) GROUP BY 1") {
+                ($0.int(0) != 0, Int($0.int(1)), $0.int(2))
             }
+        }
+        for (isTrash, count, bytes) in groups {
+            if isTrash { usage.trashFiles = count; usage.trashBytes = bytes } else { usage.versions = count; usage.versionsBytes = bytes }
         }
         return usage
     }
@@ -202,22 +205,26 @@ enum KeptTable {
         CREATE INDEX kept_at ON kept(at, stored);
         """
 
-    static let columns = "k.id, k.key, k.kind, k.reason, k.title, k.folder, k.parent, k.at, k.written, k.mtime, k.size, k.stored, k.tags, r.tombstone"
+    /// Kept texts with their row's state. Folders are kept only to name the
+    /// path of what was in them (a sibling's delete of a folder can arrive
+    /// before those of its files): never listed.
+    static let from = """
+        FROM kept k LEFT JOIN rows r ON r.ns = \(Namespace.notebook.rawValue) AND r.key = k.key
+         WHERE k.kind != \(NoteKind.folder.rawValue)
+        """
 
-    /// Folders are kept only to name the path of what was in them (a
-    /// sibling's delete of a folder can arrive before those of its files).
+    /// The one rule for the trash: the last kept text of a row that is not
+    /// live (a tombstone, or collected), when that text is its deletion.
+    static let isTrash = """
+        (k.reason IN (\(KeptReason.deletedHere.rawValue), \(KeptReason.deletedElsewhere.rawValue)) AND coalesce(r.tombstone, 1) = 1
+         AND k.id = (SELECT max(k2.id) FROM kept k2 WHERE k2.key = k.key AND k2.kind != \(NoteKind.folder.rawValue)))
+        """
+
+    static let columns = "k.id, k.key, k.kind, k.reason, k.title, k.folder, k.parent, k.at, k.written, k.mtime, k.size, k.stored, k.tags, r.tombstone, "
+        + isTrash
+
     static func list(_ db: Connection, path: String) throws(StoreError) -> [KeptVersion] {
-        var versions = try db.query("""
-            SELECT \(columns) FROM kept k LEFT JOIN rows r ON r.ns = \(Namespace.notebook.rawValue) AND r.key = k.key
-             WHERE k.kind != \(NoteKind.folder.rawValue) ORDER BY k.id
-            """) { s throws(StoreError) in try decode(s, path: path) }
-        // Trash: the last kept text of a row that is gone, when that was its deletion.
-        var last: [RowKey: Int] = [:]
-        for (index, version) in versions.enumerated() { last[version.key] = index }
-        for index in last.values where versions[index].reason.isDeletion && !versions[index].isRowLive {
-            versions[index].place = .trash
-        }
-        return versions
+        try db.query("SELECT \(columns) \(from) ORDER BY k.id") { s throws(StoreError) in try decode(s, path: path) }
     }
 
     static func decode(_ s: Statement, path: String) throws(StoreError) -> KeptVersion {
@@ -230,7 +237,7 @@ enum KeptTable {
                 keptAt: Timestamp(seconds: s.int(7)), writtenAt: Timestamp(seconds: s.int(8)),
                 modifiedAt: s.isNull(9) ? nil : s.int(9), reason: KeptReason(rawValue: s.int(3)) ?? .editedElsewhere,
                 size: Int(s.int(10)), storedSize: Int(s.int(11)), tags: try texts(s.blob(12)),
-                isRowLive: !s.isNull(13) && s.int(13) == 0, isRowPresent: !s.isNull(13))
+                isRowLive: !s.isNull(13) && s.int(13) == 0, isRowPresent: !s.isNull(13), place: s.int(14) != 0 ? .trash : .versions)
         } catch {
             throw StoreError(.corrupt, "\(path): kept text \(id) does not decode: \(error)")
         }

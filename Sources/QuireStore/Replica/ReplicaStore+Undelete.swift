@@ -33,10 +33,9 @@ extension ReplicaStore {
     public func restoreKept(_ id: Int64) throws(StoreError) -> KeptRestore {
         try write { ctx in
             let args: [SQLValue] = [.int(id)]
-            guard let version = try ctx.db.queryOne("""
-                SELECT \(KeptTable.columns) FROM kept k LEFT JOIN rows r ON r.ns = \(Namespace.notebook.rawValue) AND r.key = k.key
-                 WHERE k.id = ? AND k.kind != \(NoteKind.folder.rawValue)
-                """, args, { s throws(StoreError) in try KeptTable.decode(s, path: path) }) else {
+            guard let version = try ctx.db.queryOne("SELECT \(KeptTable.columns) \(KeptTable.from) AND k.id = ?", args, { s throws(StoreError) in
+                try KeptTable.decode(s, path: path)
+            }) else {
                 throw StoreError(.notFound, "no kept text \(id) (it may have been pruned); 'quire trash' lists what is kept")
             }
             let bytes = try KeptTable.bytes(ctx.db, id, path: path)
