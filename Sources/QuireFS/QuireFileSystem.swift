@@ -10,6 +10,8 @@ public struct MountStatus: Sendable {
     public var problems: [String]
     /// Files in the folders that are not rows and stay on this device.
     public var localOnlyFiles: [String]
+    /// Files of the notebook tree kept on this device by `.quireignore`.
+    public var ignoredFiles: [String] = []
     public var openFiles: Int
     /// How much the mount's tables hold (they shrink when the kernel forgets).
     public var tables: MountTableSizes
@@ -108,6 +110,8 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     /// dropped at that handle's release.
     var forgottenWhileOpen: Set<UInt64> = []
     var lastSeenSequence: Int64 = 0
+    /// Parsed `.quireignore` files by folder (see IgnoredPaths.swift).
+    var ignoreCache: [Folder: IgnoreRules] = [:]
     /// `.quire/trash` and `.quire/versions` (Control/KeptFiles.swift).
     var kept = KeptViews()
     /// Wakes the change feed (set by `ChangeFeed.start`): called after a
@@ -183,16 +187,19 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
         }
     }
 
-    func directoryAttributes(_ inode: UInt64, writable: Bool) -> FuseAttributes {
-        FuseAttributes(inode: FuseInode(inode), kind: .directory, permissions: writable ? 0o755 : 0o555, linkCount: 2,
+    /// `nested`: the folder can hold folders. Its link count is then 1,
+    /// "not counted" (as btrfs answers): fts (find, du, Foundation's
+    /// enumerator) takes a count of 2 to mean "no subfolders" and skips them.
+    func directoryAttributes(_ inode: UInt64, writable: Bool, nested: Bool = false) -> FuseAttributes {
+        FuseAttributes(inode: FuseInode(inode), kind: .directory, permissions: writable ? 0o755 : 0o555, linkCount: nested ? 1 : 2,
                        uid: owner.uid, gid: owner.gid, accessTime: mountedAt, modificationTime: mountedAt, changeTime: mountedAt)
     }
 
     func attributes(_ inode: UInt64) throws(FuseError) -> FuseAttributes {
         guard let object = names.inodes.object(inode) else { throw .noEntry }
         switch object {
-        case .root: return directoryAttributes(inode, writable: true)
-        case .namespace(let namespace): return directoryAttributes(inode, writable: !MountLayout.isReadOnly(namespace))
+        case .root: return directoryAttributes(inode, writable: true, nested: true)
+        case .namespace(let namespace): return directoryAttributes(inode, writable: !MountLayout.isReadOnly(namespace), nested: namespace == .notebook)
         case .control: return directoryAttributes(inode, writable: false)
         case .controlFile(let file):
             return FuseAttributes(inode: FuseInode(inode), kind: .regular, permissions: 0o444, uid: owner.uid, gid: owner.gid,
@@ -205,6 +212,8 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
                 return orphan
             }
             return try rowAttributes(ref, inode: inode)
+        case .conflictCopy(let ref, let dot):
+            return try conflictCopyAttributes(inode, ref, dot)
         case .kept(let node): return try keptAttributes(node, inode: inode)
         case .scratch(let folder, let name):
             guard let info = scratch.status(folder, name) else { throw .noEntry }
@@ -233,7 +242,7 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
         // A time set by utimensat (cp -p, rsync, tar) is the file's mtime.
         let time = listed.modifiedAt.map(FuseTimestamp.init(nanoseconds:)) ?? changed
         if listed.isFolder {
-            return FuseAttributes(inode: FuseInode(inode), kind: .directory, permissions: 0o755, linkCount: 2, uid: owner.uid, gid: owner.gid,
+            return FuseAttributes(inode: FuseInode(inode), kind: .directory, permissions: 0o755, linkCount: 1, uid: owner.uid, gid: owner.gid,
                                   accessTime: time, modificationTime: time, changeTime: changed)
         }
         let size: Int

@@ -91,3 +91,30 @@ final class OffloadMountTests: OffloadMountBase {
         XCTAssertEqual(try offloadedTitles("phone"), ["field notes"])
     }
 }
+
+/// Attachments offload and come back like note bodies (issue 15).
+final class AttachmentOffloadTests: OffloadMountBase {
+    func testALargeAttachmentInAFolderOffloadsAndComesBackByteForByte() throws {
+        _ = try makeMountedFleet()
+        XCTAssertEqual(mkdir(mountpoint + "/notebook/Scans", 0o755), 0)
+        let file = mountpoint + "/notebook/Scans/receipt.pdf"
+        var generator = SplitMix(seed: 5)
+        let bytes = (0..<1_500_000).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+        XCTAssertEqual(Syscall.writeFile(file, chunks: stride(from: 0, to: bytes.count, by: 1 << 20).map {
+            Array(bytes[$0..<min(bytes.count, $0 + (1 << 20))])
+        }).errno, 0)
+        XCTAssertTrue(try waitForEqualDigests([home("phone"), home("home")], timeout: 30))
+        // Only what is over 1 MB goes: the 100 KB note stays.
+        let r = try quire(["offload", "--larger-than", "1M", "--json"], home: home("phone"))
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(eventually(10) { Syscall.attribute(file, "user.quire.resident").value == "0" }, r.stdout)
+        XCTAssertEqual(Syscall.attribute(mountpoint + "/notebook/field notes.md", "user.quire.resident").value, "1")
+        var info = stat()
+        XCTAssertEqual(stat(file, &info), 0)
+        XCTAssertEqual(Int(info.st_size), bytes.count, "st_size stays the real length")
+        XCTAssertEqual(info.st_blocks, 0)
+        XCTAssertEqual(Array(try Data(contentsOf: URL(fileURLWithPath: file))), bytes, "the exact bytes, recalled")
+        XCTAssertEqual(Syscall.attribute(file, "user.quire.resident").value, "1")
+        XCTAssertEqual(try quireOK(["fsck"], home: home("phone")).status, 0)
+    }
+}

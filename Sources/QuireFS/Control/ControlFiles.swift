@@ -44,7 +44,9 @@ extension QuireFileSystem {
                 localOnly.append(namespace.name + "/" + name.text)
             }
         }
-        return MountStatus(mountpoint: configuration.mountpoint, problems: log.recentProblems,
-                           localOnlyFiles: localOnly, openFiles: openFiles.count, tables: tableSizes())
+        var status = MountStatus(mountpoint: configuration.mountpoint, problems: log.recentProblems,
+                                 localOnlyFiles: localOnly, openFiles: openFiles.count, tables: tableSizes())
+        status.ignoredFiles = ignoredNotebookFiles()
+        return status
     }
 }

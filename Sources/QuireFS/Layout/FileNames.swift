@@ -74,14 +74,23 @@ enum FileNames {
     /// Editor and desktop junk that lives in the local scratch area: every
     /// hidden file (vim `.x.swp`/`.x.swx`, emacs `.#x`, macOS `._x` and
     /// `.DS_Store`, gedit `.goutputstream-*`), backups ending in `~`, emacs
-    /// autosaves `#x#`, `*.swp`/`*.swx`, sed -i's `sedXXXXXX`, and vim's write probe `4913`
+    /// autosaves `#x#`, `*.swp`/`*.swx`, sed -i's `sedXXXXXX`, Python's
+    /// `tmpXXXXXXXX`, and vim's write probe `4913`
     /// (and the numbers it tries after it: 4913 + 123·k).
     static func isJunk(_ name: String) -> Bool {
         if name.hasPrefix(".") || name.hasSuffix("~") { return true }
         if name.hasSuffix(".swp") || name.hasSuffix(".swx") { return true }
         if name.utf8.count >= 2, name.hasPrefix("#"), name.hasSuffix("#") { return true }
-        // sed -i's temp file (sed + 6 letters or digits), renamed over its target.
-        if name.utf8.count == 9, name.hasPrefix("sed"), name.utf8.dropFirst(3).allSatisfy({ Character(Unicode.Scalar($0)).isLetter || Character(Unicode.Scalar($0)).isNumber }) {
+        // Temp files renamed over their target right after: sed -i's
+        // (sed + 6 letters or digits) and Python tempfile's (tmp + 8 of
+        // a-z, 0-9, _; also shorter runs of them, as scripts name theirs).
+        let bytes = Array(name.utf8)
+        func isASCIIAlphanumeric(_ c: UInt8) -> Bool {
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A)
+        }
+        if bytes.count == 9, name.hasPrefix("sed"), bytes.dropFirst(3).allSatisfy(isASCIIAlphanumeric) { return true }
+        if (8...11).contains(bytes.count), name.hasPrefix("tmp"),
+           bytes.dropFirst(3).allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == UInt8(ascii: "_") }) {
             return true
         }
         if name.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),

@@ -101,6 +101,12 @@ struct NamespaceListing: Sendable {
     /// How many rows a folder shows.
     func count(in folder: RowKey?) -> Int { entries[folder]?.count ?? 0 }
 
+    /// Attachments of a folder that hold concurrent versions (whose losing
+    /// versions the folder shows as conflict copies).
+    func conflicted(in folder: RowKey?) -> [RowKey] {
+        (entries[folder] ?? [:]).values.filter { rows[$0].map { $0.kind == .file && $0.versions > 1 } ?? false }.sorted()
+    }
+
     /// Whether `folder` is `key` or inside it (a folder cannot move there).
     func isWithin(_ folder: RowKey?, _ key: RowKey) -> Bool {
         var current = folder

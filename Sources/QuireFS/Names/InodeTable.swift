@@ -63,6 +63,8 @@ enum NodeObject: Hashable, Sendable {
     case controlFile(ControlFile)
     case row(RowRef)
     case scratch(Folder, CanonicalName)
+    /// A losing version of an attachment, shown beside it (read-only).
+    case conflictCopy(RowRef, Dot)
     /// `.quire/trash` and `.quire/versions` (Control/KeptFiles.swift).
     case kept(KeptNode)
 }
@@ -134,7 +136,7 @@ struct InodeTable {
         guard !Self.isFixed(inode), let object = objects.removeValue(forKey: inode) else { return }
         switch object {
         case .row(let ref): unbind(inode, from: ref)
-        case .scratch: if scratchInodes[object] == inode { scratchInodes.removeValue(forKey: object) }
+        case .scratch, .conflictCopy: if scratchInodes[object] == inode { scratchInodes.removeValue(forKey: object) }
         default: break
         }
     }
@@ -163,9 +165,18 @@ struct InodeTable {
     }
 
     mutating func inode(forScratch folder: Folder, _ name: CanonicalName) -> UInt64 {
-        if let inode = scratchInodes[.scratch(folder, name)] { return inode }
+        inode(forExtra: .scratch(folder, name))
+    }
+
+    mutating func inode(forConflict ref: RowRef, _ dot: Dot) -> UInt64 {
+        inode(forExtra: .conflictCopy(ref, dot))
+    }
+
+    /// Objects numbered on demand (scratch files, conflict copies).
+    private mutating func inode(forExtra object: NodeObject) -> UInt64 {
+        if let inode = scratchInodes[object] { return inode }
         let inode = allocate()
-        bind(inode, to: .scratch(folder, name))
+        bind(inode, to: object)
         return inode
     }
 
@@ -190,7 +201,7 @@ struct InodeTable {
             switch old {
             case .row(let ref):
                 unbind(inode, from: ref)
-            case .scratch:
+            case .scratch, .conflictCopy:
                 if scratchInodes[old] == inode { scratchInodes.removeValue(forKey: old) }
             default: break
             }
@@ -198,7 +209,7 @@ struct InodeTable {
         objects[inode] = object
         switch object {
         case .row(let ref): inodesOfRow[ref, default: []].insert(inode)
-        case .scratch:
+        case .scratch, .conflictCopy:
             if let previous = scratchInodes[object], previous != inode, objects[previous] == object {
                 objects.removeValue(forKey: previous)
             }

@@ -21,9 +21,12 @@ extension QuireFileSystem {
             _ = try listing(namespace)
             if let found = names.resolveRow(name, title: title, kind: kind, in: folder), found != .none { return found }
             // A folder whose name reads as a file name (`Projects.2026`).
-            if namespace == .notebook, kind != .folder {
-                return names.resolveRow(name, title: name.text, kind: .folder, in: folder) ?? .none
+            if namespace == .notebook, kind != .folder,
+               let found = names.resolveRow(name, title: name.text, kind: .folder, in: folder), found != .none {
+                return found
             }
+            // A name a .quireignore rule keeps here (a row that synced before the rule still shows, above).
+            if scratch.status(folder, name) != nil, isIgnored(name, in: folder) { return .scratch(folder, name) }
             return .none
         }
     }
@@ -64,7 +67,11 @@ extension QuireFileSystem {
             guard scratch.status(.root, name) != nil else { throw .noEntry }
             return try entry(names.inodes.inode(forScratch: .root, name))
         case .namespace?, .row?:
-            guard let inode = inode(of: try resolve(name, in: try folder(parent))) else { throw .noEntry }
+            let folder = try folder(parent)
+            guard let inode = inode(of: try resolve(name, in: folder)) else {
+                guard let copy = conflictCopy(named: name, in: folder) else { throw .noEntry }
+                return try entry(names.inodes.inode(forConflict: copy.ref, copy.dot))
+            }
             return try entry(inode)
         case .control?:
             if let node = keptTop(named: name) { return try keptEntry(node) }
@@ -177,6 +184,10 @@ extension QuireFileSystem {
             for (name, ref) in names.pendingEntries(folder) {
                 entries.append(DirectoryEntry(name: name.text, inode: names.inodes.listedInode(of: ref), kind: .regular, object: .row(ref)))
             }
+            for copy in conflictCopies(in: folder) {
+                entries.append(DirectoryEntry(name: copy.name.text, inode: names.inodes.inode(forConflict: copy.ref, copy.dot), kind: .regular,
+                                              object: .conflictCopy(copy.ref, copy.dot)))
+            }
             entries += scratch.names(folder).map {
                 DirectoryEntry(name: $0.text, inode: names.inodes.inode(forScratch: folder, $0), kind: .regular, object: .scratch(folder, $0))
             }
@@ -225,6 +236,7 @@ extension QuireFileSystem {
         switch item.object {
         case .row(let ref)?: return names.inodes.inode(for: ref)
         case .scratch(let folder, let name)?: return names.inodes.inode(forScratch: folder, name)
+        case .conflictCopy(let ref, let dot)?: return names.inodes.inode(forConflict: ref, dot)
         case .kept(let node)?: return keptInode(node)
         default: return item.inode
         }

@@ -45,6 +45,8 @@ extension QuireFileSystem {
                                      options: [.noFlush])
             case .row(let ref):
                 return try openRow(ref, inode: inode.rawValue, flags: flags)
+            case .conflictCopy(let ref, let dot):
+                return try openConflictCopy(inode.rawValue, ref, dot, flags: flags)
             case .kept(let node):
                 return try openKept(node, inode: inode.rawValue, flags: flags)
             }
@@ -106,6 +108,9 @@ extension QuireFileSystem {
             // Listed in .quire/status; not logged: every sed -i makes one.
             return try createScratch(folder, name, mode: mode, flags: flags)
         case .row(let title, let kind):
+            if isIgnored(name, in: folder), try resolve(name, in: folder) == .none {
+                return try createScratch(folder, name, mode: mode, flags: flags)
+            }
             return try createRow(folder, namespace: namespace, name: name, title: title, kind: kind, flags: flags)
         }
     }
@@ -265,7 +270,9 @@ extension QuireFileSystem {
         locked {
             guard let file = openFiles.remove(handle) else { return }
             switch file.target {
-            case .scratch(let descriptor): close(descriptor)
+            case .scratch(let descriptor):
+                close(descriptor)
+                if case .scratch(_, let name)? = names.inodes.object(file.inode) { scratchChanged(name) }
             case .control, .orphan: break
             case .row(let ref): releaseWorkingCopy(ref)
             }

@@ -36,4 +36,16 @@ extension QuireFileSystem {
             return spelled(typedNew, newName, try lookUp(newName, in: newParent.rawValue))
         }
     }
+
+    /// A row is bytes and a name: there is nothing to keep a link target,
+    /// a fifo or a device in, on this device or a sibling.
+    public func makeSymbolicLink(parent: FuseInode, name: String, target: String, request: FuseRequest) throws -> FuseEntry {
+        let place = locked { describe(parent.rawValue) }
+        throw refuse(.notPermitted, "symlink \(place)/\(name) refused: symbolic links are not kept (copy the file instead)")
+    }
+
+    public func makeNode(parent: FuseInode, name: String, mode: UInt32, device: UInt64, request: FuseRequest) throws -> FuseEntry {
+        let place = locked { describe(parent.rawValue) }
+        throw refuse(.notPermitted, "mknod \(place)/\(name) refused: fifos, sockets and device nodes are not kept")
+    }
 }

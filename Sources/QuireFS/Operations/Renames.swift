@@ -24,10 +24,13 @@ extension QuireFileSystem {
             return
         }
         switch try resolve(name, in: folder) {
-        case .none: throw .noEntry
+        case .none:
+            guard let copy = conflictCopy(named: name, in: folder) else { throw .noEntry }
+            try discardConflictCopy(copy)
         case .scratch(let folder, let name):
             try scratch.remove(folder, name)
             names.inodes.dropScratch(folder, name)
+            scratchChanged(name)
         case .row(let ref) where names.isFolder(ref):
             throw .isDirectory
         case .row(let ref):
@@ -69,6 +72,10 @@ extension QuireFileSystem {
     func rename(_ name: CanonicalName, in parent: UInt64, to newName: CanonicalName, in newParent: UInt64,
                         flags: FuseRenameFlags) throws(FuseError) {
         let request = RenameRequest(from: try folder(parent), name: name, to: try folder(newParent), newName: newName, flags: flags)
+        if try resolve(name, in: request.from) == .none, let copy = conflictCopy(named: name, in: request.from) {
+            guard flags.isEmpty else { throw .invalid }
+            return try renameConflictCopy(copy, to: newName, in: request.to)
+        }
         let facts = try renameFacts(request)
         let plan: RenamePlan
         do {
@@ -86,6 +93,7 @@ extension QuireFileSystem {
         var facts = RenameFacts(source: source, target: target, sourceInode: inode(of: source), targetInode: inode(of: target),
                                 freshKey: RowKey(bytes: (0..<16).map { _ in UInt8.random(in: 0...255) })!)
         for case .row(let ref) in [source, target] where openFiles.copy(ref)?.isNew == true { facts.newRows.insert(ref) }
+        facts.targetIgnored = target == .none && isIgnored(request.newName, in: request.to)
         if case .row(let ref) = source {
             let listed = try listing(ref.namespace).rows[ref.key]?.title
             facts.sourceTitle = openFiles.copy(ref)?.title ?? listed ?? ""
@@ -134,6 +142,7 @@ extension QuireFileSystem {
             break
         }
         for change in plan.scratch {
+            if case .rename(let from, let to, _) = change { scratchChanged(from.name); scratchChanged(to.name) }
             switch change {
             case .rename(let from, let to, let flags): try scratch.rename((from.folder, from.name), (to.folder, to.name), flags: flags)
             case .write(let place, let source): try scratch.replaceContents(place.folder, place.name, with: bytes[source]!)

@@ -41,6 +41,8 @@ struct RenameFacts {
     var targetIsFolder = false
     var targetFolderIsEmpty = true
     var destinationWithinSource = false
+    /// A `.quireignore` rule keeps the new name on this device.
+    var targetIgnored = false
 }
 
 /// Where a notebook row goes: its kind (a rename to or from `.md` makes a
@@ -158,7 +160,8 @@ enum RenamePlanner {
         if facts.source == facts.target { return RenamePlan() }
 
         var target: (title: String, kind: NoteKind)? = nil
-        if let namespace = request.to.namespace, case .row(let title, let kind) = FileNames.meaning(of: newName, in: namespace) {
+        if let namespace = request.to.namespace, case .row(let title, let kind) = FileNames.meaning(of: newName, in: namespace),
+           !facts.targetIgnored {
             target = (title, kind)
         }
         let involvesRow: Bool = {

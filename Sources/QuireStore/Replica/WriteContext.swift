@@ -94,7 +94,9 @@ struct WriteContext {
     /// A new version written here: a fresh dot of this device's actor whose
     /// context covers every head it replaces (the edit was made from the
     /// view of all of them), with its outbox and unshipped records.
-    mutating func writeLocalVersion(_ content: RowContent, key: RowKey, existing: RowRecord?, existingRow: Row?) throws(StoreError) -> Row {
+    mutating func writeLocalVersion(_ content: RowContent, key: RowKey, existing: RowRecord?, existingRow: Row?,
+                                    keepingConflicts: Bool = true) throws(StoreError) -> Row {
+        if keepingConflicts { try keepConflictingVersions(of: existingRow) }
         let actor = try currentActor()
         let context = existingRow?.context ?? existing?.context ?? VersionVector()
         let dot = context.nextDot(for: actor)
@@ -111,6 +113,10 @@ struct WriteContext {
         }
         guard let existing = try RowRecord.load(db, ns, key, withBody: false), !existing.isTombstone else {
             throw StoreError(.notFound, "no \(ns) row \(key)")
+        }
+        if ns == .notebook, existing.versions > 1,
+           let whole = try RowRecord.load(db, ns, key, withBody: true) {
+            try keepConflictingVersions(of: try decodeSettingAside(whole))
         }
         // A delete mints no dot: its context is exactly what it removes, so
         // a concurrent edit it never saw survives it (edit beats delete).
@@ -136,6 +142,9 @@ struct WriteContext {
         default: return RowKey.random(using: store.random)
         }
     }
+
+    /// A local edit's content, stamped (editor, times) as `putLocal` does.
+    func stamped(_ content: RowContent, previous: RowContent?) -> RowContent { stamp(content, previous: previous) }
 
     /// Stamps the editor and times of a local edit.
     private func stamp(_ content: RowContent, previous: RowContent?) -> RowContent {

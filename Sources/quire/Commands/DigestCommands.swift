@@ -100,6 +100,18 @@ struct StatusReport {
             held.append("\(c.live) \(ns.name)")
         }
         lines.append("holds " + held.joined(separator: ", "))
+        let kinds = try store.notebookKinds()
+        if (kinds[.file] ?? 0) + (kinds[.folder] ?? 0) > 0 {
+            lines.append("the notebook is \(kinds[.note] ?? 0) notes, \(kinds[.file] ?? 0) attachments and \(kinds[.folder] ?? 0) folders")
+        }
+        counts["notebookKinds"] = ["notes": kinds[.note] ?? 0, "attachments": kinds[.file] ?? 0, "folders": kinds[.folder] ?? 0]
+        let conflicted = try store.conflictedAttachments()
+        if !conflicted.isEmpty {
+            lines.append("\(conflicted.count) attachment\(conflicted.count == 1 ? " was" : "s were") edited on two devices at once; the later "
+                         + "version keeps the name and each other one shows beside it as a conflict copy (name.sync-conflict-…): "
+                         + conflicted.prefix(5).map { "notebook/…/\($0.name)" }.joined(separator: ", ") + (conflicted.count > 5 ? ", …" : "")
+                         + ". Delete a copy to drop it, or rename it to keep it")
+        }
         let pending = try store.pendingEdits()
         let devices = try store.counts(.devices).live
         if devices <= 1 {
@@ -143,7 +155,8 @@ struct StatusReport {
         }
         let json: [String: Any] = ["device": identity.deviceID.hex, "name": prefs.deviceName, "role": prefs.role.rawValue,
                                    "home": home.path, "generation": prefs.generation, "namespaces": counts,
-                                   "outboxPending": pending, "merges": merges, "account": Hex.encode(identity.userIDHash),
+                                   "outboxPending": pending, "merges": merges,
+                                   "conflictedAttachments": conflicted.map { ["key": $0.key.hex, "name": $0.name] }, "account": Hex.encode(identity.userIDHash),
                                    "incarnation": String(actor.incarnation, radix: 16),
                                    "rollbacks": rollbacks.map { ["at": $0.at.seconds, "reason": $0.reason, "reissued": $0.reissued] as [String: Any] },
                                    "collisions": collisions.map { ["namespace": $0.namespace.name, "key": $0.key.hex, "dot": $0.dot] },

@@ -22,6 +22,10 @@ enum MountStatusWords {
             lines.append("\(mount.localOnlyFiles.count) files are not rows and stay on this device only: "
                          + mount.localOnlyFiles.prefix(10).joined(separator: ", ") + (mount.localOnlyFiles.count > 10 ? ", …" : ""))
         }
+        if !mount.ignoredFiles.isEmpty {
+            lines.append("\(mount.ignoredFiles.count) files of the notebook stay on this device by a .quireignore rule: "
+                         + mount.ignoredFiles.prefix(10).joined(separator: ", ") + (mount.ignoredFiles.count > 10 ? ", …" : ""))
+        }
         if mount.problems.isEmpty {
             lines.append("no problems with files in the mount")
         } else {
@@ -31,7 +35,7 @@ enum MountStatusWords {
         text += "\n" + lines.joined(separator: "\n")
         let tables = mount.tables
         json["mount"] = ["mountpoint": mount.mountpoint, "openFiles": mount.openFiles,
-                         "localOnlyFiles": mount.localOnlyFiles, "problems": mount.problems,
+                         "localOnlyFiles": mount.localOnlyFiles, "ignoredFiles": mount.ignoredFiles, "problems": mount.problems,
                          // For tests and debugging: the tables follow what the kernel holds.
                          "tables": ["inodes": tables.inodes, "cachedPageVersions": tables.cachedPageVersions,
                                     "transientAttributes": tables.transientAttributes, "workingCopies": tables.workingCopies,
