@@ -77,4 +77,35 @@ final class TrashEndToEndTests: XCTestCase {
         XCTAssertTrue(text.stdout.contains("edited here"), text.stdout)
         XCTAssertTrue(text.stdout.contains("kept 30 days, at most 512.0 MB"), text.stdout)
     }
+
+    /// The commands alone (no mount): limits through `quire config`, prune,
+    /// undelete by notebook path, and the errors of bad input.
+    func testTheCommandsKeepPruneAndRefuseBadInput() throws {
+        let home = makeTemporaryDirectory() + "/home"
+        XCTAssertEqual(try quire(["init", "--name", "cli"], home: home).status, 0)
+        XCTAssertEqual(try quire(["put", "notebook", "Letter"], home: home, stdin: Array("dear ann\n".utf8)).status, 0)
+        XCTAssertEqual(try quire(["put", "notebook", "Letter"], home: home, stdin: Array("dear ann, hello\n".utf8)).status, 0)
+        XCTAssertEqual(try quire(["rm", "notebook", "Letter"], home: home).status, 0)
+        var listed = try quire(["trash"], home: home)
+        XCTAssertTrue(listed.stdout.contains(".quire/trash/Letter.md  16 B"), listed.stdout)
+        XCTAssertTrue(listed.stdout.contains("trash: 1 deleted file (16 B), versions: 1 earlier text (9 B)"), listed.stdout)
+
+        let back = try quire(["undelete", "Letter.md"], home: home)
+        XCTAssertEqual(back.status, 0, back.stderr)
+        XCTAssertEqual(try quire(["get", "notebook", "Letter"], home: home).stdout, "dear ann, hello\n")
+        XCTAssertEqual(try quire(["undelete", "notebook/Nothing.md"], home: home).status, 1)
+        XCTAssertEqual(try quire(["undelete"], home: home).status, 2)
+        XCTAssertEqual(try quire(["config", "trash-days", "soon"], home: home).status, 2)
+        XCTAssertEqual(try quire(["trash", "--help"], home: home).status, 0)
+
+        XCTAssertEqual(try quire(["config", "trash-size", "0"], home: home).status, 0)
+        let config = try jsonObject(quire(["config", "--json"], home: home).stdout) as! [String: Any]
+        XCTAssertEqual(config["trashBytes"] as? Int, 0)
+        let pruned = try quire(["trash", "prune"], home: home)
+        XCTAssertEqual(pruned.status, 0, pruned.stderr)
+        XCTAssertTrue(pruned.stdout.contains("keeping is off: dropped all 2 kept texts (25 B)"), pruned.stdout)
+        listed = try quire(["trash", "--json"], home: home)
+        XCTAssertEqual(((try jsonObject(listed.stdout) as? [String: Any])?["kept"] as? [Any])?.count, 0)
+        XCTAssertEqual(try quire(["get", "notebook", "Letter"], home: home).stdout, "dear ann, hello\n", "pruning drops kept texts only")
+    }
 }

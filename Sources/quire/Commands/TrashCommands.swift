@@ -36,8 +36,12 @@ enum TrashCommands {
         case "prune":
             let pruned = try store.pruneKept()
             try? store.reclaimSpace()
-            Output.line("dropped \(pruned.expired) older than \(store.keptLimits.days) days and \(pruned.overSize) over the size limit "
-                        + "(\(ByteText.text(Int(pruned.freedBytes))))")
+            let freed = ByteText.text(Int(pruned.freedBytes))
+            if store.keptLimits.isOff {
+                Output.line("keeping is off: dropped all \(pruned.expired + pruned.overSize) kept texts (\(freed))")
+            } else {
+                Output.line("dropped \(pruned.expired) older than \(store.keptLimits.days) days and \(pruned.overSize) over the size limit (\(freed))")
+            }
         case let other?:
             throw UsageError("quire trash knows 'prune', not '\(other)'")
         }
