@@ -120,6 +120,7 @@ final class KeptPolicy: @unchecked Sendable {
     private let lock = NSLock()
     private var _limits = KeptLimits()
     private var _lastPrune: Int64?
+    private var _keptSincePrune: Int64 = 0
     private var _problem: String?
     /// A prune runs in the write path at most this often (and at the first
     /// write after opening): it is a range delete, but need not run per edit.
@@ -135,12 +136,19 @@ final class KeptPolicy: @unchecked Sendable {
         set { lock.lock(); _problem = newValue; lock.unlock() }
     }
 
-    /// Whether a prune is due at `now`; if so, it counts as done now.
+    /// Whether a prune is due at `now` (the interval passed, or an eighth
+    /// of the size limit was kept since the last: a big sync import must not
+    /// overshoot the limit for minutes); if so, it counts as done now.
     func claimPrune(at now: Int64) -> Bool {
         lock.lock(); defer { lock.unlock() }
-        if let last = _lastPrune, now >= last, now - last < Self.pruneInterval { return false }
+        if let last = _lastPrune, now >= last, now - last < Self.pruneInterval, _keptSincePrune <= _limits.bytes / 8 { return false }
         _lastPrune = now
+        _keptSincePrune = 0
         return true
+    }
+
+    func noteKept(bytes: Int) {
+        lock.lock(); _keptSincePrune += Int64(bytes); lock.unlock()
     }
 }
 

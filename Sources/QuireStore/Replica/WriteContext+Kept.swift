@@ -43,6 +43,7 @@ extension WriteContext {
             return
         }
         args += [.blob(KeptTable.encode(old.tags))]
+        store.keptPolicy.noteKept(bytes: record.size)
         if stored.heads.count == 1 {
             // One version: its bytes are the body column, copied as stored
             // (no inflate, no deflate); checked against the hash when read.
