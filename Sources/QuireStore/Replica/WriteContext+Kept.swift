@@ -22,7 +22,7 @@ extension WriteContext {
         guard exists, row.namespace == .notebook, !limits.isOff,
               let record = try RowRecord.load(db, .notebook, row.key, withBody: false), !record.isTombstone else { return }
         let stored = try record.row(path: store.path)
-        guard case .note(var old)? = stored.content else { return }
+        guard case .note(let old)? = stored.content else { return }
         let reason: KeptReason
         if row.isTombstone {
             reason = madeHere ? .deletedHere : .deletedElsewhere
@@ -60,12 +60,11 @@ extension WriteContext {
         let (resolved, damaged) = try full.decode(path: store.path)
         guard !damaged, case .note(let shown)? = resolved.content, let body = shown.body else { return }
         if case .note(let new)? = row.content, new.contentHash == shown.contentHash || body.isEmpty { return }
-        old = shown
         let bytes = StoredBody.encode(body)
         try db.run("""
             INSERT INTO kept(at, stored, key, kind, reason, title, folder, parent, written, mtime, size, hash, tags, bodyFormat, body)
             VALUES (?1, ?11, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?12, ?13, ?10, ?14, ?15)
-            """, args + [.int(Int64(bytes.bytes.count)), .int(Int64(body.count)), .blob(old.contentHash),
+            """, args + [.int(Int64(bytes.bytes.count)), .int(Int64(body.count)), .blob(shown.contentHash),
                          .int(bytes.format), .blob(bytes.bytes)])
     }
 
