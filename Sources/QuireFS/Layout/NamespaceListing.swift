@@ -74,12 +74,17 @@ struct NamespaceListing: Sendable {
     private var groupOfKey: [RowKey: (slot: NameSlot, stem: String, ext: String)] = [:]
     /// Folders shown at the top to cut a cycle.
     private var cycleCuts: Set<RowKey> = []
+    /// Rows by the folder they name (live or not).
+    private var declaredChildren: [RowKey: Set<RowKey>] = [:]
     /// Sorted names per folder, rebuilt lazily for readdir.
     private var sortedNamesCache: [RowKey?: [CanonicalName]] = [:]
 
     init(namespace: Namespace, summaries: [RowSummary]) {
         self.namespace = namespace
-        for summary in summaries where !summary.isTombstone { rows[summary.key] = ListedRow(summary) }
+        for summary in summaries where !summary.isTombstone {
+            rows[summary.key] = ListedRow(summary)
+            if let folder = summary.place.folder { declaredChildren[folder, default: []].insert(summary.key) }
+        }
         _ = relocateAll()
     }
 
@@ -143,18 +148,43 @@ struct NamespaceListing: Sendable {
         let row = ListedRow(summary)
         let old = rows[row.key]
         rows[row.key] = row
-        // A folder that appeared, went or moved can move every row under it.
-        if row.isFolder || old?.isFolder == true, old?.isFolder != row.isFolder || old?.declaredFolder != row.declaredFolder {
-            return merged(relocateAll())
+        if old?.declaredFolder != row.declaredFolder {
+            if let before = old?.declaredFolder { declaredChildren[before]?.remove(row.key) }
+            if let after = row.declaredFolder { declaredChildren[after, default: []].insert(row.key) }
         }
-        return merged(place(row.key))
+        var changes = place(row.key)
+        // A folder that appeared or went moves the rows that name it; one
+        // that moved can make or break a cycle.
+        if old?.isFolder != row.isFolder { changes += placeChildren(of: row.key) }
+        if row.isFolder || old?.isFolder == true, old?.isFolder != row.isFolder || old?.declaredFolder != row.declaredFolder {
+            changes += recutCycles()
+        }
+        return merged(changes)
     }
 
     mutating func remove(_ key: RowKey) -> [NameChange] {
         guard let row = rows.removeValue(forKey: key) else { return [] }
+        if let folder = row.declaredFolder { declaredChildren[folder]?.remove(key) }
         var changes = unplace(key)
-        if row.isFolder { changes += relocateAll() }
+        if row.isFolder { changes += placeChildren(of: key) + recutCycles() }
         return merged(changes)
+    }
+
+    /// Places again the rows that name `folder` as theirs.
+    private mutating func placeChildren(of folder: RowKey) -> [NameChange] {
+        var changes: [NameChange] = []
+        for child in (declaredChildren[folder] ?? []).sorted() { changes += place(child) }
+        return changes
+    }
+
+    /// Recomputes the cycle cuts and places the folders whose cut changed.
+    private mutating func recutCycles() -> [NameChange] {
+        let cuts = Self.cycleCuts(rows)
+        let changed = cuts.symmetricDifference(cycleCuts)
+        cycleCuts = cuts
+        var changes: [NameChange] = []
+        for key in changed.sorted() { changes += place(key) }
+        return changes
     }
 
     // MARK: Placing rows
@@ -202,7 +232,7 @@ struct NamespaceListing: Sendable {
         return changes + assignNames(current.slot)
     }
 
-    /// Recomputes where every row is shown (a folder appeared, went or moved).
+    /// Places every row (a new listing).
     private mutating func relocateAll() -> [NameChange] {
         cycleCuts = Self.cycleCuts(rows)
         var changes: [NameChange] = []

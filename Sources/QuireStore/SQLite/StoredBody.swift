@@ -16,6 +16,9 @@ enum StoredBody {
 
     static func encode(_ body: [UInt8]) -> (bytes: [UInt8], format: Int64) {
         guard body.count >= 128, body.count <= maxLength else { return (body, raw) }
+        // Images, PDFs and archives are compressed already: a quick deflate
+        // of a sample says so before the whole body is worked on.
+        if body.count > 4 * sampleSize, !shrinks(Array(body.prefix(sampleSize)), level: 1) { return (body, raw) }
         var bound = compressBound(uLong(body.count))
         var out = [UInt8](repeating: 0, count: headerSize + Int(bound))
         let status = out.withUnsafeMutableBufferPointer { dst in
@@ -28,6 +31,18 @@ enum StoredBody {
         let n = UInt32(body.count)
         for i in 0..<headerSize { out[i] = UInt8(truncatingIfNeeded: n >> (8 * UInt32(i))) }
         return (out, deflated)
+    }
+
+    static let sampleSize = 4096
+
+    /// Whether deflating `sample` saves at least a tenth.
+    private static func shrinks(_ sample: [UInt8], level: Int32) -> Bool {
+        var bound = compressBound(uLong(sample.count))
+        var out = [UInt8](repeating: 0, count: Int(bound))
+        let status = out.withUnsafeMutableBufferPointer { dst in
+            sample.withUnsafeBufferPointer { src in compress2(dst.baseAddress!, &bound, src.baseAddress, uLong(src.count), level) }
+        }
+        return status == Z_OK && Int(bound) <= sample.count - sample.count / 10
     }
 
     /// The body as written, or nil when the stored bytes do not inflate to
