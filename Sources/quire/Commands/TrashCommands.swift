@@ -56,13 +56,15 @@ enum TrashCommands {
             Brings back what 'quire trash' lists, as a new edit that syncs:
               .quire/trash/…      a deleted file comes back where it was, into its
                                   folder if that folder still exists, else at the
-                                  top of the notebook
+                                  top of the notebook (as a new file if a barrier
+                                  has collected its deletion)
               .quire/versions/…   an earlier text becomes its file's text again (the
                                   text it replaces is kept as an earlier version)
               notebook/… or a path in the notebook
                                   the latest deleted or earlier text of that file
             PATH may be written from the mount's top (.quire/trash/Ideas.md,
-            notebook/Ideas.md) or as a path into a mounted folder.
+            notebook/Ideas.md) or as a path into a mounted folder. Nothing kept at
+            PATH: exit status 1, and nothing changes.
             """
     ) { args, inv in
         try args.expectPositional(1...1, "PATH")
