@@ -112,6 +112,8 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     var lastSeenSequence: Int64 = 0
     /// Parsed `.quireignore` files by folder (see IgnoredPaths.swift).
     var ignoreCache: [Folder: IgnoreRules] = [:]
+    /// `.quire/trash` and `.quire/versions` (Control/KeptFiles.swift).
+    var kept = KeptViews()
     /// Wakes the change feed (set by `ChangeFeed.start`): called after a
     /// request that left invalidations for it, or detached a row (whose
     /// grace the feed times).
@@ -212,6 +214,7 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
             return try rowAttributes(ref, inode: inode)
         case .conflictCopy(let ref, let dot):
             return try conflictCopyAttributes(inode, ref, dot)
+        case .kept(let node): return try keptAttributes(node, inode: inode)
         case .scratch(let folder, let name):
             // Removed while open: its descriptors still stat it.
             guard let info = scratch.status(folder, name) ?? openScratchStatus(inode) else { throw .noEntry }

@@ -65,6 +65,8 @@ enum NodeObject: Hashable, Sendable {
     case scratch(Folder, CanonicalName)
     /// A losing version of an attachment, shown beside it (read-only).
     case conflictCopy(RowRef, Dot)
+    /// `.quire/trash` and `.quire/versions` (Control/KeptFiles.swift).
+    case kept(KeptNode)
 }
 
 /// Inode numbers. Folders and `.quire` have fixed numbers; a row's number
@@ -94,6 +96,7 @@ struct InodeTable {
         for (index, file) in ControlFile.allCases.enumerated() {
             objects[Self.controlDirectory + 1 + UInt64(index)] = .controlFile(file)
         }
+        for (inode, node) in KeptNode.fixed { objects[inode] = .kept(node) }
     }
 
     static func folderInode(_ namespace: Namespace) -> UInt64 { 2 + UInt64(namespace.rawValue) }
@@ -190,6 +193,9 @@ struct InodeTable {
         guard let inode = scratchInodes[.scratch(folder, name)] else { return }
         bind(inode, to: .scratch(folder, CanonicalName("\u{0}removed-\(inode)")))
     }
+
+    /// A node of the kept trees, under the number `KeptNode` gives it.
+    mutating func bindKept(_ inode: UInt64, _ node: KeptNode) { bind(inode, to: .kept(node)) }
 
     /// A scratch file went away or was renamed: forget its number.
     mutating func dropScratch(_ folder: Folder, _ name: CanonicalName) {

@@ -46,6 +46,7 @@ extension QuireFileSystem {
         case .namespace(let namespace)?: return .namespace(namespace)
         case .row(let ref)? where names.isFolder(ref) && !names.isDetached(ref): return .subfolder(ref.key)
         case .control?: throw .permissionDenied
+        case .kept(let node)?: throw refuseKeptChange(node, "a change")
         case nil: throw .noEntry
         default: throw .notDirectory
         }
@@ -75,8 +76,10 @@ extension QuireFileSystem {
             }
             return try entry(inode)
         case .control?:
+            if let node = keptTop(named: name) { return try keptEntry(node) }
             guard let file = ControlFile.allCases.first(where: { CanonicalName($0.name) == name }) else { throw .noEntry }
             return try entry(InodeTable.controlFileInode(file))
+        case .kept(let node)?: return try lookUpKept(name, in: node)
         case nil: throw .noEntry
         default: throw .notDirectory
         }
@@ -193,6 +196,8 @@ extension QuireFileSystem {
         case .control?:
             entries.append(DirectoryEntry(name: "..", inode: FuseInode.root.rawValue, kind: .directory))
             entries += ControlFile.allCases.map { DirectoryEntry(name: $0.name, inode: InodeTable.controlFileInode($0), kind: .regular) }
+            entries += keptTopEntries()
+        case .kept(let node)?: entries += try keptEntries(node)
         case nil: throw .noEntry
         default: throw .notDirectory
         }
@@ -234,6 +239,7 @@ extension QuireFileSystem {
         case .row(let ref)?: return names.inodes.inode(for: ref)
         case .scratch(let folder, let name)?: return names.inodes.inode(forScratch: folder, name)
         case .conflictCopy(let ref, let dot)?: return names.inodes.inode(forConflict: ref, dot)
+        case .kept(let node)?: return keptInode(node)
         default: return item.inode
         }
     }

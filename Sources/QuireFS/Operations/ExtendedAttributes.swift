@@ -67,6 +67,7 @@ extension QuireFileSystem {
                                      flags: FuseExtendedAttributeFlags, request: FuseRequest) throws {
         try locked { () throws(FuseError) in
             guard let object = names.inodes.object(inode.rawValue) else { throw .noEntry }
+            if case .kept(let node) = object { throw refuseKeptChange(node, "setxattr") }
             if name.hasPrefix("user.quire.") {
                 guard case .row(let ref) = object else { throw .operationNotSupported }
                 guard name == Self.tagsAttribute, ref.namespace == .notebook else {
@@ -92,6 +93,7 @@ extension QuireFileSystem {
     public func removeExtendedAttribute(_ inode: FuseInode, name: String, request: FuseRequest) throws {
         try locked { () throws(FuseError) in
             guard let object = names.inodes.object(inode.rawValue) else { throw .noEntry }
+            if case .kept(let node) = object { throw refuseKeptChange(node, "removexattr") }
             if name.hasPrefix("user.quire.") {
                 guard case .row(let ref) = object, name == Self.tagsAttribute, ref.namespace == .notebook else { throw .notPermitted }
                 try setTags(ref, [])

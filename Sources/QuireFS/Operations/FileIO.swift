@@ -47,6 +47,8 @@ extension QuireFileSystem {
                 return try openRow(ref, inode: inode.rawValue, flags: flags)
             case .conflictCopy(let ref, let dot):
                 return try openConflictCopy(inode.rawValue, ref, dot, flags: flags)
+            case .kept(let node):
+                return try openKept(node, inode: inode.rawValue, flags: flags)
             }
         }
     }
@@ -303,6 +305,8 @@ extension QuireFileSystem {
                 try changeScratch(folder, name, changes, handle: handle)
             case .controlFile where changes.fields.contains(.size):
                 throw .permissionDenied
+            case .kept(let node):
+                throw refuseKeptChange(node, "setattr")
             default:
                 break
             }

@@ -103,6 +103,8 @@ public struct DeviceHome: Sendable {
         let (identity, legacySecret) = try Identity.load(from: keysPath)
         let store = try ReplicaStore(path: databasePath, deviceID: identity.deviceID, clock: clock)
         try store.bindDevice()
+        // How long and how much trash and earlier versions are kept (prefs).
+        if let prefs = try? prefs.load() { store.keptLimits = KeptLimits(prefs: prefs) }
         if let legacySecret {
             try store.retireLegacyAccountKey(legacySecret, clock: clock)
             try identity.save(in: keysPath)

@@ -19,6 +19,10 @@ public struct Prefs: Codable, Equatable, Sendable {
     public var cloud: String? = nil
     /// Seconds a read through the mount waits for an offloaded body.
     public var recallTimeoutSeconds: Double = 10
+    /// Trash and earlier versions: days kept and MiB at most (nil: the
+    /// defaults, `KeptLimits`). Optional so older prefs files still load.
+    public var keptDays: Int? = nil
+    public var keptMebibytes: Int? = nil
 
     public init(deviceName: String) { self.deviceName = deviceName }
 }

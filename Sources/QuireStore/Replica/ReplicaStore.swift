@@ -17,6 +17,8 @@ public final class ReplicaStore: @unchecked Sendable {
     let commitObservers = CommitObservers()
     /// The second connection consistent reads run on (`ReadSnapshot`).
     let reader: SnapshotReader
+    /// Trash and earlier versions: limits and prune timing (KeptVersions.swift).
+    let keptPolicy = KeptPolicy()
 
     /// Opens (or with `create`, creates) the replica at `path`.
     public init(path: String, deviceID: DeviceID, create: Bool = false,

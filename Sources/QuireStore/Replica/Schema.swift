@@ -19,7 +19,8 @@ enum Schema {
                                                  Migration(sql: graveyard),
                                                  Migration(sql: "-- contacts and plans as whole cards (leaf version 3)\nSELECT 1;",
                                                            convert: CardsUpgrade.convert),
-                                                 Migration(sql: folderTree)]
+                                                 Migration(sql: folderTree),
+                                                 Migration(sql: KeptTable.migration)]
     }
 
     /// The notebook as a folder tree: each row's kind, folder and set

@@ -101,7 +101,7 @@ struct WriteContext {
         let context = existingRow?.context ?? existing?.context ?? VersionVector()
         let dot = context.nextDot(for: actor)
         let row = Row.single(content.namespace, key, dot: dot, context: context, content: content)
-        try writeRow(row, previousLeaf: existing?.leaf, exists: existing != nil)
+        try writeRow(row, previousLeaf: existing?.leaf, exists: existing != nil, madeHere: true)
         noteOutbox(content.namespace, key, counter: dot.counter)
         try noteUnshipped(content.namespace, key, dot)
         return row
@@ -121,7 +121,7 @@ struct WriteContext {
         // A delete mints no dot: its context is exactly what it removes, so
         // a concurrent edit it never saw survives it (edit beats delete).
         let row = Row.tombstone(ns, key, context: existing.context)
-        try writeRow(row, previousLeaf: existing.leaf, exists: true)
+        try writeRow(row, previousLeaf: existing.leaf, exists: true, madeHere: true)
         try db.run("DELETE FROM shadows WHERE ns = ? AND key = ?", [.int(Int64(ns.rawValue)), .blob(key.bytes)])
         noteOutbox(ns, key, counter: existing.context[try currentActor()])
         return row
@@ -254,8 +254,12 @@ struct WriteContext {
 
     // MARK: The one place a row is written
 
-    mutating func writeRow(_ row: Row, previousLeaf: [UInt8]?, exists: Bool) throws(StoreError) {
+    /// `madeHere`: a local edit or delete (for the kept text's reason).
+    mutating func writeRow(_ row: Row, previousLeaf: [UInt8]?, exists: Bool, madeHere: Bool = false) throws(StoreError) {
         rowsWritten += 1
+        // Trash and earlier versions: the text this write replaces, kept on
+        // this device in this transaction (WriteContext+Kept.swift).
+        try keepReplacedText(by: row, exists: exists, madeHere: madeHere)
         if exists, row.namespace.isProse { try Shadows.keepMarkedText(db, row, path: store.path) }
         // Every stored note head satisfies contentHash == digest(body)
         // (stamped on local edits, checked when a row is decoded), so the

@@ -7,11 +7,13 @@ import QuireStore
 enum ConfigCommand {
     static let command = Command(
         name: "config",
-        summary: "show or change this device's settings (cloud folder, cloud anchor)",
+        summary: "show or change this device's settings (cloud folder, cloud anchor, trash)",
         usage: """
             usage: quire config [--json]
                    quire config cloud DIR|none
                    quire config cloud-anchor on|off
+                   quire config trash-days N
+                   quire config trash-size MIB
 
             Without arguments, prints this device's settings.
               cloud DIR        the cloud folder holding the fleet's anchor (a folder a
@@ -21,7 +23,12 @@ enum ConfigCommand {
                                off: this device never acks a tombstone barrier, which
                                stops tombstone collection for the whole account (it
                                also gives up the anchor's protection of this device)
-            Changes take effect when sync next starts (restart 'quire sync' or the mount).
+              trash-days N     keep deleted files and earlier versions N days (default
+                               30; 0 keeps none); this device only, never synced
+              trash-size MIB   keep at most MIB mebibytes of them, the oldest dropped
+                               first (default 512; 0 keeps none)
+            Changes take effect when sync next starts (restart 'quire sync' or the mount);
+            the trash limits for the next command or mount.
             """,
         flags: ["json"]
     ) { args, inv in
@@ -33,12 +40,14 @@ enum ConfigCommand {
             let p = try home.prefs.load()
             if args.has("json") {
                 Output.json(["cloud": p.cloud as Any, "cloudAnchor": p.backupEnabled, "relay": p.relay, "role": p.role.rawValue,
-                             "generation": p.generation])
+                             "generation": p.generation, "trashDays": KeptLimits(prefs: p).days, "trashBytes": KeptLimits(prefs: p).bytes])
             } else {
                 Output.line("cloud         \(p.cloud ?? "(none)")")
                 Output.line("cloud-anchor  \(p.backupEnabled ? "on" : "off")")
                 Output.line("relay         \(p.relay)")
                 Output.line("generation    \(p.generation)")
+                Output.line("trash-days    \(KeptLimits(prefs: p).days)")
+                Output.line("trash-size    \(KeptLimits(prefs: p).bytes >> 20) MiB")
             }
         case "cloud":
             guard args.positional.count == 2 else { throw UsageError("usage: quire config cloud DIR|none") }
@@ -53,8 +62,25 @@ enum ConfigCommand {
             try home.prefs.update { $0.backupEnabled = on }
             Output.line(on ? "cloud anchor on: this device takes part in tombstone barriers"
                            : "cloud anchor off: this device never acks a barrier, so no device of this account collects tombstones until it is on again")
+        case "trash-days", "trash-size":
+            try setTrashLimit(args, home: home)
         case let other?:
-            throw UsageError("quire config knows 'cloud' and 'cloud-anchor', not '\(other)'")
+            throw UsageError("quire config knows 'cloud', 'cloud-anchor', 'trash-days' and 'trash-size', not '\(other)'")
+        }
+    }
+
+    /// `trash-days N` or `trash-size MIB`: a whole number, 0 or more.
+    static func setTrashLimit(_ args: Arguments, home: DeviceHome) throws {
+        let what = args.positional[0]
+        guard args.positional.count == 2, let value = Int(args.positional[1]), value >= 0, value <= 1 << 30 else {
+            throw UsageError("usage: quire config \(what) \(what == "trash-days" ? "N" : "MIB") (a whole number, 0 or more)")
+        }
+        try home.prefs.update { what == "trash-days" ? ($0.keptDays = value) : ($0.keptMebibytes = value) }
+        if value == 0 {
+            Output.line("\(what) 0: deleted files and earlier versions are no longer kept on this device, and those kept are dropped at the next write")
+        } else {
+            Output.line(what == "trash-days" ? "deleted files and earlier versions are kept \(value) days on this device"
+                                             : "at most \(value) MiB of deleted files and earlier versions are kept on this device")
         }
     }
 

@@ -164,5 +164,6 @@ struct StatusReport {
                                                                    "repaired": $0.repairedAt.map { $0.seconds } as Any] }]
         return StatusReport(json: json, text: lines.joined(separator: "\n")).addingSync(home: home)
             .addingOffload(home: home, identity: identity, store: store)
+            .addingTrash(store: store)
     }
 }

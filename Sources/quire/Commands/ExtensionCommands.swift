@@ -5,5 +5,6 @@ enum ExtensionCommands {
         MountCommands.mount, MountCommands.unmount,
         OffloadCommands.offload, OffloadCommands.recall, FsckCommand.command, RoleCommand.command,
         BackupCommands.backup, BackupCommands.restore, ConfigCommand.command, RepairCommand.command,
+        TrashCommands.trash, TrashCommands.undelete,
     ]
 }
