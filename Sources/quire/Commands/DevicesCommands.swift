@@ -84,9 +84,30 @@ enum DevicesCommands {
         guard candidates.count == 1, let target = candidates.first else {
             throw CommandFailure("\(candidates.count) devices match; add --id with one of: \(candidates.map { $0.deviceID.hex.prefix(12) }.joined(separator: ", "))")
         }
+        // The rotation's key is kept (keys/backup-keys) before the statement
+        // is written; the anchor is then sealed again under the new key.
+        var ring = try BackupKeyRing.load(keysPath: inv.home.keysPath)
+        let before = try AnchorKeys.of(identity: identity, store: store, ring: ring)
         let after: Roster
-        do { after = try Revoking.revoke(target.deviceID, by: identity, store: store, at: SystemClock().now()) } catch let refusal as Revoking.Refusal {
+        do {
+            after = try Revoking.revoke(target.deviceID, by: identity, store: store, at: SystemClock().now()) { id, key in
+                ring.add(id, key)
+                try ring.save(keysPath: inv.home.keysPath)
+            }
+        } catch let refusal as Revoking.Refusal {
             throw CommandFailure(refusal.description)
+        }
+        let prefs = try inv.home.prefs.load()
+        var cloudWords = "no cloud folder is set: the next barrier writes the anchor under the new key"
+        if let cloudPath = prefs.cloud {
+            let cloud = CloudFolder(path: cloudPath, accountID: identity.userIDHash)
+            do {
+                let keys = try AnchorKeys.of(identity: identity, store: store, ring: ring)
+                cloudWords = try AnchorRekey.afterRevocation(cloud: cloud, before: before, after: keys, localGeneration: prefs.generation,
+                                                             device: identity.deviceID)
+            } catch {
+                cloudWords = "the cloud folder could not be sealed again (\(error)); until the next barrier, no anchor there is used for recovery"
+            }
         }
         let keptDevices = after.members.values.filter { $0.addedBy == target.deviceID && !$0.isRevoked }.map { "'\($0.name)'" }.sorted()
         let others = after.siblings(of: identity.deviceID).map { "'\($0.name)'" }
@@ -96,7 +117,10 @@ enum DevicesCommands {
         Output.line(others.isEmpty ? "no other device needs to learn it"
                     : "still to do: the revocation reaches " + others.joined(separator: ", ")
                         + " when each next syncs with this device (run 'quire sync' here, or keep a mount running, until they have)")
-        Output.line("it still holds the notes it had and the account's backup key: keep it away from the cloud folder (anchors there open with that key)")
+        Output.line("the backup key is rotated: anchors written from now on are sealed with a key it does not hold, and anchors under an older key "
+                    + "are refused for recovery; " + cloudWords)
+        Output.line("it still holds the notes it had, and can read the anchors written before now and delete files in the cloud folder: "
+                    + "take its access to the cloud folder away at the file-sync service too")
     }
 }
 
