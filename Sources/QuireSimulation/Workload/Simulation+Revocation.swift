@@ -87,7 +87,7 @@ extension Simulation {
             fleet.trace.record(thief.name, "a thief turns it on and writes '\(title)'")
         }
         fleet.run(ms: 60_000)
-        var problems: [String] = []
+        var problems = try thievesForgeAnchors(stolen)
         for (thief, key, title) in stolen {
             for member in fleet.members {
                 if let row = try member.store?.row(.notebook, key), RowObservation.isLive(row) {
