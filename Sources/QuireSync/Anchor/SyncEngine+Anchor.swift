@@ -22,8 +22,13 @@ extension SyncEngine {
             if let stuck = anchorState { wedge.error(.generation, stuck, nowMs: clock.monotonicMilliseconds()) } else { wedge.success(.generation) }
         }
         let local = deps.generation()
-        // The sibling ahead of us, if any: the fallback when the anchor cannot be read.
-        let ahead = siblings.filter { ($0.value.generationGap ?? 0) > local }.max { ($0.value.generationGap ?? 0) < ($1.value.generationGap ?? 0) }
+        // The sibling ahead of us, if any: the fallback when the anchor cannot
+        // be read. The one heard from last: a sibling that advertised once and
+        // went away (lost, revoked where this device has not learned it yet)
+        // never answers, and a device behind would ask it for ever (the
+        // simulator's seed 109 with --revocations).
+        let ahead = siblings.filter { ($0.value.generationGap ?? 0) > local }
+            .max { ($0.value.lastSeenMs ?? 0, $0.value.generationGap ?? 0) < ($1.value.lastSeenMs ?? 0, $1.value.generationGap ?? 0) }
         guard let cloud = deps.cloud else {
             if let (id, sibling) = ahead {
                 anchorState = "this device is behind the fleet (generation \(local), \(sibling.member.name) is at \(sibling.generationGap!)) "
