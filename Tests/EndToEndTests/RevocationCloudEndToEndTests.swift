@@ -86,6 +86,8 @@ final class RevocationCloudEndToEndTests: XCTestCase {
         XCTAssertTrue(eventually(40) { self.generation("laptop") == 2 && self.generation("tablet") == 2 }, "a barrier after the revocation: " + output)
         stopAll()
         XCTAssertTrue(FileManager.default.fileExists(atPath: home("tablet") + "/keys/backup-keys"), "the tablet keeps the new key")
+        let shown = try quireOK(["devices"], home: home("tablet")).stdout
+        XCTAssertTrue(shown.contains("backup key: rotated by 1 revocation; this device holds every key"), shown)
         let honest = try notes("laptop")
         XCTAssertTrue(honest.contains("After revocation"))
 

@@ -213,6 +213,31 @@ final class BackupKeyRotationTests: XCTestCase {
         XCTAssertTrue(plain.schedule.accepts(fresh, for: key))
     }
 
+    /// An account upgraded from before rotation: its revocations carry no
+    /// key, so nothing is required and anchors under the original key still
+    /// open; the device revoked then still holds that key, and revoking it
+    /// again (once) rotates it.
+    func testARevocationFromBeforeRotationCanBeMadeAgainToRotateTheKey() throws {
+        let devices = try makeFleet(["a", "b", "c"], in: base)
+        let (a, c) = (devices[0], devices[2])
+        let log = DeviceLog(rows: try a.store.rows(.devices, from: [], to: nil), accountKey: a.identity.account.publicKey)
+        var old = DeviceStatement(kind: .revoke, accountKey: a.identity.account.publicKey.bytes,
+                                  signerKey: a.identity.deviceSigning.publicKey.bytes, subject: c.id, at: Timestamp(seconds: 1_700_000_000))
+        old.kept = log.countingStatements(signedBy: c.id)
+        let (key, record) = DeviceStatement.row(old.signed(by: a.identity.deviceSigning), displayName: "revocation")
+        try a.store.putRosterEntry(record, key: key)
+        XCTAssertEqual(try Roster.load(from: a.store, accountKey: a.identity.account.publicKey).roster[c.id]?.trust, .revoked)
+        let upgraded = try keys(of: a)
+        XCTAssertEqual(upgraded.required, [], "epoch 0: the original key")
+        let anchor = try AnchorFile.sealFormat1(snapshot(1), accountID: a.identity.userIDHash, backupKey: a.identity.backupKey, at: Timestamp(seconds: 1))
+        XCTAssertEqual(try AnchorFile.open(anchor, accountID: a.identity.userIDHash, keys: upgraded).1.generation, 1)
+        try Revoking.revoke(c.id, by: a.identity, store: a.store, at: Timestamp(seconds: 1_800_000_000))
+        XCTAssertEqual(try keys(of: a).required.count, 1, "revoked again: the key rotates for it")
+        XCTAssertThrowsError(try Revoking.revoke(c.id, by: a.identity, store: a.store, at: Timestamp(seconds: 1_800_000_001))) { e in
+            XCTAssertEqual(e as? Revoking.Refusal, .unknownDevice, "once rotated, revoked is revoked")
+        }
+    }
+
     // MARK: Anchors and records
 
     func testAnAnchorNamingAKeyThisDeviceDoesNotKnowSaysSoAndLosesNothing() throws {

@@ -38,7 +38,14 @@ public enum Revoking {
         guard let me = roster[identity.deviceID] else { throw Refusal.notAdmitted }
         guard me.trust == .trusted else { throw Refusal.revoked }
         guard target != identity.deviceID else { throw Refusal.thisDevice }
-        guard let member = roster[target], !member.isRevoked else { throw Refusal.unknownDevice }
+        guard let member = roster[target] else { throw Refusal.unknownDevice }
+        // Revoked already: only again when no rotation names it (revoked before
+        // rotation existed, so it still holds the backup key).
+        if member.isRevoked {
+            let verdicts = log.verdicts()
+            let rotated = BackupKeySchedule(log: log, roster: roster, verdicts: verdicts).rotations.values.contains { $0.revoked == target }
+            guard member.trust == .revoked, !rotated else { throw Refusal.unknownDevice }
+        }
         var statement = DeviceStatement(kind: .revoke, accountKey: identity.account.publicKey.bytes,
                                         signerKey: identity.deviceSigning.publicKey.bytes, subject: target, at: at)
         statement.kept = log.countingStatements(signedBy: target)

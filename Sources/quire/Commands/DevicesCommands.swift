@@ -24,6 +24,12 @@ enum DevicesCommands {
                           as this device saw it, stays (devices it admitted stay
                           trusted). A revocation cannot be undone (the device can
                           join again with a new invite, as a new device).
+                          It also rotates the account's backup key (anchors in
+                          the cloud folder): a fresh key sealed to every device
+                          left on the roster; anchors sealed with an older key
+                          are refused for recovery from then on. A device
+                          revoked before rotation existed can be revoked again,
+                          to rotate the key for it.
               --id HEX    the device id (or a unique prefix), when names repeat
               --json      list as JSON
             """,
@@ -64,7 +70,21 @@ enum DevicesCommands {
                          + "added by \(who(m.addedBy)) on \(DateText.format(m.issuedAt.seconds, time: true)); \(state)")
         }
         if invalid > 0 { lines.append("(\(invalid) roster rows ignored: their statements do not verify)") }
-        if args.has("json") { Output.json(["devices": list, "invalidRows": invalid]) } else { lines.forEach(Output.line) }
+        // The backup key: one rotation per revocation; what this device lacks it asks a sibling for.
+        let keys = try AnchorKeys.of(identity: identity, store: store, ring: try BackupKeyRing.load(keysPath: inv.home.keysPath))
+        let missing = keys.schedule.missing(in: keys.ring)
+        let unrotated = roster.members.values.filter { m in m.trust == .revoked && !keys.schedule.rotations.values.contains { $0.revoked == m.deviceID } }
+        var backup: [String: Any] = ["rotations": keys.required.count, "missing": missing.map(\.hex),
+                                     "revokedWithoutRotation": unrotated.map(\.name).sorted()]
+        backup["text"] = keys.required.isEmpty ? "backup key: the original one (no revocation has rotated it)"
+            : "backup key: rotated by \(keys.required.count) revocation\(keys.required.count == 1 ? "" : "s"); "
+                + (missing.isEmpty ? "this device holds every key" : keys.missingWords)
+        lines.append(backup["text"] as! String)
+        if !unrotated.isEmpty {
+            lines.append("revoked before rotation existed, and still holding the backup key: " + unrotated.map { "'\($0.name)'" }.sorted().joined(separator: ", ")
+                         + " ('quire devices revoke NAME' again rotates it)")
+        }
+        if args.has("json") { Output.json(["devices": list, "invalidRows": invalid, "backupKey": backup]) } else { lines.forEach(Output.line) }
     }
 
     private static func revoke(_ args: Arguments, _ inv: Invocation) throws {
@@ -76,7 +96,11 @@ enum DevicesCommands {
         guard roster[identity.deviceID]?.trust == .trusted else {
             throw CommandFailure((roster[identity.deviceID] == nil ? Revoking.Refusal.notAdmitted : .revoked).description)
         }
-        var candidates = roster.members.values.filter { !$0.isRevoked }
+        // A device revoked before rotation existed still holds the backup
+        // key: revoking it again rotates it (nothing else changes).
+        var ring = try BackupKeyRing.load(keysPath: inv.home.keysPath)
+        let rotated = Set(try AnchorKeys.of(identity: identity, store: store, ring: ring).schedule.rotations.values.map(\.revoked))
+        var candidates = roster.members.values.filter { !$0.isRevoked || ($0.trust == .revoked && !rotated.contains($0.deviceID)) }
         if args.positional.count == 2 { candidates = candidates.filter { $0.name == args.positional[1] } }
         if let id = args.value("id")?.lowercased() { candidates = candidates.filter { $0.deviceID.hex.hasPrefix(id) } }
         guard args.positional.count == 2 || args.value("id") != nil else { throw UsageError("name the device to revoke") }
@@ -86,7 +110,6 @@ enum DevicesCommands {
         }
         // The rotation's key is kept (keys/backup-keys) before the statement
         // is written; the anchor is then sealed again under the new key.
-        var ring = try BackupKeyRing.load(keysPath: inv.home.keysPath)
         let before = try AnchorKeys.of(identity: identity, store: store, ring: ring)
         let after: Roster
         do {
