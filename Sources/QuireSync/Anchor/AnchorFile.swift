@@ -130,15 +130,6 @@ public enum AnchorError: Error, Equatable, Sendable, CustomStringConvertible {
 
 /// Sealing and opening whole anchor files.
 public enum AnchorFile {
-    /// Format 2: sealed with the key of every rotation `keys` knows (the
-    /// set and key it writes with), the keys of that set sealed to the account.
-    public static func seal(_ snapshot: AnchorSnapshot, accountID: [UInt8], keys: AnchorKeys, at: Timestamp) throws -> [UInt8] {
-        guard let writing = keys.writing else { throw AnchorError.keyNotHeld(keys.missingWords) }
-        let header = AnchorHeader(generation: snapshot.generation, accountID: accountID, writtenAt: at, keySet: writing.set,
-                                  sealedForAccount: keys.ring.sealed(to: keys.accountSealingKey, only: writing.set)).encoded()
-        return header + (try AEAD.seal(snapshot.encoded(), associatedData: header, with: writing.key))
-    }
-
     /// Format 1, as quire wrote before rotation existed: the original key,
     /// no key block (tests, and the drills that check old anchors still open).
     public static func sealFormat1(_ snapshot: AnchorSnapshot, accountID: [UInt8], backupKey: SecretBytes, at: Timestamp) throws -> [UInt8] {
@@ -151,20 +142,6 @@ public enum AnchorFile {
         let header = try AnchorHeader(decoding: bytes)
         guard header.accountID == accountID else { throw .otherAccount }
         return header
-    }
-
-    /// Opens with a device's keys: an anchor whose key set misses a
-    /// rotation this device knows is refused (a revoked device holds the
-    /// older keys), never opened; one whose key this device lacks says so.
-    public static func open(_ bytes: [UInt8], accountID: [UInt8], keys: AnchorKeys) throws(AnchorError) -> (AnchorHeader, AnchorSnapshot) {
-        let header = try self.header(of: bytes, accountID: accountID)
-        switch keys.judge(header.keySet) {
-        case .acceptable(let key): return try open(bytes, accountID: accountID, key: key)
-        case .stale(let missing): throw .staleKey("generation \(header.generation) is sealed with a backup key from before "
-                                                   + missing.map(keys.schedule.words).joined(separator: " and "))
-        case .notHeld(let ids): throw .keyNotHeld("generation \(header.generation) is sealed with the backup key of "
-                                                 + ids.map(keys.schedule.words).joined(separator: " and ") + ", which this device does not hold")
-        }
     }
 
     /// Opens the body with `key`; the header (associated data) and the
