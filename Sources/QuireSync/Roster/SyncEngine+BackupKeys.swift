@@ -21,7 +21,8 @@ extension SyncEngine {
                                                        into: rotationKeys)
         keyProblems = problems
         for problem in problems { noteOnce("backup keys: " + problem) }
-        if ring.ids != rotationKeys.ids {
+        // Added, or removed for failing its check (a key replaced keeps the ids).
+        if ring.ids != rotationKeys.ids || !added.isEmpty {
             guard keep(ring) else { return }
             if !added.isEmpty { note("backup keys: now holds the key of " + added.map(keySchedule.words).joined(separator: " and ")) }
         }
