@@ -145,3 +145,40 @@ func hexPrefix(_ bytes: [UInt8], count: Int = 8) -> String {
     }
     return out
 }
+
+// MARK: The account key as a sealing address
+
+extension BoxPublicKey {
+    /// The X25519 form of an Ed25519 public key
+    /// (`crypto_sign_ed25519_pk_to_curve25519`). Every device knows the
+    /// account's public key; only whoever holds the account seed (the
+    /// recovery file, opened with the recovery code) can open what is
+    /// sealed to this form of it. Used for nothing else.
+    public init(convertingSigningKey key: SigningPublicKey) throws {
+        Sodium.ready()
+        var pk = [UInt8](repeating: 0, count: BoxPublicKey.byteCount)
+        let status = pk.withUnsafeMutableBufferPointer { crypto_sign_ed25519_pk_to_curve25519($0.baseAddress!, key.bytes) }
+        guard status == 0 else {
+            throw CryptoError(.operationFailed, operation: "BoxPublicKey(convertingSigningKey:)", detail: "not a valid Ed25519 public key")
+        }
+        try self.init(bytes: pk)
+    }
+}
+
+extension BoxKeyPair {
+    /// The X25519 key pair of an Ed25519 key pair (`crypto_sign_ed25519_sk_to_curve25519`):
+    /// opens what was sealed to `BoxPublicKey(convertingSigningKey:)`.
+    public init(convertingSigningKeyPair pair: SigningKeyPair) throws {
+        Sodium.ready()
+        var status: Int32 = -1
+        let sk = SecretBytes(count: Self.secretKeyByteCount) { skBuf in
+            pair.secretKey.withUnsafeBytes { ed in
+                status = crypto_sign_ed25519_sk_to_curve25519(skBuf.bindMemory(to: UInt8.self).baseAddress!, bytePointer(ed))
+            }
+        }
+        guard status == 0 else {
+            throw CryptoError(.operationFailed, operation: "BoxKeyPair(convertingSigningKeyPair:)", detail: "cannot convert the Ed25519 secret key")
+        }
+        try self.init(secretKey: sk)
+    }
+}

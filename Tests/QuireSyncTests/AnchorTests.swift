@@ -7,6 +7,8 @@ import XCTest
 final class AnchorTests: XCTestCase {
     let account = [UInt8](repeating: 0xAC, count: 32)
     let key = SecretBytes(randomCount: 32)
+    let accountKey = SigningKeyPair()
+    var keys: AnchorKeys { try! AnchorKeys.original(key, accountKey: accountKey.publicKey) }
     var dir = ""
     override func setUp() {
         dir = NSTemporaryDirectory() + "quire-anchor-\(UUID().uuidString.prefix(8))"
@@ -31,10 +33,10 @@ final class AnchorTests: XCTestCase {
     }
 
     func testSealedAnchorOpensAndItsHeaderNeedsNoKey() throws {
-        let bytes = try AnchorFile.seal(snapshot(7), accountID: account, backupKey: key, at: Timestamp(seconds: 100))
+        let bytes = try AnchorFile.seal(snapshot(7), accountID: account, keys: keys, at: Timestamp(seconds: 100))
         XCTAssertEqual(Array(bytes.prefix(8)), Array("QUIREANC".utf8))
         XCTAssertEqual(try AnchorFile.header(of: bytes, accountID: account).generation, 7)
-        let (header, opened) = try AnchorFile.open(bytes, accountID: account, backupKey: key)
+        let (header, opened) = try AnchorFile.open(bytes, accountID: account, key: key)
         XCTAssertEqual(header.writtenAt, Timestamp(seconds: 100))
         XCTAssertEqual(opened.generation, 7)
         XCTAssertEqual(Set(opened.rows.map { LeafEncoding.leaf(of: $0)! }), Set(snapshot(7).rows.map { LeafEncoding.leaf(of: $0)! }))
@@ -48,8 +50,8 @@ final class AnchorTests: XCTestCase {
                       CollectedTombstone(namespace: .notebook, key: RowKey(bytes: [UInt8](repeating: 4, count: 16))!, context: context)]
         var withGraves = snapshot(8)
         withGraves.graveyard = graves
-        let (_, opened) = try AnchorFile.open(try AnchorFile.seal(withGraves, accountID: account, backupKey: key, at: Timestamp(seconds: 1)),
-                                              accountID: account, backupKey: key)
+        let (_, opened) = try AnchorFile.open(try AnchorFile.seal(withGraves, accountID: account, keys: keys, at: Timestamp(seconds: 1)),
+                                              accountID: account, key: key)
         XCTAssertEqual(Set(opened.graveyard), Set(graves))
         XCTAssertEqual(opened.graveyard.map(\.namespace), [.notebook, .plans], "namespaces in order: one graveyard, one encoding")
         let ids = [DeviceID(bytes: [UInt8](repeating: 9, count: 16))!, DeviceID(bytes: [UInt8](repeating: 3, count: 16))!]
@@ -75,40 +77,40 @@ final class AnchorTests: XCTestCase {
     }
 
     func testATamperedHeaderOrBodyOrAWrongKeyNeverOpens() throws {
-        let bytes = try AnchorFile.seal(snapshot(7), accountID: account, backupKey: key, at: Timestamp(seconds: 100))
+        let bytes = try AnchorFile.seal(snapshot(7), accountID: account, keys: keys, at: Timestamp(seconds: 100))
         var forged = bytes
         forged[23] = 9                               // generation 7 → 9 in the cleartext header
         XCTAssertEqual(try AnchorFile.header(of: forged, accountID: account).generation, 9)
-        XCTAssertThrowsError(try AnchorFile.open(forged, accountID: account, backupKey: key)) { e in
+        XCTAssertThrowsError(try AnchorFile.open(forged, accountID: account, key: key)) { e in
             guard case .doesNotOpen = e as? AnchorError else { return XCTFail("\(e)") }
         }
         var flipped = bytes
         flipped[bytes.count - 5] ^= 1
-        XCTAssertThrowsError(try AnchorFile.open(flipped, accountID: account, backupKey: key))
-        XCTAssertThrowsError(try AnchorFile.open(bytes, accountID: account, backupKey: SecretBytes(randomCount: 32)))
+        XCTAssertThrowsError(try AnchorFile.open(flipped, accountID: account, key: key))
+        XCTAssertThrowsError(try AnchorFile.open(bytes, accountID: account, key: SecretBytes(randomCount: 32)))
         XCTAssertThrowsError(try AnchorFile.header(of: bytes, accountID: [UInt8](repeating: 1, count: 32))) { e in
             XCTAssertEqual(e as? AnchorError, .otherAccount)
         }
         XCTAssertThrowsError(try AnchorFile.header(of: Array(bytes.prefix(20)), accountID: account)) { e in
-            XCTAssertTrue("\(e)".contains("shorter than the 64-byte header"), "\(e)")
+            XCTAssertTrue("\(e)".contains("shorter than the header"), "\(e)")
         }
         var future = bytes
-        future[8] = 2
+        future[8] = 3
         XCTAssertThrowsError(try AnchorFile.header(of: future, accountID: account)) { e in
-            XCTAssertEqual(e as? AnchorError, .unsupportedFormat(2))
+            XCTAssertEqual(e as? AnchorError, .unsupportedFormat(3))
         }
     }
 
     func testTheHighestValidGenerationWinsOverConflictCopiesOlderAnchorsAndForgeries() throws {
         let folder = CloudFolder(path: dir, accountID: account)
-        XCTAssertNil(try folder.generation(backupKey: key), "no anchor")
-        try folder.write(try AnchorFile.seal(snapshot(4), accountID: account, backupKey: key, at: Timestamp(seconds: 1)))
+        XCTAssertNil(try folder.newest(keys: keys), "no anchor")
+        try folder.write(try AnchorFile.seal(snapshot(4), accountID: account, keys: keys, at: Timestamp(seconds: 1)))
         var mode = stat()
         XCTAssertEqual(stat(folder.anchorPath, &mode), 0)
         XCTAssertEqual(mode.st_mode & 0o777, 0o600)
         // A sync service's conflict copy of a newer round, and an older anchor put back.
-        let newer = try AnchorFile.seal(snapshot(6), accountID: account, backupKey: key, at: Timestamp(seconds: 2))
-        let older = try AnchorFile.seal(snapshot(2), accountID: account, backupKey: key, at: Timestamp(seconds: 0))
+        let newer = try AnchorFile.seal(snapshot(6), accountID: account, keys: keys, at: Timestamp(seconds: 2))
+        let older = try AnchorFile.seal(snapshot(2), accountID: account, keys: keys, at: Timestamp(seconds: 0))
         let prefix = folder.anchorPath.replacingOccurrences(of: ".qanchor", with: "")
         XCTAssertTrue(FileManager.default.createFile(atPath: prefix + " (conflicted copy 2026-12-03).qanchor", contents: Data(newer)))
         XCTAssertTrue(FileManager.default.createFile(atPath: prefix + " (1).qanchor", contents: Data(older)))
@@ -116,9 +118,9 @@ final class AnchorTests: XCTestCase {
         var forged = newer
         forged[23] = 99
         XCTAssertTrue(FileManager.default.createFile(atPath: prefix + "-forged.qanchor", contents: Data(forged)))
-        XCTAssertEqual(try folder.generation(backupKey: key), 6)
-        XCTAssertEqual(try folder.newest(backupKey: key)?.1.generation, 6)
-        XCTAssertEqual(try folder.generation(backupKey: nil), 99, "without the key only headers can be read")
+        XCTAssertEqual(try folder.newest(keys: keys)?.1.generation, 6)
+        XCTAssertEqual(try folder.survey(keys: keys).refused.map(\.generation), [99], "the forgery is named, not used")
+        XCTAssertEqual(try folder.candidates().first?.header.generation, 99, "without the key only headers can be read")
         XCTAssertThrowsError(try CloudFolder(path: dir + "/missing", accountID: account).write(newer)) { e in
             XCTAssertTrue("\(e)".contains("is not a folder"), "\(e)")
         }
@@ -134,8 +136,8 @@ final class AnchorTests: XCTestCase {
                 Note(title: "note \(i)", body: Array(String(repeating: "word ", count: 200 + i % 600).utf8),
                      createdAt: Timestamp(seconds: 1), updatedAt: Timestamp(seconds: 1)))))
         }
-        let bytes = try AnchorFile.seal(AnchorSnapshot(generation: 1, rows: rows), accountID: account, backupKey: key, at: Timestamp(seconds: 1))
-        let (_, opened) = try AnchorFile.open(bytes, accountID: account, backupKey: key)
+        let bytes = try AnchorFile.seal(AnchorSnapshot(generation: 1, rows: rows), accountID: account, keys: keys, at: Timestamp(seconds: 1))
+        let (_, opened) = try AnchorFile.open(bytes, accountID: account, key: key)
         XCTAssertEqual(opened.rows.count, 10_000)
         XCTAssertEqual(opened.rows.map { LeafEncoding.leaf(of: $0) }, rows.map { LeafEncoding.leaf(of: $0) })
     }

@@ -98,7 +98,7 @@ final class BarrierTests: XCTestCase {
             XCTAssertNil(try d.store.row(.notebook, keys[0]))
         }
         let folder = CloudFolder(path: cloud, accountID: devices[0].identity.userIDHash)
-        let newest = try XCTUnwrap(try folder.newest(backupKey: devices[0].identity.backupKey))
+        let newest = try XCTUnwrap(try folder.newest(keys: try AnchorKeys.original(devices[0].identity.backupKey, accountKey: devices[0].identity.account.publicKey)))
         XCTAssertEqual(newest.0.generation, 1)
         XCTAssertEqual(newest.1.rows.filter { $0.namespace == .notebook }.count, 3, "the anchor holds the live notes")
         XCTAssertTrue(engines[leader].status().barrier?.contains("generation 1") ?? false)

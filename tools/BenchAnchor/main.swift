@@ -44,19 +44,20 @@ func seconds(_ body: () throws -> Void) rethrows -> Double {
 }
 
 let folder = CloudFolder(path: dir + "/cloud", accountID: identity.userIDHash)
+let keys = try AnchorKeys.original(identity.backupKey, accountKey: identity.account.publicKey)
 var anchorBytes = 0, plainBytes = 0
 let anchorTime = try seconds {
     var rows: [Row] = []
     for ns in Namespace.allCases { rows += try store.rows(ns, from: [], to: nil) }
     let snapshot = AnchorSnapshot(generation: 1, rows: rows)
     plainBytes = snapshot.encoded().count
-    let bytes = try AnchorFile.seal(snapshot, accountID: identity.userIDHash, backupKey: identity.backupKey, at: Timestamp(seconds: 0))
+    let bytes = try AnchorFile.seal(snapshot, accountID: identity.userIDHash, keys: keys, at: Timestamp(seconds: 0))
     anchorBytes = bytes.count
     try folder.write(bytes)
 }
 let plain = [UInt8](repeating: 0x61, count: plainBytes)
 let plainTime = try seconds { try AtomicFile.write(plain, to: dir + "/cloud/plain", mode: 0o600) }
-let openTime = try seconds { _ = try folder.newest(backupKey: identity.backupKey) }
+let openTime = try seconds { _ = try folder.newest(keys: keys) }
 
 func row(_ a: String, _ b: String, _ c: String, _ d: String) {
     print(a.padding(toLength: 40, withPad: " ", startingAt: 0) + b.padding(toLength: 14, withPad: " ", startingAt: 0)

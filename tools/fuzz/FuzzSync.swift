@@ -55,6 +55,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         if let m = try? BarrierAck.decode(input) { check((try? BarrierAck.decode(m.encoded())) == m, "ack round trip") }
         if let m = try? BarrierCommit.decode(input) { check((try? BarrierCommit.decode(m.encoded())) == m, "commit round trip") }
         _ = try? SnapshotRequest.decode(input)
+        if let m = try? KeyRequest.decode(input) { check((try? KeyRequest.decode(m.encoded()))?.ids == m.ids, "key request round trip") }
         if let m = try? SnapshotResponse.decode(input) { check((try? SnapshotResponse.decode(m.encoded()))?.rows == m.rows, "snapshot round trip") }
     case 11:
         // The cloud anchor: a file anyone with the folder can alter.
@@ -93,12 +94,16 @@ enum FuzzSeeds {
         let hash = [UInt8](repeating: 0xCA, count: 32)
         let snapshot = AnchorSnapshot(generation: 3, rows: [note])
         let header = AnchorHeader(generation: 3, accountID: Array(repeating: 6, count: 32), writtenAt: Timestamp(seconds: 9))
+        let rotated = AnchorHeader(generation: 4, accountID: Array(repeating: 6, count: 32), writtenAt: Timestamp(seconds: 9), keySet: [key],
+                                   sealedForAccount: Array(repeating: 8, count: 90))
+        let formatOne = AnchorHeader(generation: 2, accountID: Array(repeating: 6, count: 32), writtenAt: Timestamp(seconds: 9), format: 1)
         return [[0] + envelope.encoded(), [1] + inner.encoded(), [2] + chunk.encoded(), [3] + request.encoded(),
                 [4] + response.encoded(), [5] + digest.encoded(), [7] + request.encoded(), [8] + chunk.data,
                 [10] + BarrierPropose(nonce: nonce, digest: digest.digest).encoded(),
                 [10] + BarrierCommit(nonce: nonce, digest: digest.digest, generation: 4).encoded(),
                 [10] + SnapshotResponse(generation: 3, namespace: .notebook, part: 0, parts: 7, rows: [note]).encoded(),
-                [11] + header.encoded(), [11] + snapshot.encoded(),
+                [10] + KeyRequest(ids: [key]).encoded(),
+                [11] + header.encoded(), [11] + rotated.encoded(), [11] + formatOne.encoded(), [11] + snapshot.encoded(),
                 [8] + OffloadPut(opID: Array(repeating: 1, count: 16), contentHash: hash, key: key, body: Array("a body\n".utf8)).encoded(),
                 [8] + OffloadAck(opID: Array(repeating: 1, count: 16), contentHash: hash, refusal: "disk full").encoded(),
                 [8] + RecallRequest(contentHash: hash, key: nil).encoded(),

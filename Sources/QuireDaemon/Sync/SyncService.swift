@@ -48,6 +48,11 @@ public final class SyncService: @unchecked Sendable {
                 _ = try identity.withBackupKey(key, savingIn: keysPath)
                 unlink(enrolmentPath)
             }
+            // Rotation keys: a damaged file is refused here with its name,
+            // never replaced by an empty set (the log and siblings can give
+            // the keys again once it is moved aside).
+            deps.rotationKeys = try BackupKeyRing.load(keysPath: keysPath)
+            deps.keepRotationKeys = { ring in try ring.save(keysPath: keysPath) }
             deps.cloud = prefs.cloud.map { CloudFolder(path: $0, accountID: identity.userIDHash) }
             let prefsFile = home.prefs
             deps.isAnchorEnabled = { (try? prefsFile.load().backupEnabled) ?? false }

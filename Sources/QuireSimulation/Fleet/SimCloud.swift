@@ -56,7 +56,7 @@ public final class SimCloud: @unchecked Sendable {
     /// Remembers the current anchor if it is new; a newer generation ends a regression.
     func observe() {
         guard let bytes = FileManager.default.contents(atPath: folder.anchorPath).map(Array.init),
-              let header = try? AnchorFile.header(of: Array(bytes.prefix(AnchorHeader.size)), accountID: accountID) else { return }
+              let header = try? AnchorFile.header(of: bytes, accountID: accountID) else { return }
         if anchors.last?.bytes != bytes {
             if let newest = anchors.map(\.generation).max(), header.generation > newest { isRegressed = false }
             anchors.append((header.generation, bytes))
@@ -92,8 +92,8 @@ public final class SimCloud: @unchecked Sendable {
 
     /// An anchor at `generation` holding `rows`, as a leader writes it before
     /// a commit that then never happens.
-    func writeDangling(generation: UInt64, rows: [Row], backupKey: SecretBytes, at: Timestamp) throws {
-        let bytes = try AnchorFile.seal(AnchorSnapshot(generation: generation, rows: rows), accountID: accountID, backupKey: backupKey, at: at)
+    func writeDangling(generation: UInt64, rows: [Row], keys: AnchorKeys, at: Timestamp) throws {
+        let bytes = try AnchorFile.seal(AnchorSnapshot(generation: generation, rows: rows), accountID: accountID, keys: keys, at: at)
         try folder.write(bytes)
         observe()
     }

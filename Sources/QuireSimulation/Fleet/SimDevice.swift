@@ -61,7 +61,10 @@ public final class SimDevice: @unchecked Sendable {
     /// The files a device backup captures (and a restore puts back): the
     /// replica with its WAL, the prefs, the engine's persistent state.
     static let directoryFiles = ["replica.sqlite", "replica.sqlite-wal", "replica.sqlite-shm", "prefs.json",
-                                 "sync-state.json", "sync-status.json"]
+                                 "sync-state.json", "sync-status.json", BackupKeyRing.fileName]
+
+    /// Its rotation keys, as its directory holds them (a restore puts older ones back).
+    func rotationKeys() throws -> BackupKeyRing { try BackupKeyRing.load(keysPath: home.path) }
 
     /// Keys for slot `slot` of the fleet seeded with `seed`: the same seed
     /// always makes the same devices (their ids order vectors and break ties).

@@ -136,6 +136,9 @@ public final class SimulatedFleet: @unchecked Sendable {
         // The real barrier and anchor code, on the simulated cloud folder.
         deps.cloud = CloudFolder(path: cloud.view(of: device.name), accountID: device.identity.userIDHash)
         deps.isAnchorEnabled = { true }
+        deps.rotationKeys = try device.rotationKeys()
+        let homePath = device.home.path
+        deps.keepRotationKeys = { try $0.save(keysPath: homePath) }
         let prefs = device.home.prefs
         deps.setGeneration = { value in
             try prefs.setGeneration(value)

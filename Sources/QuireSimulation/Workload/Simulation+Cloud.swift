@@ -1,6 +1,7 @@
 import Foundation
 import QuireCore
 import QuireStore
+import QuireSync
 
 /// The barrier's side of a history: commits read from the engines' logs,
 /// faults of the cloud folder, power losses.
@@ -45,7 +46,9 @@ extension Simulation {
             guard generation > cloud.highestGeneration else { return skip(d, "an anchor at generation \(generation) exists") }
             var rows: [Row] = []
             for ns in Namespace.allCases { rows += try store.rows(ns, from: [], to: nil) }
-            try cloud.writeDangling(generation: generation, rows: rows, backupKey: d.identity.backupKey, at: d.clock.now())
+            let keys = try AnchorKeys.of(identity: d.identity, store: store, ring: try d.rotationKeys())
+            guard keys.writing != nil else { return skip(d, "it lacks a backup key: it writes no anchor") }
+            try cloud.writeDangling(generation: generation, rows: rows, keys: keys, at: d.clock.now())
             fleet.trace.record(d.name, "an anchor at generation \(generation) of its rows lands for a round that never commits (it lost power after the upload)")
             // The leader that wrote it lost power right after: its engine restarts.
             try losePower(d)

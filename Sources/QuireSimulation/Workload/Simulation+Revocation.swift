@@ -17,7 +17,7 @@ extension Simulation {
         guard let store = revoker.store else { return skip(revoker, "powered off: cannot revoke") }
         let held = try writesHeld(by: victim)
         do {
-            try Revoking.revoke(victim.id, by: revoker.identity, store: store, at: revoker.clock.now())
+            try revokeAsTheCommandDoes(victim, by: revoker, store: store)
         } catch let refusal as Revoking.Refusal {
             // It has not heard of the device yet (a joiner), or was revoked itself.
             return skip(victim, "\(revoker.name) cannot revoke it: \(refusal)", kind: "revoked")
@@ -52,13 +52,34 @@ extension Simulation {
                       let entry = try Roster.load(from: store, accountKey: member.identity.account.publicKey).roster[lost.id],
                       !entry.isRevoked else { continue }
                 do {
-                    try Revoking.revoke(lost.id, by: member.identity, store: store, at: member.clock.now())
+                    try revokeAsTheCommandDoes(lost, by: member, store: store)
                     fleet.trace.record(member.name, "revokes \(lost.name) again: the roster here shows it trusted (its revocation not heard of yet, or signed by a device revoked concurrently)")
                 } catch is Revoking.Refusal {
                     continue
                 }
                 break
             }
+        }
+    }
+
+    /// What `quire devices revoke` does: the revocation with its fresh
+    /// backup key (kept in the revoker's directory first), then the anchor
+    /// and commit record sealed again under the new key, when the revoker
+    /// reaches the cloud folder.
+    func revokeAsTheCommandDoes(_ lost: SimDevice, by revoker: SimDevice, store: ReplicaStore) throws {
+        var ring = try revoker.rotationKeys()
+        let before = try AnchorKeys.of(identity: revoker.identity, store: store, ring: ring)
+        let homePath = revoker.home.path
+        try Revoking.revoke(lost.id, by: revoker.identity, store: store, at: revoker.clock.now()) { id, key in
+            ring.add(id, key)
+            try ring.save(keysPath: homePath)
+        }
+        guard !fleet.cloud.unreachable.contains(revoker.name) else { return }
+        let after = try AnchorKeys.of(identity: revoker.identity, store: store, ring: ring)
+        let cloud = CloudFolder(path: fleet.cloud.view(of: revoker.name), accountID: revoker.identity.userIDHash)
+        if let words = try? AnchorRekey.afterRevocation(cloud: cloud, before: before, after: after, localGeneration: revoker.generation.value,
+                                                         device: revoker.id) {
+            fleet.trace.record(revoker.name, "cloud folder: " + words)
         }
     }
 
@@ -77,7 +98,7 @@ extension Simulation {
             fleet.trace.record(thief.name, "a thief turns it on and writes '\(title)'")
         }
         fleet.run(ms: 60_000)
-        var problems: [String] = []
+        var problems = try thievesForgeAnchors(stolen)
         for (thief, key, title) in stolen {
             for member in fleet.members {
                 if let row = try member.store?.row(.notebook, key), RowObservation.isLive(row) {

@@ -23,10 +23,13 @@ public struct DeviceStatement: Equatable, Sendable {
     public enum Kind: UInt64, Sendable {
         /// `signer` certifies `subject` (its keys, name, role), optionally
         /// under a one-time pairing grant, with the account's backup key
-        /// sealed to the subject's box key.
+        /// sealed to the subject's box key, and the backup keys of later
+        /// rotations (`BackupKeyRing`) sealed to it too.
         case admit = 1
         /// `signer` revokes `subject`; the subject's statements named in
-        /// `kept` (the ones the signer had accepted) stay valid.
+        /// `kept` (the ones the signer had accepted) stay valid. It rotates
+        /// the backup key: a fresh key sealed to each device the signer
+        /// leaves on the roster (never to the subject), with its check value.
         case revoke = 2
         /// `signer` (the subject itself or another trusted device) sets the
         /// subject's role.
@@ -53,6 +56,16 @@ public struct DeviceStatement: Equatable, Sendable {
     public var role: String = ""
     public var grant: DeviceID? = nil
     public var sealedBackupKey: [UInt8]? = nil
+    /// Admit, field 15: the backup keys of rotations the signer held,
+    /// sealed to the subject (`BackupKeyRing.sealed(to:)`).
+    public var sealedKeyRing: [UInt8]? = nil
+    /// Revoke, field 14: the rotation's fresh key sealed to each device the
+    /// signer leaves on the roster, by device id (absent in revocations made
+    /// before rotation existed: those rotate nothing).
+    public var sealedRotationKeys: [DeviceID: [UInt8]] = [:]
+    /// Revoke, field 16: `BackupKeyRing.check(of:)` of that key, so a copy
+    /// received any other way (an admit, a sibling) can be checked.
+    public var rotationKeyCheck: [UInt8]? = nil
     public var kept: [DeviceID] = []
     public var pairingKey: [UInt8] = []
     public var expiresAt: Timestamp = Timestamp(seconds: 0)
@@ -81,8 +94,13 @@ public struct DeviceStatement: Equatable, Sendable {
                   (.unsigned(8), .text(role))]
             if let grant { f.append((.unsigned(9), .bytes(grant.bytes))) }
             if let sealedBackupKey { f.append((.unsigned(10), .bytes(sealedBackupKey))) }
+            if let sealedKeyRing { f.append((.unsigned(15), .bytes(sealedKeyRing))) }
         case .revoke, .retire:
             f.append((.unsigned(11), .array(kept.map { .bytes($0.bytes) })))
+            if kind == .revoke, let rotationKeyCheck {
+                let sealed = sealedRotationKeys.sorted { $0.key < $1.key }.map { CBOR.array([.bytes($0.key.bytes), .bytes($0.value)]) }
+                f += [(.unsigned(14), .array(sealed)), (.unsigned(16), .bytes(rotationKeyCheck))]
+            }
         case .role:
             f.append((.unsigned(8), .text(role)))
         case .grant:
@@ -134,6 +152,7 @@ public struct DeviceStatement: Equatable, Sendable {
                 s.grant = grant
             }
             s.sealedBackupKey = try f.optional(10)?.asBytes()
+            s.sealedKeyRing = try f.optional(15)?.asBytes()
             guard let key = try? SigningPublicKey(bytes: s.subjectSigningKey), Identity.deviceID(for: key) == subject,
                   s.subjectBoxKey.count == BoxPublicKey.byteCount, s.name.utf8.count <= 64 else {
                 throw .invalidValue("admitted device's keys do not match its id")
@@ -144,6 +163,17 @@ public struct DeviceStatement: Equatable, Sendable {
                 s.kept.append(id)
             }
             if kind == .retire && !s.isAccountSigned { throw .invalidValue("only the account key retires itself") }
+            if kind == .revoke, let check = f.optional(16) {
+                // A sealed copy that does not open is the recipient's problem to
+                // report (and a sibling's to repair); only the shape is checked here.
+                s.rotationKeyCheck = try check.asBytes()
+                guard s.rotationKeyCheck?.count == KeyedHash.byteCount else { throw .invalidValue("rotation key check") }
+                for item in try f.required(14, "sealed rotation keys").asArray() {
+                    let pair = try item.asArray()
+                    guard pair.count == 2, let device = ID16(bytes: try pair[0].asBytes()) else { throw .invalidValue("sealed rotation key") }
+                    s.sealedRotationKeys[device] = try pair[1].asBytes()
+                }
+            }
         case .role:
             s.role = try f.required(8, "role").asText()
         case .grant:

@@ -82,7 +82,7 @@ public struct Identity: Sendable {
     /// Reads one key file: owner-only, a regular file, and exactly the
     /// length that key has (a file replaced by garbage or truncated is
     /// refused with its name, never used as a new identity).
-    static func readKeyFile(_ path: String, length: Int, what: String) throws(StoreError) -> SecretBytes {
+    static func readKeyFile(_ path: String, length: Int?, what: String) throws(StoreError) -> SecretBytes {
         var st = stat()
         guard lstat(path, &st) == 0 else { throw StoreError(.notFound, "key file \(path) is missing; the device directory is incomplete") }
         guard st.st_mode & S_IFMT == S_IFREG else { throw StoreError(.corrupt, "key file \(path) is not a regular file; refusing it") }
@@ -93,8 +93,8 @@ public struct Identity: Sendable {
             throw StoreError(.permission, "cannot read key file \(path)")
         }
         defer { secureZero(&bytes) }
-        guard bytes.count == length else {
-            throw StoreError(.corrupt, "key file \(path) holds \(bytes.count) bytes, not the \(length) of \(what); it was damaged or replaced. Put back the device directory from a backup, or make a new device with 'quire init --join'")
+        guard length.map({ bytes.count == $0 }) ?? (bytes.count <= 1 << 20) else {
+            throw StoreError(.corrupt, "key file \(path) holds \(bytes.count) bytes, not the \(length ?? 0) of \(what); it was damaged or replaced. Put back the device directory from a backup, or make a new device with 'quire init --join'")
         }
         return SecretBytes(copying: bytes)
     }

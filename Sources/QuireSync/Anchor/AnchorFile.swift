@@ -4,53 +4,10 @@ import QuireCrypto
 
 /// The cloud anchor: the fleet's generation where a device restore cannot
 /// revert it, and the account's snapshot at that generation (also the
-/// user's last-resort backup). Format (docs/anchor-format.md):
-///
-///     header, 64 bytes, cleartext:
-///       "QUIREANC" ‖ format 0x01 ‖ 7 zero bytes ‖ generation (u64 BE)
-///       ‖ account id (SHA-256 of the account key, 32 bytes) ‖ written at (i64 BE, seconds)
-///     body: XChaCha20-Poly1305 under the account's backup key, the header
-///       as associated data: nonce (24) ‖ ciphertext ‖ tag (16) of the snapshot
-///
-/// Reading the generation needs no key (a start-up check costs one read);
-/// a header altered in the folder makes the body fail to open, so a device
-/// that holds the key never acts on a forged generation.
-public struct AnchorHeader: Equatable, Sendable {
-    public static let magic = Array("QUIREANC".utf8)
-    public static let formatVersion: UInt8 = 1
-    public static let size = 64
-
-    public var generation: UInt64
-    public var accountID: [UInt8]
-    public var writtenAt: Timestamp
-
-    public init(generation: UInt64, accountID: [UInt8], writtenAt: Timestamp) {
-        self.generation = generation
-        self.accountID = accountID
-        self.writtenAt = writtenAt
-    }
-
-    public func encoded() -> [UInt8] {
-        var out = AnchorHeader.magic + [AnchorHeader.formatVersion] + [UInt8](repeating: 0, count: 7)
-        out += bigEndian(generation)
-        out += accountID
-        out += bigEndian(UInt64(bitPattern: writtenAt.seconds))
-        return out
-    }
-
-    public init(decoding bytes: [UInt8]) throws(AnchorError) {
-        guard bytes.count >= AnchorHeader.size else { throw .malformed("\(bytes.count) bytes, shorter than the 64-byte header") }
-        guard Array(bytes[0..<8]) == AnchorHeader.magic else { throw .malformed("not an anchor (bad magic)") }
-        guard bytes[8] == AnchorHeader.formatVersion else {
-            throw .unsupportedFormat(bytes[8])
-        }
-        guard bytes[9..<16].allSatisfy({ $0 == 0 }) else { throw .malformed("reserved header bytes are not zero") }
-        generation = readBigEndian(bytes[16..<24])
-        accountID = Array(bytes[24..<56])
-        writtenAt = Timestamp(seconds: Int64(bitPattern: readBigEndian(bytes[56..<64])))
-    }
-}
-
+/// user's last-resort backup). The header (`AnchorHeader`) is cleartext;
+/// the body is XChaCha20-Poly1305 under the backup key of the header's key
+/// set, with the whole header as associated data: nonce (24) ‖ ciphertext ‖
+/// tag (16) of the snapshot. Format: docs/anchor-format.md.
 /// What an anchor holds: every live row of the account at its generation
 /// (bodies as the writer held them: an offloaded note travels as a pointer),
 /// and the graveyard: the context of every tombstone a barrier collected
@@ -150,6 +107,10 @@ public enum AnchorError: Error, Equatable, Sendable, CustomStringConvertible {
     case unsupportedFormat(UInt8)
     case otherAccount
     case doesNotOpen(String)
+    /// Sealed with a key from before a revocation this device knows.
+    case staleKey(String)
+    /// Sealed with the key of a rotation this device does not hold (or has not learned).
+    case keyNotHeld(String)
     case unreadable(String)
     case unwritable(String)
 
@@ -159,6 +120,8 @@ public enum AnchorError: Error, Equatable, Sendable, CustomStringConvertible {
         case .unsupportedFormat(let v): return "anchor format \(v) is not one this quire reads; upgrade quire"
         case .otherAccount: return "anchor belongs to another account"
         case .doesNotOpen(let why): return "anchor does not open with this account's backup key (altered, or another key): \(why)"
+        case .staleKey(let why): return "anchor refused: \(why)"
+        case .keyNotHeld(let why): return "anchor cannot be opened here: \(why)"
         case .unreadable(let why): return "cloud folder cannot be read: \(why)"
         case .unwritable(let why): return "cloud folder cannot be written: \(why)"
         }
@@ -167,8 +130,10 @@ public enum AnchorError: Error, Equatable, Sendable, CustomStringConvertible {
 
 /// Sealing and opening whole anchor files.
 public enum AnchorFile {
-    public static func seal(_ snapshot: AnchorSnapshot, accountID: [UInt8], backupKey: SecretBytes, at: Timestamp) throws -> [UInt8] {
-        let header = AnchorHeader(generation: snapshot.generation, accountID: accountID, writtenAt: at).encoded()
+    /// Format 1, as quire wrote before rotation existed: the original key,
+    /// no key block (tests, and the drills that check old anchors still open).
+    public static func sealFormat1(_ snapshot: AnchorSnapshot, accountID: [UInt8], backupKey: SecretBytes, at: Timestamp) throws -> [UInt8] {
+        let header = AnchorHeader(generation: snapshot.generation, accountID: accountID, writtenAt: at, format: 1).encoded()
         return header + (try AEAD.seal(snapshot.encoded(), associatedData: header, with: backupKey))
     }
 
@@ -179,12 +144,13 @@ public enum AnchorFile {
         return header
     }
 
-    /// Opens the body; the header (associated data) and the snapshot's own
-    /// generation must agree with what was sealed.
-    public static func open(_ bytes: [UInt8], accountID: [UInt8], backupKey: SecretBytes) throws(AnchorError) -> (AnchorHeader, AnchorSnapshot) {
+    /// Opens the body with `key`; the header (associated data) and the
+    /// snapshot's own generation must agree with what was sealed.
+    public static func open(_ bytes: [UInt8], accountID: [UInt8], key: SecretBytes) throws(AnchorError) -> (AnchorHeader, AnchorSnapshot) {
         let header = try self.header(of: bytes, accountID: accountID)
+        let size = try AnchorHeader.length(of: bytes) ?? AnchorHeader.size
         let body: [UInt8]
-        do { body = try AEAD.open(Array(bytes[AnchorHeader.size...]), associatedData: Array(bytes[..<AnchorHeader.size]), with: backupKey) } catch {
+        do { body = try AEAD.open(Array(bytes[size...]), associatedData: Array(bytes[..<size]), with: key) } catch {
             throw .doesNotOpen("\(error)")
         }
         let snapshot = try AnchorSnapshot(decoding: body)
@@ -207,6 +173,3 @@ public enum AnchorDecision: Equatable, Sendable {
         return anchor > local ? .rolledBack(anchor: anchor) : .current
     }
 }
-
-private func bigEndian(_ v: UInt64) -> [UInt8] { (0..<8).map { UInt8((v >> (56 - 8 * UInt64($0))) & 0xFF) } }
-private func readBigEndian(_ bytes: ArraySlice<UInt8>) -> UInt64 { bytes.reduce(0) { $0 << 8 | UInt64($1) } }

@@ -49,10 +49,8 @@ public struct CloudFolder: Sendable {
         let prefix = CloudFolder.filePrefix(accountID)
         var out: [Candidate] = []
         for name in names where name.hasPrefix(prefix) && !name.contains(".tmp-") {
-            guard let handle = FileHandle(forReadingAtPath: path + "/" + name) else { continue }
-            let head = (try? handle.read(upToCount: AnchorHeader.size)) ?? nil
-            try? handle.close()
-            guard let head, let header = try? AnchorFile.header(of: Array(head), accountID: accountID) else { continue }
+            guard let head = CloudFolder.readHeader(path + "/" + name),
+                  let header = try? AnchorFile.header(of: head, accountID: accountID) else { continue }
             out.append(Candidate(path: path + "/" + name, header: header))
         }
         // At one generation, the anchor written last first: an anchor for a
@@ -67,27 +65,69 @@ public struct CloudFolder: Sendable {
         }
     }
 
-    /// The fleet's generation as the folder shows it: the highest one among
-    /// the anchors that open with `backupKey` (or, without a key, the
-    /// highest header). nil: no anchor at all.
-    public func generation(backupKey: SecretBytes?) throws(AnchorError) -> UInt64? {
-        for candidate in try candidates() {
-            guard let backupKey else { return candidate.header.generation }
-            if (try? open(candidate, backupKey: backupKey)) != nil { return candidate.header.generation }
+    /// The header bytes of a file (the fixed part, then the key block), or
+    /// nil if it cannot be read or is no anchor.
+    static func readHeader(_ file: String) -> [UInt8]? {
+        guard let handle = FileHandle(forReadingAtPath: file) else { return nil }
+        defer { try? handle.close() }
+        guard var head = ((try? handle.read(upToCount: AnchorHeader.size + 4)) ?? nil).map(Array.init) else { return nil }
+        guard let length = try? AnchorHeader.length(of: head) else { return nil }
+        if length > head.count {
+            guard let rest = (try? handle.read(upToCount: length - head.count)) ?? nil else { return nil }
+            head += Array(rest)
         }
-        return nil
+        return head.count >= length ? head : nil
     }
 
-    /// The newest anchor that opens with the key.
-    public func newest(backupKey: SecretBytes) throws(AnchorError) -> (AnchorHeader, AnchorSnapshot)? {
-        for candidate in try candidates() {
-            if let opened = try? open(candidate, backupKey: backupKey) { return opened }
-        }
-        return nil
+    /// One anchor refused on the way down to the newest usable one.
+    public struct Refusal: Sendable {
+        public var generation: UInt64
+        public var path: String
+        public var error: AnchorError
     }
 
-    private func open(_ candidate: Candidate, backupKey: SecretBytes) throws(AnchorError) -> (AnchorHeader, AnchorSnapshot) {
+    /// What the folder holds for a device with `keys`.
+    public struct Survey: Sendable {
+        /// The newest anchor this device may recover from: highest
+        /// generation among those sealed under a key set holding every
+        /// rotation it knows, that open.
+        public var newest: (header: AnchorHeader, snapshot: AnchorSnapshot)?
+        /// Anchors above `newest` that were refused, and why.
+        public var refused: [Refusal] = []
+        /// Rotations some anchor names that this device's log does not know:
+        /// its log is behind (put back from an older backup), so no anchor
+        /// is trusted until a sibling brings the log up to date.
+        public var unknownRotations: [DeviceID] = []
+        /// The highest generation any header claims.
+        public var highestClaimed: UInt64?
+    }
+
+    /// Reads the folder: the newest usable anchor, and what was refused above it.
+    public func survey(keys: AnchorKeys) throws(AnchorError) -> Survey {
+        var survey = Survey()
+        var unknown = Set<DeviceID>()
+        for candidate in try candidates() {
+            survey.highestClaimed = max(survey.highestClaimed ?? 0, candidate.header.generation)
+            unknown.formUnion(keys.unknownRotations(in: candidate.header.keySet))
+            guard survey.newest == nil else { continue }
+            do {
+                survey.newest = try open(candidate, keys: keys)
+            } catch {
+                survey.refused.append(Refusal(generation: candidate.header.generation, path: candidate.path, error: error))
+            }
+        }
+        unknown.formUnion(commitRecordUnknownRotations(keys: keys))
+        survey.unknownRotations = unknown.sorted()
+        return survey
+    }
+
+    /// The newest usable anchor (see `Survey.newest`).
+    public func newest(keys: AnchorKeys) throws(AnchorError) -> (AnchorHeader, AnchorSnapshot)? {
+        try survey(keys: keys).newest
+    }
+
+    private func open(_ candidate: Candidate, keys: AnchorKeys) throws(AnchorError) -> (header: AnchorHeader, snapshot: AnchorSnapshot) {
         guard let data = FileManager.default.contents(atPath: candidate.path) else { throw .unreadable(candidate.path) }
-        return try AnchorFile.open(Array(data), accountID: accountID, backupKey: backupKey)
+        return try AnchorFile.open(Array(data), accountID: accountID, keys: keys)
     }
 }

@@ -15,27 +15,76 @@ import QuireStore
 /// --cloud-and-power-faults). So the start-up check acts on an anchor only
 /// when this record (written by each device that commits) or a sibling at
 /// that generation shows the round committed.
+///
+/// Format 2 says in clear which key sealed it, as the anchor does:
+/// `"QUIRECR2" ‖ key block length (u32 BE) ‖ CBOR {1: [rotation ids]} ‖
+/// AEAD(generation, u64 BE)`, the associated data being a separator, the
+/// account id and everything before the AEAD. Format 1 (no magic) is the
+/// AEAD alone under the original key. A record under a key set missing a
+/// rotation this device knows is ignored, like such an anchor: a revoked
+/// device could have written it.
 extension CloudFolder {
     public var commitRecordPath: String { path + "/quire-committed-" + Hex.encode(accountID.prefix(6)) }
 
+    static let commitMagic = Array("QUIRECR2".utf8)
+
     private var commitAssociatedData: [UInt8] { Array("quire.commit-record".utf8) + accountID }
 
-    /// Records that a barrier committed `generation` (never lowers the record).
-    public func recordCommit(_ generation: UInt64, backupKey: SecretBytes) throws(AnchorError) {
-        guard generation > committedGeneration(backupKey: backupKey) ?? 0 else { return }
+    /// The record's key set and sealed value, as stored (nil: no record, or not one).
+    private func readCommitRecord() -> (set: [DeviceID], header: [UInt8], sealed: [UInt8])? {
+        guard let data = FileManager.default.contents(atPath: commitRecordPath).map(Array.init) else { return nil }
+        guard data.count >= 12, Array(data[0..<8]) == CloudFolder.commitMagic else { return ([], [], data) }   // format 1
+        let n = Int(data[8..<12].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+        guard n <= 64 << 10, data.count >= 12 + n,
+              let ids = try? CBORReader.decode(Array(data[12..<12 + n])).asFieldMap().required(1, "key set").asArray() else { return nil }
+        var set: [DeviceID] = []
+        for item in ids {
+            guard let id = (try? item.asBytes()).flatMap(ID16.init(bytes:)) else { return nil }
+            set.append(id)
+        }
+        return (set, Array(data[0..<12 + n]), Array(data[(12 + n)...]))
+    }
+
+    private func openCommitRecord(with key: SecretBytes, _ record: (set: [DeviceID], header: [UInt8], sealed: [UInt8])) -> UInt64? {
+        guard let plain = try? AEAD.open(record.sealed, associatedData: commitAssociatedData + record.header, with: key),
+              plain.count == 8 else { return nil }
+        return plain.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    /// Records that a barrier committed `generation`, sealed under the key
+    /// `keys` writes with (never lowers a record this device may trust; a
+    /// record under older keys is replaced). `previous`: keys whose records
+    /// may also be trusted (the revoking device's keys just before its own
+    /// revocation, when it re-seals the record under the new key).
+    public func recordCommit(_ generation: UInt64, keys: AnchorKeys, trusting previous: AnchorKeys? = nil) throws(AnchorError) {
+        guard let writing = keys.writing else { throw .keyNotHeld(keys.missingWords) }
+        let existing = readCommitRecord()
+        let current = committedGeneration(keys: keys)
+        let older = previous.flatMap { committedGeneration(keys: $0) }
+        if let current, current >= generation, existing?.set == writing.set { return }
+        let value = max(generation, current ?? 0, older ?? 0)
+        let block = CBORWriter.encode(.map([(.unsigned(1), .array(writing.set.map { .bytes($0.bytes) }))]))
+        let n = UInt32(block.count)
+        let header = CloudFolder.commitMagic + [UInt8(n >> 24), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)] + block
         var plain: [UInt8] = []
-        for shift in stride(from: 56, through: 0, by: -8) { plain.append(UInt8(truncatingIfNeeded: generation >> UInt64(shift))) }
+        for shift in stride(from: 56, through: 0, by: -8) { plain.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
         do {
-            try AtomicFile.write(try AEAD.seal(plain, associatedData: commitAssociatedData, with: backupKey), to: commitRecordPath, mode: 0o600)
+            try AtomicFile.write(header + (try AEAD.seal(plain, associatedData: commitAssociatedData + header, with: writing.key)),
+                                 to: commitRecordPath, mode: 0o600)
         } catch {
             throw .unwritable("\(commitRecordPath): \(error)")
         }
     }
 
-    /// The highest committed generation recorded; nil if none (or it does not open).
-    public func committedGeneration(backupKey: SecretBytes) -> UInt64? {
-        guard let data = FileManager.default.contents(atPath: commitRecordPath),
-              let plain = try? AEAD.open(Array(data), associatedData: commitAssociatedData, with: backupKey), plain.count == 8 else { return nil }
-        return plain.reduce(0) { $0 << 8 | UInt64($1) }
+    /// The highest committed generation recorded; nil if none, if it does
+    /// not open, or if it is sealed under keys from before a rotation `keys` knows.
+    public func committedGeneration(keys: AnchorKeys) -> UInt64? {
+        guard let record = readCommitRecord(), case .acceptable(let key) = keys.judge(record.set) else { return nil }
+        return openCommitRecord(with: key, record)
+    }
+
+    /// Rotations the commit record names that `keys`' log does not know.
+    func commitRecordUnknownRotations(keys: AnchorKeys) -> [DeviceID] {
+        readCommitRecord().map { keys.unknownRotations(in: $0.set) } ?? []
     }
 }

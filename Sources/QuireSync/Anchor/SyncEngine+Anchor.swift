@@ -11,13 +11,24 @@ extension SyncEngine {
     /// remove what the fleet collected, keep this device's unshared
     /// writes, mint a new incarnation, and only then advance the
     /// generation (a failed import leaves it alone).
+    ///
+    /// Only anchors sealed under every rotation this device knows count
+    /// (`AnchorKeys`): an older one may be a revoked device's forgery, and
+    /// is named in the status, never used. If an anchor names a rotation
+    /// this device has not learned, its own log is behind (it was put back
+    /// from an older backup), and no anchor is trusted until it is not.
     func checkAnchor(trigger: String) {
         defer {
             if let stuck = anchorState { wedge.error(.generation, stuck, nowMs: clock.monotonicMilliseconds()) } else { wedge.success(.generation) }
         }
         let local = deps.generation()
-        // The sibling ahead of us, if any: the fallback when the anchor cannot be read.
-        let ahead = siblings.filter { ($0.value.generationGap ?? 0) > local }.max { ($0.value.generationGap ?? 0) < ($1.value.generationGap ?? 0) }
+        // The sibling ahead of us, if any: the fallback when the anchor cannot
+        // be read. The one heard from last: a sibling that advertised once and
+        // went away (lost, revoked where this device has not learned it yet)
+        // never answers, and a device behind would ask it for ever (the
+        // simulator's seed 109 with --revocations).
+        let ahead = siblings.filter { ($0.value.generationGap ?? 0) > local }
+            .max { ($0.value.lastSeenMs ?? 0, $0.value.generationGap ?? 0) < ($1.value.lastSeenMs ?? 0, $1.value.generationGap ?? 0) }
         guard let cloud = deps.cloud else {
             if let (id, sibling) = ahead {
                 anchorState = "this device is behind the fleet (generation \(local), \(sibling.member.name) is at \(sibling.generationGap!)) "
@@ -26,9 +37,10 @@ extension SyncEngine {
             }
             return
         }
-        let anchorGeneration: UInt64?
+        let keys = anchorKeys
+        let survey: CloudFolder.Survey
         do {
-            anchorGeneration = try cloud.generation(backupKey: backupKey)
+            survey = try cloud.survey(keys: keys)
             wedge.success(.cloud)
         } catch {
             wedge.error(.cloud, "the cloud anchor cannot be read (\(error)); a restore of this device cannot be detected until it can",
@@ -40,7 +52,20 @@ extension SyncEngine {
             }
             return
         }
-        switch AnchorDecision.decide(local: local, anchor: anchorGeneration) {
+        anchorWarnings = cloudWarnings(survey: survey, local: local)
+        for warning in anchorWarnings { noteOnce("cloud folder: " + warning) }
+        guard survey.unknownRotations.isEmpty else {
+            // The log is behind: a sibling's snapshot carries the log (and the rows).
+            if let (id, sibling) = ahead {
+                anchorState = "this device is behind the fleet (generation \(local), \(sibling.member.name) is at \(sibling.generationGap!)) "
+                    + "and the anchor is sealed after a revocation it has not learned; catching up from that sibling's snapshot"
+                requestSnapshot(from: id, theirGeneration: sibling.generationGap!)
+            } else {
+                anchorState = nil
+            }
+            return
+        }
+        switch AnchorDecision.decide(local: local, anchor: survey.newest?.header.generation) {
         case .noAnchor, .current:
             anchorState = nil
             // A sibling ahead of an anchor we can read: the anchor write of
@@ -49,9 +74,8 @@ extension SyncEngine {
         case .rolledBack(let target):
             // The anchor lands before its round commits: act on it only once
             // the round is known to have committed (CommitRecord).
-            let isCommitted = (ahead?.value.generationGap ?? 0) >= target
-                || (cloud.committedGeneration(backupKey: backupKey) ?? 0) >= target
-            guard isCommitted else {
+            let isCommitted = (ahead?.value.generationGap ?? 0) >= target || (cloud.committedGeneration(keys: keys) ?? 0) >= target
+            guard isCommitted, let snapshot = survey.newest?.snapshot else {
                 anchorState = nil
                 note("anchor: the fleet's anchor is at generation \(target), this device at \(local) (\(trigger)), but no device is known to have "
                      + "committed that generation (a round abandoned after its upload?): not recovering from it")
@@ -60,12 +84,8 @@ extension SyncEngine {
             }
             note("anchor: this device is at generation \(local) but the fleet's anchor is at \(target) (\(trigger)): it was put back from a backup; recovering")
             do {
-                guard let (_, snapshot) = try cloud.newest(backupKey: backupKey), snapshot.generation == target else {
-                    anchorState = "behind the fleet (anchor at generation \(target), this device at \(local)) but the anchor does not open with this account's key"
-                    return
-                }
-                let report = try store.recover(from: snapshot.rows, graveyard: snapshot.graveyard, roster: snapshot.roster,
-                                               graveyardIsComplete: snapshot.graveyardCovers(since: local))
+                let report = try store.recover(from: admissibleSnapshotRows(snapshot.rows, from: "the cloud anchor"), graveyard: admissibleGraveyard(snapshot.graveyard),
+                                               roster: snapshot.roster, graveyardIsComplete: snapshot.graveyardCovers(since: local))
                 try store.mintIncarnation(reason: "the cloud anchor is at generation \(target), this device was at \(local): it had been put back from a backup")
                 try deps.setGeneration(target)
                 invalidateDigest()

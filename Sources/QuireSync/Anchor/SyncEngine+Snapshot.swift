@@ -54,10 +54,12 @@ extension SyncEngine {
         snapshotAssembly = assembly
         guard assembly.isComplete else { return }
         snapshotAssembly = nil
-        let rows = assembly.received.keys.sorted().flatMap { assembly.received[$0]! }
+        let received = assembly.received.keys.sorted().flatMap { assembly.received[$0]! }
         do {
-            let report = try store.recover(from: rows, graveyard: assembly.graveyard.keys.sorted().flatMap { assembly.graveyard[$0]! },
-                                           roster: assembly.roster)
+            // Whatever a reconcile would refuse, a snapshot may not bring in.
+            let rows = try admissibleSnapshotRows(received, from: "\(name(of: sender))'s snapshot")
+            let graveyard = admissibleGraveyard(assembly.graveyard.keys.sorted().flatMap { assembly.graveyard[$0]! })
+            let report = try store.recover(from: rows, graveyard: graveyard, roster: assembly.roster)
             try store.mintIncarnation(reason: "a sibling at generation \(assembly.generation) served the fleet's state; this device was at \(local)")
             try deps.setGeneration(assembly.generation)
             invalidateDigest()
@@ -72,5 +74,43 @@ extension SyncEngine {
             anchorState = "catching up from \(name(of: sender))'s snapshot failed: \(error); nothing was changed and the generation stays"
             note("snapshot: " + anchorState!)
         }
+    }
+}
+
+/// Rows of a snapshot (a sibling's, or the anchor's) arrive by the same
+/// checks as rows from reconciliation (`SyncEngine+Reconcile`): within the
+/// row limits, and roster rows verified statements of this account that
+/// undo no revocation (a tombstone in `devices` is refused): a snapshot is
+/// no way around what a reconcile would refuse.
+extension SyncEngine {
+    /// The snapshot's rows that pass. A refused row of a collected namespace
+    /// must not read as one the fleet deleted (recovery removes what a
+    /// snapshot lacks): where this device holds that key, its own row stands
+    /// in for the refused one, so recovery leaves it as it was.
+    func admissibleSnapshotRows(_ rows: [Row], from source: String) throws -> [Row] {
+        var out: [Row] = []
+        var refused: [String] = []
+        for row in rows {
+            let violation = RowLimits.check(row)
+            if violation == nil, !certifiedRows([row]).isEmpty {
+                out.append(row)
+                continue
+            }
+            if violation != nil { count(.rowOverLimit) }
+            refused.append("\(row.namespace.name) \(row.key.hex.prefix(12)) (" + (violation.map { "\($0)" } ?? "not a verified statement of this account") + ")")
+            if row.namespace != .devices, let mine = try store.row(row.namespace, row.key) { out.append(mine) }
+        }
+        if !refused.isEmpty {
+            note("refused \(refused.count) rows of \(source), as a reconcile would: " + refused.prefix(5).joined(separator: ", ")
+                 + (refused.count > 5 ? ", …" : ""))
+        }
+        return out
+    }
+
+    /// Graveyard entries only name keys of namespaces a barrier collects.
+    func admissibleGraveyard(_ entries: [CollectedTombstone]) -> [CollectedTombstone] {
+        let kept = entries.filter { ReplicaStore.collectedNamespaces.contains($0.namespace) }
+        if kept.count < entries.count { count(.badPayload, entries.count - kept.count) }
+        return kept
     }
 }

@@ -39,12 +39,20 @@ extension SyncEngine {
         do {
             let backlog = try store.tombstoneBacklog()
             let holders = roster.siblings(of: me.deviceID).filter { siblings[$0.deviceID]?.holdsCollectable ?? false }
-            guard holdsCollectableTombstones() || !holders.isEmpty else { return }
+            let rotating = anchorNeedsRotation()
+            guard holdsCollectableTombstones() || !holders.isEmpty || rotating else { return }
+            // An anchor under an older key would be refused by every device
+            // that knows the revocation, and readable by the revoked one.
+            guard anchorKeys.writing != nil else {
+                barrier.lastOutcome = "this device leads the barrier but cannot write the anchor: \(anchorKeys.missingWords); every tombstone is kept"
+                return
+            }
             invalidateDigest()
             let digest = try currentDigest().bytes
             let nonce = deps.random.bytes(16)
             barrier.round = BarrierState.Round(nonce: nonce, roster: siblingIDs, digest: digest, startedMs: nowMs)
             note("barrier: proposing a collection of \(backlog.count) tombstones to \(siblingIDs.count) devices"
+                 + (rotating ? " (and an anchor under the backup key of the last revocation)" : "")
                  + (holders.isEmpty ? "" : " (" + holders.map { "'\($0.name)'" }.joined(separator: ", ") + " hold\(holders.count == 1 ? "s" : "") tombstones worth it)"))
             let payload = BarrierPropose(nonce: nonce, digest: digest).encoded()
             for id in siblingIDs.sorted() { send(.gcPropose, payload, to: id) }
@@ -110,13 +118,16 @@ extension SyncEngine {
             // The graveyard grows with every collection: this device's own
             // (with the tombstones this round collects), joined with the
             // last anchor's, which a device that joined later never held.
-            let previous = (try? cloud.newest(backupKey: backupKey)) ?? nil
+            // Only an anchor under the current key set: an older one may be
+            // a revoked device's, and its graveyard would delete on recovery.
+            let keys = anchorKeys
+            let previous = (try? cloud.newest(keys: keys)) ?? nil
             try store.adoptGraveyard(previous?.1.graveyard ?? [])
             let graveyard = try store.graveyardWithTombstones()
             let since = AnchorSnapshot.graveyardSince(generation: generation, previous: previous?.1)
             let bytes = try AnchorFile.seal(AnchorSnapshot(generation: generation, rows: rows, graveyard: graveyard,
                                                            roster: Array(round.roster) + [me.deviceID], graveyardSince: since),
-                                            accountID: deps.identity.userIDHash, backupKey: backupKey, at: clock.now())
+                                            accountID: deps.identity.userIDHash, keys: keys, at: clock.now())
             // CRITICAL ORDER: the anchor lands before any commit or any drop.
             // A dangling anchor (round abandoned after this) is harmless; a
             // collection with no anchor would strand a restored device.
@@ -166,7 +177,10 @@ extension SyncEngine {
         try deps.setGeneration(generation)
         // Start-up checks may now trust this generation's anchor (CommitRecord);
         // if the record cannot be written, a sibling's advertisement still can.
-        try? deps.cloud?.recordCommit(generation, backupKey: backupKey)
+        try? deps.cloud?.recordCommit(generation, keys: anchorKeys)
+        deps.cloud?.removeResealed(below: generation)
+        // The round's anchor landed under the current key: what was said of older ones no longer holds.
+        anchorWarnings.removeAll { !$0.hasPrefix("REFUSED") }
         invalidateDigest()
         barrier.lastOutcome = "the last barrier committed at \(DateStamp.format(clock.now())): generation \(generation), \(dropped) tombstones collected"
         note("barrier: generation \(generation), \(dropped) tombstones collected")

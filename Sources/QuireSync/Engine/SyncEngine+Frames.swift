@@ -86,6 +86,10 @@ extension SyncEngine {
                 try handleSnapshotRequest(try SnapshotRequest.decode(message.payload), from: sender)
             case .snapshotResponse:
                 try handleSnapshotResponse(try SnapshotResponse.decode(message.payload), from: sender)
+            case .keyRequest:
+                handleKeyRequest(try KeyRequest.decode(message.payload), from: sender)
+            case .keyResponse:
+                try handleKeyResponse(message.payload, from: sender)
             default:
                 count(.unknownSubKind)
             }
@@ -135,8 +139,10 @@ extension SyncEngine {
 
     /// Re-reads the verified roster; adds new siblings, forgets revoked ones.
     func reloadRoster() throws {
-        let (loaded, _) = try Roster.load(from: store, accountKey: accountKey)
-        roster = loaded
+        let log = DeviceLog(rows: try store.rows(.devices, from: [], to: nil), accountKey: accountKey)
+        let verdicts = log.verdicts()
+        roster = log.roster(verdicts: verdicts)
+        keySchedule = BackupKeySchedule(log: log, roster: roster, verdicts: verdicts)
         rosterRoot = try currentDigest().digest.roots[.devices]
         if let mine = roster[me.deviceID], mine.isRevoked, phase != .revoked {
             phase = .revoked
@@ -146,6 +152,7 @@ extension SyncEngine {
                  : "the device that admitted this one was revoked before its admission counted: it never syncs (join again with a new invite)")
         }
         pickUpBackupKey()
+        refreshBackupKeys(nowMs: clock.monotonicMilliseconds())
         let current = roster.siblings(of: me.deviceID)
         let ids = Set(current.map(\.deviceID))
         if let round = barrier.round, round.roster != ids {

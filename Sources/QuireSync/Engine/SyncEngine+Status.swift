@@ -27,7 +27,14 @@ extension SyncEngine {
                           rowsApplied: metrics.rowsApplied, sendErrors: metrics.sendErrors, events: events,
                           unsyncableRows: unsyncable.isEmpty ? nil : unsyncableStatus, barrier: barrier.lastOutcome, anchor: anchorState,
                           wedgedSince: wedged.map { now.seconds - Int64((nowMs &- $0.sinceMs) / 1000) },
-                          wedgedReason: wedged?.reason, catchUp: catchUpProgress(nowMs: nowMs))
+                          wedgedReason: wedged?.reason, catchUp: catchUpProgress(nowMs: nowMs), cloudWarnings: currentCloudWarnings)
+    }
+
+    /// Anchors refused and backup keys missing, for the status (nil: nothing to say).
+    var currentCloudWarnings: [String]? {
+        var out = anchorWarnings + keyProblems
+        if backupKeyIsReal, phase != .revoked, !keySchedule.missing(in: rotationKeys).isEmpty { out.append(anchorKeys.missingWords) }
+        return out.isEmpty ? nil : out
     }
 
     /// Notes when a catch-up begins (a pull runs) and ends (every sibling

@@ -50,6 +50,10 @@ public final class SyncEngine: @unchecked Sendable {
         /// Keeps the backup key a sibling sealed to this device when it
         /// admitted it (writes `keys/backup.key`, drops the enrolment).
         public var admitted: (@Sendable (SecretBytes) throws -> Void)? = nil
+        /// The rotation keys this device held at start (`keys/backup-keys`).
+        public var rotationKeys = BackupKeyRing()
+        /// Stores the rotation keys durably; called before any new key is used.
+        public var keepRotationKeys: (@Sendable (BackupKeyRing) throws -> Void)? = nil
 
         public init(store: ReplicaStore, identity: Identity, relay: any Relay, clock: any Clock, random: any RandomSource,
                     generation: @escaping @Sendable () -> UInt64 = { 0 }, log: @escaping @Sendable (String) -> Void = { _ in },
@@ -74,6 +78,16 @@ public final class SyncEngine: @unchecked Sendable {
     /// rate-limited, so made-up senders cannot flood the log.
     var refusalLog = LogThrottle()
     var backupKeyIsReal: Bool
+    /// The backup keys of rotations (Roster/SyncEngine+BackupKeys): held,
+    /// called for by the log, what went wrong opening them.
+    var rotationKeys: BackupKeyRing
+    var keySchedule = BackupKeySchedule()
+    var keyProblems: [String] = []
+    var keyRequestAtMs: UInt64?
+    /// The account key's X25519 form (anchors seal their keys to it).
+    let accountSealingKey: BoxPublicKey
+    /// What the last look at the cloud folder found worth saying.
+    var anchorWarnings: [String] = []
 
     // MARK: State (guarded by `lock`)
     let lock = NSRecursiveLock()
@@ -147,6 +161,9 @@ public final class SyncEngine: @unchecked Sendable {
         accountKey = deps.identity.account.publicKey
         backupKey = deps.identity.backupKey
         backupKeyIsReal = deps.identity.hasBackupKey
+        rotationKeys = deps.rotationKeys
+        // A valid Ed25519 key always converts; the fallback is never used.
+        accountSealingKey = (try? BoxPublicKey(convertingSigningKey: deps.identity.account.publicKey)) ?? BoxKeyPair().publicKey
         startedAt = deps.clock.now()
         startedMs = deps.clock.monotonicMilliseconds()
         var persisted = deps.statePath.map(SyncPersistentState.load) ?? SyncPersistentState()
@@ -311,6 +328,7 @@ public final class SyncEngine: @unchecked Sendable {
             pullTimedOut(key, nowMs: now)
         }
         offloadTick(nowMs: now)
+        requestMissingKeys(nowMs: now)
         barrierTick(nowMs: now)
         chunks.expire(nowMs: now)
         updatePhase(nowMs: now)
@@ -331,6 +349,19 @@ public final class SyncEngine: @unchecked Sendable {
         lock.lock(); defer { lock.unlock() }
         guard pulls.isEmpty, let mine = try? currentDigest().bytes else { return false }
         return siblings.values.allSatisfy { $0.lastDigestBytes == mine && $0.lastSentDigest == mine }
+    }
+
+    /// Why there is nobody to converge with, in words; nil when some
+    /// trusted sibling is on the roster (or this device is revoked, which
+    /// is a failure of its own). With no sibling, `isConverged` holds
+    /// trivially, and saying "converged" would claim a sync with someone.
+    public func nobodyToConvergeWith() -> String? {
+        lock.lock(); defer { lock.unlock() }
+        guard siblings.isEmpty, phase != .revoked else { return nil }
+        let revoked = roster.members.values.filter { $0.deviceID != me.deviceID && $0.isRevoked }.map { "'\($0.name)'" }.sorted()
+        return revoked.isEmpty
+            ? "nobody to converge with: no other device is on the roster yet ('quire invite' adds one)"
+            : "nobody to converge with: every other device of the account was revoked (\(revoked.joined(separator: ", "))); 'quire invite' adds one"
     }
 
     /// Siblings that are not converged with us, by name.
@@ -379,8 +410,10 @@ public final class SyncEngine: @unchecked Sendable {
 
     /// Logs an error once per distinct text, so a broken relay does not flood
     /// the log (and at most 256 distinct texts: ids in texts must not grow it).
-    func report(_ what: String, _ error: any Error) {
-        let text = "\(what): \(error)"
+    func report(_ what: String, _ error: any Error) { noteOnce("\(what): \(error)") }
+
+    /// Logs a line once per distinct text (at most 256 distinct texts).
+    func noteOnce(_ text: String) {
         guard reportedErrors.count < 256 else { return }
         if reportedErrors.insert(text).inserted { note(text) }
     }

@@ -104,6 +104,9 @@ public struct SyncStatus: Codable, Equatable, Sendable {
     public var wedgedSince: Int64? = nil
     public var wedgedReason: String? = nil
     public var catchUp: CatchUp? = nil
+    /// The cloud folder and the backup keys, in words: anchors refused (a
+    /// key from before a revocation), keys this device lacks.
+    public var cloudWarnings: [String]? = nil
 
     public static func path(in home: DeviceHome) -> String { home.syncStatusPath }
 

@@ -18,6 +18,7 @@ public struct SubKind: Hashable, Sendable, CustomStringConvertible {
 
     public static let known: Set<SubKind> = Set<SubKind>([.stateDigest, .reconcileRequest, .reconcileResponse, .introduce, .chunk])
         .union(SubKind.offloadKinds).union(SubKind.barrierKinds).union(SubKind.snapshotKinds)
+        .union(SubKind.keyKinds)
     public var description: String { name }
 }
 

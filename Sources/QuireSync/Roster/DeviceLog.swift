@@ -147,8 +147,8 @@ public struct DeviceLog: Sendable {
     }
 
     /// The roster the statements make.
-    public func roster() -> Roster {
-        let verdict = verdicts()
+    public func roster(verdicts given: [DeviceID: Verdict]? = nil) -> Roster {
+        let verdict = given ?? verdicts()
         var members: [DeviceID: RosterMember] = [:]
         let byTime: (Entry, Entry) -> Bool = { ($0.statement.at.seconds, $0.id) < ($1.statement.at.seconds, $1.id) }
         let all = entries.values.sorted(by: byTime)
@@ -170,7 +170,7 @@ public struct DeviceLog: Sendable {
                 addedBy: chosen.statement.isAccountSigned ? nil : chosen.statement.signer,
                 revokedBy: revocation.map { $0.statement.isAccountSigned ? nil : $0.statement.signer } ?? nil,
                 trust: counting == nil ? .untrusted : revocation != nil ? .revoked : .trusted,
-                sealedBackupKey: chosen.statement.sealedBackupKey)
+                sealedBackupKey: chosen.statement.sealedBackupKey, sealedKeyRing: chosen.statement.sealedKeyRing)
         }
         return Roster(members: members)
     }

@@ -29,13 +29,17 @@ public struct RosterMember: Equatable, Sendable {
     /// The account's backup key sealed to this device's box key, in the
     /// statement that admitted it (a joining device opens it once admitted).
     public let sealedBackupKey: [UInt8]?
+    /// The backup keys of rotations the admitting device held, sealed to
+    /// this device in the same statement (`BackupKeyRing`).
+    public let sealedKeyRing: [UInt8]?
 
     public init(deviceID: DeviceID, name: String, boxKey: BoxPublicKey, signingKey: [UInt8], role: String, issuedAt: Timestamp,
                 revokedAt: Timestamp?, addedBy: DeviceID? = nil, revokedBy: DeviceID? = nil, trust: Trust? = nil,
-                sealedBackupKey: [UInt8]? = nil) {
+                sealedBackupKey: [UInt8]? = nil, sealedKeyRing: [UInt8]? = nil) {
         self.deviceID = deviceID; self.name = name; self.boxKey = boxKey; self.signingKey = signingKey; self.role = role
         self.issuedAt = issuedAt; self.revokedAt = revokedAt; self.addedBy = addedBy; self.revokedBy = revokedBy
         self.trust = trust ?? (revokedAt == nil ? .trusted : .revoked); self.sealedBackupKey = sealedBackupKey
+        self.sealedKeyRing = sealedKeyRing
     }
 
     /// Not trusted: revoked, or never validly admitted. Its frames are refused.

@@ -11,7 +11,8 @@ import QuireStore
 /// trusted device that receives it checks the grant (it counts, it has not
 /// expired by this device's clock, no other device was admitted under it)
 /// and writes a statement admitting the joiner, with the account's backup
-/// key sealed to the joiner's box key. The statement spreads like any row.
+/// key and every rotation key it holds sealed to the joiner's box key. The
+/// statement spreads like any row.
 extension SyncEngine {
     /// Sends this device's introduction to one sibling.
     func introduce(to device: DeviceID) {
@@ -124,7 +125,11 @@ extension SyncEngine {
             statement.grant = grantID
             var key = backupKey.withUnsafeBytes { Array($0) }
             defer { secureZero(&key) }
-            statement.sealedBackupKey = Box.sealAnonymously(key, to: try BoxPublicKey(bytes: enrolment.boxKey))
+            let joinerBox = try BoxPublicKey(bytes: enrolment.boxKey)
+            statement.sealedBackupKey = Box.sealAnonymously(key, to: joinerBox)
+            // Every rotation key held here, so the joiner reads the current
+            // anchor (and older ones) and writes under the current key.
+            if !rotationKeys.isEmpty { statement.sealedKeyRing = rotationKeys.sealed(to: joinerBox) }
             let signedStatement = statement.signed(by: deps.identity.deviceSigning)
             let (rowKey, record) = DeviceStatement.row(signedStatement, displayName: enrolment.name)
             try store.putRosterEntry(record, key: rowKey)

@@ -71,5 +71,7 @@ struct UsageError: Error {
 /// A failure to do what was asked: exit status 1, one line on stderr.
 struct CommandFailure: Error {
     let message: String
-    init(_ message: String) { self.message = message }
+    /// The exit status: 1, or another a command documents in its help.
+    let status: Int32
+    init(_ message: String, status: Int32 = 1) { self.message = message; self.status = status }
 }

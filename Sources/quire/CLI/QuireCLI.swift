@@ -90,7 +90,7 @@ enum QuireCLI {
             return 2
         } catch let e as CommandFailure {
             Output.error(e.message)
-            return 1
+            return e.status
         } catch let e as StoreError {
             Output.error(e.description)
             return 1

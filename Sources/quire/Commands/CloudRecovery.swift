@@ -21,11 +21,15 @@ enum CloudRecovery {
         let keys: (account: SigningKeyPair, backupKey: SecretBytes)
         do { keys = try RecoveryFile.open(cloud: cloud, accountID: accountID, code: code) } catch { throw CommandFailure("\(error)") }
         let folder = CloudFolder(path: cloud, accountID: accountID)
-        guard let (header, snapshot) = try folder.newest(backupKey: keys.backupKey) else {
+        guard let found = try CloudRebuild.newest(in: folder, account: keys.account, original: keys.backupKey) else {
             throw CommandFailure("\(cloud) holds no anchor that opens with this account's key: there is nothing to rebuild from")
         }
+        let (header, snapshot) = (found.header, found.snapshot)
+        for refusal in found.refused { Output.error("not used: " + refusal) }
         let identity = Identity(account: keys.account, deviceSigning: SigningKeyPair(), deviceBox: BoxKeyPair(), backupKey: keys.backupKey)
         let (_, store) = try home.create(name: name, role: role, identity: identity)
+        // The rotation keys first: the rebuilt device writes under them.
+        if !found.ring.isEmpty { try found.ring.save(keysPath: home.keysPath) }
         try home.prefs.update { p in
             p.cloud = cloud
             if let relay { p.relay = relay }

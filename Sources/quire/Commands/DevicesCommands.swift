@@ -24,6 +24,12 @@ enum DevicesCommands {
                           as this device saw it, stays (devices it admitted stay
                           trusted). A revocation cannot be undone (the device can
                           join again with a new invite, as a new device).
+                          It also rotates the account's backup key (anchors in
+                          the cloud folder): a fresh key sealed to every device
+                          left on the roster; anchors sealed with an older key
+                          are refused for recovery from then on. A device
+                          revoked before rotation existed can be revoked again,
+                          to rotate the key for it.
               --id HEX    the device id (or a unique prefix), when names repeat
               --json      list as JSON
             """,
@@ -64,7 +70,21 @@ enum DevicesCommands {
                          + "added by \(who(m.addedBy)) on \(DateText.format(m.issuedAt.seconds, time: true)); \(state)")
         }
         if invalid > 0 { lines.append("(\(invalid) roster rows ignored: their statements do not verify)") }
-        if args.has("json") { Output.json(["devices": list, "invalidRows": invalid]) } else { lines.forEach(Output.line) }
+        // The backup key: one rotation per revocation; what this device lacks it asks a sibling for.
+        let keys = try AnchorKeys.of(identity: identity, store: store, ring: try BackupKeyRing.load(keysPath: inv.home.keysPath))
+        let missing = keys.schedule.missing(in: keys.ring)
+        let unrotated = roster.members.values.filter { m in m.trust == .revoked && !keys.schedule.rotations.values.contains { $0.revoked == m.deviceID } }
+        var backup: [String: Any] = ["rotations": keys.required.count, "missing": missing.map(\.hex),
+                                     "revokedWithoutRotation": unrotated.map(\.name).sorted()]
+        backup["text"] = keys.required.isEmpty ? "backup key: the original one (no revocation has rotated it)"
+            : "backup key: rotated by \(keys.required.count) revocation\(keys.required.count == 1 ? "" : "s"); "
+                + (missing.isEmpty ? "this device holds every key" : keys.missingWords)
+        lines.append(backup["text"] as! String)
+        if !unrotated.isEmpty {
+            lines.append("revoked before rotation existed, and still holding the backup key: " + unrotated.map { "'\($0.name)'" }.sorted().joined(separator: ", ")
+                         + " ('quire devices revoke NAME' again rotates it)")
+        }
+        if args.has("json") { Output.json(["devices": list, "invalidRows": invalid, "backupKey": backup]) } else { lines.forEach(Output.line) }
     }
 
     private static func revoke(_ args: Arguments, _ inv: Invocation) throws {
@@ -76,7 +96,11 @@ enum DevicesCommands {
         guard roster[identity.deviceID]?.trust == .trusted else {
             throw CommandFailure((roster[identity.deviceID] == nil ? Revoking.Refusal.notAdmitted : .revoked).description)
         }
-        var candidates = roster.members.values.filter { !$0.isRevoked }
+        // A device revoked before rotation existed still holds the backup
+        // key: revoking it again rotates it (nothing else changes).
+        var ring = try BackupKeyRing.load(keysPath: inv.home.keysPath)
+        let rotated = Set(try AnchorKeys.of(identity: identity, store: store, ring: ring).schedule.rotations.values.map(\.revoked))
+        var candidates = roster.members.values.filter { !$0.isRevoked || ($0.trust == .revoked && !rotated.contains($0.deviceID)) }
         if args.positional.count == 2 { candidates = candidates.filter { $0.name == args.positional[1] } }
         if let id = args.value("id")?.lowercased() { candidates = candidates.filter { $0.deviceID.hex.hasPrefix(id) } }
         guard args.positional.count == 2 || args.value("id") != nil else { throw UsageError("name the device to revoke") }
@@ -84,9 +108,29 @@ enum DevicesCommands {
         guard candidates.count == 1, let target = candidates.first else {
             throw CommandFailure("\(candidates.count) devices match; add --id with one of: \(candidates.map { $0.deviceID.hex.prefix(12) }.joined(separator: ", "))")
         }
+        // The rotation's key is kept (keys/backup-keys) before the statement
+        // is written; the anchor is then sealed again under the new key.
+        let before = try AnchorKeys.of(identity: identity, store: store, ring: ring)
         let after: Roster
-        do { after = try Revoking.revoke(target.deviceID, by: identity, store: store, at: SystemClock().now()) } catch let refusal as Revoking.Refusal {
+        do {
+            after = try Revoking.revoke(target.deviceID, by: identity, store: store, at: SystemClock().now()) { id, key in
+                ring.add(id, key)
+                try ring.save(keysPath: inv.home.keysPath)
+            }
+        } catch let refusal as Revoking.Refusal {
             throw CommandFailure(refusal.description)
+        }
+        let prefs = try inv.home.prefs.load()
+        var cloudWords = "no cloud folder is set: the next barrier writes the anchor under the new key"
+        if let cloudPath = prefs.cloud {
+            let cloud = CloudFolder(path: cloudPath, accountID: identity.userIDHash)
+            do {
+                let keys = try AnchorKeys.of(identity: identity, store: store, ring: ring)
+                cloudWords = try AnchorRekey.afterRevocation(cloud: cloud, before: before, after: keys, localGeneration: prefs.generation,
+                                                             device: identity.deviceID)
+            } catch {
+                cloudWords = "the cloud folder could not be sealed again (\(error)); until the next barrier, no anchor there is used for recovery"
+            }
         }
         let keptDevices = after.members.values.filter { $0.addedBy == target.deviceID && !$0.isRevoked }.map { "'\($0.name)'" }.sorted()
         let others = after.siblings(of: identity.deviceID).map { "'\($0.name)'" }
@@ -96,7 +140,10 @@ enum DevicesCommands {
         Output.line(others.isEmpty ? "no other device needs to learn it"
                     : "still to do: the revocation reaches " + others.joined(separator: ", ")
                         + " when each next syncs with this device (run 'quire sync' here, or keep a mount running, until they have)")
-        Output.line("it still holds the notes it had and the account's backup key: keep it away from the cloud folder (anchors there open with that key)")
+        Output.line("the backup key is rotated: anchors written from now on are sealed with a key it does not hold, and anchors under an older key "
+                    + "are refused for recovery; " + cloudWords)
+        Output.line("it still holds the notes it had, and can read the anchors written before now and delete files in the cloud folder: "
+                    + "take its access to the cloud folder away at the file-sync service too")
     }
 }
 

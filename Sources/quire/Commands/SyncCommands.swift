@@ -24,7 +24,10 @@ enum SyncCommands {
                               digest and we hold theirs (and at least 2 s, so
                               devices that just joined can introduce themselves),
                               then exit 0; exit 1 on --timeout (default 60 s)
-                              naming those that did not
+                              naming those that did not. With no sibling on the
+                              roster (none added yet, or every other device
+                              revoked) there is nobody to converge with: it
+                              says so after 2 s and exits 3
           --timeout S         seconds, for --once and --until-converged
           --verbose           print sync events on standard error
           --json              with --once/--until-converged: the result as JSON;
@@ -82,6 +85,7 @@ enum SyncCommands {
         let started = Date()
         var outcome: (ok: Bool, message: String)? = nil
         var stableChecks = 0
+        var alone = false
         while !stop.isRequested {
             usleep(100_000)
             let elapsed = Date().timeIntervalSince(started)
@@ -91,6 +95,9 @@ enum SyncCommands {
                 // At least 2 s: a device that joined while nobody listened
                 // re-introduces itself after 1 s, and an empty roster would
                 // otherwise look converged at once.
+                // Every sibling revoked (or none yet): "converged" would claim a
+                // sync with someone that never happened.
+                if elapsed >= 2, let why = engine.nobodyToConvergeWith() { outcome = (false, why); alone = true; break }
                 stableChecks = engine.isConverged() ? stableChecks + 1 : 0
                 if stableChecks >= 5 && elapsed >= 2 { outcome = (true, "converged with every sibling"); break }
                 if elapsed > (timeout ?? 60) {
@@ -122,6 +129,7 @@ enum SyncCommands {
         } else {
             Output.line(outcome.message)
         }
+        if alone { throw CommandFailure(outcome.message, status: 3) }
         if !outcome.ok { throw CommandFailure(outcome.message) }
     }
 }

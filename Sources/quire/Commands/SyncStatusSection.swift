@@ -49,12 +49,13 @@ enum SyncStatusSection {
         if s.sendErrors > 0 { lines.append("\(s.sendErrors) frames could not be sent (relay unreachable?)") }
         if let barrier = s.barrier { lines.append(barrier) }
         if let anchor = s.anchor { lines.append("STUCK: " + anchor) }
+        for warning in s.cloudWarnings ?? [] { lines.append("cloud folder: " + warning) }
         if let since = s.wedgedSince, let reason = s.wedgedReason {
             lines.append("WEDGED since \(DateText.format(since, time: true)): \(reason); nothing has succeeded since. "
                          + "'quire repair' backs this device up first, then offers the ways back")
         }
         for event in s.events.suffix(3) { lines.append("  recent: \(event)") }
-        var json: [String: Any] = ["barrier": s.barrier as Any, "anchor": s.anchor as Any,
+        var json: [String: Any] = ["barrier": s.barrier as Any, "anchor": s.anchor as Any, "cloudWarnings": s.cloudWarnings ?? [],
                                    "wedged": s.wedgedReason.map { ["since": s.wedgedSince ?? 0, "reason": $0] as [String: Any] } as Any, "running": alive, "phase": s.phase.rawValue, "relay": s.relay, "pid": s.pid,
                                    "updatedAt": s.updatedAt, "rounds": s.rounds, "rowsApplied": s.rowsApplied,
                                    "dropped": s.dropped, "sendErrors": s.sendErrors]

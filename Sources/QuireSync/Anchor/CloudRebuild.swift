@@ -1,0 +1,66 @@
+import Foundation
+import QuireCore
+import QuireCrypto
+import QuireStore
+
+/// `quire init --from-cloud`: every device lost, the recovery file (opened
+/// with the recovery code) gives the account key and the original backup
+/// key. An anchor under rotated keys carries those keys sealed to the
+/// account key (`AnchorHeader.sealedForAccount`), so the account key opens
+/// it too.
+///
+/// There is no device log to judge anchors by, so the rule of `AnchorKeys`
+/// is applied with the log of every anchor that opens: an anchor sealed
+/// without the key of a revocation that some anchor's log holds is refused
+/// (a revoked device could have written it). A revoked device that deleted
+/// every newer anchor cannot be caught this way (SECURITY.md).
+public enum CloudRebuild {
+    public struct Found {
+        public var header: AnchorHeader
+        public var snapshot: AnchorSnapshot
+        /// Every rotation key the opened anchors carried (the rebuilt device keeps them).
+        public var ring: BackupKeyRing
+        /// Anchors above the chosen one that were not used, and why.
+        public var refused: [String]
+    }
+
+    public static func newest(in folder: CloudFolder, account: SigningKeyPair, original: SecretBytes) throws -> Found? {
+        let accountBox = try BoxKeyPair(convertingSigningKeyPair: account)
+        var opened: [(header: AnchorHeader, snapshot: AnchorSnapshot)] = []
+        var ring = BackupKeyRing()
+        var refused: [(UInt64, String)] = []
+        for candidate in try folder.candidates() {
+            do {
+                guard let data = FileManager.default.contents(atPath: candidate.path) else { throw AnchorError.unreadable(candidate.path) }
+                var key = original
+                if !candidate.header.keySet.isEmpty {
+                    let carried = try BackupKeyRing.open(candidate.header.sealedForAccount, with: accountBox)
+                    guard let derived = carried.key(for: candidate.header.keySet, original: original) else {
+                        throw AnchorError.keyNotHeld("it does not carry every key of its own key set")
+                    }
+                    key = derived
+                    ring = ring.merging(carried)
+                }
+                opened.append(try AnchorFile.open(Array(data), accountID: folder.accountID, key: key))
+            } catch {
+                refused.append((candidate.header.generation, "the anchor at generation \(candidate.header.generation) does not open: \(error)"))
+            }
+        }
+        let rows = opened.flatMap { $0.snapshot.rows.filter { $0.namespace == .devices } }
+        let log = DeviceLog(rows: rows, accountKey: account.publicKey)
+        let verdicts = log.verdicts()
+        let schedule = BackupKeySchedule(log: log, roster: log.roster(verdicts: verdicts), verdicts: verdicts)
+        for id in ring.ids where schedule.rotations[id] != nil && !schedule.accepts(ring.keys[id]!, for: id) { ring.remove(id) }
+        for anchor in opened {
+            let missing = schedule.required.filter { !anchor.header.keySet.contains($0) }
+            guard missing.isEmpty else {
+                refused.append((anchor.header.generation, "the anchor at generation \(anchor.header.generation) is sealed with a backup key from before "
+                                + missing.map(schedule.words).joined(separator: " and ") + " (a revoked device could have written it)"))
+                continue
+            }
+            let above = refused.filter { $0.0 >= anchor.header.generation }.map(\.1)
+            return Found(header: anchor.header, snapshot: anchor.snapshot, ring: ring, refused: above)
+        }
+        return nil
+    }
+}
