@@ -24,25 +24,15 @@ public enum ConflictCopy {
     }
 
     /// `photo.jpg` is `photo` and `.jpg`; a leading or trailing dot starts no extension.
-    static func splitExtension(_ name: String) -> (String, String) {
+    public static func splitExtension(_ name: String) -> (stem: String, ext: String) {
         let bytes = Array(name.utf8)
         guard let dot = bytes.lastIndex(of: UInt8(ascii: ".")), dot > 0, dot < bytes.count - 1 else { return (name, "") }
         return (String(decoding: bytes[..<dot], as: UTF8.self), String(decoding: bytes[dot...], as: UTF8.self))
     }
 
-    /// `YYYYMMDD-HHMMSS` in UTC (days to a civil date: Howard Hinnant's algorithm).
+    /// `YYYYMMDD-HHMMSS` in UTC.
     static func stamp(_ seconds: Int64) -> String {
-        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
-        let inDay = seconds - days * 86_400
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let (year, month, day, inDay) = CardDates.civil(seconds)
         func pad(_ value: Int64, _ width: Int) -> String {
             let text = String(value)
             return String(repeating: "0", count: max(0, width - text.count)) + text

@@ -175,13 +175,8 @@ enum FileNames {
         return isJunk(text) ? nil : text
     }
 
-    /// A name's stem and extension (`photo.jpg` is `photo`, `.jpg`); a
-    /// leading or trailing dot starts no extension.
-    static func splitExtension(_ name: String) -> (stem: String, ext: String) {
-        let bytes = Array(name.utf8)
-        guard let dot = bytes.lastIndex(of: UInt8(ascii: ".")), dot > 0, dot < bytes.count - 1 else { return (name, "") }
-        return (String(decoding: bytes[..<dot], as: UTF8.self), String(decoding: bytes[dot...], as: UTF8.self))
-    }
+    /// A name's stem and extension (`photo.jpg` is `photo`, `.jpg`).
+    static func splitExtension(_ name: String) -> (stem: String, ext: String) { ConflictCopy.splitExtension(name) }
 
     /// An attachment's or folder's title as a name: as it is, but for what
     /// no file name may hold (`/`, NUL) and the names `.`, `..` and empty,
