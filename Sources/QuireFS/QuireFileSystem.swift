@@ -239,7 +239,10 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
                                   modificationTime: time, changeTime: copy.modifiedAt)
         }
         guard let listed else { throw .noEntry }
-        let changed = FuseTimestamp(seconds: listed.updatedAt.seconds)
+        // Whole seconds of the last edit; the nanoseconds are this device's
+        // change number, so two edits within one second still change the
+        // time (todoman, khard and the kernel's page cache go by it).
+        let changed = FuseTimestamp(seconds: listed.updatedAt.seconds, nanoseconds: UInt32(UInt64(max(0, listed.seq)) % 1_000_000_000))
         // A time set by utimensat (cp -p, rsync, tar) is the file's mtime.
         let time = listed.modifiedAt.map(FuseTimestamp.init(nanoseconds:)) ?? changed
         if listed.isFolder {

@@ -5,37 +5,18 @@ import XCTest
 /// devices of one account, each with a real `quire mount`; khard works in
 /// one device's contacts/ (a vdir) and todoman in its plans/, and what they
 /// wrote shows on the sibling's mount byte for byte.
-final class CardToolsEndToEndTests: XCTestCase {
-    var dir = ""
+final class CardToolsEndToEndTests: TwoMountedDevicesTestCase {
     var daemons: [SyncDaemon] = []
-    let env = ["QUIRE_PASSPHRASE": "a long shared secret"]
-
-    override func setUp() { dir = makeShortDirectory() }
 
     override func tearDown() {
         daemons.forEach { $0.stop() }
         daemons = []
-        for name in ["a", "b"] {
-            _ = try? quire(["unmount", mount(name)], home: home(name))
-            shell("fusermount3 -u -z '\(mount(name))' 2>/dev/null")
-        }
-        try? FileManager.default.removeItem(atPath: dir)
+        super.tearDown()
     }
 
-    func home(_ name: String) -> String { dir + "/" + name }
-    func mount(_ name: String) -> String { dir + "/mnt-" + name }
-    var relay: String { "local:\(dir)/relay" }
-
-    /// a (new account) and b (joined), each mounted; `syncing`: the mounts
-    /// run the sync engine (else `-o nosync`, and tests sync with daemons).
-    func makeTwoMountedDevices(syncing: Bool = true) throws {
-        try quireOK(["init", "--name", "a", "--relay", relay], home: home("a"))
-        try quireOK(["invite", "--out", dir + "/invite", "--kdf", "interactive"], home: home("a"), env: env)
-        try quireOK(["init", "--join", dir + "/invite", "--name", "b", "--relay", relay], home: home("b"), env: env)
-        for name in ["a", "b"] {
-            try FileManager.default.createDirectory(atPath: mount(name), withIntermediateDirectories: true)
-            try quireOK(["mount", mount(name)] + (syncing ? [] : ["-o", "nosync"]), home: home(name))
-        }
+    /// a and b mounted, with khard and todoman set up on both.
+    override func makeTwoMountedDevices(syncing: Bool = true) throws {
+        try super.makeTwoMountedDevices(syncing: syncing)
         try writeToolConfigs()
     }
 

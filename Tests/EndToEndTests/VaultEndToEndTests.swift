@@ -8,34 +8,8 @@ import XCTest
 /// copied into one device's notebook with cp -r, tar x and rsync -a, and
 /// the sibling shows the same tree, bytes and (where the copy keeps them)
 /// times.
-final class VaultEndToEndTests: XCTestCase {
-    var dir = ""
-    let env = ["QUIRE_PASSPHRASE": "a long shared secret"]
-
-    override func setUp() { dir = makeShortDirectory() }
-
-    override func tearDown() {
-        for name in ["a", "b"] {
-            _ = try? quire(["unmount", mount(name)], home: home(name))
-            shell("fusermount3 -u -z '\(mount(name))' 2>/dev/null")
-        }
-        try? FileManager.default.removeItem(atPath: dir)
-    }
-
-    func home(_ name: String) -> String { dir + "/" + name }
-    func mount(_ name: String) -> String { dir + "/mnt-" + name }
-    var relay: String { "local:\(dir)/relay" }
+final class VaultEndToEndTests: TwoMountedDevicesTestCase {
     var vault: String { dir + "/vault" }
-
-    func makeTwoMountedDevices() throws {
-        try quireOK(["init", "--name", "a", "--relay", relay], home: home("a"))
-        try quireOK(["invite", "--out", dir + "/invite", "--kdf", "interactive"], home: home("a"), env: env)
-        try quireOK(["init", "--join", dir + "/invite", "--name", "b", "--relay", relay], home: home("b"), env: env)
-        for name in ["a", "b"] {
-            try FileManager.default.createDirectory(atPath: mount(name), withIntermediateDirectories: true)
-            try quireOK(["mount", mount(name)], home: home(name))
-        }
-    }
 
     /// A vault as Obsidian keeps one, every file with its own old time.
     func makeVault() throws {
