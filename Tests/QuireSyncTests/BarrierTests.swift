@@ -9,16 +9,7 @@ import XCTest
 /// The tombstone barrier on a simulated fleet: real stores and engines, a
 /// memory relay, a shared cloud folder, a clock moved by hand.
 final class BarrierTests: XCTestCase {
-    final class Generation: @unchecked Sendable {
-        private let lock = NSLock()
-        private var value: UInt64 = 0
-        func get() -> UInt64 { lock.lock(); defer { lock.unlock() }; return value }
-        func set(_ v: UInt64) throws {
-            lock.lock(); defer { lock.unlock() }
-            guard v >= value else { throw StoreError(.conflict, "generation backward") }
-            value = v
-        }
-    }
+    typealias Generation = TestGeneration
     final class Switch: @unchecked Sendable { var isOn = true }
 
     var base = ""

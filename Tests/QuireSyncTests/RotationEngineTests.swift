@@ -11,16 +11,7 @@ import XCTest
 /// the revoked device that can neither read it nor have its forgery used,
 /// keys asked of a sibling, a joiner admitted after a rotation.
 final class RotationEngineTests: XCTestCase {
-    final class Generation: @unchecked Sendable {
-        private let lock = NSLock()
-        private var value: UInt64 = 0
-        func get() -> UInt64 { lock.lock(); defer { lock.unlock() }; return value }
-        func set(_ v: UInt64) throws {
-            lock.lock(); defer { lock.unlock() }
-            guard v >= value else { throw StoreError(.conflict, "generation backward") }
-            value = v
-        }
-    }
+    typealias Generation = TestGeneration
 
     var base = ""
     var cloud = ""
