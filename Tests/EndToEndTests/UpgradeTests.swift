@@ -44,6 +44,22 @@ final class UpgradeTests: XCTestCase {
         daemons.forEach { $0.stop() }
         XCTAssertTrue(try quireOK(["get", "notebook", "Note 2"], home: a).stdout.contains("phone only, not yet synced"))
         XCTAssertTrue(try quireOK(["get", "notebook", "After the upgrade"], home: b).stdout.contains("written after"))
+
+        // The upgraded notes are the notebook tree's: a folder made through
+        // the mount takes one of them in, and nothing else moves.
+        let mountpoint = dir + "/mnt"
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        try quireOK(["mount", mountpoint, "-o", "nosync"], home: a)
+        defer { _ = try? quire(["unmount", mountpoint], home: a) }
+        XCTAssertEqual(mkdir(mountpoint + "/notebook/Old notes", 0o755), 0)
+        XCTAssertEqual(Syscall.rename(mountpoint + "/notebook/Note 1.md", mountpoint + "/notebook/Old notes/Note 1.md"), 0)
+        XCTAssertTrue(try String(contentsOfFile: mountpoint + "/notebook/Old notes/Note 1.md", encoding: .utf8).contains("from the phone"))
+        let top = try FileManager.default.contentsOfDirectory(atPath: mountpoint + "/notebook").sorted()
+        XCTAssertEqual(top, ["After the upgrade.md", "Note 2.md", "Note 3.md", "Note 4.md", "Old notes"])
+        let status = try jsonObject(quireOK(["status", "--json"], home: a).stdout) as! [String: Any]
+        let kinds = (status["namespaces"] as? [String: Any])?["notebookKinds"] as? [String: Int]
+        XCTAssertEqual(kinds, ["notes": 5, "attachments": 0, "folders": 1])
+        XCTAssertEqual(try quireOK(["digest", "--verify"], home: a).status, 0)
     }
 
     /// Contacts and plans became whole vCard and iCalendar files (schema 9,

@@ -138,4 +138,23 @@ final class FolderTreeTests: XCTestCase {
         XCTAssertEqual(kinds, ["d": .folder, "p.bin": .file, "q": .note])
         XCTAssertThrowsError(try mount.lookup("notebook/" + String(repeating: "n", count: 256))) { XCTAssertEqual($0 as? FuseError, .nameTooLong) }
     }
+
+    /// A file an older version kept on this device in notebook/ (not a
+    /// note then) is an attachment at the next mount, bytes and time kept.
+    func testLocalFilesAnOlderVersionKeptBecomeAttachments() throws {
+        let mount = try DirectMount()
+        let kept = mount.directory + "/scratch/notebook"
+        try FileManager.default.createDirectory(atPath: kept, withIntermediateDirectories: true)
+        XCTAssertTrue(FileManager.default.createFile(atPath: kept + "/todo.txt", contents: Data("buy milk\n".utf8)))
+        XCTAssertTrue(FileManager.default.createFile(atPath: kept + "/.hidden", contents: Data("stays".utf8)))
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_000_000_000)], ofItemAtPath: kept + "/todo.txt")
+        mount.fileSystem.preloadListings()
+        let row = try XCTUnwrap(mount.store.summaries(.notebook).first)
+        XCTAssertEqual(row.name, "todo.txt")
+        XCTAssertEqual(row.place.kind, .file)
+        XCTAssertEqual(row.place.modifiedAt, 1_000_000_000 * 1_000_000_000)
+        XCTAssertEqual(try mount.text("notebook/todo.txt"), "buy milk\n")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: kept + "/todo.txt"), "the local copy goes once the row is committed")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: kept + "/.hidden"), "hidden files stay local")
+    }
 }

@@ -71,7 +71,8 @@ struct NameIndex {
 
     /// The folder a row is shown in now.
     func folder(of ref: RowRef) -> Folder {
-        Folder(ref.namespace, listings[ref.namespace]?.folder(of: ref.key) ?? pendingFolder(of: ref)?.folderKey)
+        if let slot = listings[ref.namespace]?.slotOfKey[ref.key] { return Folder(ref.namespace, slot.folder) }
+        return pendingFolder(of: ref) ?? .namespace(ref.namespace)
     }
 
     /// Whether a row is a folder of the notebook tree.

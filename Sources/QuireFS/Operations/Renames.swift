@@ -77,7 +77,8 @@ extension QuireFileSystem {
     func rename(_ name: CanonicalName, in parent: UInt64, to newName: CanonicalName, in newParent: UInt64,
                         flags: FuseRenameFlags) throws(FuseError) {
         let request = RenameRequest(from: try folder(parent), name: name, to: try folder(newParent), newName: newName, flags: flags)
-        if try resolve(name, in: request.from) == .none, let copy = conflictCopy(named: name, in: request.from) {
+        // Only a name with the marker can be a copy: a save by rename pays nothing.
+        if let copy = conflictCopy(named: name, in: request.from), try resolve(name, in: request.from) == .none {
             guard flags.isEmpty else { throw .invalid }
             return try renameConflictCopy(copy, to: newName, in: request.to)
         }
