@@ -158,3 +158,42 @@ final class FolderTreeTests: XCTestCase {
         XCTAssertTrue(FileManager.default.fileExists(atPath: kept + "/.hidden"), "hidden files stay local")
     }
 }
+
+/// Where rows show, from the rows alone (the same on every device).
+final class FolderPlacementTests: XCTestCase {
+    func key(_ byte: UInt8) -> RowKey { RowKey(bytes: [UInt8](repeating: byte, count: 16))! }
+
+    func summary(_ key: RowKey, _ title: String, kind: NoteKind, in folder: RowKey?, seq: Int64 = 1) -> RowSummary {
+        RowSummary(namespace: .notebook, key: key, name: title, size: 0, updatedAt: Timestamp(seconds: 1), isTombstone: false,
+                   isOffloaded: false, seq: seq, place: RowPlace(kind: kind, folder: folder))
+    }
+
+    /// Two devices moved two folders each into the other: the cycle is cut
+    /// at the smaller key, which shows at the top with the other inside it.
+    func testAFolderCycleIsCutAtTheSmallestKey() {
+        let a = key(1), b = key(2), note = key(3)
+        let listing = NamespaceListing(namespace: .notebook, summaries: [
+            summary(a, "A", kind: .folder, in: b), summary(b, "B", kind: .folder, in: a), summary(note, "n", kind: .note, in: b),
+        ])
+        XCTAssertNil(listing.folder(of: a))
+        XCTAssertEqual(listing.folder(of: b), a)
+        XCTAssertEqual(listing.folder(of: note), b)
+        XCTAssertEqual(listing.key(named: CanonicalName("A"), in: nil), a)
+    }
+
+    /// A note whose folder was deleted (or has not arrived) shows at the
+    /// top; when the folder comes (back), the note moves into it.
+    func testARowWhoseFolderIsGoneShowsAtTheTop() {
+        let folder = key(1), note = key(2)
+        var listing = NamespaceListing(namespace: .notebook, summaries: [summary(note, "Letter", kind: .note, in: folder)])
+        XCTAssertNil(listing.folder(of: note))
+        XCTAssertEqual(listing.key(named: CanonicalName("Letter.md"), in: nil), note)
+        let changes = listing.apply(summary(folder, "Drafts", kind: .folder, in: nil, seq: 2))
+        XCTAssertEqual(listing.folder(of: note), folder)
+        XCTAssertTrue(changes.contains(NameChange(key: note, old: NameSlot(folder: nil, name: CanonicalName("Letter.md")),
+                                                  new: NameSlot(folder: folder, name: CanonicalName("Letter.md")))))
+        _ = listing.remove(folder)
+        XCTAssertNil(listing.folder(of: note))
+        XCTAssertEqual(listing.key(named: CanonicalName("Letter.md"), in: nil), note)
+    }
+}
