@@ -83,7 +83,8 @@ final class CatchUpProgressTests: XCTestCase {
 
     func testACatchUpCountsWhatCameInAndWhatRemains() throws {
         var config = SyncConfiguration()
-        config.maxResponseRowBytes = 64 << 10   // small responses: a catch-up of many rounds
+        config.maxResponseRowBytes = 64 << 10   // small responses, none sent ahead: a catch-up of many rounds
+        config.maxStreamedRowBytes = 0
         let fleet = try SimFleet(["a", "b"], base: base, configuration: config)
         let (a, b) = (fleet.devices[0], fleet.devices[1])
         try a.store.putMany((0..<1500).map { note("n\($0)", String(repeating: "words ", count: 200)) })
@@ -114,5 +115,33 @@ final class CatchUpProgressTests: XCTestCase {
         XCTAssertEqual(try DigestMessage.decode(withRows.encoded()), withRows)
         let older = DigestMessage(digest: [1, 2, 3], echo: [4])
         XCTAssertEqual(try DigestMessage.decode(older.encoded()).rows, nil)
+    }
+
+    /// An answer larger than one response streams its rows ahead in
+    /// batches: the same catch-up takes a fraction of the rounds, every row
+    /// arrives, and a batch never exceeds its budget.
+    func testAnAnswerStreamsItsRowsAheadInBatches() throws {
+        func catchUp(streaming: Bool) throws -> (rounds: Int, streamed: Int, responses: Int) {
+            let dir = base + (streaming ? "/streamed" : "/plain")
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            var config = SyncConfiguration()
+            config.maxResponseRowBytes = 64 << 10
+            config.streamBatchRowBytes = 16 << 10
+            config.maxStreamedRowBytes = streaming ? 1 << 20 : 0
+            let fleet = try SimFleet(["a", "b"], base: dir, configuration: config)
+            try fleet.devices[0].store.putMany((0..<600).map { note("n\($0)", String(repeating: "words ", count: 200)) })
+            try fleet.attachAll()
+            XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
+            XCTAssertEqual(try fleet.devices[1].store.counts(.notebook).live, 600)
+            let served = fleet.engines[0].metricsSnapshot()
+            return (fleet.engines[1].metricsSnapshot().rounds, served.rowsStreamed, served.responsesSent)
+        }
+        let plain = try catchUp(streaming: false)
+        let streamed = try catchUp(streaming: true)
+        XCTAssertEqual(plain.streamed, 0)
+        XCTAssertGreaterThan(streamed.streamed, 500, "most rows went ahead of their response")
+        // 600 rows of ~1.2 KB: about 12 responses of 64 KiB, or 46 batches of 16 KiB.
+        XCTAssertGreaterThan(streamed.responses, plain.responses, "batches are smaller than responses")
+        XCTAssertLessThan(streamed.rounds * 4, plain.rounds, "rounds: \(streamed.rounds) streamed, \(plain.rounds) not")
     }
 }

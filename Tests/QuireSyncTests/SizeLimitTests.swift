@@ -140,4 +140,31 @@ final class SizeLimitTests: XCTestCase {
         XCTAssertEqual(budget.rows.map(\.key), [key(2), key(5)], "the small rows after a row that waits still go")
         XCTAssertTrue(budget.isTruncated, "the rows that wait are pulled again")
     }
+
+    /// A budget that may stream hands each full batch to its sender and
+    /// starts again, until the stream limit leaves no room for a full
+    /// batch; a sender that fails stops the stream and the rest waits.
+    func testAStreamingBudgetSendsFullBatchesAhead() throws {
+        let fleet = try SimFleet(["a"], base: base)
+        let store = fleet.devices[0].store
+        let rows = try (0..<40).map { i in
+            try store.put(.note(Note(title: "r\(i)", body: [UInt8](repeating: 0x61, count: 1_000), createdAt: .init(seconds: 0),
+                                     updatedAt: .init(seconds: 0))), key: key(i))
+        }
+        let size = rows.map(RowLimits.wireBytes(of:)).max()!
+        var batches: [[Row]] = []
+        var budget = RowBudget(limit: 4 * size, streamLimit: 20 * size) { batches.append($0); return true }
+        budget.add(rows)
+        XCTAssertEqual(batches.map(\.count), [4, 4, 4, 4], "full batches while a full batch more still fits the stream")
+        XCTAssertEqual(budget.rows.count, 4, "the last batch is the response proper")
+        XCTAssertTrue(budget.isTruncated)
+        XCTAssertEqual((batches.flatMap { $0 } + budget.rows).map(\.key), (0..<20).map(key), "in order, none twice")
+
+        var calls = 0
+        var failing = RowBudget(limit: 4 * size, streamLimit: 20 * size) { _ in calls += 1; return false }
+        failing.add(rows)
+        XCTAssertEqual(calls, 1, "no second try once the link failed")
+        XCTAssertEqual(failing.rows.map(\.key), (0..<4).map(key), "the batch that failed stays for the response proper")
+        XCTAssertTrue(failing.isTruncated)
+    }
 }

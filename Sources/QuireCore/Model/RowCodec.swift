@@ -210,9 +210,12 @@ extension Row {
 
     /// Decodes a row from its parts. Refuses a head whose dot the context
     /// does not cover, more than `maxHeads` heads, or an empty context.
-    /// `firstBody`: the first head's note body kept apart (nil: offloaded).
+    /// `firstBody`: the first head's note body kept apart (nil: offloaded);
+    /// `firstBodyHash`: the hash the caller already checked that body
+    /// against (the store does, to tell a damaged body from a good one);
+    /// the head must name the same hash.
     public static func decode(_ namespace: Namespace, key: RowKey, context: VersionVector, heads cbor: CBOR,
-                              firstBody: [UInt8]?? = .none) throws(CBORError) -> Row {
+                              firstBody: [UInt8]?? = .none, firstBodyHash: [UInt8]? = nil) throws(CBORError) -> Row {
         let items = try cbor.asArray()
         guard items.count <= maxHeads else { throw .invalidValue("\(items.count) heads (at most \(maxHeads))") }
         guard !context.isEmpty else { throw .invalidValue("a row with an empty causal context") }
@@ -227,8 +230,11 @@ extension Row {
                 content = try RowContent.decode(namespace, fields: pair[1], body: nil)
                 if case .note(var n) = content {
                     if let body {
-                        guard Note.bodyDigest(body) == n.contentHash else { throw .invalidValue("note body does not match its contentHash") }
-                        n.body = body
+                        let matches = firstBodyHash.map { $0 == n.contentHash } ?? (Note.bodyDigest(body) == n.contentHash)
+                        guard matches else {
+                            throw .invalidValue("note body does not match its contentHash")
+                        }
+                        n.restoreCheckedBody(body)
                         n.length = nil
                     } else {
                         n.body = nil

@@ -10,8 +10,13 @@ public struct Note: Equatable, Sendable {
     /// always names its bytes (the store and the leaf rely on it). Only a
     /// pointer (nil body) has a hash set by hand.
     public var body: [UInt8]? {
-        didSet { if let body, body != oldValue { contentHash = Note.bodyDigest(body) } }
+        get { storedBody }
+        set {
+            if let newValue, newValue != storedBody { contentHash = Note.bodyDigest(newValue) }
+            storedBody = newValue
+        }
     }
+    private var storedBody: [UInt8]?
     public var contentHash: [UInt8]
     public var createdAt: Timestamp
     public var updatedAt: Timestamp
@@ -42,7 +47,7 @@ public struct Note: Equatable, Sendable {
         self.modifiedAt = modifiedAt
         self.title = title
         self.tags = Note.canonicalTags(tags)
-        self.body = body
+        self.storedBody = body
         self.contentHash = Note.bodyDigest(body)
         self.createdAt = createdAt
         self.updatedAt = updatedAt
@@ -55,12 +60,19 @@ public struct Note: Equatable, Sendable {
          deletedParagraphs: [[UInt8]], editedBy: DeviceID?) {
         self.title = title
         self.tags = Note.canonicalTags(tags)
-        self.body = body
+        self.storedBody = body
         self.contentHash = checkedHash
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.deletedParagraphs = Array(Set(deletedParagraphs)).sorted { $0.lexicographicallyPrecedes($1) }
         self.editedBy = editedBy
+    }
+
+    /// Puts back a body already checked against `contentHash` (a stored
+    /// body read after its damage check): hashing it again would only
+    /// repeat that check.
+    mutating func restoreCheckedBody(_ body: [UInt8]) {
+        storedBody = body
     }
 
     /// SHA-256 of a body under its own separator: the value an offloaded

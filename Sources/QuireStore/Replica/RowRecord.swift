@@ -49,13 +49,16 @@ struct RowRecord {
         guard let content else { throw StoreError(.corrupt, "\(path): live row \(namespace)/\(key) has no content") }
         do {
             var damaged = false
+            var checkedAgainst: [UInt8]?
             var resident = namespace == .notebook && !isOffloaded && isBodyLoaded
             if resident, let hash {
                 damaged = Note.bodyDigest(body ?? []) != hash
                 resident = !damaged
+                checkedAgainst = hash
             }
             let firstBody: [UInt8]?? = namespace == .notebook ? .some(resident ? (body ?? []) : nil) : .none
-            var row = try Row.decode(namespace, key: key, context: context, heads: try CBORReader.decode(content), firstBody: firstBody)
+            var row = try Row.decode(namespace, key: key, context: context, heads: try CBORReader.decode(content),
+                                     firstBody: firstBody, firstBodyHash: checkedAgainst)
             if isOffloaded || damaged, let first = row.heads.first, case .note(var n) = first.content {
                 n.length = size
                 row.replaceHeadContent(first.dot, with: .note(n))

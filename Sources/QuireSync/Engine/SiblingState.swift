@@ -99,6 +99,9 @@ public struct SyncMetrics: Equatable, Sendable {
     public var rowsApplied = 0
     /// Rows sent in a response of their own (larger than the response budget).
     public var rowsSentAlone = 0
+    /// Rows sent ahead of their response, in rows-only batches (an answer
+    /// larger than one response, streamed while the puller merges).
+    public var rowsStreamed = 0
     public var sendErrors = 0
     public var dropped: [FrameDrop: Int] = [:]
 

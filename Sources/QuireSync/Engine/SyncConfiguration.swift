@@ -27,6 +27,14 @@ public struct SyncConfiguration: Sendable {
     public var keyListThreshold = 16
     /// Row bytes per response; the rest follows in the next round.
     public var maxResponseRowBytes = 8 << 20
+    /// Row bytes one answer may send ahead of its response, in rows-only
+    /// responses of `streamBatchRowBytes` (capped by `maxResponseRowBytes`):
+    /// the puller merges a batch while the responder reads the next. The
+    /// relay and the puller's inbox hold what is in flight (both take well
+    /// over this: Redis drops a subscriber past 32 MiB of backlog, the
+    /// inbox holds `SyncEngine.inboxByteLimit`). 0: no streaming.
+    public var maxStreamedRowBytes = 24 << 20
+    public var streamBatchRowBytes = 2 << 20
     /// How often the status snapshot is rewritten while something changes.
     public var statusIntervalMilliseconds: UInt64 = 500
 

@@ -70,8 +70,19 @@ extension SyncEngine {
         siblings[sender]?.isReconciling = true
         var known: [RowKey: [UInt8]] = [:]
         for (id, row) in unsyncable where id.namespace == request.namespace { if let leaf = row.leaf { known[id.key] = leaf } }
-        let responder = ReconcileResponder(store: store, threshold: configuration.keyListThreshold,
+        var responder = ReconcileResponder(store: store, threshold: configuration.keyListThreshold,
                                            maxRowBytes: configuration.maxResponseRowBytes, knownUnsendable: known)
+        responder.streamLimit = configuration.maxStreamedRowBytes
+        responder.streamBatchBytes = configuration.streamBatchRowBytes
+        responder.stream = { [self] batch in
+            var batch = batch
+            batch.generation = mine.digest.generation
+            metrics.rowBytesOut += batch.rows.reduce(0) { $0 + CBORWriter.encode(RowWire.encode($1)).count }
+            guard send(.reconcileResponse, batch.encoded(), to: sender) else { return false }
+            metrics.responsesSent += 1
+            metrics.rowsStreamed += batch.rows.count
+            return true
+        }
         let answer = try responder.answer(request)
         recordUnsendable(answer.unsendable, asked: request.namespace)
         // Rows too large for the response go first, each alone (chunked):

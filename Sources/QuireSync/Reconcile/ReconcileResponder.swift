@@ -22,6 +22,14 @@ struct ReconcileResponder {
     /// then: not read again while unchanged (a row written before the limit
     /// may be hundreds of MiB, and siblings ask for it every round).
     var knownUnsendable: [RowKey: [UInt8]] = [:]
+    /// Rows this answer may send ahead of the response proper, in
+    /// rows-only responses of at most `streamBatchBytes` each, handed to
+    /// `stream` as they fill (0: none; everything waits for the next round).
+    /// The puller merges each batch while the next one is read here, so a
+    /// device catching up is not kept waiting one round trip per response.
+    var streamLimit = 0
+    var streamBatchBytes = 2 << 20
+    var stream: ((ReconcileResponse) -> Bool)?
 
     func respond(to request: ReconcileRequest) throws -> ReconcileResponse? {
         try answer(request).response
@@ -30,6 +38,13 @@ struct ReconcileResponder {
     func answer(_ request: ReconcileRequest) throws -> ReconcileAnswer {
         let ns = request.namespace
         var rows = RowBudget(limit: maxRowBytes)
+        if let stream, streamLimit > 0 {
+            rows = RowBudget(limit: min(maxRowBytes, streamBatchBytes), streamLimit: streamLimit) { batch in
+                var r = ReconcileResponse(namespace: ns, session: request.session, step: request.step, rows: batch, items: [], isTruncated: false)
+                r.isRowsOnly = true
+                return stream(r)
+            }
+        }
         let items = try store.withReadSnapshot { snapshot in
             try Reconciler(threshold: threshold).answer(request, StoreRangeSource(snapshot: snapshot, namespace: ns), rows: &rows) {
                 key, leaf in try isKnownUnsendable(ns, key, leaf: leaf ?? snapshot.leaf(ns, key))
@@ -82,20 +97,40 @@ struct UnsendableRow: Equatable {
 ///    to `aloneLimit` bytes of such rows per answer (always at least one);
 ///  - a row that fits the budget but not what is left of it waits for the
 ///    next round (`isTruncated`), and smaller rows after it may still go.
+///
+/// With a `flush`, a full budget is not the end: its rows are handed to
+/// `flush` (sent at once, ahead of the response proper) and the budget
+/// starts again, until `streamLimit` bytes went that way or `flush` fails.
 struct RowBudget {
     let limit: Int
     let aloneLimit: Int
+    let streamLimit: Int
     private(set) var rows: [Row] = []
     private(set) var bytes = 0
     private(set) var alone: [Row] = []
     private(set) var aloneBytes = 0
     private(set) var unsendable: [UnsendableRow] = []
     private(set) var isTruncated = false
+    /// Row bytes already handed to `flush`.
+    private(set) var streamedBytes = 0
     private var keys = Set<RowKey>()
+    private var flush: (([Row]) -> Bool)?
 
-    init(limit: Int, aloneLimit: Int = RowLimits.maxRowWireBytes) {
+    init(limit: Int, aloneLimit: Int = RowLimits.maxRowWireBytes, streamLimit: Int = 0, flush: (([Row]) -> Bool)? = nil) {
         self.limit = limit
         self.aloneLimit = aloneLimit
+        self.streamLimit = streamLimit
+        self.flush = flush
+    }
+
+    /// Sends the rows gathered so far ahead, when the stream has room for
+    /// them and a full budget after them.
+    private mutating func flushIfRoom() {
+        guard let send = flush, !rows.isEmpty, streamedBytes + bytes + limit <= streamLimit else { return }
+        guard send(rows) else { flush = nil; return }   // the link failed: stop streaming, the rest waits
+        streamedBytes += bytes
+        rows = []
+        bytes = 0
     }
 
     mutating func add(_ more: [Row]) {
@@ -111,6 +146,7 @@ struct RowBudget {
                 alone.append(row)
                 aloneBytes += size
             } else {
+                if bytes + size > limit { flushIfRoom() }
                 guard bytes + size <= limit else { isTruncated = true; continue }
                 rows.append(row)
                 bytes += size
