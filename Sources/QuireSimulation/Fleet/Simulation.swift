@@ -102,6 +102,11 @@ public final class Simulation {
         // written less often: rendering it was a third of the run time.
         configuration.statusIntervalMilliseconds = 5_000
         configuration.maxResponseRowBytes = plan.maxResponseRowBytes
+        // Answers stream ahead in batches of a quarter budget, except in
+        // histories with the smallest key lists (both paths stay exercised
+        // without a new draw, so every seed keeps its history).
+        configuration.streamBatchRowBytes = max(4 << 10, plan.maxResponseRowBytes / 4)
+        configuration.maxStreamedRowBytes = plan.keyListThreshold == 4 ? 0 : 4 * plan.maxResponseRowBytes
         configuration.keyListThreshold = plan.keyListThreshold
         // The real barrier, made to run in a short history: one tombstone is worth a round.
         configuration.barrierMinimumTombstones = 1
