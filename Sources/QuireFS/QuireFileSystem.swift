@@ -70,7 +70,7 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
                     status: @escaping @Sendable (MountStatus) -> (text: String, json: [UInt8]),
                     digest: @escaping @Sendable () throws -> [UInt8],
                     recall: (@Sendable (RowKey, [UInt8], Double) throws -> [UInt8])? = nil,
-                    recallTimeout: Double = 10, cacheTimeout: Double = 5) {
+                    recallTimeout: Double = 10, cacheTimeout: Double = 30) {
             self.scratchPath = scratchPath
             self.mountpoint = mountpoint
             self.log = log
@@ -101,6 +101,9 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     /// Per row, the bytes this device last showed (opened for reading or
     /// wrote): the baseline a save-by-rename's deletions are computed against.
     var lastShown = ShownBaselines()
+    /// Rendered rows no handle holds, checked against the stored change
+    /// number at each open.
+    var cleanCopies = CleanCopies()
     var directorySnapshots: [UInt64: [DirectoryEntry]] = [:]
     var nextDirectoryHandle: UInt64 = 1
     /// `user.*` attributes other than Quire's: kept for the session only.

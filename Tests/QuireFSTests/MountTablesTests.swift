@@ -91,3 +91,31 @@ final class MountTablesTests: XCTestCase {
         XCTAssertNil(names.resolveRow(CanonicalName("x.md"), title: "x", kind: .note, in: .namespace(.plans)), "not listed yet")
     }
 }
+
+/// Rendered rows kept between opens, each good only for the change number
+/// it came from.
+final class CleanCopiesTests: XCTestCase {
+    func ref(_ i: UInt8) -> RowRef { RowRef(namespace: .notebook, key: RowKey(bytes: [UInt8](repeating: i, count: 16))!) }
+
+    func testACopyIsHandedOutOnlyForItsChangeNumber() {
+        var cache = CleanCopies()
+        cache.keep(WorkingCopy(title: "a", content: Array("old".utf8), seq: 99), seq: 7, for: ref(1))
+        XCTAssertEqual(cache.copy(ref(1), seq: 7)?.content, Array("old".utf8))
+        XCTAssertNil(cache.copy(ref(1), seq: 8), "a newer stored version makes it stale")
+        XCTAssertNil(cache.copy(ref(2), seq: 7))
+        var dirty = WorkingCopy(title: "b", content: Array("unsaved".utf8))
+        dirty.isDirty = true
+        cache.keep(dirty, seq: 3, for: ref(2))
+        XCTAssertNil(cache.copy(ref(2), seq: 3), "only what the store holds is kept")
+        cache.forget(ref(1))
+        XCTAssertNil(cache.copy(ref(1), seq: 7))
+    }
+
+    func testTheOldestGoFirstPastTheByteLimit() {
+        var cache = CleanCopies()
+        let size = CleanCopies.byteLimit / 20
+        for i in 0..<30 { cache.keep(WorkingCopy(title: "\(i)", content: [UInt8](repeating: 0x61, count: size)), seq: 1, for: ref(UInt8(i))) }
+        let kept = (0..<30).filter { cache.copy(ref(UInt8($0)), seq: 1) != nil }
+        XCTAssertEqual(kept, Array(10..<30), "twenty fit; the first ten went")
+    }
+}

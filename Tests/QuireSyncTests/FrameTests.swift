@@ -37,6 +37,39 @@ final class FrameTests: XCTestCase {
         }
     }
 
+    /// Frames are padded to buckets, but a message never pays for much
+    /// more than its own size: one that would leave most of a large frame
+    /// padding goes as chunks of a smaller bucket, and it arrives whole.
+    func testPaddingCostsLittleAtEverySize() throws {
+        let account = SigningKeyPair()
+        let (alice, aliceFrame) = identity(account: account)
+        let (bob, bobFrame) = identity(account: account)
+        let roster = Roster(members: [alice.deviceID: member(alice), bob.deviceID: member(bob)])
+        var sealer = FrameSealer(identity: bobFrame, session: Array(repeating: 3, count: 8), sessionStart: 10, maxFrameSize: 64 << 10)
+        var replays = ReplayGuard()
+        var assembler = ChunkAssembler()
+        let random = SeededRandom(seed: 7)
+        for size in [10, 900, 3_000, 5_000, 17_000, 20_000, 40_000, 70_000, 100_000, 300_000] {
+            let payload = random.bytes(size)
+            let frames = sealer.seal(SyncMessage(subKind: .reconcileResponse, payload: payload), to: alice.deviceID,
+                                     boxKey: alice.deviceBox.publicKey, messageID: random.bytes(8))
+            let wire = frames.reduce(0) { $0 + $1.count }
+            XCTAssertTrue(frames.allSatisfy { OpaqueEnvelope.buckets.contains($0.count) }, "\(size): every frame a bucket")
+            XCTAssertLessThanOrEqual(wire, max(1 << 10, size + size / 4 + 2 << 10), "\(size) B took \(wire) B in \(frames.count) frames")
+            var whole: SyncMessage?
+            for frame in frames {
+                let opened = try FrameOpener.open(frame, maxSize: 64 << 10, me: aliceFrame, roster: roster, replay: &replays).get()
+                if opened.subKind == .chunk {
+                    whole = assembler.add(try XCTUnwrap(Chunk.decode(opened.payload)), from: bob.deviceID, nowMs: 1) ?? whole
+                } else {
+                    whole = SyncMessage(subKind: opened.subKind, payload: opened.payload)
+                }
+            }
+            XCTAssertEqual(whole?.subKind, .reconcileResponse)
+            XCTAssertEqual(whole?.payload, payload, "\(size) B arrive whole")
+        }
+    }
+
     func testOpenChecksEveryStepInOrder() throws {
         let account = SigningKeyPair()
         let (alice, aliceFrame) = identity(account: account)

@@ -14,6 +14,13 @@ extension QuireFileSystem {
     /// new text over the old row's tail).
     func workingCopy(_ ref: RowRef) throws(FuseError) -> WorkingCopy {
         if let copy = openFiles.copy(ref) { return copy }
+        // A warm open of an unchanged row: one indexed read, no render.
+        let stored: Int64?
+        do { stored = try store.changeNumber(ref.namespace, ref.key) } catch { throw storeFailure(error, doing: "read \(ref.namespace.name)/\(ref.key.hex)") }
+        if let stored, !names.isDetached(ref), var copy = cleanCopies.copy(ref, seq: stored) {
+            copy.seq = (try? listing(ref.namespace).rows[ref.key]?.seq) ?? nil ?? 0
+            return copy
+        }
         let row: Row?
         do { row = try store.row(ref.namespace, ref.key) } catch { throw storeFailure(error, doing: "read \(ref.namespace.name)/\(ref.key.hex)") }
         guard let row, let content = row.content, !names.isDetached(ref) else { throw .noEntry }
@@ -33,6 +40,7 @@ extension QuireFileSystem {
         let seq = (try? listing(ref.namespace).rows[ref.key]?.seq) ?? nil
         var copy = WorkingCopy(title: content.displayName, content: bytes ?? [], seq: seq ?? 0)
         copy.place(content)
+        if let stored { cleanCopies.keep(copy, seq: stored, for: ref) }
         return copy
     }
 

@@ -167,6 +167,15 @@ public final class ReplicaStore: @unchecked Sendable {
         try loadRow(namespace, key).row
     }
 
+    /// The change number of a live row (it moves with every new version,
+    /// from here or a sibling); nil for no row or a tombstone.
+    public func changeNumber(_ namespace: Namespace, _ key: RowKey) throws(StoreError) -> Int64? {
+        try read { () throws(StoreError) -> Int64? in
+            try db.queryOne("SELECT seq FROM rows WHERE ns = ? AND key = ? AND tombstone = 0",
+                            [.int(Int64(namespace.rawValue)), .blob(key.bytes)]) { $0.int(0) }
+        }
+    }
+
     /// Live rows (and, if asked, tombstones) of a namespace, in key order,
     /// without note bodies (listing must not read every body).
     public func summaries(_ namespace: Namespace, includeTombstones: Bool = false) throws(StoreError) -> [RowSummary] {

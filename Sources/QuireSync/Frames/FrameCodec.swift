@@ -40,12 +40,42 @@ public struct FrameSealer: Sendable {
     public mutating func seal(_ message: SyncMessage, to recipient: DeviceID, boxKey: BoxPublicKey,
                               messageID: @autoclosure () -> [UInt8]) -> [[UInt8]] {
         let room = maxFrameSize - FrameSealer.overhead
-        if message.payload.count <= room {
+        let chunkRoom = FrameSealer.chunkRoom(payload: message.payload.count, maxFrameSize: maxFrameSize)
+        if chunkRoom == nil && message.payload.count <= room {
             return [sealOne(message.subKind, message.payload, to: recipient, boxKey: boxKey)]
         }
-        return Chunk.split(message, messageID: messageID(), room: room).map {
+        return Chunk.split(message, messageID: messageID(), room: chunkRoom ?? room).map {
             sealOne(.chunk, $0.encoded(), to: recipient, boxKey: boxKey)
         }
+    }
+
+    /// The chunk size for a message that would leave most of its frames'
+    /// buckets padding: a 20 KiB message goes as two 16 KiB frames rather
+    /// than one of 64 KiB. nil: the largest frames (or one frame) cost the
+    /// fewest bytes on the wire. Messages larger than a few frames pad only
+    /// their last one and keep the largest.
+    static func chunkRoom(payload: Int, maxFrameSize: Int) -> Int? {
+        let chunkFields = 32   // `Chunk.split`'s allowance for the chunk map
+        func bucket(_ bytes: Int) -> Int { min(OpaqueEnvelope.buckets.first { $0 >= bytes } ?? maxFrameSize, maxFrameSize) }
+        func chunked(_ frame: Int) -> Int? {
+            let piece = frame - overhead - chunkFields
+            guard piece >= 256 else { return nil }
+            let count = (payload + 32 + piece - 1) / piece
+            let last = payload + 32 - (count - 1) * piece
+            return (count - 1) * frame + bucket(last + overhead + chunkFields)
+        }
+        let room = maxFrameSize - overhead
+        guard payload <= 4 * room else { return nil }
+        var best = payload <= room ? bucket(payload + overhead) : chunked(maxFrameSize) ?? Int.max
+        var choice: Int?
+        for frame in OpaqueEnvelope.buckets where frame < maxFrameSize {
+            // Worth more frames only for a real saving (each costs a send).
+            if let bytes = chunked(frame), bytes * 8 < best * 7 {
+                best = bytes
+                choice = frame - overhead
+            }
+        }
+        return choice
     }
 
     /// A frame sealed anonymously (only `introduce` travels this way).

@@ -1,0 +1,42 @@
+import QuireCore
+
+/// Working copies of rows no handle holds, as rendered at the change
+/// number they came from: an open of a row unchanged since renders and
+/// reads nothing but that number (the kernel keeps the pages; this keeps
+/// what the open must know). A copy is handed out only while the stored
+/// row still has its number, so a change from anywhere (a save here, a
+/// sibling's sync, the CLI) makes it stale without being told. Bounded in
+/// bytes, the oldest kept first out.
+struct CleanCopies {
+    static let byteLimit = 32 << 20
+    private var copies: [RowRef: WorkingCopy] = [:]
+    private var order: [RowRef] = []
+    private var bytes = 0
+
+    /// The copy kept for `ref`, if it came from change number `seq`.
+    func copy(_ ref: RowRef, seq: Int64) -> WorkingCopy? {
+        guard let copy = copies[ref], copy.seq == seq else { return nil }
+        return copy
+    }
+
+    /// Keeps a clean copy rendered from the stored row whose change number
+    /// was `seq` when it was read (read before the row: a change in between
+    /// only makes the copy look older than it is).
+    mutating func keep(_ copy: WorkingCopy, seq: Int64, for ref: RowRef) {
+        guard !copy.isDirty, !copy.isNew, copy.content.count <= CleanCopies.byteLimit / 16 else { return }
+        var copy = copy
+        copy.seq = seq
+        forget(ref)
+        copies[ref] = copy
+        order.append(ref)
+        bytes += copy.content.count
+        while bytes > CleanCopies.byteLimit, !order.isEmpty {
+            forget(order.removeFirst())
+        }
+        if order.count > 2 * copies.count + 64 { order = order.filter { copies[$0] != nil } }
+    }
+
+    mutating func forget(_ ref: RowRef) {
+        if let old = copies.removeValue(forKey: ref) { bytes -= old.content.count }
+    }
+}
