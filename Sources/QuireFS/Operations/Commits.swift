@@ -18,7 +18,7 @@ extension QuireFileSystem {
         let stored: Int64?
         do { stored = try store.changeNumber(ref.namespace, ref.key) } catch { throw storeFailure(error, doing: "read \(ref.namespace.name)/\(ref.key.hex)") }
         if let stored, !names.isDetached(ref), var copy = cleanCopies.copy(ref, seq: stored) {
-            copy.seq = (try? listing(ref.namespace).rows[ref.key]?.seq) ?? nil ?? 0
+            copy.seq = (try? listing(ref.namespace).rows[ref.key]?.seq) ?? 0   // what the kernel cache tracks
             return copy
         }
         let row: Row?

@@ -56,12 +56,13 @@ public struct FrameSealer: Sendable {
     /// their last one and keep the largest.
     static func chunkRoom(payload: Int, maxFrameSize: Int) -> Int? {
         let chunkFields = 32   // `Chunk.split`'s allowance for the chunk map
+        let wrapped = payload + 32   // the sub-kind name chunks carry the payload with
         func bucket(_ bytes: Int) -> Int { min(OpaqueEnvelope.buckets.first { $0 >= bytes } ?? maxFrameSize, maxFrameSize) }
         func chunked(_ frame: Int) -> Int? {
             let piece = frame - overhead - chunkFields
             guard piece >= 256 else { return nil }
-            let count = (payload + 32 + piece - 1) / piece
-            let last = payload + 32 - (count - 1) * piece
+            let count = (wrapped + piece - 1) / piece
+            let last = wrapped - (count - 1) * piece
             return (count - 1) * frame + bucket(last + overhead + chunkFields)
         }
         let room = maxFrameSize - overhead
