@@ -65,12 +65,27 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         let position = Int(input[0]) << 8 | Int(input[1]), flip = input[2]
         var sealer = FrameSealer(identity: bobFrame, session: [2, 2, 2, 2, 2, 2, 2, 2], sessionStart: 6, maxFrameSize: maxFrame)
         let payload = Array(input.dropFirst(3).prefix(4000))
-        var frame = sealer.seal(SyncMessage(subKind: .stateDigest, payload: payload), to: alice.deviceID, boxKey: alice.deviceBox.publicKey,
-                                messageID: [0, 0, 0, 0, 0, 0, 0, 2])[0]
+        // A message that would leave most of a large bucket padding goes
+        // as several chunk frames: they open, and reassemble, to it whole.
+        let frames = sealer.seal(SyncMessage(subKind: .stateDigest, payload: payload), to: alice.deviceID, boxKey: alice.deviceBox.publicKey,
+                                 messageID: [0, 0, 0, 0, 0, 0, 0, 2])
+        var frame = frames[0]
         var replay = ReplayGuard()
         if flip == 0 {
-            let opened = FrameOpener.open(frame, maxSize: maxFrame, me: aliceFrame, roster: roster, replay: &replay)
-            check((try? opened.get().payload) == payload, "a real frame opens whole")
+            var assembler = ChunkAssembler()
+            var whole: SyncMessage?
+            for piece in frames {
+                guard case .success(let inner) = FrameOpener.open(piece, maxSize: maxFrame, me: aliceFrame, roster: roster, replay: &replay) else {
+                    check(false, "a real frame opens")
+                    return 0
+                }
+                if inner.subKind == .chunk, let chunk = Chunk.decode(inner.payload) {
+                    whole = assembler.add(chunk, from: bob.deviceID, nowMs: 1) ?? whole
+                } else {
+                    whole = SyncMessage(subKind: inner.subKind, payload: inner.payload)
+                }
+            }
+            check(whole?.subKind == .stateDigest && whole?.payload == payload, "a real message opens whole")
         } else {
             frame[position % frame.count] ^= flip
             if case .success = FrameOpener.open(frame, maxSize: maxFrame, me: aliceFrame, roster: roster, replay: &replay) {
