@@ -6,25 +6,7 @@ import XCTest
 /// put back from a backup taken before the delete. It notices at start-up
 /// (no sibling online), recovers from the anchor, and the plan never comes
 /// back on any device.
-final class RestoreEndToEndTests: XCTestCase {
-    var dir = ""
-    let env = ["QUIRE_PASSPHRASE": "correct horse battery staple"]
-    let drill = ["QUIRE_BARRIER_MIN_TOMBSTONES": "1", "QUIRE_BARRIER_DEBOUNCE_MS": "300", "QUIRE_QUIET_WINDOW_MS": "500"]
-    var relay: String { "local:\(dir)/relay" }
-    var cloud: String { dir + "/cloud" }
-    override func setUp() {
-        dir = makeShortDirectory()
-        try? FileManager.default.createDirectory(atPath: dir + "/cloud", withIntermediateDirectories: true)
-    }
-    override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
-
-    func home(_ name: String) -> String { dir + "/" + name }
-
-    func generation(_ name: String) throws -> Int {
-        let o = try jsonObject(try quireOK(["config", "--json"], home: home(name)).stdout) as! [String: Any]
-        return (o["generation"] as? Int) ?? -1
-    }
-
+final class RestoreEndToEndTests: CloudDrillTestCase {
     func plans(_ name: String) throws -> String { try quireOK(["ls", "plans"], home: home(name)).stdout }
 
     func testARestoredDeviceNeverBringsBackAPlanTheFleetCollected() throws {

@@ -12,32 +12,18 @@ import XCTest
 /// key at a higher generation, with a commit record to match, moves no
 /// honest device, not even one put back from a backup older than the
 /// revocation; a rebuild from the recovery file does not take it either.
-final class RevocationCloudEndToEndTests: XCTestCase {
-    var dir = ""
+final class RevocationCloudEndToEndTests: CloudDrillTestCase {
     var daemons: [SyncDaemon] = []
-    let env = ["QUIRE_PASSPHRASE": "correct horse battery staple"]
-    let drill = ["QUIRE_BARRIER_MIN_TOMBSTONES": "1", "QUIRE_BARRIER_DEBOUNCE_MS": "300", "QUIRE_QUIET_WINDOW_MS": "500"]
-    var relay: String { "local:\(dir)/relay" }
-    var cloud: String { dir + "/cloud" }
 
-    override func setUp() {
-        dir = makeShortDirectory()
-        try? FileManager.default.createDirectory(atPath: cloud, withIntermediateDirectories: true)
-    }
     override func tearDown() {
         stopAll()
-        try? FileManager.default.removeItem(atPath: dir)
+        super.tearDown()
     }
 
-    func home(_ name: String) -> String { dir + "/" + name }
     func start(_ names: [String]) throws { for n in names { daemons.append(try SyncDaemon(home: home(n), relay: relay, env: drill)) } }
     func stopAll() { daemons.forEach { $0.stop() }; daemons = [] }
     var output: String { daemons.map(\.output).joined(separator: "\n") }
 
-    func generation(_ name: String) -> Int {
-        let o = (try? jsonObject(try quireOK(["config", "--json"], home: home(name)).stdout)) as? [String: Any]
-        return (o?["generation"] as? Int) ?? -1
-    }
     func notes(_ name: String) throws -> String { try quireOK(["ls", "notebook"], home: home(name)).stdout }
     func put(_ name: String, _ title: String) throws {
         try quireOK(["put", "notebook", title], home: home(name), stdin: Array("words of \(title)\n".utf8))
@@ -67,7 +53,7 @@ final class RevocationCloudEndToEndTests: XCTestCase {
         try start(["laptop", "phone", "tablet"])
         XCTAssertTrue(try waitForEqualDigests(["laptop", "phone", "tablet"].map(home), timeout: 40), output)
         try quireOK(["rm", "notebook", "Doomed"], home: home("laptop"))
-        XCTAssertTrue(eventually(40) { ["laptop", "phone", "tablet"].allSatisfy { self.generation($0) == 1 } }, "a first barrier: " + output)
+        XCTAssertTrue(eventually(40) { ["laptop", "phone", "tablet"].allSatisfy { (try? self.generation($0)) == 1 } }, "a first barrier: " + output)
         stopAll()
         let tabletBackup = dir + "/tablet.qbackup"
         try quireOK(["backup", "--to", tabletBackup], home: home("tablet"))
@@ -83,7 +69,7 @@ final class RevocationCloudEndToEndTests: XCTestCase {
         try put("laptop", "Doomed too")
         XCTAssertTrue(try waitForEqualDigests([home("laptop"), home("tablet")], timeout: 30), output)
         try quireOK(["rm", "notebook", "Doomed too"], home: home("laptop"))
-        XCTAssertTrue(eventually(40) { self.generation("laptop") == 2 && self.generation("tablet") == 2 }, "a barrier after the revocation: " + output)
+        XCTAssertTrue(eventually(40) { (try? self.generation("laptop")) == 2 && (try? self.generation("tablet")) == 2 }, "a barrier after the revocation: " + output)
         stopAll()
         XCTAssertTrue(FileManager.default.fileExists(atPath: home("tablet") + "/keys/backup-keys"), "the tablet keeps the new key")
         let shown = try quireOK(["devices"], home: home("tablet")).stdout
@@ -125,7 +111,7 @@ final class RevocationCloudEndToEndTests: XCTestCase {
         sleep(3)
         stopAll()
         for n in ["laptop", "tablet"] {
-            XCTAssertEqual(generation(n), 2, "\(n) did not move to the forged generation")
+            XCTAssertEqual(try generation(n), 2, "\(n) did not move to the forged generation")
             XCTAssertEqual(try notes(n), honest, "\(n) lost or gained notes")
         }
         XCTAssertTrue(try statusText("laptop").contains(forgedPath), "the status names the file to delete")
@@ -133,14 +119,14 @@ final class RevocationCloudEndToEndTests: XCTestCase {
         // The tablet put back from its backup, older than the revocation: its
         // log has not learned it, so it trusts no anchor until a sibling brings it.
         try quireOK(["restore", "--from", tabletBackup], home: home("tablet"))
-        XCTAssertEqual(generation("tablet"), 1)
+        XCTAssertEqual(try generation("tablet"), 1)
         try start(["tablet"])
         XCTAssertTrue(eventually(15) { (try? self.statusText("tablet"))?.contains("sealed after a revocation this device has not learned") ?? false },
                       (try? statusText("tablet")) ?? "-")
-        XCTAssertEqual(generation("tablet"), 1, "not recovered from the forgery")
+        XCTAssertEqual(try generation("tablet"), 1, "not recovered from the forgery")
         XCTAssertFalse(try notes("tablet").contains("Forged"))
         try start(["laptop"])
-        XCTAssertTrue(eventually(40) { self.generation("tablet") == 2 }, "caught up from the laptop: " + output)
+        XCTAssertTrue(eventually(40) { (try? self.generation("tablet")) == 2 }, "caught up from the laptop: " + output)
         XCTAssertTrue(eventually(20) { (try? self.trust("tablet", of: "phone")) == "revoked" }, output)
         XCTAssertTrue(try waitForEqualDigests([home("laptop"), home("tablet")], timeout: 30), output)
         stopAll()
