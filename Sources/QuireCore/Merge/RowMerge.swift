@@ -68,6 +68,8 @@ public enum RowMerge {
     /// Heads that share a dot and a leaf are one version; a resident body
     /// is preferred over a pointer to the same bytes.
     static func deduplicated(_ heads: [RowHead]) -> [RowHead] {
+        // One head is its own set (most rows): no identity to hash.
+        guard heads.count > 1 else { return heads }
         var out: [RowHead] = []
         var index: [[UInt8]: Int] = [:]
         for h in heads {

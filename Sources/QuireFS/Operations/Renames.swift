@@ -193,7 +193,8 @@ extension QuireFileSystem {
     private func replace(_ targetRef: RowRef, titled newTitle: String?, with bytes: [UInt8], removing source: RowRef?,
                          sourceName: String, placement: Placement?, modifiedAt: Int64?) throws(FuseError) {
         let namespace = targetRef.namespace
-        let previous = try storedContent(targetRef)
+        // The new bytes replace the body: the old one is not read here.
+        let previous = try storedContent(targetRef, withBody: false)
         let title = newTitle ?? openFiles.copy(targetRef)?.title ?? previous?.displayName ?? ""
         var content = try parseForRename(namespace, title: title, bytes: bytes, previous: previous, key: targetRef.key, name: sourceName)
         if case .note(var note) = content {
@@ -385,8 +386,11 @@ extension QuireFileSystem {
         try workingCopy(ref).content
     }
 
-    private func storedContent(_ ref: RowRef) throws(FuseError) -> RowContent? {
-        do { return try store.row(ref.namespace, ref.key)?.content } catch {
+    private func storedContent(_ ref: RowRef, withBody: Bool = true) throws(FuseError) -> RowContent? {
+        do {
+            let row = withBody ? try store.row(ref.namespace, ref.key) : try store.rowWithoutBody(ref.namespace, ref.key)
+            return row?.content
+        } catch {
             throw storeFailure(error, doing: "read \(ref.namespace.name)/\(ref.key.hex)")
         }
     }

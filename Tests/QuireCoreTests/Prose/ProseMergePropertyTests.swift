@@ -21,4 +21,21 @@ final class ProseMergePropertyTests: XCTestCase {
         // order happened to agree too.
         print("prose fleets: order associative in \(associative) of \(checks) triples")
     }
+
+    /// `deletions` skips telling rewrites from deletions; it must still name
+    /// exactly the paragraphs `classifyEdit` tombstones.
+    func testDeletionsAreTheClassifiedTombstones() {
+        let words = ["went", "to", "the", "park", "beach", "Cold.", "morning", "é", "ok", "Amen."]
+        for seed in ProseSeeds.seeds(first: 1, count: 400) {
+            var random = ProseSeededRandom(seed: seed)
+            func paragraph() -> String { (0..<(1 + random.below(9))).map { _ in random.element(of: words) }.joined(separator: " ") }
+            let shown = (0..<random.below(7)).map { _ in paragraph() }
+            var edited = shown.filter { _ in random.chance(percent: 60) }
+            for i in edited.indices where random.chance(percent: 30) { edited[i] += " " + random.element(of: words) }
+            for _ in 0..<random.below(3) { edited.insert(paragraph(), at: random.below(edited.count + 1)) }
+            let before = Paragraphs.join(shown), after = Paragraphs.join(edited)
+            XCTAssertEqual(ProseMerge.deletions(shown: before, edited: after),
+                           ProseMerge.classifyEdit(shown: before, edited: after).tombstones, "seed \(seed)")
+        }
+    }
 }
