@@ -223,8 +223,10 @@ struct WriteContext {
             let row = try fillingPointers(joined, from: local)
             // Read before the write (a mark means the text stored until
             // now); set again, or dropped, below.
-            let shadow = try loadShadow(row.namespace, row.key)
-            try Shadows.remove(db, row.namespace, row.key)
+            // (A row new here has no shadow to read: a stray one is
+            // dropped below, with the shadows of rows back from a delete.)
+            let shadow = existing == nil ? nil : try loadShadow(row.namespace, row.key)
+            if existing != nil { try Shadows.remove(db, row.namespace, row.key) }
             try writeRow(row, previousLeaf: existing?.leaf, exists: existing != nil)
             if merged {
                 let detail = "joined \(Self.describe(local)) with \(Self.describe(incoming)) → \(Self.describe(row))"
