@@ -57,6 +57,37 @@ final class CommitObserverTests: XCTestCase {
         XCTAssertEqual(watching.count, after)
     }
 
+    func testABurstOfWritesIsToldOnceItPauses() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let wal = dir + "/replica.sqlite-wal"
+        XCTAssertTrue(FileManager.default.createFile(atPath: wal, contents: Data()))
+        let told = Counter()
+        let watch = try DirectoryWatch(directory: dir, names: ["replica.sqlite-wal"]) { told.bump() }
+        defer { watch.stop() }
+        // As one commit writes its frames: many small writes, a little
+        // apart (each one alone would wake the watching thread).
+        let handle = try XCTUnwrap(FileHandle(forWritingAtPath: wal))
+        for i in 0..<40 {
+            handle.write(Data([UInt8(i)]))
+            usleep(150)
+        }
+        XCTAssertTrue(told.wait(for: 1, seconds: 5), "the writes were not reported")
+        Thread.sleep(forTimeInterval: 0.1)
+        XCTAssertLessThanOrEqual(told.count, 10, "each write woke the observers (40 writes)")
+        // A later write, after the pause, is told again: nothing is missed.
+        let before = told.count
+        handle.write(Data([1]))
+        try handle.close()
+        XCTAssertTrue(told.wait(for: before + 1, seconds: 5), "a write after the pause was not reported")
+        // Another file in the directory is not watched.
+        Thread.sleep(forTimeInterval: 0.05)
+        let settled = told.count
+        XCTAssertTrue(FileManager.default.createFile(atPath: dir + "/other", contents: Data([1, 2, 3])))
+        Thread.sleep(forTimeInterval: 0.1)
+        XCTAssertEqual(told.count, settled)
+    }
+
     func testInotifyRecordsAreSplitIntoNames() {
         // Two records as the kernel lays them out: wd, mask, cookie, len, name padded with NULs.
         func record(_ name: String, padTo: Int) -> [UInt8] {

@@ -63,14 +63,30 @@ final class DirectoryWatch: @unchecked Sendable {
             let ready = poll(&fds, 2, -1)
             if ready < 0 && errno == EINTR { continue }
             if ready < 0 || fds[1].revents != 0 { return }
-            var changed = false
-            while true {
-                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                if n <= 0 { break }
-                if names(in: buffer[0..<n]).contains(where: wanted.contains) { changed = true }
+            guard drain(fd, into: &buffer, wanted: wanted) else { continue }
+            // One commit is dozens of writes to the WAL: wait until they
+            // pause (a quiet millisecond, `settleMs` at most in all) and
+            // tell once, not once per write that woke this thread.
+            let until = DispatchTime.now().uptimeNanoseconds + UInt64(settleMs) * 1_000_000
+            while DispatchTime.now().uptimeNanoseconds < until, poll(&fds, 2, 1) > 0, fds[1].revents == 0 {
+                _ = drain(fd, into: &buffer, wanted: wanted)
             }
-            if changed { onChange() }
+            onChange()
         }
+    }
+
+    /// The longest a burst of writes holds back its one call, in milliseconds.
+    static let settleMs = 10
+
+    /// Reads every queued event; whether any named a watched file.
+    private static func drain(_ fd: Int32, into buffer: inout [UInt8], wanted: Set<[UInt8]>) -> Bool {
+        var changed = false
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            if names(in: buffer[0..<n]).contains(where: wanted.contains) { changed = true }
+        }
+        return changed
     }
 
     /// The names in a batch of `struct inotify_event` records (a 16-byte
