@@ -77,8 +77,9 @@ extension SyncEngine {
         responder.stream = { [self] batch in
             var batch = batch
             batch.generation = mine.digest.generation
-            metrics.rowBytesOut += batch.rows.reduce(0) { $0 + CBORWriter.encode(RowWire.encode($1)).count }
-            guard send(.reconcileResponse, batch.encoded(), to: sender) else { return false }
+            let (payload, rowBytes) = batch.encodedCountingRows()
+            metrics.rowBytesOut += rowBytes
+            guard send(.reconcileResponse, payload, to: sender) else { return false }
             metrics.responsesSent += 1
             metrics.rowsStreamed += batch.rows.count
             return true
@@ -90,16 +91,18 @@ extension SyncEngine {
         // ends the pull, so a pull that goes again does not ask for them.
         for var alone in answer.alone {
             alone.generation = mine.digest.generation
-            metrics.rowBytesOut += alone.rows.reduce(0) { $0 + CBORWriter.encode(RowWire.encode($1)).count }
-            guard send(.reconcileResponse, alone.encoded(), to: sender) else { return }
+            let (payload, rowBytes) = alone.encodedCountingRows()
+            metrics.rowBytesOut += rowBytes
+            guard send(.reconcileResponse, payload, to: sender) else { return }
             metrics.responsesSent += 1
             metrics.rowsSentAlone += 1
         }
         // Nothing differs: send nothing at all.
         guard var response = answer.response else { return }
         response.generation = mine.digest.generation
-        metrics.rowBytesOut += response.rows.reduce(0) { $0 + CBORWriter.encode(RowWire.encode($1)).count }
-        if send(.reconcileResponse, response.encoded(), to: sender) { metrics.responsesSent += 1 }
+        let (payload, rowBytes) = response.encodedCountingRows()
+        metrics.rowBytesOut += rowBytes
+        if send(.reconcileResponse, payload, to: sender) { metrics.responsesSent += 1 }
     }
 
     func handleResponse(_ response: ReconcileResponse, from sender: DeviceID, nowMs: UInt64) throws {
