@@ -56,7 +56,7 @@ extension SyncEngine {
     func sendDigest(to device: DeviceID) -> Bool {
         guard let digest = try? currentDigest() else { return false }
         let echo = DigestMessage.echo(of: siblings[device]?.lastDigestBytes)
-        let message = DigestMessage(digest: digest.bytes, echo: echo, recipientSession: replay.newestSession(of: device), rows: digest.rows,
+        let message = DigestMessage(digest: digest.bytes, echo: echo, recipientSession: link.newestSession(of: device), rows: digest.rows,
                                     holdsCollectable: holdsCollectableTombstones())
         let ok = send(.stateDigest, message.encoded(), to: device)
         if ok {

@@ -11,7 +11,7 @@ extension SyncEngine {
         // A revoked device no longer takes part in anything.
         guard phase != .revoked else { return }
         let inner: InnerFrame
-        switch FrameOpener.open(bytes, maxSize: deps.relay.maxFrameSize, me: me, roster: roster, replay: &replay) {
+        switch link.open(bytes, roster: roster) {
         case .failure(let drop):
             count(drop)
             if drop != .misaddressed && drop != .unexpected {
@@ -46,9 +46,8 @@ extension SyncEngine {
             // near the size limit may take longer than the pull's timeout
             // to cross, and a retry would only send it all again.
             for key in pulls.keys where key.sibling == inner.sender { pulls[key]?.lastActivityMs = nowMs }
-            let before = chunks.expired
-            let whole = chunks.add(chunk, from: inner.sender, nowMs: nowMs)
-            if chunks.expired > before { count(.chunkExpired, chunks.expired - before) }
+            let (whole, expired) = link.reassemble(chunk, from: inner.sender, nowMs: nowMs)
+            if expired > 0 { count(.chunkExpired, expired) }
             guard let message = whole else { return }
             dispatch(message, from: inner.sender, nowMs: nowMs)
         } else {
@@ -112,8 +111,8 @@ extension SyncEngine {
     func send(_ kind: SubKind, _ payload: [UInt8], to device: DeviceID) -> Bool {
         guard phase != .revoked, var sibling = siblings[device] else { return false }
         deps.trace?("out \(kind) \(payload.count) B to \(name(of: device))")
-        let frames = sealer.seal(SyncMessage(subKind: kind, payload: payload), to: device, boxKey: sibling.member.boxKey,
-                                 messageID: deps.random.bytes(8))
+        let frames = link.seal(SyncMessage(subKind: kind, payload: payload), to: device, boxKey: sibling.member.boxKey,
+                               messageID: deps.random.bytes(8))
         var ok = true
         // No pacing here: flow control belongs to the relay (the local
         // relay waits for a listener that is briefly behind).

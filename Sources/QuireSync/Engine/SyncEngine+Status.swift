@@ -83,18 +83,8 @@ extension SyncEngine {
         }
     }
 
+    /// Writes the replay floors down if they moved (`FrameLink.persistFloors`).
     func persistReplayFloors() {
-        guard let path = deps.statePath else { return }
-        let floors = replay.floors
-        guard floors != lastPersistedFloors else { return }
-        var state = SyncPersistentState.load(path: path)
-        state.replayFloors = Dictionary(uniqueKeysWithValues: floors.map { ($0.key.hex, $0.value) })
-        state.ownSessionStart = max(state.ownSessionStart, sealer.sessionStart)
-        do {
-            try state.save(path: path)
-            lastPersistedFloors = floors
-        } catch {
-            report("writing \(path)", error)
-        }
+        do { try link.persistFloors() } catch { report("writing \(deps.statePath ?? "")", error) }
     }
 }

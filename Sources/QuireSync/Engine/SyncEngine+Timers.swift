@@ -35,7 +35,7 @@ extension SyncEngine {
     var isBusy: Bool {
         !pulls.isEmpty || barrier.round != nil || phase == .settling || snapshotAssembly != nil
             || !offloadBook.batches.isEmpty || !offloadBook.recalls.isEmpty || !offloadBook.queries.isEmpty
-            || !offloadBook.holdsToCommit.isEmpty || !chunks.isEmpty
+            || !offloadBook.holdsToCommit.isEmpty || link.isReassembling
     }
 
     /// When the pending change is advertised: at once when every sibling

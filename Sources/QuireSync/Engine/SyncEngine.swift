@@ -91,9 +91,8 @@ public final class SyncEngine: @unchecked Sendable {
 
     // MARK: State (guarded by `lock`)
     let lock = NSRecursiveLock()
-    var sealer: FrameSealer
-    var replay: ReplayGuard
-    var chunks = ChunkAssembler()
+    /// Sealing, opening, replay floors and chunks (Frames/FrameLink).
+    var link: FrameLink
     var roster = Roster(members: [:])
     var rosterRoot: [UInt8]?
     var siblings: [DeviceID: SiblingState] = [:]
@@ -118,7 +117,6 @@ public final class SyncEngine: @unchecked Sendable {
     var nextHeartbeatMs: UInt64 = 0
     var lastStatusWriteMs: UInt64 = 0
     var lastWrittenStatus: SyncStatus?
-    var lastPersistedFloors: [DeviceID: UInt64] = [:]
     var events: [String] = []
     var reportedErrors = Set<String>()
     var subscription: RelaySubscription?
@@ -166,17 +164,8 @@ public final class SyncEngine: @unchecked Sendable {
         accountSealingKey = (try? BoxPublicKey(convertingSigningKey: deps.identity.account.publicKey)) ?? BoxKeyPair().publicKey
         startedAt = deps.clock.now()
         startedMs = deps.clock.monotonicMilliseconds()
-        var persisted = deps.statePath.map(SyncPersistentState.load) ?? SyncPersistentState()
-        // Session stamps only grow, even across restarts within one second
-        // or a clock that stepped back: a receiver must see this session as newer.
-        let start = max(UInt64(max(startedAt.seconds, 0)) * 1000, persisted.ownSessionStart + 1)
-        persisted.ownSessionStart = start
-        var floors: [DeviceID: UInt64] = [:]
-        for (hex, value) in persisted.replayFloors { if let id = ID16(hex: hex) { floors[id] = value } }
-        replay = ReplayGuard(floors: floors)
-        lastPersistedFloors = floors
-        sealer = FrameSealer(identity: me, session: deps.random.bytes(8), sessionStart: start, maxFrameSize: deps.relay.maxFrameSize)
-        if let path = deps.statePath { try? persisted.save(path: path) }
+        link = FrameLink(me: me, maxFrameSize: deps.relay.maxFrameSize, statePath: deps.statePath, startedAt: startedAt,
+                         sessionID: deps.random.bytes(8))
     }
 
     /// The channel this device listens on.
@@ -208,7 +197,7 @@ public final class SyncEngine: @unchecked Sendable {
             lastSeq = try store.changeSequence()
             // A sibling that ever sealed a frame to us holds our certificate;
             // the others (a device that just joined) get an introduction.
-            for id in Array(siblings.keys) where replay.floors[id] == nil { introduce(to: id) }
+            for id in Array(siblings.keys) where !link.hasHeard(from: id) { introduce(to: id) }
             let now = clock.monotonicMilliseconds()
             broadcast(force: true, nowMs: now)
             scheduleHeartbeat(nowMs: now)
@@ -330,7 +319,7 @@ public final class SyncEngine: @unchecked Sendable {
         offloadTick(nowMs: now)
         requestMissingKeys(nowMs: now)
         barrierTick(nowMs: now)
-        chunks.expire(nowMs: now)
+        link.expireChunks(nowMs: now)
         updatePhase(nowMs: now)
         trackCatchUp(nowMs: now)
         writeStatus(force: false)

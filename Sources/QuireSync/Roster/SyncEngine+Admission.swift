@@ -21,8 +21,7 @@ extension SyncEngine {
             let rows = try store.rows(.devices, from: [], to: nil)
             let message = IntroduceMessage(rows: Array(rows.prefix(IntroduceMessage.maxRows)),
                                            enrolment: roster[me.deviceID]?.trust == .trusted ? nil : deps.enrolment)
-            let frame = sealer.sealAnonymously(SyncMessage(subKind: .introduce, payload: message.encoded()),
-                                               to: device, boxKey: sibling.member.boxKey)
+            let frame = link.sealIntroduction(message.encoded(), to: device, boxKey: sibling.member.boxKey)
             try deps.relay.publish(frame, to: sibling.channel)
             metrics.framesOut += 1
             metrics.bytesOut += frame.count
