@@ -15,7 +15,7 @@ extension SyncEngine {
             if !unsyncable.isEmpty { revalidateUnsyncable() }
             let digest = try currentDigest()
             if digest.digest.roots[.devices] != rosterRoot { try reloadRoster() }
-            if let mark = try store.outboxHighWater(), mark > lastOutboxMark { markDirty(nowMs: nowMs) }
+            if let mark = try store.outboxHighWater(), advertiser.hasUnadvertisedEdits(through: mark) { markDirty(nowMs: nowMs) }
             if siblings.values.contains(where: { $0.lastSentDigest != digest.bytes }) { markDirty(nowMs: nowMs) }
             refreshSyncFlags(digest.digest)
         } catch {
@@ -23,15 +23,12 @@ extension SyncEngine {
         }
     }
 
-    func markDirty(nowMs: UInt64) {
-        if dirtySinceMs == nil { dirtySinceMs = nowMs }
-        lastDirtyMs = nowMs
-    }
+    func markDirty(nowMs: UInt64) { advertiser.markDirty(nowMs: nowMs) }
 
     /// Sends our digest to every sibling whose last advertisement differs
     /// (all of them when `force`), then clears the outbox it covers.
     func broadcast(force: Bool, nowMs: UInt64) {
-        dirtySinceMs = nil
+        advertiser.advertising()
         guard phase != .revoked else { return }
         do {
             // Read the outbox mark first: the digest computed after it covers every edit up to it.
@@ -43,9 +40,9 @@ extension SyncEngine {
                 if !sendDigest(to: id) { allSent = false; continue }
                 if !force && siblings[id]?.awaitingAnswerSinceMs == nil { siblings[id]?.awaitingAnswerSinceMs = nowMs }
             }
-            if let mark, mark > lastOutboxMark, allSent, !siblings.isEmpty {
+            if let mark, advertiser.hasUnadvertisedEdits(through: mark), allSent, !siblings.isEmpty {
                 try store.clearOutbox(through: mark)
-                lastOutboxMark = mark
+                advertiser.outboxCleared(through: mark)
             }
         } catch {
             report("advertising", error)
@@ -94,12 +91,7 @@ extension SyncEngine {
         scheduleHeartbeat(nowMs: nowMs)
     }
 
-    func scheduleHeartbeat(nowMs: UInt64) {
-        let base = configuration.heartbeatMilliseconds
-        let jitterRange = max(base / 5, 1)
-        let r = deps.random.bytes(4).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        nextHeartbeatMs = nowMs + base - jitterRange + r % (2 * jitterRange)
-    }
+    func scheduleHeartbeat(nowMs: UInt64) { advertiser.scheduleHeartbeat(nowMs: nowMs, random: deps.random.bytes(4)) }
 
     func handleDigest(_ bytes: [UInt8], echo: [UInt8], from sender: DeviceID, nowMs: UInt64) throws {
         guard var sibling = siblings[sender] else { return }

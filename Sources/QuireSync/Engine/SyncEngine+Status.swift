@@ -50,7 +50,7 @@ extension SyncEngine {
     func catchUpProgress(nowMs: UInt64) -> SyncStatus.CatchUp? {
         guard let start = catchUpStart else { return nil }
         let theirs = siblings.values.compactMap(\.rowCount).max()
-        let ours = cachedDigest?.rows
+        let ours = advertiser.cachedDigest?.rows
         let remaining = theirs.flatMap { t in ours.map { t > $0 ? t - $0 : 0 } }
         return SyncStatus.CatchUp(rowsPulled: metrics.rowsApplied - start.rows, bytesPulled: metrics.bytesIn - start.bytes,
                                   seconds: Double(nowMs &- start.ms) / 1000, rowsRemaining: remaining)

@@ -93,6 +93,8 @@ public final class SyncEngine: @unchecked Sendable {
     let lock = NSRecursiveLock()
     /// Sealing, opening, replay floors and chunks (Frames/FrameLink).
     var link: FrameLink
+    /// Our digest and when to advertise it (Engine/Advertiser).
+    var advertiser: Advertiser
     var roster = Roster(members: [:])
     var rosterRoot: [UInt8]?
     var siblings: [DeviceID: SiblingState] = [:]
@@ -109,12 +111,6 @@ public final class SyncEngine: @unchecked Sendable {
     var pollFallbackMs: UInt64?
     /// When the catch-up in progress began, with the counters then.
     var catchUpStart: (ms: UInt64, rows: Int, bytes: Int)?
-    var cachedDigest: (digest: StateDigest, bytes: [UInt8], rows: UInt64?)?
-    /// The outbox is cleared through this id (edits an advertisement covered).
-    var lastOutboxMark: Int64 = 0
-    var dirtySinceMs: UInt64?
-    var lastDirtyMs: UInt64 = 0
-    var nextHeartbeatMs: UInt64 = 0
     var lastStatusWriteMs: UInt64 = 0
     var lastWrittenStatus: SyncStatus?
     var events: [String] = []
@@ -166,6 +162,7 @@ public final class SyncEngine: @unchecked Sendable {
         startedMs = deps.clock.monotonicMilliseconds()
         link = FrameLink(me: me, maxFrameSize: deps.relay.maxFrameSize, statePath: deps.statePath, startedAt: startedAt,
                          sessionID: deps.random.bytes(8))
+        advertiser = Advertiser(configuration: configuration)
     }
 
     /// The channel this device listens on.
@@ -307,7 +304,7 @@ public final class SyncEngine: @unchecked Sendable {
             poll(nowMs: now)
         }
         if let due = advertisementDueMs(), now >= due { broadcast(force: false, nowMs: now) }
-        if now >= nextHeartbeatMs { heartbeat(nowMs: now) }
+        if advertiser.isHeartbeatDue(nowMs: now) { heartbeat(nowMs: now) }
         retryUnansweredAdvertisements(nowMs: now)
         for (id, sibling) in siblings where sibling.lastSeenMs == nil && (sibling.nextIntroduceMs.map { now >= $0 } ?? false) {
             introduce(to: id)
@@ -407,15 +404,16 @@ public final class SyncEngine: @unchecked Sendable {
         if reportedErrors.insert(text).inserted { note(text) }
     }
 
-    func currentDigest() throws -> (digest: StateDigest, bytes: [UInt8], rows: UInt64?) {
-        if let cachedDigest { return cachedDigest }
+    /// Our digest, computed once per change of the store.
+    func currentDigest() throws -> Advertiser.Digest {
+        if let cached = advertiser.cachedDigest { return cached }
         let d = try store.digest(generation: deps.generation())
         let value = (digest: d, bytes: d.encoded(), rows: try? store.totalRows())
-        cachedDigest = value
+        advertiser.remember(value)
         return value
     }
 
-    func invalidateDigest() { cachedDigest = nil }
+    func invalidateDigest() { advertiser.forgetDigest() }
 }
 
 /// Times in log lines and messages: UTC, to the second.
