@@ -20,11 +20,6 @@ struct SiblingState {
     /// We pulled from it or answered its pulls since our digests last matched:
     /// on reaching equal roots we return our digest once.
     var isReconciling = false
-    /// A pull from it received rows: advertise to it as soon as its pulls end.
-    var shouldReadvertise = false
-    /// Namespaces to pull again once the current pulls with it end.
-    var pullAgain = Set<Namespace>()
-    var storm: StormGuard
     var incompatibleVersion: UInt8?
     var generationGap: UInt64?
     var rounds = 0
@@ -68,42 +63,8 @@ struct SiblingState {
         if inSync { lastMatch = now }
     }
 
-    init(member: RosterMember, channel: String, configuration: SyncConfiguration) {
+    init(member: RosterMember, channel: String) {
         self.member = member
         self.channel = channel
-        self.storm = StormGuard(maxRounds: configuration.stormMaxRounds, windowMs: configuration.stormWindowMilliseconds,
-                                backoffMs: configuration.stormBackoffMilliseconds)
     }
-}
-
-struct PullKey: Hashable {
-    let sibling: DeviceID
-    let namespace: Namespace
-}
-
-/// Byte and message counts, for the benchmark and for tests.
-public struct SyncMetrics: Equatable, Sendable {
-    public var framesIn = 0
-    public var framesOut = 0
-    public var bytesIn = 0
-    public var bytesOut = 0
-    /// Encoded size of the rows this engine sent / received in responses.
-    public var rowBytesOut = 0
-    public var rowBytesIn = 0
-    public var digestsSent = 0
-    public var requestsSent = 0
-    public var responsesSent = 0
-    /// The most requests one pull needed (its sequential round trips).
-    public var maxPullRequests = 0
-    public var rounds = 0
-    public var rowsApplied = 0
-    /// Rows sent in a response of their own (larger than the response budget).
-    public var rowsSentAlone = 0
-    /// Rows sent ahead of their response, in rows-only batches (an answer
-    /// larger than one response, streamed while the puller merges).
-    public var rowsStreamed = 0
-    public var sendErrors = 0
-    public var dropped: [FrameDrop: Int] = [:]
-
-    public init() {}
 }

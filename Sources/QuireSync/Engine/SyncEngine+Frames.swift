@@ -42,10 +42,7 @@ extension SyncEngine {
         }
         if inner.subKind == .chunk {
             guard let chunk = Chunk.decode(inner.payload) else { count(.badPayload); return }
-            // A large response still arriving keeps its pull alive: a row
-            // near the size limit may take longer than the pull's timeout
-            // to cross, and a retry would only send it all again.
-            for key in pulls.keys where key.sibling == inner.sender { pulls[key]?.lastActivityMs = nowMs }
+            pulls.keepAlive(with: inner.sender, nowMs: nowMs)
             let (whole, expired) = link.reassemble(chunk, from: inner.sender, nowMs: nowMs)
             if expired > 0 { count(.chunkExpired, expired) }
             guard let message = whole else { return }
@@ -145,7 +142,7 @@ extension SyncEngine {
         rosterRoot = try currentDigest().digest.roots[.devices]
         if let mine = roster[me.deviceID], mine.isRevoked, phase != .revoked {
             phase = .revoked
-            pulls.removeAll()
+            pulls.stopAll()
             note(mine.trust == .revoked
                  ? "this device was revoked: it no longer syncs (join again with a new invite)"
                  : "the device that admitted this one was revoked before its admission counted: it never syncs (join again with a new invite)")
@@ -163,7 +160,7 @@ extension SyncEngine {
         for gone in siblings.keys where !ids.contains(gone) {
             if roster[gone]?.isRevoked == true { note("device \(name(of: gone)) was revoked: its frames are refused") }
             siblings[gone] = nil
-            for key in pulls.keys where key.sibling == gone { pulls[key] = nil }
+            pulls.forget(gone)
         }
         for member in current {
             if var existing = siblings[member.deviceID] {
@@ -171,8 +168,7 @@ extension SyncEngine {
                 siblings[member.deviceID] = existing
             } else {
                 siblings[member.deviceID] = SiblingState(member: member,
-                                                         channel: SyncChannel.name(userIDHash: me.userIDHash, device: member.deviceID),
-                                                         configuration: configuration)
+                                                         channel: SyncChannel.name(userIDHash: me.userIDHash, device: member.deviceID))
             }
         }
     }

@@ -8,11 +8,12 @@ extension SyncEngine {
         let nowMs = clock.monotonicMilliseconds()
         let now = clock.now()
         let siblingStatus = siblings.values.sorted { $0.member.name < $1.member.name }.map { s -> SyncStatus.Sibling in
+            let storm = pulls.storms[s.member.deviceID]
             var backoff: Int64? = nil
-            if let until = s.storm.backoffUntilMs, until > nowMs { backoff = now.seconds + Int64((until - nowMs + 999) / 1000) }
+            if let until = storm?.backoffUntilMs, until > nowMs { backoff = now.seconds + Int64((until - nowMs + 999) / 1000) }
             return SyncStatus.Sibling(device: s.member.deviceID.hex, name: s.member.name, lastSeen: s.lastSeen?.seconds,
                                       lastMatch: s.lastMatch?.seconds, inSync: s.inSync, divergent: s.divergent.map(\.name),
-                                      stormBackoffUntil: backoff, storms: s.storm.storms,
+                                      stormBackoffUntil: backoff, storms: storm?.storms ?? 0,
                                       incompatibleVersion: s.incompatibleVersion.map(Int.init), generationGap: s.generationGap,
                                       rounds: s.rounds, bytesIn: s.bytesIn, bytesOut: s.bytesOut)
         }

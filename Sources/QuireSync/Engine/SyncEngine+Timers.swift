@@ -23,7 +23,7 @@ extension SyncEngine {
             if let retry = sibling.nextAdvertRetryMs { next = min(next, retry) }
             if sibling.lastSeenMs == nil, let introduce = sibling.nextIntroduceMs { next = min(next, introduce) }
         }
-        for pull in pulls.values { next = min(next, pull.lastActivityMs &+ configuration.sessionTimeoutMilliseconds) }
+        if let timeout = pulls.nextTimeoutMs { next = min(next, timeout) }
         if let attempt = barrier.attemptAtMs { next = min(next, attempt) }
         // A timer already due runs now, but never in a tight loop.
         return max(next, now + 1)

@@ -98,7 +98,8 @@ public final class SyncEngine: @unchecked Sendable {
     var roster = Roster(members: [:])
     var rosterRoot: [UInt8]?
     var siblings: [DeviceID: SiblingState] = [:]
-    var pulls: [PullKey: PullSession] = [:]
+    /// Pulls in flight, their storm guard and what follows them (Reconcile/PullCoordinator).
+    var pulls: PullCoordinator
     var metrics = SyncMetrics()
     var phase: SyncStatus.Phase = .settling
     var isAttached = false
@@ -163,6 +164,7 @@ public final class SyncEngine: @unchecked Sendable {
         link = FrameLink(me: me, maxFrameSize: deps.relay.maxFrameSize, statePath: deps.statePath, startedAt: startedAt,
                          sessionID: deps.random.bytes(8))
         advertiser = Advertiser(configuration: configuration)
+        pulls = PullCoordinator(configuration: configuration)
     }
 
     /// The channel this device listens on.
@@ -310,9 +312,7 @@ public final class SyncEngine: @unchecked Sendable {
             introduce(to: id)
             sendDigest(to: id)
         }
-        for (key, pull) in pulls where now &- pull.lastActivityMs >= configuration.sessionTimeoutMilliseconds {
-            pullTimedOut(key, nowMs: now)
-        }
+        for key in pulls.timedOut(nowMs: now) { pullTimedOut(key, nowMs: now) }
         offloadTick(nowMs: now)
         requestMissingKeys(nowMs: now)
         barrierTick(nowMs: now)
