@@ -63,6 +63,46 @@ struct SiblingState {
         if inSync { lastMatch = now }
     }
 
+    /// We hold its current digest and it holds ours.
+    func holdsBoth(_ mine: [UInt8]?) -> Bool { lastDigestBytes == mine && lastSentDigest == mine }
+
+    /// An authenticated frame came from it: it is alive, so the
+    /// introductions and re-sent advertisements waiting for it stop.
+    mutating func heard(at now: Timestamp, nowMs: UInt64, bytes: Int) {
+        lastSeen = now
+        lastSeenMs = nowMs
+        nextIntroduceMs = nil
+        nextAdvertRetryMs = nil
+        awaitingAnswerSinceMs = nil
+        advertRetryBackoffMs = 1_000
+        bytesIn += bytes
+    }
+
+    /// Our digest went out to it. If it differs from its own, an answer is
+    /// owed: re-sent after the back-off until one comes.
+    mutating func sentDigest(_ digest: [UInt8], nowMs: UInt64) {
+        lastSentDigest = digest
+        if lastDigestBytes != digest, nextAdvertRetryMs == nil { nextAdvertRetryMs = nowMs + advertRetryBackoffMs }
+    }
+
+    /// The re-send of an unanswered advertisement is due: the next waits
+    /// twice as long, up to `maxBackoffMs`.
+    mutating func retryingAdvertisement(maxBackoffMs: UInt64) {
+        nextAdvertRetryMs = nil
+        advertRetryBackoffMs = min(advertRetryBackoffMs * 2, maxBackoffMs)
+    }
+
+    /// Our introduction went out; while it stays silent, the next follows
+    /// on a doubling back-off up to `maxBackoffMs`.
+    mutating func introduced(bytes: Int, nowMs: UInt64, maxBackoffMs: UInt64) {
+        bytesOut += bytes
+        lastIntroducedMs = nowMs
+        if lastSeenMs == nil {
+            nextIntroduceMs = nowMs + introduceBackoffMs
+            introduceBackoffMs = min(introduceBackoffMs * 2, maxBackoffMs)
+        }
+    }
+
     init(member: RosterMember, channel: String) {
         self.member = member
         self.channel = channel

@@ -29,16 +29,9 @@ extension SyncEngine {
         // An introduce comes in an anonymous box, which anyone who knows the
         // account hash can seal with any sender id: no sign of life, so it
         // neither moves "last seen" nor cancels retries to that sibling.
-        if inner.subKind != .introduce, var sibling = siblings[inner.sender] {
-            sibling.lastSeen = clock.now()
-            sibling.lastSeenMs = nowMs
-            sibling.nextIntroduceMs = nil
-            // It answered: the advertisement got through.
-            sibling.nextAdvertRetryMs = nil
-            sibling.awaitingAnswerSinceMs = nil
-            sibling.advertRetryBackoffMs = 1_000
-            sibling.bytesIn += bytes.count
-            siblings[inner.sender] = sibling
+        if inner.subKind != .introduce {
+            let now = clock.now()
+            siblings.update(inner.sender) { $0.heard(at: now, nowMs: nowMs, bytes: bytes.count) }
         }
         if inner.subKind == .chunk {
             guard let chunk = Chunk.decode(inner.payload) else { count(.badPayload); return }
@@ -60,8 +53,10 @@ extension SyncEngine {
             switch message.subKind {
             case .stateDigest:
                 let m = try DigestMessage.decode(message.payload)
-                if let rows = m.rows { siblings[sender]?.rowCount = rows }
-                siblings[sender]?.holdsCollectable = m.holdsCollectable
+                siblings.update(sender) {
+                    if let rows = m.rows { $0.rowCount = rows }
+                    $0.holdsCollectable = m.holdsCollectable
+                }
                 if let seen = m.recipientSession { startSession(after: seen, toldBy: sender) }
                 try handleDigest(m.digest, echo: m.echo, from: sender, nowMs: nowMs)
             case .reconcileRequest:
@@ -106,11 +101,12 @@ extension SyncEngine {
     /// Seals and publishes a message to one sibling (chunked if large).
     @discardableResult
     func send(_ kind: SubKind, _ payload: [UInt8], to device: DeviceID) -> Bool {
-        guard phase != .revoked, var sibling = siblings[device] else { return false }
+        guard phase != .revoked, let sibling = siblings[device] else { return false }
         deps.trace?("out \(kind) \(payload.count) B to \(name(of: device))")
         let frames = link.seal(SyncMessage(subKind: kind, payload: payload), to: device, boxKey: sibling.member.boxKey,
                                messageID: deps.random.bytes(8))
         var ok = true
+        var sent = 0
         // No pacing here: flow control belongs to the relay (the local
         // relay waits for a listener that is briefly behind).
         for frame in frames {
@@ -118,7 +114,7 @@ extension SyncEngine {
                 try deps.relay.publish(frame, to: sibling.channel)
                 metrics.framesOut += 1
                 metrics.bytesOut += frame.count
-                sibling.bytesOut += frame.count
+                sent += frame.count
             } catch {
                 ok = false
                 metrics.sendErrors += 1
@@ -127,7 +123,7 @@ extension SyncEngine {
                 break
             }
         }
-        siblings[device] = sibling
+        siblings.update(device) { $0.bytesOut += sent }
         return ok
     }
 
@@ -157,19 +153,10 @@ extension SyncEngine {
             // try again after the debounce (still only if worth it).
             scheduleBarrier(nowMs: clock.monotonicMilliseconds())
         }
-        for gone in siblings.keys where !ids.contains(gone) {
+        let userIDHash = me.userIDHash
+        for gone in siblings.follow(current, channel: { SyncChannel.name(userIDHash: userIDHash, device: $0) }) {
             if roster[gone]?.isRevoked == true { note("device \(name(of: gone)) was revoked: its frames are refused") }
-            siblings[gone] = nil
             pulls.forget(gone)
-        }
-        for member in current {
-            if var existing = siblings[member.deviceID] {
-                existing.member = member
-                siblings[member.deviceID] = existing
-            } else {
-                siblings[member.deviceID] = SiblingState(member: member,
-                                                         channel: SyncChannel.name(userIDHash: me.userIDHash, device: member.deviceID))
-            }
         }
     }
 

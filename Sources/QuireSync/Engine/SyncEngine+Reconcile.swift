@@ -22,8 +22,10 @@ extension SyncEngine {
             note("storm with '\(sibling.member.name)': more than \(configuration.stormMaxRounds) rounds in \(configuration.stormWindowMilliseconds / 1000) s; backing off \(configuration.stormBackoffMilliseconds / 1000) s. Still out of sync in: \(divergent.map(\.name).joined(separator: ", "))")
             return
         }
-        siblings[sender]?.rounds += 1
-        siblings[sender]?.isReconciling = true
+        siblings.update(sender) {
+            $0.rounds += 1
+            $0.isReconciling = true
+        }
         metrics.rounds += 1
         for ns in fresh {
             let key = PullKey(sibling: sender, namespace: ns)
@@ -58,7 +60,7 @@ extension SyncEngine {
             count(.generationGap)
             return
         }
-        siblings[sender]?.isReconciling = true
+        siblings.update(sender) { $0.isReconciling = true }
         var known: [RowKey: [UInt8]] = [:]
         for (id, row) in unsyncable where id.namespace == request.namespace { if let leaf = row.leaf { known[id.key] = leaf } }
         var responder = ReconcileResponder(store: store, threshold: configuration.keyListThreshold,

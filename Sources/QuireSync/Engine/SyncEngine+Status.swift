@@ -7,7 +7,7 @@ extension SyncEngine {
     func makeStatus() -> SyncStatus {
         let nowMs = clock.monotonicMilliseconds()
         let now = clock.now()
-        let siblingStatus = siblings.values.sorted { $0.member.name < $1.member.name }.map { s -> SyncStatus.Sibling in
+        let siblingStatus = siblings.all.sorted { $0.member.name < $1.member.name }.map { s -> SyncStatus.Sibling in
             let storm = pulls.storms[s.member.deviceID]
             var backoff: Int64? = nil
             if let until = storm?.backoffUntilMs, until > nowMs { backoff = now.seconds + Int64((until - nowMs + 999) / 1000) }
@@ -43,14 +43,14 @@ extension SyncEngine {
     func trackCatchUp(nowMs: UInt64) {
         if catchUpStart == nil, !pulls.isEmpty {
             catchUpStart = (ms: nowMs, rows: metrics.rowsApplied, bytes: metrics.bytesIn)
-        } else if catchUpStart != nil, pulls.isEmpty, siblings.values.allSatisfy({ $0.lastSeenMs == nil || $0.inSync }) {
+        } else if catchUpStart != nil, pulls.isEmpty, siblings.all.allSatisfy({ $0.lastSeenMs == nil || $0.inSync }) {
             catchUpStart = nil
         }
     }
 
     func catchUpProgress(nowMs: UInt64) -> SyncStatus.CatchUp? {
         guard let start = catchUpStart else { return nil }
-        let theirs = siblings.values.compactMap(\.rowCount).max()
+        let theirs = siblings.all.compactMap(\.rowCount).max()
         let ours = advertiser.cachedDigest?.rows
         let remaining = theirs.flatMap { t in ours.map { t > $0 ? t - $0 : 0 } }
         return SyncStatus.CatchUp(rowsPulled: metrics.rowsApplied - start.rows, bytesPulled: metrics.bytesIn - start.bytes,

@@ -19,10 +19,7 @@ extension SyncEngine {
         next = min(next, lastPollMs &+ pollIntervalMs)
         if let due = advertisementDueMs() { next = min(next, due) }
         next = min(next, advertiser.nextHeartbeatMs)
-        for sibling in siblings.values {
-            if let retry = sibling.nextAdvertRetryMs { next = min(next, retry) }
-            if sibling.lastSeenMs == nil, let introduce = sibling.nextIntroduceMs { next = min(next, introduce) }
-        }
+        if let due = siblings.nextTimerMs { next = min(next, due) }
         if let timeout = pulls.nextTimeoutMs { next = min(next, timeout) }
         if let attempt = barrier.attemptAtMs { next = min(next, attempt) }
         // A timer already due runs now, but never in a tight loop.
@@ -38,7 +35,7 @@ extension SyncEngine {
     }
 
     /// When the pending change is advertised (`Advertiser.dueMs`).
-    func advertisementDueMs() -> UInt64? { advertiser.dueMs(unansweredSinceMs: siblings.values.compactMap(\.awaitingAnswerSinceMs)) }
+    func advertisementDueMs() -> UInt64? { advertiser.dueMs(unansweredSinceMs: siblings.unansweredSinceMs) }
 
     /// Runs a step soon on the engine's thread (work started from another
     /// thread: an offload, a recall, a hold query).

@@ -91,15 +91,24 @@ public final class SyncEngine: @unchecked Sendable {
 
     // MARK: State (guarded by `lock`)
     let lock = NSRecursiveLock()
+    // The parts: each keeps its own state and rules; the engine routes
+    // between them, on its one thread, under this lock.
     /// Sealing, opening, replay floors and chunks (Frames/FrameLink).
     var link: FrameLink
+    /// One entry per sibling on the roster (Engine/SiblingTable).
+    var siblings = SiblingTable()
     /// Our digest and when to advertise it (Engine/Advertiser).
     var advertiser: Advertiser
-    var roster = Roster(members: [:])
-    var rosterRoot: [UInt8]?
-    var siblings: [DeviceID: SiblingState] = [:]
     /// Pulls in flight, their storm guard and what follows them (Reconcile/PullCoordinator).
     var pulls: PullCoordinator
+    /// Offloads, recalls and hold queries in flight (Offload/).
+    var offloadBook = OffloadBook()
+    /// The tombstone barrier (Barrier/).
+    var barrier = BarrierState()
+    // What the engine keeps itself: the roster, the phase, the store watch,
+    // the status and the anchor.
+    var roster = Roster(members: [:])
+    var rosterRoot: [UInt8]?
     var metrics = SyncMetrics()
     var phase: SyncStatus.Phase = .settling
     var isAttached = false
@@ -117,10 +126,6 @@ public final class SyncEngine: @unchecked Sendable {
     var events: [String] = []
     var reportedErrors = Set<String>()
     var subscription: RelaySubscription?
-    /// Offloads, recalls and hold queries in flight (Offload/).
-    var offloadBook = OffloadBook()
-    /// The tombstone barrier (Barrier/).
-    var barrier = BarrierState()
     /// Why this device cannot tell or reach the fleet's generation, in words (Anchor/).
     var anchorState: String?
     var lastAnchorCheckMs: UInt64?
@@ -196,7 +201,7 @@ public final class SyncEngine: @unchecked Sendable {
             lastSeq = try store.changeSequence()
             // A sibling that ever sealed a frame to us holds our certificate;
             // the others (a device that just joined) get an introduction.
-            for id in Array(siblings.keys) where !link.hasHeard(from: id) { introduce(to: id) }
+            for id in siblings.ids where !link.hasHeard(from: id) { introduce(to: id) }
             let now = clock.monotonicMilliseconds()
             broadcast(force: true, nowMs: now)
             scheduleHeartbeat(nowMs: now)
@@ -308,7 +313,7 @@ public final class SyncEngine: @unchecked Sendable {
         if let due = advertisementDueMs(), now >= due { broadcast(force: false, nowMs: now) }
         if advertiser.isHeartbeatDue(nowMs: now) { heartbeat(nowMs: now) }
         retryUnansweredAdvertisements(nowMs: now)
-        for (id, sibling) in siblings where sibling.lastSeenMs == nil && (sibling.nextIntroduceMs.map { now >= $0 } ?? false) {
+        for id in siblings.dueIntroductions(nowMs: now) {
             introduce(to: id)
             sendDigest(to: id)
         }
@@ -334,7 +339,7 @@ public final class SyncEngine: @unchecked Sendable {
     public func isConverged() -> Bool {
         lock.lock(); defer { lock.unlock() }
         guard pulls.isEmpty, let mine = try? currentDigest().bytes else { return false }
-        return siblings.values.allSatisfy { $0.lastDigestBytes == mine && $0.lastSentDigest == mine }
+        return siblings.allHoldBoth(mine)
     }
 
     /// Why there is nobody to converge with, in words; nil when some
@@ -354,14 +359,14 @@ public final class SyncEngine: @unchecked Sendable {
     public func unconvergedSiblings() -> [String] {
         lock.lock(); defer { lock.unlock() }
         let mine = try? currentDigest().bytes
-        return siblings.values.filter { $0.lastDigestBytes != mine || $0.lastSentDigest != mine }.map(\.member.name).sorted()
+        return siblings.all.filter { !$0.holdsBoth(mine) }.map(\.member.name).sorted()
     }
 
     /// The siblings heard from since start-up, and whether each matches us now.
     public func heardSiblings() -> [(name: String, inSync: Bool)] {
         lock.lock(); defer { lock.unlock() }
         let mine = try? currentDigest().bytes
-        return siblings.values.filter { $0.lastSeenMs != nil }.map { ($0.member.name, $0.lastDigestBytes == mine && $0.lastSentDigest == mine) }
+        return siblings.all.filter { $0.lastSeenMs != nil }.map { ($0.member.name, $0.holdsBoth(mine)) }
     }
 
     public var hasActivePulls: Bool { lock.lock(); defer { lock.unlock() }; return !pulls.isEmpty }
