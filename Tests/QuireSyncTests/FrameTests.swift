@@ -201,6 +201,17 @@ final class FrameTests: XCTestCase {
                                          rows: [row, .tombstone(.plans, ID16(bytes: Array(repeating: 1, count: 16))!, context: VersionVector([Actor(device: key, incarnation: 1): 1]))],
                                          items: [.mismatch(prefix), .children(prefix, summaries), .keyList(prefix, [])], isTruncated: true)
         XCTAssertEqual(try ReconcileResponse.decode(response.encoded()), response)
+        // The encoder counts the rows' bytes as it writes them (`rowBytesOut`),
+        // and writes the one canonical encoding of the map.
+        var flagged = response
+        flagged.isRowsOnly = true
+        flagged.generation = 7
+        for r in [response, flagged] {
+            let (bytes, rowBytes) = r.encodedCountingRows()
+            XCTAssertEqual(rowBytes, r.rows.reduce(0) { $0 + CBORWriter.encode(RowWire.encode($1)).count })
+            XCTAssertEqual(CBORWriter.encode(try CBORReader.decode(bytes)), bytes)
+            XCTAssertEqual(try ReconcileResponse.decode(bytes), r)
+        }
         // A newer sibling's extra field and item kind are skipped, not fatal.
         guard case .map(var fields) = try CBORReader.decode(request.encoded()) else { return XCTFail() }
         fields.append((.unsigned(99), .text("from the future")))

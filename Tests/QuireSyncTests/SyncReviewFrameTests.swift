@@ -46,7 +46,7 @@ final class SyncReviewFrameTests: XCTestCase {
         let a = fleet.devices[0]
         try fleet.attachAll()
         XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
-        let before = fleet.engines[0].replay.floors.count
+        let before = fleet.engines[0].link.replay.floors.count
         let random = SeededRandom(seed: 9)
         for _ in 0..<500 {
             let id = DeviceID(bytes: random.bytes(16))!
@@ -57,7 +57,7 @@ final class SyncReviewFrameTests: XCTestCase {
             try fleet.relay.publish(frame, to: fleet.engines[0].channel)
         }
         fleet.tick()
-        XCTAssertEqual(fleet.engines[0].replay.floors.count, before)
+        XCTAssertEqual(fleet.engines[0].link.replay.floors.count, before)
     }
 
     /// Nor may such a frame make a silent sibling look alive: it proves

@@ -27,8 +27,7 @@ extension SyncEngine {
         // went away (lost, revoked where this device has not learned it yet)
         // never answers, and a device behind would ask it for ever (the
         // simulator's seed 109 with --revocations).
-        let ahead = siblings.filter { ($0.value.generationGap ?? 0) > local }
-            .max { ($0.value.lastSeenMs ?? 0, $0.value.generationGap ?? 0) < ($1.value.lastSeenMs ?? 0, $1.value.generationGap ?? 0) }
+        let ahead = siblings.aheadOf(local)
         guard let cloud = deps.cloud else {
             if let (id, sibling) = ahead {
                 anchorState = "this device is behind the fleet (generation \(local), \(sibling.member.name) is at \(sibling.generationGap!)) "
@@ -74,7 +73,7 @@ extension SyncEngine {
         case .rolledBack(let target):
             // The anchor lands before its round commits: act on it only once
             // the round is known to have committed (CommitRecord).
-            let isCommitted = (ahead?.value.generationGap ?? 0) >= target || (cloud.committedGeneration(keys: keys) ?? 0) >= target
+            let isCommitted = (ahead?.sibling.generationGap ?? 0) >= target || (cloud.committedGeneration(keys: keys) ?? 0) >= target
             guard isCommitted, let snapshot = survey.newest?.snapshot else {
                 anchorState = nil
                 note("anchor: the fleet's anchor is at generation \(target), this device at \(local) (\(trigger)), but no device is known to have "

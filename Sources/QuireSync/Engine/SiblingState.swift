@@ -20,11 +20,6 @@ struct SiblingState {
     /// We pulled from it or answered its pulls since our digests last matched:
     /// on reaching equal roots we return our digest once.
     var isReconciling = false
-    /// A pull from it received rows: advertise to it as soon as its pulls end.
-    var shouldReadvertise = false
-    /// Namespaces to pull again once the current pulls with it end.
-    var pullAgain = Set<Namespace>()
-    var storm: StormGuard
     var incompatibleVersion: UInt8?
     var generationGap: UInt64?
     var rounds = 0
@@ -68,42 +63,48 @@ struct SiblingState {
         if inSync { lastMatch = now }
     }
 
-    init(member: RosterMember, channel: String, configuration: SyncConfiguration) {
+    /// We hold its current digest and it holds ours.
+    func holdsBoth(_ mine: [UInt8]?) -> Bool { lastDigestBytes == mine && lastSentDigest == mine }
+
+    /// An authenticated frame came from it: it is alive, so the
+    /// introductions and re-sent advertisements waiting for it stop.
+    mutating func heard(at now: Timestamp, nowMs: UInt64, bytes: Int) {
+        lastSeen = now
+        lastSeenMs = nowMs
+        nextIntroduceMs = nil
+        nextAdvertRetryMs = nil
+        awaitingAnswerSinceMs = nil
+        advertRetryBackoffMs = 1_000
+        bytesIn += bytes
+    }
+
+    /// Our digest went out to it. If it differs from its own, an answer is
+    /// owed: re-sent after the back-off until one comes.
+    mutating func sentDigest(_ digest: [UInt8], nowMs: UInt64) {
+        lastSentDigest = digest
+        if lastDigestBytes != digest, nextAdvertRetryMs == nil { nextAdvertRetryMs = nowMs + advertRetryBackoffMs }
+    }
+
+    /// The re-send of an unanswered advertisement is due: the next waits
+    /// twice as long, up to `maxBackoffMs`.
+    mutating func retryingAdvertisement(maxBackoffMs: UInt64) {
+        nextAdvertRetryMs = nil
+        advertRetryBackoffMs = min(advertRetryBackoffMs * 2, maxBackoffMs)
+    }
+
+    /// Our introduction went out; while it stays silent, the next follows
+    /// on a doubling back-off up to `maxBackoffMs`.
+    mutating func introduced(bytes: Int, nowMs: UInt64, maxBackoffMs: UInt64) {
+        bytesOut += bytes
+        lastIntroducedMs = nowMs
+        if lastSeenMs == nil {
+            nextIntroduceMs = nowMs + introduceBackoffMs
+            introduceBackoffMs = min(introduceBackoffMs * 2, maxBackoffMs)
+        }
+    }
+
+    init(member: RosterMember, channel: String) {
         self.member = member
         self.channel = channel
-        self.storm = StormGuard(maxRounds: configuration.stormMaxRounds, windowMs: configuration.stormWindowMilliseconds,
-                                backoffMs: configuration.stormBackoffMilliseconds)
     }
-}
-
-struct PullKey: Hashable {
-    let sibling: DeviceID
-    let namespace: Namespace
-}
-
-/// Byte and message counts, for the benchmark and for tests.
-public struct SyncMetrics: Equatable, Sendable {
-    public var framesIn = 0
-    public var framesOut = 0
-    public var bytesIn = 0
-    public var bytesOut = 0
-    /// Encoded size of the rows this engine sent / received in responses.
-    public var rowBytesOut = 0
-    public var rowBytesIn = 0
-    public var digestsSent = 0
-    public var requestsSent = 0
-    public var responsesSent = 0
-    /// The most requests one pull needed (its sequential round trips).
-    public var maxPullRequests = 0
-    public var rounds = 0
-    public var rowsApplied = 0
-    /// Rows sent in a response of their own (larger than the response budget).
-    public var rowsSentAlone = 0
-    /// Rows sent ahead of their response, in rows-only batches (an answer
-    /// larger than one response, streamed while the puller merges).
-    public var rowsStreamed = 0
-    public var sendErrors = 0
-    public var dropped: [FrameDrop: Int] = [:]
-
-    public init() {}
 }

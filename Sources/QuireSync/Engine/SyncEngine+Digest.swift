@@ -15,23 +15,20 @@ extension SyncEngine {
             if !unsyncable.isEmpty { revalidateUnsyncable() }
             let digest = try currentDigest()
             if digest.digest.roots[.devices] != rosterRoot { try reloadRoster() }
-            if let mark = try store.outboxHighWater(), mark > lastOutboxMark { markDirty(nowMs: nowMs) }
-            if siblings.values.contains(where: { $0.lastSentDigest != digest.bytes }) { markDirty(nowMs: nowMs) }
+            if let mark = try store.outboxHighWater(), advertiser.hasUnadvertisedEdits(through: mark) { markDirty(nowMs: nowMs) }
+            if siblings.someLack(digest.bytes) { markDirty(nowMs: nowMs) }
             refreshSyncFlags(digest.digest)
         } catch {
             report("reading the replica", error)
         }
     }
 
-    func markDirty(nowMs: UInt64) {
-        if dirtySinceMs == nil { dirtySinceMs = nowMs }
-        lastDirtyMs = nowMs
-    }
+    func markDirty(nowMs: UInt64) { advertiser.markDirty(nowMs: nowMs) }
 
     /// Sends our digest to every sibling whose last advertisement differs
     /// (all of them when `force`), then clears the outbox it covers.
     func broadcast(force: Bool, nowMs: UInt64) {
-        dirtySinceMs = nil
+        advertiser.advertising()
         guard phase != .revoked else { return }
         do {
             // Read the outbox mark first: the digest computed after it covers every edit up to it.
@@ -39,13 +36,13 @@ extension SyncEngine {
             invalidateDigest()
             let digest = try currentDigest()
             var allSent = true
-            for (id, sibling) in siblings where force || sibling.lastSentDigest != digest.bytes {
+            for id in siblings.ids(where: { force || $0.lastSentDigest != digest.bytes }) {
                 if !sendDigest(to: id) { allSent = false; continue }
-                if !force && siblings[id]?.awaitingAnswerSinceMs == nil { siblings[id]?.awaitingAnswerSinceMs = nowMs }
+                if !force { siblings.update(id) { if $0.awaitingAnswerSinceMs == nil { $0.awaitingAnswerSinceMs = nowMs } } }
             }
-            if let mark, mark > lastOutboxMark, allSent, !siblings.isEmpty {
+            if let mark, advertiser.hasUnadvertisedEdits(through: mark), allSent, !siblings.isEmpty {
                 try store.clearOutbox(through: mark)
-                lastOutboxMark = mark
+                advertiser.outboxCleared(through: mark)
             }
         } catch {
             report("advertising", error)
@@ -56,16 +53,13 @@ extension SyncEngine {
     func sendDigest(to device: DeviceID) -> Bool {
         guard let digest = try? currentDigest() else { return false }
         let echo = DigestMessage.echo(of: siblings[device]?.lastDigestBytes)
-        let message = DigestMessage(digest: digest.bytes, echo: echo, recipientSession: replay.newestSession(of: device), rows: digest.rows,
+        let message = DigestMessage(digest: digest.bytes, echo: echo, recipientSession: link.newestSession(of: device), rows: digest.rows,
                                     holdsCollectable: holdsCollectableTombstones())
         let ok = send(.stateDigest, message.encoded(), to: device)
         if ok {
             metrics.digestsSent += 1
-            siblings[device]?.lastSentDigest = digest.bytes
-            if var sibling = siblings[device], sibling.lastDigestBytes != digest.bytes, sibling.nextAdvertRetryMs == nil {
-                sibling.nextAdvertRetryMs = clock.monotonicMilliseconds() + sibling.advertRetryBackoffMs
-                siblings[device] = sibling
-            }
+            let nowMs = clock.monotonicMilliseconds()
+            siblings.update(device) { $0.sentDigest(digest.bytes, nowMs: nowMs) }
         }
         return ok
     }
@@ -74,12 +68,7 @@ extension SyncEngine {
     /// to the heartbeat): after the relay comes back, a pair whose digests
     /// were lost converges in about a second instead of a heartbeat.
     func retryUnansweredAdvertisements(nowMs: UInt64) {
-        for (id, sibling) in siblings {
-            guard let due = sibling.nextAdvertRetryMs, nowMs >= due else { continue }
-            var s = sibling
-            s.nextAdvertRetryMs = nil
-            s.advertRetryBackoffMs = min(s.advertRetryBackoffMs * 2, configuration.heartbeatMilliseconds)
-            siblings[id] = s
+        for id in siblings.takeDueAdvertRetries(nowMs: nowMs, maxBackoffMs: configuration.heartbeatMilliseconds) {
             sendDigest(to: id)
         }
     }
@@ -88,18 +77,12 @@ extension SyncEngine {
     /// cannot stall a pair, and re-introduce to siblings we never heard from.
     func heartbeat(nowMs: UInt64) {
         broadcast(force: true, nowMs: nowMs)
-        for (id, sibling) in siblings where sibling.lastSeenMs == nil || nowMs &- sibling.lastSeenMs! > 2 * configuration.heartbeatMilliseconds {
-            introduce(to: id)
-        }
+        let silence = 2 * configuration.heartbeatMilliseconds
+        for id in siblings.ids(where: { $0.lastSeenMs.map { nowMs &- $0 > silence } ?? true }) { introduce(to: id) }
         scheduleHeartbeat(nowMs: nowMs)
     }
 
-    func scheduleHeartbeat(nowMs: UInt64) {
-        let base = configuration.heartbeatMilliseconds
-        let jitterRange = max(base / 5, 1)
-        let r = deps.random.bytes(4).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        nextHeartbeatMs = nowMs + base - jitterRange + r % (2 * jitterRange)
-    }
+    func scheduleHeartbeat(nowMs: UInt64) { advertiser.scheduleHeartbeat(nowMs: nowMs, random: deps.random.bytes(4)) }
 
     func handleDigest(_ bytes: [UInt8], echo: [UInt8], from sender: DeviceID, nowMs: UInt64) throws {
         guard var sibling = siblings[sender] else { return }
@@ -113,7 +96,7 @@ extension SyncEngine {
                 note("device '\(sibling.member.name)' runs an incompatible version of quire (digest wire version \(version), this build speaks \(ours)): not syncing with it until both run the same version")
             }
             sibling.incompatibleVersion = version
-            siblings[sender] = sibling
+            siblings.save(sibling)
             return
         } catch {
             count(.badPayload)
@@ -130,7 +113,7 @@ extension SyncEngine {
                 note("device '\(sibling.member.name)' is at generation \(theirs.generation), this device at \(mine.digest.generation): content reconcile across the gap is refused")
             }
             sibling.generationGap = theirs.generation
-            siblings[sender] = sibling
+            siblings.save(sibling)
             if theirs.generation > mine.digest.generation,
                lastAnchorCheckMs.map({ nowMs &- $0 >= 30_000 }) ?? true {
                 lastAnchorCheckMs = nowMs
@@ -143,7 +126,7 @@ extension SyncEngine {
         // advertisement we sent was lost (or never sent): we owe it one.
         if echo != DigestMessage.echo(of: mine.bytes) { sibling.lastSentDigest = nil }
         let divergent = sibling.divergent
-        siblings[sender] = sibling
+        siblings.save(sibling)
         // A namespace whose roots agree is held whole by the sibling: our
         // writes in it are confirmed, and a later replacement of them is
         // a real one, not a sign that this device was rolled back.
@@ -157,13 +140,13 @@ extension SyncEngine {
             scheduleBarrier(nowMs: nowMs)
             let shouldReturn = (sibling.isReconciling || sibling.lastSentDigest == nil) && sibling.lastSentDigest != mine.bytes
             sibling.isReconciling = false
-            siblings[sender] = sibling
+            siblings.save(sibling)
             // Exactly once, so a one-directional puller learns the pair
             // converged, without settled devices ping-ponging forever.
             if shouldReturn { sendDigest(to: sender) }
             return
         }
-        siblings[sender] = sibling
+        siblings.save(sibling)
         // Both ends pull: make sure it holds our digest so it pulls from us.
         if sibling.lastSentDigest != mine.bytes { sendDigest(to: sender) }
         startPulls(from: sender, namespaces: divergent, nowMs: nowMs)
@@ -173,16 +156,15 @@ extension SyncEngine {
     /// others differ.
     func refreshSyncFlags(_ mine: StateDigest) {
         let nowMs = clock.monotonicMilliseconds()
-        for id in siblings.keys { endSettledPulls(with: id, nowMs: nowMs) }
-        let now = clock.now()
-        for id in Array(siblings.keys) { siblings[id]?.compare(with: mine, now: now) }
+        for id in siblings.ids { endSettledPulls(with: id, nowMs: nowMs) }
+        siblings.compareAll(with: mine, now: clock.now())
     }
 
     /// The quiet window: settled once the store matched a sibling with no
     /// pull running, or when there is nobody to match, or after the window.
     func updatePhase(nowMs: UInt64) {
         guard phase == .settling else { return }
-        let matched = siblings.values.contains { $0.inSync } && pulls.isEmpty
+        let matched = siblings.someInSync && pulls.isEmpty
         if siblings.isEmpty || matched || nowMs &- startedMs >= configuration.quietWindowMilliseconds {
             phase = .settled
         }

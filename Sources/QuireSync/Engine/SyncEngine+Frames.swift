@@ -11,7 +11,7 @@ extension SyncEngine {
         // A revoked device no longer takes part in anything.
         guard phase != .revoked else { return }
         let inner: InnerFrame
-        switch FrameOpener.open(bytes, maxSize: deps.relay.maxFrameSize, me: me, roster: roster, replay: &replay) {
+        switch link.open(bytes, roster: roster) {
         case .failure(let drop):
             count(drop)
             if drop != .misaddressed && drop != .unexpected {
@@ -29,26 +29,15 @@ extension SyncEngine {
         // An introduce comes in an anonymous box, which anyone who knows the
         // account hash can seal with any sender id: no sign of life, so it
         // neither moves "last seen" nor cancels retries to that sibling.
-        if inner.subKind != .introduce, var sibling = siblings[inner.sender] {
-            sibling.lastSeen = clock.now()
-            sibling.lastSeenMs = nowMs
-            sibling.nextIntroduceMs = nil
-            // It answered: the advertisement got through.
-            sibling.nextAdvertRetryMs = nil
-            sibling.awaitingAnswerSinceMs = nil
-            sibling.advertRetryBackoffMs = 1_000
-            sibling.bytesIn += bytes.count
-            siblings[inner.sender] = sibling
+        if inner.subKind != .introduce {
+            let now = clock.now()
+            siblings.update(inner.sender) { $0.heard(at: now, nowMs: nowMs, bytes: bytes.count) }
         }
         if inner.subKind == .chunk {
             guard let chunk = Chunk.decode(inner.payload) else { count(.badPayload); return }
-            // A large response still arriving keeps its pull alive: a row
-            // near the size limit may take longer than the pull's timeout
-            // to cross, and a retry would only send it all again.
-            for key in pulls.keys where key.sibling == inner.sender { pulls[key]?.lastActivityMs = nowMs }
-            let before = chunks.expired
-            let whole = chunks.add(chunk, from: inner.sender, nowMs: nowMs)
-            if chunks.expired > before { count(.chunkExpired, chunks.expired - before) }
+            pulls.keepAlive(with: inner.sender, nowMs: nowMs)
+            let (whole, expired) = link.reassemble(chunk, from: inner.sender, nowMs: nowMs)
+            if expired > 0 { count(.chunkExpired, expired) }
             guard let message = whole else { return }
             dispatch(message, from: inner.sender, nowMs: nowMs)
         } else {
@@ -64,8 +53,10 @@ extension SyncEngine {
             switch message.subKind {
             case .stateDigest:
                 let m = try DigestMessage.decode(message.payload)
-                if let rows = m.rows { siblings[sender]?.rowCount = rows }
-                siblings[sender]?.holdsCollectable = m.holdsCollectable
+                siblings.update(sender) {
+                    if let rows = m.rows { $0.rowCount = rows }
+                    $0.holdsCollectable = m.holdsCollectable
+                }
                 if let seen = m.recipientSession { startSession(after: seen, toldBy: sender) }
                 try handleDigest(m.digest, echo: m.echo, from: sender, nowMs: nowMs)
             case .reconcileRequest:
@@ -110,11 +101,12 @@ extension SyncEngine {
     /// Seals and publishes a message to one sibling (chunked if large).
     @discardableResult
     func send(_ kind: SubKind, _ payload: [UInt8], to device: DeviceID) -> Bool {
-        guard phase != .revoked, var sibling = siblings[device] else { return false }
+        guard phase != .revoked, let sibling = siblings[device] else { return false }
         deps.trace?("out \(kind) \(payload.count) B to \(name(of: device))")
-        let frames = sealer.seal(SyncMessage(subKind: kind, payload: payload), to: device, boxKey: sibling.member.boxKey,
-                                 messageID: deps.random.bytes(8))
+        let frames = link.seal(SyncMessage(subKind: kind, payload: payload), to: device, boxKey: sibling.member.boxKey,
+                               messageID: deps.random.bytes(8))
         var ok = true
+        var sent = 0
         // No pacing here: flow control belongs to the relay (the local
         // relay waits for a listener that is briefly behind).
         for frame in frames {
@@ -122,7 +114,7 @@ extension SyncEngine {
                 try deps.relay.publish(frame, to: sibling.channel)
                 metrics.framesOut += 1
                 metrics.bytesOut += frame.count
-                sibling.bytesOut += frame.count
+                sent += frame.count
             } catch {
                 ok = false
                 metrics.sendErrors += 1
@@ -131,7 +123,7 @@ extension SyncEngine {
                 break
             }
         }
-        siblings[device] = sibling
+        siblings.update(device) { $0.bytesOut += sent }
         return ok
     }
 
@@ -146,7 +138,7 @@ extension SyncEngine {
         rosterRoot = try currentDigest().digest.roots[.devices]
         if let mine = roster[me.deviceID], mine.isRevoked, phase != .revoked {
             phase = .revoked
-            pulls.removeAll()
+            pulls.stopAll()
             note(mine.trust == .revoked
                  ? "this device was revoked: it no longer syncs (join again with a new invite)"
                  : "the device that admitted this one was revoked before its admission counted: it never syncs (join again with a new invite)")
@@ -161,20 +153,10 @@ extension SyncEngine {
             // try again after the debounce (still only if worth it).
             scheduleBarrier(nowMs: clock.monotonicMilliseconds())
         }
-        for gone in siblings.keys where !ids.contains(gone) {
+        let userIDHash = me.userIDHash
+        for gone in siblings.follow(current, channel: { SyncChannel.name(userIDHash: userIDHash, device: $0) }) {
             if roster[gone]?.isRevoked == true { note("device \(name(of: gone)) was revoked: its frames are refused") }
-            siblings[gone] = nil
-            for key in pulls.keys where key.sibling == gone { pulls[key] = nil }
-        }
-        for member in current {
-            if var existing = siblings[member.deviceID] {
-                existing.member = member
-                siblings[member.deviceID] = existing
-            } else {
-                siblings[member.deviceID] = SiblingState(member: member,
-                                                         channel: SyncChannel.name(userIDHash: me.userIDHash, device: member.deviceID),
-                                                         configuration: configuration)
-            }
+            pulls.forget(gone)
         }
     }
 

@@ -8,31 +8,29 @@ extension SyncEngine {
     /// One round: a pull of each divergent namespace not already being
     /// pulled. A pull already running is asked to go again when it ends.
     func startPulls(from sender: DeviceID, namespaces: [Namespace], nowMs: UInt64) {
-        guard phase != .revoked, var sibling = siblings[sender] else { return }
-        var fresh: [Namespace] = []
-        for ns in namespaces {
-            let key = PullKey(sibling: sender, namespace: ns)
-            if pulls[key] != nil { pulls[key]!.pullAgain = true } else { fresh.append(ns) }
-        }
+        guard phase != .revoked, let sibling = siblings[sender] else { return }
+        let fresh = pulls.notRunning(namespaces, from: sender)
         guard !fresh.isEmpty else { return }
-        let stormsBefore = sibling.storm.storms
         let ownDigest = (try? currentDigest().bytes) ?? []
-        guard sibling.storm.admitRound(nowMs: nowMs, ownDigest: ownDigest) else {
-            if sibling.storm.storms > stormsBefore {
-                let divergent = Set(sibling.divergent + namespaces).sorted()
-                note("storm with '\(sibling.member.name)': more than \(configuration.stormMaxRounds) rounds in \(configuration.stormWindowMilliseconds / 1000) s; backing off \(configuration.stormBackoffMilliseconds / 1000) s. Still out of sync in: \(divergent.map(\.name).joined(separator: ", "))")
-            }
-            siblings[sender] = sibling
+        switch pulls.admitRound(with: sender, nowMs: nowMs, ownDigest: ownDigest) {
+        case .admitted:
+            break
+        case .backingOff:
+            return
+        case .stormBegan:
+            let divergent = Set(sibling.divergent + namespaces).sorted()
+            note("storm with '\(sibling.member.name)': more than \(configuration.stormMaxRounds) rounds in \(configuration.stormWindowMilliseconds / 1000) s; backing off \(configuration.stormBackoffMilliseconds / 1000) s. Still out of sync in: \(divergent.map(\.name).joined(separator: ", "))")
             return
         }
-        sibling.rounds += 1
-        sibling.isReconciling = true
-        siblings[sender] = sibling
+        siblings.update(sender) {
+            $0.rounds += 1
+            $0.isReconciling = true
+        }
         metrics.rounds += 1
         for ns in fresh {
             let key = PullKey(sibling: sender, namespace: ns)
             let session = PullSession(namespace: ns, sibling: sender, id: deps.random.bytes(8), nowMs: nowMs)
-            pulls[key] = session
+            pulls.begin(session)
             do {
                 let items = try store.withReadSnapshot { snapshot in
                     try Reconciler(threshold: configuration.keyListThreshold)
@@ -40,22 +38,17 @@ extension SyncEngine {
                 }
                 sendRequest(key, items: items, nowMs: nowMs)
             } catch {
-                pulls[key] = nil
+                pulls.cancel(key)
                 report("preparing a pull of \(ns)", error)
             }
         }
     }
 
     func sendRequest(_ key: PullKey, items: [RequestItem], nowMs: UInt64) {
-        guard var session = pulls[key] else { return }
+        guard let session = pulls.requesting(key, items: items, nowMs: nowMs) else { return }
         let generation = (try? currentDigest().digest.generation) ?? deps.generation()
         let request = ReconcileRequest(namespace: key.namespace, session: session.id, step: session.step,
                                        generation: generation, items: items)
-        session.requestsSent += 1
-        session.lastActivityMs = nowMs
-        session.lastItems = items
-        session.answeredLast = false
-        pulls[key] = session
         metrics.requestsSent += 1
         metrics.maxPullRequests = max(metrics.maxPullRequests, session.requestsSent)
         if !send(.reconcileRequest, request.encoded(), to: key.sibling) { finishPull(key, nowMs: nowMs) }
@@ -67,7 +60,7 @@ extension SyncEngine {
             count(.generationGap)
             return
         }
-        siblings[sender]?.isReconciling = true
+        siblings.update(sender) { $0.isReconciling = true }
         var known: [RowKey: [UInt8]] = [:]
         for (id, row) in unsyncable where id.namespace == request.namespace { if let leaf = row.leaf { known[id.key] = leaf } }
         var responder = ReconcileResponder(store: store, threshold: configuration.keyListThreshold,
@@ -77,8 +70,9 @@ extension SyncEngine {
         responder.stream = { [self] batch in
             var batch = batch
             batch.generation = mine.digest.generation
-            metrics.rowBytesOut += batch.rows.reduce(0) { $0 + CBORWriter.encode(RowWire.encode($1)).count }
-            guard send(.reconcileResponse, batch.encoded(), to: sender) else { return false }
+            let (payload, rowBytes) = batch.encodedCountingRows()
+            metrics.rowBytesOut += rowBytes
+            guard send(.reconcileResponse, payload, to: sender) else { return false }
             metrics.responsesSent += 1
             metrics.rowsStreamed += batch.rows.count
             return true
@@ -90,16 +84,18 @@ extension SyncEngine {
         // ends the pull, so a pull that goes again does not ask for them.
         for var alone in answer.alone {
             alone.generation = mine.digest.generation
-            metrics.rowBytesOut += alone.rows.reduce(0) { $0 + CBORWriter.encode(RowWire.encode($1)).count }
-            guard send(.reconcileResponse, alone.encoded(), to: sender) else { return }
+            let (payload, rowBytes) = alone.encodedCountingRows()
+            metrics.rowBytesOut += rowBytes
+            guard send(.reconcileResponse, payload, to: sender) else { return }
             metrics.responsesSent += 1
             metrics.rowsSentAlone += 1
         }
         // Nothing differs: send nothing at all.
         guard var response = answer.response else { return }
         response.generation = mine.digest.generation
-        metrics.rowBytesOut += response.rows.reduce(0) { $0 + CBORWriter.encode(RowWire.encode($1)).count }
-        if send(.reconcileResponse, response.encoded(), to: sender) { metrics.responsesSent += 1 }
+        let (payload, rowBytes) = response.encodedCountingRows()
+        metrics.rowBytesOut += rowBytes
+        if send(.reconcileResponse, payload, to: sender) { metrics.responsesSent += 1 }
     }
 
     func handleResponse(_ response: ReconcileResponse, from sender: DeviceID, nowMs: UInt64) throws {
@@ -126,49 +122,37 @@ extension SyncEngine {
                 if let digest = try? currentDigest() { refreshSyncFlags(digest.digest) }
             }
         }
-        guard var session = pulls[key], session.id == response.session else {
+        guard let session = pulls[key], session.id == response.session else {
             // The answer to a pull that already ended: its rows are merged,
             // nothing more to ask. Tell the sibling where we stand.
-            if !response.rows.isEmpty && !hasPulls(with: sender) { sendDigest(to: sender) }
+            if !response.rows.isEmpty && !pulls.hasPulls(with: sender) { sendDigest(to: sender) }
             return
         }
-        session.lastActivityMs = nowMs
         if response.isRowsOnly {
             // A large row sent alone: the response proper follows it.
-            if !response.rows.isEmpty { session.receivedRows = true }
-            pulls[key] = session
+            pulls.rowsArrived(key, withRows: !response.rows.isEmpty, nowMs: nowMs)
             return
         }
-        session.answeredLast = true
-        if !response.rows.isEmpty { session.receivedRows = true }
-        if response.isTruncated { session.pullAgain = true }
         let followUps = try store.withReadSnapshot { snapshot in
             try Reconciler(threshold: configuration.keyListThreshold)
                 .followUps(response, StoreRangeSource(snapshot: snapshot, namespace: session.namespace), salt: session.id)
         }
+        pulls.answered(key, by: response, hasFollowUps: !followUps.isEmpty, nowMs: nowMs)
         if followUps.isEmpty {
-            pulls[key] = session
             finishPull(key, nowMs: nowMs)
         } else {
-            session.step += 1
-            pulls[key] = session
             sendRequest(key, items: followUps, nowMs: nowMs)
         }
     }
-
-    func hasPulls(with sibling: DeviceID) -> Bool { pulls.keys.contains { $0.sibling == sibling } }
 
     /// A pull met silence. Silence usually means the responder had nothing
     /// to give, but on a lossy relay it may be a lost answer (large chunked
     /// responses are the likeliest to be shed): ask once more, then let go.
     func pullTimedOut(_ key: PullKey, nowMs: UInt64) {
-        guard var session = pulls[key] else { return }
+        guard let session = pulls[key] else { return }
         deps.trace?("pull of \(key.namespace) from \(name(of: key.sibling)) timed out (answered last: \(session.answeredLast))")
-        if !session.answeredLast && !session.retried && !session.lastItems.isEmpty && stillDiffers(key) {
-            session.retried = true
-            session.step += 1
-            pulls[key] = session
-            sendRequest(key, items: session.lastItems, nowMs: nowMs)
+        if pulls.mayRetry(key) && stillDiffers(key) {
+            sendRequest(key, items: pulls.retry(key), nowMs: nowMs)
             return
         }
         finishPull(key, nowMs: nowMs)
@@ -183,7 +167,7 @@ extension SyncEngine {
     /// Pulls of namespaces whose roots now match the sibling's are moot: end
     /// them at once rather than waiting out a silent responder.
     func endSettledPulls(with sibling: DeviceID, nowMs: UInt64) {
-        for key in pulls.keys where key.sibling == sibling && !stillDiffers(key) { finishPull(key, nowMs: nowMs) }
+        for key in pulls.keys(with: sibling) where !stillDiffers(key) { finishPull(key, nowMs: nowMs) }
     }
 
     /// Ends a pull. Once no pull with that sibling is left, a pull that
@@ -192,17 +176,12 @@ extension SyncEngine {
     /// hold, and only our digest tells it to pull. Waiting for the debounce
     /// here would cost a debounce per round for nothing.
     func finishPull(_ key: PullKey, nowMs: UInt64) {
-        guard let session = pulls.removeValue(forKey: key) else { return }
-        if session.receivedRows { siblings[key.sibling]?.shouldReadvertise = true }
-        if !hasPulls(with: key.sibling), siblings[key.sibling]?.shouldReadvertise == true {
-            siblings[key.sibling]?.shouldReadvertise = false
-            sendDigest(to: key.sibling)
-        }
-        if session.pullAgain { siblings[key.sibling]?.pullAgain.insert(key.namespace) }
+        guard let ending = pulls.end(key) else { return }
+        if ending.readvertise { sendDigest(to: key.sibling) }
         // Pull again as one round, once every pull with this sibling ended,
         // for the namespaces that still differ from its last digest.
-        guard !hasPulls(with: key.sibling), let again = siblings[key.sibling]?.pullAgain, !again.isEmpty else { return }
-        siblings[key.sibling]?.pullAgain = []
+        let again = ending.pullAgain
+        guard !again.isEmpty else { return }
         if let theirs = siblings[key.sibling]?.lastDigest, let mine = try? currentDigest(), theirs.generation == mine.digest.generation {
             let still = again.filter { theirs.roots[$0] != mine.digest.roots[$0] }.sorted()
             if !still.isEmpty { startPulls(from: key.sibling, namespaces: still, nowMs: nowMs) }

@@ -7,12 +7,13 @@ extension SyncEngine {
     func makeStatus() -> SyncStatus {
         let nowMs = clock.monotonicMilliseconds()
         let now = clock.now()
-        let siblingStatus = siblings.values.sorted { $0.member.name < $1.member.name }.map { s -> SyncStatus.Sibling in
+        let siblingStatus = siblings.all.sorted { $0.member.name < $1.member.name }.map { s -> SyncStatus.Sibling in
+            let storm = pulls.storms[s.member.deviceID]
             var backoff: Int64? = nil
-            if let until = s.storm.backoffUntilMs, until > nowMs { backoff = now.seconds + Int64((until - nowMs + 999) / 1000) }
+            if let until = storm?.backoffUntilMs, until > nowMs { backoff = now.seconds + Int64((until - nowMs + 999) / 1000) }
             return SyncStatus.Sibling(device: s.member.deviceID.hex, name: s.member.name, lastSeen: s.lastSeen?.seconds,
                                       lastMatch: s.lastMatch?.seconds, inSync: s.inSync, divergent: s.divergent.map(\.name),
-                                      stormBackoffUntil: backoff, storms: s.storm.storms,
+                                      stormBackoffUntil: backoff, storms: storm?.storms ?? 0,
                                       incompatibleVersion: s.incompatibleVersion.map(Int.init), generationGap: s.generationGap,
                                       rounds: s.rounds, bytesIn: s.bytesIn, bytesOut: s.bytesOut)
         }
@@ -42,15 +43,15 @@ extension SyncEngine {
     func trackCatchUp(nowMs: UInt64) {
         if catchUpStart == nil, !pulls.isEmpty {
             catchUpStart = (ms: nowMs, rows: metrics.rowsApplied, bytes: metrics.bytesIn)
-        } else if catchUpStart != nil, pulls.isEmpty, siblings.values.allSatisfy({ $0.lastSeenMs == nil || $0.inSync }) {
+        } else if catchUpStart != nil, pulls.isEmpty, siblings.all.allSatisfy({ $0.lastSeenMs == nil || $0.inSync }) {
             catchUpStart = nil
         }
     }
 
     func catchUpProgress(nowMs: UInt64) -> SyncStatus.CatchUp? {
         guard let start = catchUpStart else { return nil }
-        let theirs = siblings.values.compactMap(\.rowCount).max()
-        let ours = cachedDigest?.rows
+        let theirs = siblings.all.compactMap(\.rowCount).max()
+        let ours = advertiser.cachedDigest?.rows
         let remaining = theirs.flatMap { t in ours.map { t > $0 ? t - $0 : 0 } }
         return SyncStatus.CatchUp(rowsPulled: metrics.rowsApplied - start.rows, bytesPulled: metrics.bytesIn - start.bytes,
                                   seconds: Double(nowMs &- start.ms) / 1000, rowsRemaining: remaining)
@@ -83,18 +84,8 @@ extension SyncEngine {
         }
     }
 
+    /// Writes the replay floors down if they moved (`FrameLink.persistFloors`).
     func persistReplayFloors() {
-        guard let path = deps.statePath else { return }
-        let floors = replay.floors
-        guard floors != lastPersistedFloors else { return }
-        var state = SyncPersistentState.load(path: path)
-        state.replayFloors = Dictionary(uniqueKeysWithValues: floors.map { ($0.key.hex, $0.value) })
-        state.ownSessionStart = max(state.ownSessionStart, sealer.sessionStart)
-        do {
-            try state.save(path: path)
-            lastPersistedFloors = floors
-        } catch {
-            report("writing \(path)", error)
-        }
+        do { try link.persistFloors() } catch { report("writing \(deps.statePath ?? "")", error) }
     }
 }

@@ -18,12 +18,9 @@ extension SyncEngine {
         var next = now + (isBusy ? Self.busyTickMilliseconds : Self.idleTickMilliseconds)
         next = min(next, lastPollMs &+ pollIntervalMs)
         if let due = advertisementDueMs() { next = min(next, due) }
-        next = min(next, nextHeartbeatMs)
-        for sibling in siblings.values {
-            if let retry = sibling.nextAdvertRetryMs { next = min(next, retry) }
-            if sibling.lastSeenMs == nil, let introduce = sibling.nextIntroduceMs { next = min(next, introduce) }
-        }
-        for pull in pulls.values { next = min(next, pull.lastActivityMs &+ configuration.sessionTimeoutMilliseconds) }
+        next = min(next, advertiser.nextHeartbeatMs)
+        if let due = siblings.nextTimerMs { next = min(next, due) }
+        if let timeout = pulls.nextTimeoutMs { next = min(next, timeout) }
         if let attempt = barrier.attemptAtMs { next = min(next, attempt) }
         // A timer already due runs now, but never in a tight loop.
         return max(next, now + 1)
@@ -34,24 +31,11 @@ extension SyncEngine {
     /// Work whose timers run on the coarse tick rather than a deadline.
     var isBusy: Bool {
         !pulls.isEmpty || barrier.round != nil || phase == .settling || snapshotAssembly != nil
-            || !offloadBook.batches.isEmpty || !offloadBook.recalls.isEmpty || !offloadBook.queries.isEmpty
-            || !offloadBook.holdsToCommit.isEmpty || !chunks.isEmpty
+            || offloadBook.isBusy || link.isReassembling
     }
 
-    /// When the pending change is advertised: at once when every sibling
-    /// answered the last advertisement (as Nagle's rule sends at once with
-    /// nothing unacknowledged); else once the burst pauses for the debounce,
-    /// or the answers came, or at the latest `maxDebounce` after it began.
-    /// A lone save goes out in the step that sees its commit; a bulk import
-    /// becomes one advertisement per answer.
-    func advertisementDueMs() -> UInt64? {
-        guard let since = dirtySinceMs else { return nil }
-        let debounce = configuration.debounceMilliseconds
-        let outstanding = siblings.values.compactMap { $0.awaitingAnswerSinceMs.map { $0 &+ debounce } }.max()
-        guard let answeredBy = outstanding else { return since }
-        let trailing = min(lastDirtyMs &+ debounce, since &+ configuration.maxDebounceMilliseconds)
-        return min(trailing, max(since, answeredBy))
-    }
+    /// When the pending change is advertised (`Advertiser.dueMs`).
+    func advertisementDueMs() -> UInt64? { advertiser.dueMs(unansweredSinceMs: siblings.unansweredSinceMs) }
 
     /// Runs a step soon on the engine's thread (work started from another
     /// thread: an offload, a recall, a hold query).

@@ -91,13 +91,24 @@ public final class SyncEngine: @unchecked Sendable {
 
     // MARK: State (guarded by `lock`)
     let lock = NSRecursiveLock()
-    var sealer: FrameSealer
-    var replay: ReplayGuard
-    var chunks = ChunkAssembler()
+    // The parts: each keeps its own state and rules; the engine routes
+    // between them, on its one thread, under this lock.
+    /// Sealing, opening, replay floors and chunks (Frames/FrameLink).
+    var link: FrameLink
+    /// One entry per sibling on the roster (Engine/SiblingTable).
+    var siblings = SiblingTable()
+    /// Our digest and when to advertise it (Engine/Advertiser).
+    var advertiser: Advertiser
+    /// Pulls in flight, their storm guard and what follows them (Reconcile/PullCoordinator).
+    var pulls: PullCoordinator
+    /// Offloads, recalls and hold queries in flight (Offload/).
+    var offloadBook = OffloadBook()
+    /// The tombstone barrier (Barrier/).
+    var barrier = BarrierState()
+    // What the engine keeps itself: the roster, the phase, the store watch,
+    // the status and the anchor.
     var roster = Roster(members: [:])
     var rosterRoot: [UInt8]?
-    var siblings: [DeviceID: SiblingState] = [:]
-    var pulls: [PullKey: PullSession] = [:]
     var metrics = SyncMetrics()
     var phase: SyncStatus.Phase = .settling
     var isAttached = false
@@ -110,22 +121,11 @@ public final class SyncEngine: @unchecked Sendable {
     var pollFallbackMs: UInt64?
     /// When the catch-up in progress began, with the counters then.
     var catchUpStart: (ms: UInt64, rows: Int, bytes: Int)?
-    var cachedDigest: (digest: StateDigest, bytes: [UInt8], rows: UInt64?)?
-    /// The outbox is cleared through this id (edits an advertisement covered).
-    var lastOutboxMark: Int64 = 0
-    var dirtySinceMs: UInt64?
-    var lastDirtyMs: UInt64 = 0
-    var nextHeartbeatMs: UInt64 = 0
     var lastStatusWriteMs: UInt64 = 0
     var lastWrittenStatus: SyncStatus?
-    var lastPersistedFloors: [DeviceID: UInt64] = [:]
     var events: [String] = []
     var reportedErrors = Set<String>()
     var subscription: RelaySubscription?
-    /// Offloads, recalls and hold queries in flight (Offload/).
-    var offloadBook = OffloadBook()
-    /// The tombstone barrier (Barrier/).
-    var barrier = BarrierState()
     /// Why this device cannot tell or reach the fleet's generation, in words (Anchor/).
     var anchorState: String?
     var lastAnchorCheckMs: UInt64?
@@ -166,17 +166,10 @@ public final class SyncEngine: @unchecked Sendable {
         accountSealingKey = (try? BoxPublicKey(convertingSigningKey: deps.identity.account.publicKey)) ?? BoxKeyPair().publicKey
         startedAt = deps.clock.now()
         startedMs = deps.clock.monotonicMilliseconds()
-        var persisted = deps.statePath.map(SyncPersistentState.load) ?? SyncPersistentState()
-        // Session stamps only grow, even across restarts within one second
-        // or a clock that stepped back: a receiver must see this session as newer.
-        let start = max(UInt64(max(startedAt.seconds, 0)) * 1000, persisted.ownSessionStart + 1)
-        persisted.ownSessionStart = start
-        var floors: [DeviceID: UInt64] = [:]
-        for (hex, value) in persisted.replayFloors { if let id = ID16(hex: hex) { floors[id] = value } }
-        replay = ReplayGuard(floors: floors)
-        lastPersistedFloors = floors
-        sealer = FrameSealer(identity: me, session: deps.random.bytes(8), sessionStart: start, maxFrameSize: deps.relay.maxFrameSize)
-        if let path = deps.statePath { try? persisted.save(path: path) }
+        link = FrameLink(me: me, maxFrameSize: deps.relay.maxFrameSize, statePath: deps.statePath, startedAt: startedAt,
+                         sessionID: deps.random.bytes(8))
+        advertiser = Advertiser(configuration: configuration)
+        pulls = PullCoordinator(configuration: configuration)
     }
 
     /// The channel this device listens on.
@@ -208,7 +201,7 @@ public final class SyncEngine: @unchecked Sendable {
             lastSeq = try store.changeSequence()
             // A sibling that ever sealed a frame to us holds our certificate;
             // the others (a device that just joined) get an introduction.
-            for id in Array(siblings.keys) where replay.floors[id] == nil { introduce(to: id) }
+            for id in siblings.ids where !link.hasHeard(from: id) { introduce(to: id) }
             let now = clock.monotonicMilliseconds()
             broadcast(force: true, nowMs: now)
             scheduleHeartbeat(nowMs: now)
@@ -318,19 +311,17 @@ public final class SyncEngine: @unchecked Sendable {
             poll(nowMs: now)
         }
         if let due = advertisementDueMs(), now >= due { broadcast(force: false, nowMs: now) }
-        if now >= nextHeartbeatMs { heartbeat(nowMs: now) }
+        if advertiser.isHeartbeatDue(nowMs: now) { heartbeat(nowMs: now) }
         retryUnansweredAdvertisements(nowMs: now)
-        for (id, sibling) in siblings where sibling.lastSeenMs == nil && (sibling.nextIntroduceMs.map { now >= $0 } ?? false) {
+        for id in siblings.dueIntroductions(nowMs: now) {
             introduce(to: id)
             sendDigest(to: id)
         }
-        for (key, pull) in pulls where now &- pull.lastActivityMs >= configuration.sessionTimeoutMilliseconds {
-            pullTimedOut(key, nowMs: now)
-        }
+        for key in pulls.timedOut(nowMs: now) { pullTimedOut(key, nowMs: now) }
         offloadTick(nowMs: now)
         requestMissingKeys(nowMs: now)
         barrierTick(nowMs: now)
-        chunks.expire(nowMs: now)
+        link.expireChunks(nowMs: now)
         updatePhase(nowMs: now)
         trackCatchUp(nowMs: now)
         writeStatus(force: false)
@@ -348,7 +339,7 @@ public final class SyncEngine: @unchecked Sendable {
     public func isConverged() -> Bool {
         lock.lock(); defer { lock.unlock() }
         guard pulls.isEmpty, let mine = try? currentDigest().bytes else { return false }
-        return siblings.values.allSatisfy { $0.lastDigestBytes == mine && $0.lastSentDigest == mine }
+        return siblings.allHoldBoth(mine)
     }
 
     /// Why there is nobody to converge with, in words; nil when some
@@ -368,14 +359,14 @@ public final class SyncEngine: @unchecked Sendable {
     public func unconvergedSiblings() -> [String] {
         lock.lock(); defer { lock.unlock() }
         let mine = try? currentDigest().bytes
-        return siblings.values.filter { $0.lastDigestBytes != mine || $0.lastSentDigest != mine }.map(\.member.name).sorted()
+        return siblings.all.filter { !$0.holdsBoth(mine) }.map(\.member.name).sorted()
     }
 
     /// The siblings heard from since start-up, and whether each matches us now.
     public func heardSiblings() -> [(name: String, inSync: Bool)] {
         lock.lock(); defer { lock.unlock() }
         let mine = try? currentDigest().bytes
-        return siblings.values.filter { $0.lastSeenMs != nil }.map { ($0.member.name, $0.lastDigestBytes == mine && $0.lastSentDigest == mine) }
+        return siblings.all.filter { $0.lastSeenMs != nil }.map { ($0.member.name, $0.holdsBoth(mine)) }
     }
 
     public var hasActivePulls: Bool { lock.lock(); defer { lock.unlock() }; return !pulls.isEmpty }
@@ -418,15 +409,16 @@ public final class SyncEngine: @unchecked Sendable {
         if reportedErrors.insert(text).inserted { note(text) }
     }
 
-    func currentDigest() throws -> (digest: StateDigest, bytes: [UInt8], rows: UInt64?) {
-        if let cachedDigest { return cachedDigest }
+    /// Our digest, computed once per change of the store.
+    func currentDigest() throws -> Advertiser.Digest {
+        if let cached = advertiser.cachedDigest { return cached }
         let d = try store.digest(generation: deps.generation())
         let value = (digest: d, bytes: d.encoded(), rows: try? store.totalRows())
-        cachedDigest = value
+        advertiser.remember(value)
         return value
     }
 
-    func invalidateDigest() { cachedDigest = nil }
+    func invalidateDigest() { advertiser.forgetDigest() }
 }
 
 /// Times in log lines and messages: UTC, to the second.

@@ -11,16 +11,9 @@ extension SyncEngine {
     /// the one it saw gets our frames accepted again, and the event says so.
     /// A stale or replayed hint is harmless: stamps only move forward.
     func startSession(after seen: SessionSeen, toldBy sender: DeviceID) {
-        guard seen.isAhead(ofStart: sealer.sessionStart, id: sealer.session) else { return }
-        let closedByRestart = seen.id == nil && seen.start == sealer.sessionStart
-        let start = max(seen.start + 1, UInt64(max(clock.now().seconds, 0)) * 1000)
-        sealer = FrameSealer(identity: me, session: deps.random.bytes(8), sessionStart: start, maxFrameSize: deps.relay.maxFrameSize)
-        if let path = deps.statePath {
-            var state = SyncPersistentState.load(path: path)
-            state.ownSessionStart = max(state.ownSessionStart, start)
-            do { try state.save(path: path) } catch { report("writing \(path)", error) }
-        }
-        if closedByRestart {
+        guard let restart = link.startSession(after: seen, now: clock.now(), sessionID: { deps.random.bytes(8) }) else { return }
+        if let error = restart.saveError { report("writing \(deps.statePath ?? "")", error) }
+        if restart.closedByRestart {
             note("device \(name(of: sender)) restarted and closed this device's session (frames of it could be replays): started a new one")
         } else {
             note("device \(name(of: sender)) had accepted a later session of this device than the one it ran, so it refused "

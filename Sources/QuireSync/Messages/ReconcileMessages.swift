@@ -168,7 +168,13 @@ public struct ReconcileResponse: Equatable, Sendable {
 
     public var isEmpty: Bool { rows.isEmpty && items.isEmpty }
 
-    public func encoded() -> [UInt8] {
+    public func encoded() -> [UInt8] { encodedCountingRows().bytes }
+
+    /// The encoding, and how many of its bytes are the rows' own encodings
+    /// (`SyncMetrics.rowBytesOut`), counted as they are written. The
+    /// fields go in ascending key order: the canonical map, as
+    /// `CBORWriter.write(.map)` would lay it out.
+    func encodedCountingRows() -> (bytes: [UInt8], rowBytes: Int) {
         let items: [CBOR] = self.items.map { item in
             switch item {
             case .mismatch(let p): return .array([.unsigned(0)] + p.cbor)
@@ -176,13 +182,20 @@ public struct ReconcileResponse: Equatable, Sendable {
             case .keyList(let p, let e): return .array([.unsigned(2)] + p.cbor + [.bytes(KeyLeaf.pack(e))])
             }
         }
-        var fields: [(CBOR, CBOR)] = [(.unsigned(1), .unsigned(UInt64(namespace.rawValue))), (.unsigned(2), .bytes(session)),
-                                      (.unsigned(3), .unsigned(step)), (.unsigned(4), .array(rows.map(RowWire.encode))),
-                                      (.unsigned(5), .array(items))]
-        if isTruncated { fields.append((.unsigned(6), .bool(true))) }
-        if isRowsOnly { fields.append((.unsigned(7), .bool(true))) }
-        if let generation { fields.append((.unsigned(8), .unsigned(generation))) }
-        return CBORWriter.encode(.map(fields))
+        var w = CBORWriter()
+        w.writeMapHeader(5 + (isTruncated ? 1 : 0) + (isRowsOnly ? 1 : 0) + (generation == nil ? 0 : 1))
+        w.writeUInt(1); w.writeUInt(UInt64(namespace.rawValue))
+        w.writeUInt(2); w.writeBytes(session)
+        w.writeUInt(3); w.writeUInt(step)
+        w.writeUInt(4); w.writeArrayHeader(rows.count)
+        let rowsStart = w.bytes.count
+        for row in rows { w.write(RowWire.encode(row)) }
+        let rowBytes = w.bytes.count - rowsStart
+        w.writeUInt(5); w.write(.array(items))
+        if isTruncated { w.writeUInt(6); w.writeBool(true) }
+        if isRowsOnly { w.writeUInt(7); w.writeBool(true) }
+        if let generation { w.writeUInt(8); w.writeUInt(generation) }
+        return (w.bytes, rowBytes)
     }
 
     public static func decode(_ bytes: [UInt8]) throws(CBORError) -> ReconcileResponse {

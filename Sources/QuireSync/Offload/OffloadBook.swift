@@ -133,6 +133,9 @@ struct OffloadBook {
     /// callers blocked on another thread.
     let progress = NSCondition()
 
+    /// Something is in flight whose timers run on the engine's tick.
+    var isBusy: Bool { !batches.isEmpty || !recalls.isEmpty || !queries.isEmpty || !holdsToCommit.isEmpty }
+
     mutating func makeID() -> UInt64 {
         defer { nextID += 1 }
         return nextID

@@ -16,24 +16,17 @@ import QuireStore
 extension SyncEngine {
     /// Sends this device's introduction to one sibling.
     func introduce(to device: DeviceID) {
-        guard phase != .revoked, var sibling = siblings[device] else { return }
+        guard phase != .revoked, let sibling = siblings[device] else { return }
         do {
             let rows = try store.rows(.devices, from: [], to: nil)
             let message = IntroduceMessage(rows: Array(rows.prefix(IntroduceMessage.maxRows)),
                                            enrolment: roster[me.deviceID]?.trust == .trusted ? nil : deps.enrolment)
-            let frame = sealer.sealAnonymously(SyncMessage(subKind: .introduce, payload: message.encoded()),
-                                               to: device, boxKey: sibling.member.boxKey)
+            let frame = link.sealIntroduction(message.encoded(), to: device, boxKey: sibling.member.boxKey)
             try deps.relay.publish(frame, to: sibling.channel)
             metrics.framesOut += 1
             metrics.bytesOut += frame.count
-            sibling.bytesOut += frame.count
             let nowMs = clock.monotonicMilliseconds()
-            sibling.lastIntroducedMs = nowMs
-            if sibling.lastSeenMs == nil {
-                sibling.nextIntroduceMs = nowMs + sibling.introduceBackoffMs
-                sibling.introduceBackoffMs = min(sibling.introduceBackoffMs * 2, configuration.heartbeatMilliseconds)
-            }
-            siblings[device] = sibling
+            siblings.update(device) { $0.introduced(bytes: frame.count, nowMs: nowMs, maxBackoffMs: configuration.heartbeatMilliseconds) }
         } catch {
             metrics.sendErrors += 1
             wedge.error(.siblings, "frames cannot be sent (the relay is unreachable?)", nowMs: clock.monotonicMilliseconds())
