@@ -77,6 +77,22 @@ final class CBORTests: XCTestCase {
         pairs = pairs.map { $0.0 == .unsigned(3) ? ($0.0, .bytes(Array("forged".utf8))) : $0 }
         XCTAssertThrowsError(try RowContent.decode(.notebook, fields: .map(pairs)))
     }
+
+    /// `encodedSize` is the length of the encoding, at every head width
+    /// (1, 2, 3, 5 and 9 bytes), for nested values and unsorted maps.
+    func testEncodedSizeIsTheEncodingsLength() {
+        let widths: [UInt64] = [0, 23, 24, 255, 256, 65_535, 65_536, 4_294_967_295, 4_294_967_296, .max]
+        var values: [CBOR] = widths.flatMap { [CBOR.unsigned($0), .negative($0)] }
+        values += [.bytes([]), .bytes([UInt8](repeating: 7, count: 24)), .bytes([UInt8](repeating: 1, count: 300)),
+                   .bytes([UInt8](repeating: 2, count: 70_000)), .text(""), .text("é, 日本"), .text(String(repeating: "x", count: 256)),
+                   .bool(true), .bool(false), .null]
+        values.append(.array(values))
+        values.append(.map([(.text("b"), .unsigned(1)), (.unsigned(300), .array([.null, .bytes([1])])), (.text("a"), .map([]))]))
+        values.append(.array([CBOR](repeating: .unsigned(1), count: 30)))
+        for value in values {
+            XCTAssertEqual(CBORWriter.encodedSize(of: value), CBORWriter.encode(value).count, "\(value)")
+        }
+    }
 }
 
 final class StoredFieldsTests: XCTestCase {

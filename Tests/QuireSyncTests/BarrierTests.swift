@@ -187,13 +187,14 @@ final class BarrierTests: XCTestCase {
             .edited(by: Actor(device: devices[1].id, incarnation: 3), to: .plan(Plan(title: "from the future", createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0))))
         var response = ReconcileResponse(namespace: .plans, session: [UInt8](repeating: 1, count: 8), step: 1, rows: [row], items: [], isTruncated: false)
         response.generation = 1
-        let decoded = try ReconcileResponse.decode(response.encoded())
+        let (decoded, rowBytes) = try ReconcileResponse.decodeCountingRows(response.encoded())
         XCTAssertEqual(decoded.generation, 1)
         try engines[0].attach()
         engines[0].lock.lock()
-        try engines[0].handleResponse(decoded, from: devices[1].id, nowMs: 0)
+        try engines[0].handleResponse(decoded, rowBytes: rowBytes, from: devices[1].id, nowMs: 0)
         response.generation = 0
-        try engines[0].handleResponse(try ReconcileResponse.decode(response.encoded()), from: devices[1].id, nowMs: 0)
+        let other = try ReconcileResponse.decodeCountingRows(response.encoded())
+        try engines[0].handleResponse(other.response, rowBytes: other.rowBytes, from: devices[1].id, nowMs: 0)
         engines[0].lock.unlock()
         XCTAssertEqual(engines[0].metricsSnapshot().dropped[.generationGap], 1)
         XCTAssertEqual(try devices[0].store.counts(.plans).live, 1, "only the response at this device's generation was applied")

@@ -211,6 +211,10 @@ final class FrameTests: XCTestCase {
             XCTAssertEqual(rowBytes, r.rows.reduce(0) { $0 + CBORWriter.encode(RowWire.encode($1)).count })
             XCTAssertEqual(CBORWriter.encode(try CBORReader.decode(bytes)), bytes)
             XCTAssertEqual(try ReconcileResponse.decode(bytes), r)
+            // The decoder measures the same bytes without encoding a row.
+            let (decoded, received) = try ReconcileResponse.decodeCountingRows(bytes)
+            XCTAssertEqual(decoded, r)
+            XCTAssertEqual(received, rowBytes)
         }
         // A newer sibling's extra field and item kind are skipped, not fatal.
         guard case .map(var fields) = try CBORReader.decode(request.encoded()) else { return XCTFail() }

@@ -13,6 +13,31 @@ public struct CBORWriter: Sendable {
         return w.bytes
     }
 
+    /// The length of `value`'s encoding, without encoding it: for values
+    /// decoded by `CBORReader` (which accepts only this encoding), the
+    /// length of the bytes they came from.
+    public static func encodedSize(of value: CBOR) -> Int {
+        switch value {
+        case .unsigned(let v), .negative(let v): return headSize(v)
+        case .bytes(let b): return headSize(UInt64(b.count)) + b.count
+        case .text(let s): return headSize(UInt64(s.utf8.count)) + s.utf8.count
+        case .array(let items): return items.reduce(headSize(UInt64(items.count))) { $0 + encodedSize(of: $1) }
+        case .map(let pairs): return pairs.reduce(headSize(UInt64(pairs.count))) { $0 + encodedSize(of: $1.0) + encodedSize(of: $1.1) }
+        case .bool, .null: return 1
+        }
+    }
+
+    /// The size of a shortest-form head (`head`) carrying `v`.
+    private static func headSize(_ v: UInt64) -> Int {
+        switch v {
+        case 0..<24: return 1
+        case 24...0xFF: return 2
+        case 0x100...0xFFFF: return 3
+        case 0x10000...0xFFFF_FFFF: return 5
+        default: return 9
+        }
+    }
+
     public mutating func write(_ value: CBOR) {
         switch value {
         case .unsigned(let v): head(0, v)

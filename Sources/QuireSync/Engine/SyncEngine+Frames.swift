@@ -62,7 +62,8 @@ extension SyncEngine {
             case .reconcileRequest:
                 try handleRequest(try ReconcileRequest.decode(message.payload), from: sender)
             case .reconcileResponse:
-                try handleResponse(try ReconcileResponse.decode(message.payload), from: sender, nowMs: nowMs)
+                let (response, rowBytes) = try ReconcileResponse.decodeCountingRows(message.payload)
+                try handleResponse(response, rowBytes: rowBytes, from: sender, nowMs: nowMs)
             case .introduce:
                 try handleIntroduce(try IntroduceMessage.decode(message.payload), from: sender, nowMs: nowMs)
             case .offloadPut, .offloadAck, .recallRequest, .recallResponse, .holdQuery, .holdAnswer:

@@ -98,7 +98,8 @@ extension SyncEngine {
         if send(.reconcileResponse, payload, to: sender) { metrics.responsesSent += 1 }
     }
 
-    func handleResponse(_ response: ReconcileResponse, from sender: DeviceID, nowMs: UInt64) throws {
+    /// `rowBytes`: the encoded size of its rows as they arrived (`decodeCountingRows`).
+    func handleResponse(_ response: ReconcileResponse, rowBytes: Int, from sender: DeviceID, nowMs: UInt64) throws {
         // Rows from across a barrier (a response that crossed a commit in
         // flight) are the ones that resurrect: refused like a request would be.
         if let theirs = response.generation, theirs != (try currentDigest().digest.generation) {
@@ -107,7 +108,7 @@ extension SyncEngine {
         }
         let key = PullKey(sibling: sender, namespace: response.namespace)
         if response.undecodableRows > 0 { count(.badPayload, response.undecodableRows) }
-        metrics.rowBytesIn += response.rows.reduce(0) { $0 + CBORWriter.encode(RowWire.encode($1)).count }
+        metrics.rowBytesIn += rowBytes
         let rows = certifiedRows(rowsWithinLimits(response.rows, from: sender))
         if !rows.isEmpty {
             let (applied, _) = try store.apply(rows)

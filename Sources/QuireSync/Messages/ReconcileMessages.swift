@@ -199,12 +199,26 @@ public struct ReconcileResponse: Equatable, Sendable {
     }
 
     public static func decode(_ bytes: [UInt8]) throws(CBORError) -> ReconcileResponse {
+        try decodeCountingRows(bytes).response
+    }
+
+    /// The response, and how many of its bytes are the encodings of the
+    /// rows that decoded (`SyncMetrics.rowBytesIn`): measured on the decoded
+    /// values, which the reader accepts only in the one canonical encoding,
+    /// so no row is encoded again to be counted.
+    static func decodeCountingRows(_ bytes: [UInt8]) throws(CBORError) -> (response: ReconcileResponse, rowBytes: Int) {
         let f = try CBORReader.decode(bytes, limits: messageLimits).asFieldMap()
         let ns = try namespaceField(f)
         var rows: [Row] = []
         var undecodable = 0
+        var rowBytes = 0
         for item in try f.optional(4)?.asArray() ?? [] {
-            if let row = RowWire.decode(item, namespace: ns) { rows.append(row) } else { undecodable += 1 }
+            if let row = RowWire.decode(item, namespace: ns) {
+                rows.append(row)
+                rowBytes += CBORWriter.encodedSize(of: item)
+            } else {
+                undecodable += 1
+            }
         }
         var items: [ResponseItem] = []
         for raw in try f.optional(5)?.asArray() ?? [] {
@@ -229,7 +243,7 @@ public struct ReconcileResponse: Equatable, Sendable {
         response.undecodableRows = undecodable
         response.isRowsOnly = try f.optional(7)?.asBool() ?? false
         response.generation = try f.optional(8)?.asUInt()
-        return response
+        return (response, rowBytes)
     }
 }
 
