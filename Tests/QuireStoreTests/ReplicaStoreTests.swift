@@ -32,6 +32,27 @@ final class ReplicaStoreTests: XCTestCase {
         XCTAssertEqual(try b.changeSequence(), before + 1)
     }
 
+    func testARowWithoutItsBodyKeepsEverythingElse() throws {
+        let s = try makeStore(temporaryDirectory())
+        let body = "first paragraph\n\nsecond paragraph"
+        let written = try s.put(note("title", body, tags: ["b", "a"]))
+        let head = try XCTUnwrap(try s.rowWithoutBody(.notebook, written.key))
+        guard case .note(let n)? = head.content, case .note(let whole)? = try s.row(.notebook, written.key)?.content else {
+            return XCTFail("not a note")
+        }
+        XCTAssertNil(n.body, "the body is not read")
+        XCTAssertEqual(n.length, body.utf8.count)
+        XCTAssertEqual(n.title, whole.title)
+        XCTAssertEqual(n.tags, whole.tags)
+        XCTAssertEqual(n.createdAt, whole.createdAt)
+        XCTAssertEqual(n.contentHash, whole.contentHash)
+        XCTAssertEqual(head.context, written.context)
+        XCTAssertNil(try s.rowWithoutBody(.notebook, RowKey(bytes: [UInt8](repeating: 3, count: 16))!))
+        // Elsewhere the text is in the heads: the row comes back whole.
+        let plan = try s.put(.plan(Plan(title: "plan", createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0))))
+        XCTAssertEqual(try s.rowWithoutBody(.plans, plan.key), try s.row(.plans, plan.key))
+    }
+
     func testLocalEditBumpsOnlyThisDeviceAndWritesTheOutboxInTheSameTransaction() throws {
         let clock = ManualClock()
         let s = try makeStore(temporaryDirectory(), clock: clock)
