@@ -187,6 +187,26 @@ final class FrameTests: XCTestCase {
         XCTAssertNil(Chunk.decode(Chunk(messageID: Array(repeating: 0, count: 8), index: 5, count: 2, data: []).encoded()))
     }
 
+    /// A partial message the link gives up is reported once, whether it
+    /// expired while another chunk arrived or on the engine's timer.
+    func testTheLinkReportsEachExpiredMessageOnce() throws {
+        let (_, me) = identity(account: SigningKeyPair())
+        var link = FrameLink(me: me, maxFrameSize: 64 << 10, statePath: nil, startedAt: Timestamp(seconds: 1), sessionID: [UInt8](repeating: 1, count: 8))
+        let sender = ID16(bytes: Array(repeating: 4, count: 16))!
+        let message = SyncMessage(subKind: .reconcileResponse, payload: SeededRandom(seed: 3).bytes(50_000))
+        var first = Chunk.split(message, messageID: Array(repeating: 1, count: 8), room: 20_000)
+        var second = first
+        for i in second.indices { second[i].messageID = Array(repeating: 2, count: 8) }
+        XCTAssertNil(link.reassemble(first.removeFirst(), from: sender, nowMs: 0).message)
+        let later = ChunkAssembler.timeoutMilliseconds + 1
+        XCTAssertEqual(link.expireChunks(nowMs: later), 1, "expired on the timer")
+        XCTAssertEqual(link.expireChunks(nowMs: later + 1), 0, "and reported once")
+        XCTAssertFalse(link.isReassembling)
+        XCTAssertEqual(link.reassemble(second.removeFirst(), from: sender, nowMs: later).expired, 0)
+        XCTAssertEqual(link.reassemble(first[0], from: sender, nowMs: 2 * later + 1).expired, 1, "expired as another chunk arrived")
+        XCTAssertEqual(link.expireChunks(nowMs: 2 * later + 1), 0)
+    }
+
     func testReconcileMessagesRoundTripAndSkipUnknownFields() throws {
         let key = ID16(bytes: Array(repeating: 0xAB, count: 16))!
         let prefix = KeyPrefix(nibbles: [1, 2, 3])!

@@ -321,7 +321,8 @@ public final class SyncEngine: @unchecked Sendable {
         offloadTick(nowMs: now)
         requestMissingKeys(nowMs: now)
         barrierTick(nowMs: now)
-        link.expireChunks(nowMs: now)
+        let expired = link.expireChunks(nowMs: now)
+        if expired > 0 { count(.chunkExpired, expired) }
         updatePhase(nowMs: now)
         trackCatchUp(nowMs: now)
         writeStatus(force: false)

@@ -19,6 +19,8 @@ struct FrameLink {
     private(set) var sealer: FrameSealer
     private(set) var replay: ReplayGuard
     private var chunks = ChunkAssembler()
+    /// Partial messages given up so far that were already reported.
+    private var reportedExpired = 0
     /// The floors as last written to `statePath`.
     private var persistedFloors: [DeviceID: UInt64]
 
@@ -88,13 +90,21 @@ struct FrameLink {
     /// last chunk arrived, and how many partial messages were given up to
     /// make room or for their age.
     mutating func reassemble(_ chunk: Chunk, from sender: DeviceID, nowMs: UInt64) -> (message: SyncMessage?, expired: Int) {
-        let before = chunks.expired
         let whole = chunks.add(chunk, from: sender, nowMs: nowMs)
-        return (whole, chunks.expired - before)
+        return (whole, newlyExpired())
     }
 
-    /// Drops partial messages that stopped arriving.
-    mutating func expireChunks(nowMs: UInt64) { chunks.expire(nowMs: nowMs) }
+    /// Drops partial messages that stopped arriving; returns how many.
+    mutating func expireChunks(nowMs: UInt64) -> Int {
+        chunks.expire(nowMs: nowMs)
+        return newlyExpired()
+    }
+
+    /// Partial messages given up since the last report, by either way.
+    private mutating func newlyExpired() -> Int {
+        defer { reportedExpired = chunks.expired }
+        return chunks.expired - reportedExpired
+    }
 
     /// Partial messages wait for their other chunks.
     var isReassembling: Bool { !chunks.isEmpty }
