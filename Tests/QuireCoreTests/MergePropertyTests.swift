@@ -48,12 +48,20 @@ final class MergePropertyTests: XCTestCase {
 
     /// Devices edit, delete and exchange one row offline; every state any
     /// device held is returned, with every operation and what it saw.
-    func history(_ ns: Namespace, _ r: inout Rand, devices: Int) -> (states: [Row], ops: [Op]) {
+    /// `copyBacks`: a device may also be put back to an earlier state of
+    /// its own with the same actor, and then mint a dot it used before.
+    func history(_ ns: Namespace, _ r: inout Rand, devices: Int, copyBacks: Bool = false) -> (states: [Row], ops: [Op]) {
         let team = actors(devices)
         var replicas: [Row?] = Array(repeating: nil, count: devices)
+        var past: [[Row?]] = Array(repeating: [nil], count: devices)
         var states: [Row] = [], ops: [Op] = []
         for _ in 0..<(3 + r.int(10)) {
             let d = r.int(devices)
+            past[d].append(replicas[d])
+            if copyBacks && r.int(5) == 0 {
+                replicas[d] = past[d][r.int(past[d].count)]
+                continue
+            }
             if r.int(3) == 0, let other = replicas[r.int(devices)] {
                 replicas[d] = replicas[d].map { RowMerge.join($0, other) } ?? other
             } else if r.int(5) == 0, let mine = replicas[d], !mine.isTombstone, ns != .devices {
@@ -90,6 +98,30 @@ final class MergePropertyTests: XCTestCase {
             XCTAssertEqual(bytes(RowMerge.join(RowMerge.join(a, b), c)), bytes(RowMerge.join(a, RowMerge.join(b, c))), "associative (\(why))")
             XCTAssertEqual(RowMerge.join(a, b).content, RowMerge.join(b, a).content, "the shown content (\(why))")
         }
+    }
+
+    /// Devices put back from copies of themselves mint dots twice: the
+    /// joins of such histories (collisions, contexts naming several tags
+    /// under one dot) are still a semilattice.
+    func testJoinIsASemilatticeWhenDevicesComeBackFromCopiesOfThemselves() {
+        let seed = self.seed
+        var r = Rand(state: seed)
+        var collisions = 0
+        for round in 0..<rounds(1500) {
+            let ns = namespaces[r.int(namespaces.count)]
+            let (states, _) = history(ns, &r, devices: 2 + r.int(2), copyBacks: true)
+            guard states.count >= 3 else { continue }
+            let a = states[r.int(states.count)], b = states[r.int(states.count)], c = states[r.int(states.count)]
+            let why = "seed \(seed), round \(round), \(ns)"
+            let ab = RowMerge.join(a, b)
+            if !RowMerge.collisions(ab).isEmpty { collisions += 1 }
+            XCTAssertEqual(bytes(ab), bytes(RowMerge.join(b, a)), "commutative (\(why))")
+            XCTAssertEqual(bytes(RowMerge.join(a, a)), bytes(a), "idempotent (\(why))")
+            XCTAssertEqual(bytes(RowMerge.join(ab, c)), bytes(RowMerge.join(a, RowMerge.join(b, c))), "associative (\(why))")
+            // Every head of the join is one its context saw, by dot and tag.
+            for h in ab.heads { XCTAssertTrue(ab.context.saw(h.dot, tag: h.tag), "a head its context does not name (\(why))") }
+        }
+        XCTAssertGreaterThan(collisions, 0, "the histories made collisions (seed \(seed))")
     }
 
     /// Any delivery order, any duplication, any grouping gives byte-identical

@@ -63,6 +63,59 @@ final class GraveyardTests: XCTestCase {
         XCTAssertEqual(row.heads.first?.dot.actor, try edited.actor())
     }
 
+    /// A device put back from a copy of itself, again and again with no new
+    /// incarnation, writes a row under one dot three times. The fleet saw
+    /// the first two (a collision), deleted the row and collected it: the
+    /// graveyard names those two by their tags, so recovery drops a copy
+    /// still holding one of them and keeps the third, which no delete saw
+    /// (simulator seed 541 with --everything).
+    func testRecoveryKeepsAThirdWriteUnderADotWhoseTwoEarlierWritesWereCollected() throws {
+        let pathA = dir + "/a.sqlite", empty = dir + "/a-empty.sqlite", holdsFirst = dir + "/a-first.sqlite"
+        let key = RowKey(bytes: [UInt8](repeating: 0x54, count: 16))!
+        let b = try ReplicaStore(path: dir + "/b.sqlite", deviceID: deviceB, create: true, clock: ManualClock(), random: SeededRandom(seed: 2))
+        var a: ReplicaStore? = try ReplicaStore(path: pathA, deviceID: deviceA, create: true, clock: ManualClock(), random: SeededRandom(seed: 1))
+        try a!.compact()
+        try copyReplica(from: pathA, to: empty)
+        let first = try a!.put(plan("first"), key: key)
+        try a!.compact()
+        try copyReplica(from: pathA, to: holdsFirst)
+        try b.apply([first])
+        a = nil
+        // Put back by hand: the same incarnation mints the same dot again.
+        try copyReplica(from: empty, to: pathA)
+        a = try ReplicaStore(path: pathA, deviceID: deviceA, clock: ManualClock(), random: SeededRandom(seed: 3))
+        let second = try a!.put(plan("second"), key: key)
+        XCTAssertEqual(second.heads[0].dot, first.heads[0].dot)
+        try b.apply([second])
+        a = nil
+        let both = try XCTUnwrap(try b.row(.plans, key))
+        XCTAssertEqual(RowMerge.collisions(both), [first.heads[0].dot])
+        XCTAssertEqual(both.context.tags(first.heads[0].dot.actor), [first.heads[0].tag, second.heads[0].tag].sorted())
+        _ = try b.delete(.plans, key)
+        XCTAssertEqual(try b.dropTombstonesForBarrier(), 1)
+        let graveyard = try b.graveyard()
+        let entry = try XCTUnwrap(graveyard.first)
+        XCTAssertTrue(entry.saw(first.heads[0]) && entry.saw(second.heads[0]))
+
+        // A third time: a write no delete saw, under the very same dot.
+        try copyReplica(from: empty, to: pathA)
+        let third = try ReplicaStore(path: pathA, deviceID: deviceA, clock: ManualClock(), random: SeededRandom(seed: 4))
+        let written = try third.put(plan("third"), key: key)
+        XCTAssertEqual(written.heads[0].dot, first.heads[0].dot)
+        XCTAssertFalse(entry.saw(written.heads[0]))
+        let kept = try third.recover(from: [], graveyard: graveyard)
+        XCTAssertEqual(kept.keptUnshared, 1)
+        XCTAssertEqual(kept.removed, 0)
+        guard case .plan(let p)? = try third.row(.plans, key)?.content else { return XCTFail("the third write is gone") }
+        XCTAssertEqual(p.title, "third")
+
+        // A copy that holds the first write, which the fleet saw and collected, loses it.
+        let old = try ReplicaStore(path: holdsFirst, deviceID: deviceA, clock: ManualClock(), random: SeededRandom(seed: 5))
+        let dropped = try old.recover(from: [], graveyard: graveyard)
+        XCTAssertEqual(dropped.removed, 1)
+        XCTAssertNil(try old.row(.plans, key))
+    }
+
     /// A device the barrier's roster did not include (it joined while the
     /// leader had not heard of it) was never rolled back: what it holds
     /// that the fleet never saw stays, whoever wrote it; what the fleet

@@ -102,7 +102,10 @@ final class BarrierTests: XCTestCase {
 
     /// The leader holds no tombstone (the rows were deleted where they were
     /// written, before anyone else held them): the holder's digest says so,
-    /// and the leader calls the round anyway.
+    /// and the leader calls the round anyway. The holder's ack names its
+    /// tombstone, so the anchor's graveyard does too: a copy of the holder
+    /// put back from before the delete must not bring the row back
+    /// (simulator seed 234 with --restore-by-copy).
     func testTheLeaderCallsARoundForTombstonesOnlyASiblingHolds() throws {
         try makeFleet3()
         let holder = (leader + 1) % 3
@@ -119,6 +122,27 @@ final class BarrierTests: XCTestCase {
         XCTAssertEqual(try store.counts(.notebook).tombstones, 0, "collected on the device that held it")
         XCTAssertTrue(engines[leader].status().events.contains { $0.contains("'\(devices[holder].name)' holds tombstones worth it") },
                       "\(engines[leader].status().events)")
+        let folder = CloudFolder(path: cloud, accountID: devices[0].identity.userIDHash)
+        let anchor = try XCTUnwrap(try folder.newest(keys: try AnchorKeys.original(devices[0].identity.backupKey, accountKey: devices[0].identity.account.publicKey)))
+        XCTAssertEqual(anchor.1.graveyard.map(\.key), [keys[0]], "the anchor names the tombstone only the holder had")
+        XCTAssertEqual(try devices[leader].store.graveyard().map(\.key), [keys[0]], "and so does the leader's graveyard")
+        XCTAssertEqual(anchor.1.graveyard.first?.context, try store.graveyard().first?.context)
+    }
+
+    func testAnAckCarriesItsTombstonesAndAnOlderAckNamesNone() throws {
+        let key = RowKey(bytes: [UInt8](repeating: 9, count: 16))!
+        let actor = Actor(device: DeviceID(bytes: [UInt8](repeating: 1, count: 16))!, incarnation: 3)
+        let grave = CollectedTombstone(namespace: .notebook, key: key, context: VersionVector().adding(Dot(actor: actor, counter: 2), tag: 77))
+        let ack = BarrierAck(nonce: [UInt8](repeating: 5, count: 16), digest: [1, 2, 3], declined: false, tombstones: [grave])
+        XCTAssertEqual(try BarrierAck.decode(ack.encoded()), ack)
+        // As a device before the field wrote it: three fields.
+        let older = CBORWriter.encode(.map([(.unsigned(1), .bytes(ack.nonce)), (.unsigned(2), .bytes(ack.digest)), (.unsigned(3), .bool(false))]))
+        XCTAssertEqual(try BarrierAck.decode(older).tombstones, [])
+        XCTAssertEqual(BarrierAck(nonce: ack.nonce, digest: ack.digest, declined: false).encoded(), older, "no tombstones: the old encoding")
+        // A malformed list is refused, not read as none.
+        let bad = CBORWriter.encode(.map([(.unsigned(1), .bytes(ack.nonce)), (.unsigned(2), .bytes(ack.digest)), (.unsigned(3), .bool(false)),
+                                          (.unsigned(4), .array([.array([.unsigned(99), .array([])])]))]))
+        XCTAssertThrowsError(try BarrierAck.decode(bad))
     }
 
     func testAnOfflineRosterDeviceStopsCollection() throws {

@@ -3,30 +3,33 @@
 /// ("Dotted Version Vectors", 2012) as used by the multi-value register of
 /// Almeida et al. ("Delta State Replicated Data Types", 2018).
 ///
-/// A state S = (H, C): H a set of heads (dot, content), C a context with
-/// dot(h) ∈ C for every h ∈ H. The join of S1 and S2 is (H, C1 ⊔ C2) where
+/// A state S = (H, C): H a set of heads (dot, tag, content), C a context
+/// that saw every h ∈ H ("C saw h": C's counter for h's actor is past
+/// h's, or equal to it with h's tag among those C names, or with its tags
+/// not known). The join of S1 and S2 is (H, C1 ⊔ C2) where
 ///
-///     H = { h ∈ H1 : dot(h) ∉ C2  or  dot(h) ∈ dots(H2) }
-///       ∪ { h ∈ H2 : dot(h) ∉ C1  or  dot(h) ∈ dots(H1) }
+///     H = { h ∈ H1 : C2 did not see h  or  h ∈ H2 }
+///       ∪ { h ∈ H2 : C1 did not see h  or  h ∈ H1 }
 ///
-/// A head survives unless the other side has seen its dot and no longer
-/// holds it (it was overwritten or deleted there). The "dot(h) ∈ dots(H2)"
-/// clause is the standard one for a head both sides hold, extended to a
-/// collision (one dot, two contents, possible only if a device minted a dot
-/// twice): both versions survive and are reported, nothing is chosen.
+/// A head survives unless the other side has seen it and no longer holds
+/// it (it was overwritten or deleted there). Heads are told apart by dot
+/// and tag: a device that came back from a copy of itself may mint one dot
+/// twice (a collision), and both versions survive and are reported until a
+/// write that saw each replaces it; a delete that saw one of them removes
+/// only that one.
 ///
 /// Why it is a join, for any number of states S1..Sn merged in any grouping:
 /// the result is always
-///     H = { h ∈ ∪Hi : for every i, dot(h) ∉ Ci or dot(h) ∈ dots(Hi) },
+///     H = { h ∈ ∪Hi : for every i, Ci did not see h or h ∈ Hi },
 ///     C = ⊔Ci.
 /// For two states this is the definition (for h ∈ H1 the clause holds for
-/// i = 1, since dot(h) ∈ dots(H1)). It composes because, for the join S12 of
-/// S1 and S2, "d ∉ C12 or d ∈ dots(H12)" holds exactly when it holds for
-/// S1 and for S2: if d is in neither context it is not in their join; if it
-/// is in Cj, then some head with dot d is in Hj and survives by the clause
-/// itself; conversely a surviving head with dot d satisfied the clause for
-/// both. (Contexts are per-actor maxima of downward-closed counter sets, so
-/// d ∈ C1 ⊔ C2 ⟺ d ∈ C1 or d ∈ C2.) The closed form is symmetric in the
+/// i = 1, since h ∈ H1). It composes because, for the join S12 of S1 and
+/// S2, "C12 did not see h or h ∈ H12" holds exactly when it holds for S1
+/// and for S2: C12 saw h exactly when C1 or C2 did (per actor, the larger
+/// counter wins, and at equal counters the tag sets are united, an unknown
+/// set absorbing); if Cj saw h, then h ∈ Hj by the clause for j, and it
+/// survives into H12 by the clause for the other; conversely a head in H12
+/// satisfied the clause for both. The closed form is symmetric in the
 /// states and insensitive to repeating one, so the join is commutative,
 /// associative and idempotent. Heads with the same dot and the same leaf
 /// are one head (an offloaded pointer equals the resident body).
@@ -51,17 +54,16 @@ public enum RowMerge {
             // lacks (a pointer here, resident there): take the bytes.
             return adoptsBodies(local, joined) ? .store(joined, merged: false) : .keepLocal
         }
-        let fromLocal = joined.heads.contains { h in local.heads.contains { $0.dot == h.dot } }
-        let fromIncoming = joined.heads.contains { h in !local.heads.contains { $0.dot == h.dot } }
+        let fromLocal = joined.heads.contains(where: local.holds)
+        let fromIncoming = joined.heads.contains { !local.holds($0) }
         return .store(joined, merged: fromLocal && fromIncoming)
     }
 
     public static func join(_ a: Row, _ b: Row) -> Row {
         precondition(a.namespace == b.namespace && a.key == b.key)
-        let dotsA = Set(a.heads.map(\.dot)), dotsB = Set(b.heads.map(\.dot))
         var kept: [RowHead] = []
-        for h in a.heads where !b.context.covers(h.dot) || dotsB.contains(h.dot) { kept.append(h) }
-        for h in b.heads where !a.context.covers(h.dot) || dotsA.contains(h.dot) { kept.append(h) }
+        for h in a.heads where !b.saw(h) || b.holds(h) { kept.append(h) }
+        for h in b.heads where !a.saw(h) || a.holds(h) { kept.append(h) }
         return Row(namespace: a.namespace, key: a.key, context: a.context.joined(with: b.context), heads: deduplicated(kept))
     }
 
@@ -114,6 +116,14 @@ public enum RowMerge {
 }
 
 extension Row {
+    /// Whether this row holds `head`'s version: the same dot and tag.
+    public func holds(_ head: RowHead) -> Bool {
+        heads.contains { $0.dot == head.dot && $0.tag == head.tag }
+    }
+
+    /// Whether this row's context saw `head` (see `VersionVector.saw`).
+    public func saw(_ head: RowHead) -> Bool { context.saw(head.dot, tag: head.tag) }
+
     /// The version `actor` writes after seeing this row: one head under a
     /// fresh dot, replacing every head this row holds.
     public func edited(by actor: Actor, to content: RowContent) -> Row {

@@ -22,14 +22,8 @@ public struct CollectedTombstone: Hashable, Sendable {
     /// Whether the delete saw `head`: the context holds a later write of
     /// its actor on this row (an actor's dots on one row are made in
     /// sequence, by a replica that held the earlier ones), or that very
-    /// write (same counter, same tag, or a tag not known).
-    public func saw(_ head: RowHead) -> Bool {
-        let counter = context[head.dot.actor]
-        if counter > head.dot.counter { return true }
-        guard counter == head.dot.counter else { return false }
-        let tag = context.tag(head.dot.actor)
-        return tag == 0 || tag == head.tag
-    }
+    /// write (same counter, its tag among those seen, or tags not known).
+    public func saw(_ head: RowHead) -> Bool { context.saw(head.dot, tag: head.tag) }
 
     /// One entry per key, contexts joined, in namespace and key order.
     public static func joined(_ lists: [CollectedTombstone]...) -> [CollectedTombstone] {

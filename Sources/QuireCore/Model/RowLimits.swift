@@ -57,7 +57,7 @@ public enum RowLimits {
     /// head's fields and body, its dot, and the context. Cheap: nothing is
     /// encoded, lengths are added with a generous allowance for headers.
     public static func wireBytes(of row: Row) -> Int {
-        var total = 32 + 48 * row.context.entries.count
+        var total = 32 + row.context.entries.values.reduce(0) { $0 + 48 + 9 * $1.tags.count }
         for head in row.heads { total += headBytes(head.content) }
         return total
     }

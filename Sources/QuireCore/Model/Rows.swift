@@ -307,7 +307,9 @@ public struct Row: Equatable, Sendable {
     public var namespace: Namespace
     public var key: RowKey
     public private(set) var context: VersionVector
-    /// In canonical order (see `RowHead.precedes`); every dot is covered by `context`.
+    /// In canonical order (see `RowHead.precedes`); every dot is covered by
+    /// `context`, and (as every join and edit keeps, and a sibling's row is
+    /// checked on arrival) `context` saw every one by its tag.
     public private(set) var heads: [RowHead]
     /// What a reader is shown: the resolution of the heads; nil exactly
     /// when the row is a tombstone.

@@ -56,27 +56,45 @@ public struct Dot: Hashable, Comparable, Sendable, CustomStringConvertible {
     }
 }
 
-/// A causal context: for each actor, the highest counter seen, and a tag
-/// of the write at that counter (the first 8 bytes of its head digest; 0
-/// when not known). Because an actor's dots on one row are made in sequence
-/// by one replica that held all earlier ones, "counter ≤ entry" means "this
-/// dot was seen". The tag tells a write that was seen from another write
-/// under the same dot (a device that came back from a copy of itself): a
-/// sibling whose context names our dot with our tag saw our write.
-/// Join is the pointwise maximum by counter; at equal counters the tags
-/// must agree, else the entry's tag becomes 0 (unknown): two writes under
-/// one dot (a device put back from a copy) must never let a context vouch
-/// for the one it did not keep. (Per entry this is the join of a flat
-/// lattice, so the join stays commutative, associative and idempotent.)
-/// Nothing here mints a dot.
+/// A causal context: for each actor, the highest counter seen, and the
+/// tags of the writes seen at that counter (a tag is the first 8 bytes of
+/// a head's digest). Because an actor's dots on one row are made in
+/// sequence by one replica that held all earlier ones, "counter ≤ entry"
+/// means "this dot was seen". The tags tell a write that was seen from
+/// another write under the same dot (a device that came back from a copy
+/// of itself): a sibling whose context names our dot with our tag saw our
+/// write, and one that names it with other tags only saw those.
+///
+/// Join is the pointwise maximum by counter; at equal counters the tag
+/// sets are united. A set may also be unknown (no tags: written before
+/// tags, lowered below a re-issue, or re-encoded by an upgrade), and
+/// unknown absorbs every set: an entry that cannot list what it saw says
+/// "any". Per entry this is a union with an absorbing top, so the join
+/// stays commutative, associative and idempotent, and a joined context saw
+/// a write exactly when one of its parts did (the row join relies on it,
+/// so the sets are never cut short). Nothing here mints a dot.
 public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
     public struct Entry: Hashable, Sendable {
         public var counter: UInt64
-        public var tag: UInt64
+        /// The tags of the writes seen at `counter`, ascending, none zero;
+        /// empty when not known.
+        public private(set) var tags: [UInt64]
+
+        public init(counter: UInt64, tag: UInt64) {
+            self.counter = counter
+            tags = tag == 0 ? [] : [tag]
+        }
+
+        init(counter: UInt64, tags: [UInt64]) {
+            self.counter = counter
+            self.tags = tags
+        }
 
         func joined(with other: Entry) -> Entry {
             if counter != other.counter { return counter > other.counter ? self : other }
-            return tag == other.tag ? self : Entry(counter: counter, tag: 0)
+            if tags == other.tags { return self }
+            guard !tags.isEmpty, !other.tags.isEmpty else { return Entry(counter: counter, tags: []) }
+            return Entry(counter: counter, tags: Set(tags).union(other.tags).sorted())
         }
     }
 
@@ -95,10 +113,30 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
 
     public subscript(actor: Actor) -> UInt64 { entries[actor]?.counter ?? 0 }
 
-    /// The tag of the write at this actor's counter (0: unknown).
-    public func tag(_ actor: Actor) -> UInt64 { entries[actor]?.tag ?? 0 }
+    /// The tags of the writes seen at this actor's counter (empty: not known).
+    public func tags(_ actor: Actor) -> [UInt64] { entries[actor]?.tags ?? [] }
+
+    /// Whether this context saw the write `tag` under `dot`: it saw a later
+    /// write of the actor on this row, or this counter with this tag among
+    /// its tags, or this counter with its tags not known.
+    /// (The tag, a digest of the write, is computed only when needed.)
+    public func saw(_ dot: Dot, tag: @autoclosure () -> UInt64) -> Bool {
+        guard let entry = entries[dot.actor], entry.counter >= dot.counter else { return false }
+        return entry.counter > dot.counter || entry.tags.isEmpty || entry.tags.contains(tag())
+    }
 
     public var isEmpty: Bool { entries.isEmpty }
+
+    /// Whether this context saw every write `other` saw: per actor a later
+    /// counter, or the same one with every tag `other` names (or its own
+    /// tags not known).
+    public func includes(_ other: VersionVector) -> Bool {
+        other.entries.allSatisfy { actor, theirs in
+            guard let mine = entries[actor], mine.counter >= theirs.counter else { return false }
+            return mine.counter > theirs.counter || mine.tags.isEmpty
+                || (!theirs.tags.isEmpty && Set(theirs.tags).isSubset(of: mine.tags))
+        }
+    }
 
     public func covers(_ dot: Dot) -> Bool { self[dot.actor] >= dot.counter }
 
@@ -122,9 +160,9 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
         return copy
     }
 
-    /// The same counters with each entry's tag replaced by `tag(actor,
+    /// The same counters with each entry's tags replaced by `tag(actor,
     /// entry)`: an upgrade that changes how content is digested re-tags
-    /// the writes it re-encodes, and forgets (0, unknown) the rest.
+    /// the write it re-encodes, and forgets (0, unknown) the rest.
     public func retagged(_ tag: (Actor, Entry) -> UInt64) -> VersionVector {
         VersionVector(entries: Dictionary(uniqueKeysWithValues: entries.map { ($0.key, Entry(counter: $0.value.counter, tag: tag($0.key, $0.value))) }))
     }
@@ -156,7 +194,10 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
         entries.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
-    /// Canonical CBOR: an array of [device, incarnation, counter, tag], sorted by actor.
+    /// Canonical CBOR: an array of [device, incarnation, counter, tags],
+    /// sorted by actor. `tags` is 0 (not known), the one tag, or (two
+    /// writes or more under one dot) an ascending array of them; so a
+    /// context with no such collision encodes as it did before tag sets.
     public func write(to w: inout CBORWriter) {
         let sorted = sortedEntries
         w.writeArrayHeader(sorted.count)
@@ -165,22 +206,32 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
             w.writeBytes(actor.device.bytes)
             w.writeUInt(actor.incarnation)
             w.writeUInt(entry.counter)
-            w.writeUInt(entry.tag)
+            switch entry.tags.count {
+            case 0: w.writeUInt(0)
+            case 1: w.writeUInt(entry.tags[0])
+            default:
+                w.writeArrayHeader(entry.tags.count)
+                for tag in entry.tags { w.writeUInt(tag) }
+            }
         }
     }
 
     public func encoded() -> [UInt8] {
-        var w = CBORWriter(capacity: 8 + 40 * entries.count)
+        var w = CBORWriter(capacity: 8 + 48 * entries.count)
         write(to: &w)
         return w.bytes
     }
 
     public var cbor: CBOR {
-        .array(sortedEntries.map { .array([.bytes($0.0.device.bytes), .unsigned($0.0.incarnation), .unsigned($0.1.counter), .unsigned($0.1.tag)]) })
+        .array(sortedEntries.map { actor, entry in
+            let tags: CBOR = entry.tags.count > 1 ? .array(entry.tags.map { .unsigned($0) }) : .unsigned(entry.tags.first ?? 0)
+            return .array([.bytes(actor.device.bytes), .unsigned(actor.incarnation), .unsigned(entry.counter), tags])
+        })
     }
 
     /// Decodes a context; every entry must be a distinct actor in canonical
-    /// order with a non-zero counter, so one context has one encoding.
+    /// order with a non-zero counter, and a list of tags at least two
+    /// long, ascending, none zero, so one context has one encoding.
     public init(cbor: CBOR) throws(CBORError) {
         var entries: [Actor: Entry] = [:]
         var previous: Actor? = nil
@@ -188,7 +239,19 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
             let parts = try item.asArray()
             guard parts.count == 4, let device = ID16(bytes: try parts[0].asBytes()) else { throw .invalidValue("causal context entry") }
             let actor = Actor(device: device, incarnation: try parts[1].asUInt())
-            let entry = Entry(counter: try parts[2].asUInt(), tag: try parts[3].asUInt())
+            let entry: Entry
+            if case .array(let list) = parts[3] {
+                var tags: [UInt64] = []
+                for item in list {
+                    let tag = try item.asUInt()
+                    guard tag > (tags.last ?? 0) else { throw .invalidValue("causal context tags out of order") }
+                    tags.append(tag)
+                }
+                guard tags.count >= 2 else { throw .invalidValue("causal context with \(tags.count) tags in a list") }
+                entry = Entry(counter: try parts[2].asUInt(), tags: tags)
+            } else {
+                entry = Entry(counter: try parts[2].asUInt(), tag: try parts[3].asUInt())
+            }
             guard entry.counter > 0 else { throw .invalidValue("causal context entry with counter 0") }
             if let previous, !(previous < actor) { throw .invalidValue("causal context entries out of order") }
             previous = actor

@@ -14,26 +14,35 @@ extension InvariantChecker {
     /// delete of it had seen. Checked on devices at or past that commit's
     /// generation (a device behind it is held apart by the generation gap
     /// until it recovers), and on every device once settled. A version
-    /// written after the delete (edit beats delete) is not a resurrection.
+    /// written after the delete (edit beats delete) is not a resurrection,
+    /// even under a dot the delete saw (minted again by a copied-back device).
     mutating func checkNoResurrection(ledger: BarrierLedger, final: Bool) throws {
         for commit in ledger.commits {
             for ref in commit.keys.sorted(by: { $0.description < $1.description }) {
                 let ids = (model.writesByRow[ref] ?? []).filter { $0 < commit.writesBefore }
-                let deletedDots = Set(ids.filter { model.writes[$0].isDelete }.flatMap { model.writes[$0].seen }.map { model.writes[$0].dot })
+                // A copied-back device may mint a seen dot again for a new
+                // write: the tag tells that write (never seen) from the one seen.
+                let deleted = ids.filter { model.writes[$0].isDelete }.flatMap { model.writes[$0].seen }.map { model.writes[$0] }
+                func wasDeleted(_ head: RowHead) -> Bool {
+                    deleted.contains { $0.dot == head.dot && ($0.tag == nil || $0.tag == head.tag) }
+                }
                 for device in fleet.members {
                     guard let store = device.store, final || device.generation.value >= commit.generation else { continue }
                     guard let row = try store.row(ref.namespace, ref.key), RowObservation.isLive(row) else {
                         tally.pass(.noResurrection)
                         continue
                     }
-                    let stale = RowObservation.heads(row).compactMap(\.dot).filter { deletedDots.contains($0) }
+                    let stale = row.heads.filter(wasDeleted)
                     if stale.isEmpty {
                         tally.pass(.noResurrection)
                     } else {
                         failOnce(.noResurrection, "\(ref), collected by the barrier at generation \(commit.generation) (committed on \(commit.device)), "
                                  + "is live again on \(device.name) with a version a delete had seen",
-                                 ["\(device.name) is at generation \(device.generation.value), shows \(describe(row))"]
-                                 + ids.map { model.writes[$0] }.map { "\($0.label) \($0.deviceName) \($0.isDelete ? "deleted" : "wrote \($0.token ?? "")")" })
+                                 ["\(device.name) is at generation \(device.generation.value), shows \(describe(row))",
+                                  "heads: " + stale.map { "\($0.dot) tag \(String($0.tag, radix: 16))" }.joined(separator: ", ")]
+                                 + ids.map { model.writes[$0] }.map {
+                                     "\($0.label) \($0.deviceName) \($0.isDelete ? "deleted" : "wrote \($0.token ?? "")") \($0.dot) tag \($0.tag.map { String($0, radix: 16) } ?? "-")"
+                                 })
                     }
                 }
             }

@@ -151,7 +151,7 @@ extension Simulation {
             let twins = (model.writesByRow[w.row] ?? []).contains { $0 != w.id && model.writes[$0].dot == w.dot }
             guard twins, let tag = w.tag else { return true }
             if row.heads.contains(where: { $0.dot == w.dot }) { return row.heads.contains { $0.dot == w.dot && $0.tag == tag } }
-            if row.context[w.dot.actor] == w.dot.counter { return row.context.tag(w.dot.actor) == tag }
+            if row.context[w.dot.actor] == w.dot.counter { return row.context.tags(w.dot.actor).contains(tag) }
             // A later write of that actor covers it only if that write saw it.
             return (model.writesByRow[w.row] ?? []).map { model.writes[$0] }.contains {
                 $0.dot.actor == w.dot.actor && $0.dot.counter > w.dot.counter && $0.seen.contains(w.id) && row.context.covers($0.dot)

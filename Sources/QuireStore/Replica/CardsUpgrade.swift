@@ -41,8 +41,10 @@ enum CardsUpgrade {
                     return RowHead(dot: head.dot, content: .contact(Contact(name: c.name, emails: c.emails, phones: c.phones, note: c.note,
                                                                           uid: key.uuidText, updatedAt: c.updatedAt, editedBy: c.editedBy)))
                 }
+                // Two heads under one dot (a collision): not known.
                 let retagged = context.retagged { actor, entry in
-                    heads.first { $0.dot.actor == actor && $0.dot.counter == entry.counter }?.tag ?? 0
+                    let under = heads.filter { $0.dot.actor == actor && $0.dot.counter == entry.counter }
+                    return under.count == 1 ? under[0].tag : 0
                 }
                 converted.append((s.int(0), Row(namespace: ns, key: key, context: retagged, heads: heads)))
             } catch {

@@ -145,20 +145,20 @@ extension WriteContext {
     }
 
     /// This device's versions in `local` that merging `incoming` would drop
-    /// although the sibling never saw them. (A version the sibling holds
-    /// under the same dot with other content is not at risk: the merge keeps
-    /// both; it only tells that the dot was minted twice.)
+    /// although the sibling may never have seen them: its context covers
+    /// the dot by a later counter or with its tags not known, and this
+    /// device never learned that the version shipped. They are re-issued
+    /// under a fresh dot. (A version whose tag the sibling's context does
+    /// not name is not at risk: every merge keeps it, told apart by its tag
+    /// from whatever else was written under that dot, so it travels as it
+    /// is; a copy re-issued under another dot would show it twice.)
     func versionsAtRisk(local: Row?, incoming: Row) throws(StoreError) -> [RowHead] {
         guard let local else { return [] }
-        let incomingDots = Set(incoming.heads.map(\.dot))
         var atRisk: [RowHead] = []
-        for h in local.heads where h.dot.actor.device == store.deviceID && !incomingDots.contains(h.dot) {
-            guard incoming.context.covers(h.dot) else { continue }
-            let theirs = incoming.context[h.dot.actor], tag = incoming.context.tag(h.dot.actor)
-            if theirs == h.dot.counter && tag != 0 {
-                if tag != h.tag { atRisk.append(h) }
-                continue
-            }
+        for h in local.heads where h.dot.actor.device == store.deviceID && !incoming.holds(h) {
+            guard incoming.saw(h) else { continue }
+            // The sibling named this very write (its dot and tag) and replaced it.
+            if incoming.context[h.dot.actor] == h.dot.counter && !incoming.context.tags(h.dot.actor).isEmpty { continue }
             if let first = try firstUnshipped(incoming.namespace, incoming.key, actor: h.dot.actor), h.dot.counter >= first {
                 atRisk.append(h)
             }
@@ -176,6 +176,19 @@ extension WriteContext {
         }
         if let h = atRisk.first(where: { $0.dot.actor == me }) {
             return "a sibling replaced another write made under this device's \(h.dot) on \(what)"
+        }
+        // The sibling saw a write under one of our current dots that this
+        // device never made (as far as it knows): a copy of it made that one.
+        let theirTags = incoming.context.tags(me)
+        if theirs > 0 && !theirTags.isEmpty {
+            let dot = Dot(actor: me, counter: theirs)
+            if let h = local?.heads.first(where: { $0.dot == dot }), !theirTags.contains(h.tag) {
+                return "a sibling has seen another write made under this device's \(dot) on \(what)"
+            }
+            let myTags = local?.context.tags(me) ?? []
+            if theirs == mine && !myTags.isEmpty && !Set(theirTags).isSubset(of: myTags) {
+                return "a sibling has seen another write made under this device's \(dot) on \(what)"
+            }
         }
         // Another version under one of our current dots, new to this row here.
         for h in incoming.heads where h.dot.actor == me {
@@ -210,11 +223,10 @@ extension WriteContext {
             let first = atRisk.filter { $0.dot.actor == actor }.map(\.dot.counter).min()!
             context = context.lowering(actor, to: first - 1)
         }
-        let risky = Set(atRisk.map(\.dot))
         var heads: [RowHead] = []
         var newDots: [Dot] = []
         for h in local.heads {
-            if risky.contains(h.dot) {
+            if atRisk.contains(where: { $0.dot == h.dot && $0.tag == h.tag }) {
                 let head = RowHead(dot: context.nextDot(for: me), content: h.content)
                 context = context.adding(head.dot, tag: head.tag)
                 heads.append(head)
@@ -251,7 +263,7 @@ extension WriteContext {
         let mine = local.heads.filter { $0.dot.actor == me && $0.dot.counter >= first }
         let held = mine.allSatisfy { h in
             incoming.heads.contains { $0.dot == h.dot && LeafEncoding.headDigest($0) == LeafEncoding.headDigest(h) }
-                || (incoming.context[me] == h.dot.counter && incoming.context.tag(me) == h.tag)
+                || (incoming.context[me] == h.dot.counter && incoming.context.tags(me).contains(h.tag))
         }
         if held && (!mine.isEmpty || incoming.context[me] >= local.context[me]) {
             // Ours are confirmed; so are an earlier incarnation's, unless

@@ -83,7 +83,7 @@ extension ReplicaStore {
                         // of it: then it is collected here too, as the commit
                         // would have done (a device only behind, its commit
                         // still in flight, recovers this way).
-                        if let entry = buried[ns]?[key], [.equal, .dominates].contains(entry.context.compare(local.context)) {
+                        if let entry = buried[ns]?[key], entry.context.includes(local.context) {
                             try ctx.collectTombstone(ns, key)
                         }
                     } else {
@@ -95,13 +95,12 @@ extension ReplicaStore {
                 for (key, row) in incoming.sorted(by: { $0.key < $1.key }) {
                     if ReplicaStore.collectedNamespaces.contains(ns), let record = try RowRecord.load(ctx.db, ns, key, withBody: true) {
                         let local = try ctx.decodeSettingAside(record)
-                        let held = Set(row.heads.map(\.dot))
-                        let mine = Set(try unshared(local).map(\.dot))
-                        let collected = local.heads.filter {
-                            !held.contains($0.dot) && !row.context.covers($0.dot) && !mine.contains($0.dot)
+                        let mine = try unshared(local)
+                        let collected = local.heads.filter { h in
+                            !row.holds(h) && !row.saw(h) && !mine.contains { $0.dot == h.dot && $0.tag == h.tag }
                         }
                         if !collected.isEmpty {
-                            let kept = local.heads.filter { h in !collected.contains { $0.dot == h.dot } }
+                            let kept = local.heads.filter { h in !collected.contains { $0.dot == h.dot && $0.tag == h.tag } }
                             let trimmed = Row(namespace: ns, key: key, context: local.context, heads: kept)
                             try ctx.writeRow(trimmed, previousLeaf: record.leaf, exists: true)
                             report.removed += 1

@@ -54,6 +54,11 @@ extension ReplicaStore {
         try read { () throws(StoreError) -> [CollectedTombstone] in try Graveyard.load(db, path: path) }
     }
 
+    /// The tombstones a barrier would collect now, as graveyard entries.
+    public func collectableTombstones() throws(StoreError) -> [CollectedTombstone] {
+        try read { () throws(StoreError) -> [CollectedTombstone] in try Graveyard.tombstones(db, path: path) }
+    }
+
     /// The graveyard as the next barrier would leave it: what is known now,
     /// plus the tombstones still held (the anchor is written before they go).
     public func graveyardWithTombstones() throws(StoreError) -> [CollectedTombstone] {

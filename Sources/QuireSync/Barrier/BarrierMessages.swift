@@ -27,21 +27,38 @@ public struct BarrierPropose: Equatable, Sendable {
     }
 }
 
-/// `gc_ack {nonce, myDigest}`; `declined` when the device's cloud anchor is off.
+/// `gc_ack {nonce, myDigest, declined, tombstones}`; `declined` when the
+/// device's cloud anchor is off. `tombstones` (in the graveyard's form,
+/// absent when none) are the ones the device will collect: digests leave
+/// tombstones out, so a device may hold one its siblings never heard of (a
+/// row deleted before it ever shipped), and the anchor's graveyard must
+/// name it too, or a copy of that device put back later would bring the
+/// row back. An ack without the field (an older device) names none.
 public struct BarrierAck: Equatable, Sendable {
     public var nonce: [UInt8]
     public var digest: [UInt8]
     public var declined: Bool
+    public var tombstones: [CollectedTombstone]
+
+    public init(nonce: [UInt8], digest: [UInt8], declined: Bool, tombstones: [CollectedTombstone] = []) {
+        self.nonce = nonce
+        self.digest = digest
+        self.declined = declined
+        self.tombstones = tombstones
+    }
 
     public func encoded() -> [UInt8] {
-        CBORWriter.encode(.map([(.unsigned(1), .bytes(nonce)), (.unsigned(2), .bytes(digest)), (.unsigned(3), .bool(declined))]))
+        var fields: [(CBOR, CBOR)] = [(.unsigned(1), .bytes(nonce)), (.unsigned(2), .bytes(digest)), (.unsigned(3), .bool(declined))]
+        if !tombstones.isEmpty { fields.append((.unsigned(4), CollectedTombstone.encode(tombstones))) }
+        return CBORWriter.encode(.map(fields))
     }
 
     public static func decode(_ bytes: [UInt8]) throws(CBORError) -> BarrierAck {
-        let f = try CBORReader.decode(bytes, limits: .init(maxDepth: 4, maxItemLength: 64 << 10)).asFieldMap()
+        let f = try CBORReader.decode(bytes, limits: .init(maxDepth: 12, maxItemLength: RowLimits.maxMessageBytes)).asFieldMap()
         let nonce = try f.required(1, "nonce").asBytes()
         guard nonce.count == 16 else { throw .invalidValue("a barrier nonce is 16 bytes") }
-        return BarrierAck(nonce: nonce, digest: try f.required(2, "digest").asBytes(), declined: try f.optional(3)?.asBool() ?? false)
+        return BarrierAck(nonce: nonce, digest: try f.required(2, "digest").asBytes(), declined: try f.optional(3)?.asBool() ?? false,
+                          tombstones: try f.optional(4).map { v throws(CBORError) in try CollectedTombstone.decode(v) } ?? [])
     }
 }
 

@@ -18,6 +18,8 @@ struct BarrierState {
         let digest: [UInt8]
         let startedMs: UInt64
         var acks: [DeviceID: [UInt8]] = [:]
+        /// The tombstones each device acked: the anchor's graveyard names them.
+        var tombstones: [DeviceID: [CollectedTombstone]] = [:]
         var declined: Set<DeviceID> = []
     }
 
@@ -25,8 +27,9 @@ struct BarrierState {
     var round: Round?
     /// When a sibling last matched us, a round may start this many ms later.
     var attemptAtMs: UInt64?
-    /// Rounds this device acked: nonce → (leader, digest it acked).
-    var acked: [[UInt8]: (leader: DeviceID, digest: [UInt8], atMs: UInt64)] = [:]
+    /// Rounds this device acked: nonce → (leader, digest it acked, the
+    /// encoding of the tombstones it acked).
+    var acked: [[UInt8]: (leader: DeviceID, digest: [UInt8], tombstones: [UInt8], atMs: UInt64)] = [:]
     /// Nonces of rounds this device has collected for (a replay is refused).
     var committed: Set<[UInt8]> = []
     /// The last outcome, in words (status).
@@ -52,6 +55,7 @@ struct BarrierState {
             return .failed("device \(name) answered with another digest (it moved since it matched)")
         }
         current.acks[sender] = ack.digest
+        current.tombstones[sender] = ack.tombstones
         round = current
         return Set(current.acks.keys) == current.roster ? .unanimous : .waiting
     }

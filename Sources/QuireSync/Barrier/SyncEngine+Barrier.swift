@@ -93,8 +93,9 @@ extension SyncEngine {
             send(.gcAck, BarrierAck(nonce: propose.nonce, digest: mine, declined: true).encoded(), to: sender)
             return
         }
-        barrier.acked[propose.nonce] = (leader: sender, digest: mine, atMs: nowMs)
-        send(.gcAck, BarrierAck(nonce: propose.nonce, digest: mine, declined: false).encoded(), to: sender)
+        let tombstones = try store.collectableTombstones()
+        barrier.acked[propose.nonce] = (leader: sender, digest: mine, tombstones: CBORWriter.encode(CollectedTombstone.encode(tombstones)), atMs: nowMs)
+        send(.gcAck, BarrierAck(nonce: propose.nonce, digest: mine, declined: false, tombstones: tombstones).encoded(), to: sender)
     }
 
     func handleAck(_ ack: BarrierAck, from sender: DeviceID, nowMs: UInt64) throws {
@@ -112,6 +113,7 @@ extension SyncEngine {
         // The leader's own digest, recomputed now, must still be the agreed one.
         invalidateDigest()
         guard try currentDigest().bytes == round.digest else { abandonRound("this device changed while the round was open"); return }
+        var ownTombstones: [UInt8] = []
         do {
             var rows: [Row] = []
             for ns in Namespace.allCases { rows += try store.rows(ns, from: [], to: nil) }
@@ -120,10 +122,13 @@ extension SyncEngine {
             // last anchor's, which a device that joined later never held.
             // Only an anchor under the current key set: an older one may be
             // a revoked device's, and its graveyard would delete on recovery.
+            // And the tombstones every device acked, which this one may never
+            // have held (digests leave tombstones out).
             let keys = anchorKeys
             let previous = (try? cloud.newest(keys: keys)) ?? nil
             try store.adoptGraveyard(previous?.1.graveyard ?? [])
-            let graveyard = try store.graveyardWithTombstones()
+            ownTombstones = CBORWriter.encode(CollectedTombstone.encode(try store.collectableTombstones()))
+            let graveyard = CollectedTombstone.joined(try store.graveyardWithTombstones(), Array(round.tombstones.values.joined()))
             let since = AnchorSnapshot.graveyardSince(generation: generation, previous: previous?.1)
             let bytes = try AnchorFile.seal(AnchorSnapshot(generation: generation, rows: rows, graveyard: graveyard,
                                                            roster: Array(round.roster) + [me.deviceID], graveyardSince: since),
@@ -138,9 +143,16 @@ extension SyncEngine {
             wedge.error(.cloud, "the cloud folder cannot be written, so tombstones are never collected (\(error))", nowMs: nowMs)
             return
         }
-        // A delete made during the upload has been through no barrier.
+        // A delete made during the upload has been through no barrier, nor
+        // has a tombstone that arrived then (the anchor does not name it).
         invalidateDigest()
-        guard try currentDigest().bytes == round.digest else { abandonRound("this device changed while the anchor was written"); return }
+        guard try currentDigest().bytes == round.digest,
+              CBORWriter.encode(CollectedTombstone.encode(try store.collectableTombstones())) == ownTombstones else {
+            abandonRound("this device changed while the anchor was written"); return
+        }
+        // What the anchor names, this device's graveyard names too (the
+        // snapshots it serves carry it).
+        try store.adoptGraveyard(Array(round.tombstones.values.joined()))
         let payload = BarrierCommit(nonce: round.nonce, digest: round.digest, generation: generation).encoded()
         for id in round.roster.sorted() { send(.gcCommit, payload, to: id) }
         barrier.round = nil
@@ -164,6 +176,12 @@ extension SyncEngine {
         }
         guard commit.generation == deps.generation() + 1 else {
             return refuse("generation \(commit.generation) does not follow this device's \(deps.generation())")
+        }
+        // The anchor's graveyard names the tombstones this device acked; one
+        // that reached it since (a delete of a row it never held) waits.
+        guard CBORWriter.encode(CollectedTombstone.encode(try store.collectableTombstones())) == acked.tombstones else {
+            barrier.acked[commit.nonce] = nil
+            return refuse("tombstones reached this device after it acked, which the anchor does not name; they wait for a later round")
         }
         barrier.acked[commit.nonce] = nil
         // The leader's roster is not in the commit; a settled roster is ours.

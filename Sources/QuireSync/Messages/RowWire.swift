@@ -17,7 +17,10 @@ public enum RowWire {
               // No device ever counts this high; a counter near the top
               // would make the next local edit of the row overflow.
               context.counters.values.allSatisfy({ $0 < 1 << 48 }),
-              let row = try? Row.decode(namespace, key: key, context: context, heads: parts[2]) else { return nil }
+              let row = try? Row.decode(namespace, key: key, context: context, heads: parts[2]),
+              // A head its own context does not name by its tag would make
+              // the join depend on the order rows meet.
+              row.heads.allSatisfy(row.saw) else { return nil }
         if row.isTombstone && !namespace.hasTombstones { return nil }
         return row
     }
