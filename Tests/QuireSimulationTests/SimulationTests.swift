@@ -192,6 +192,17 @@ enum RestoreRegressions {
          "restored backup copy"),
         (2470, [], "a delete a barrier had collected counted as taken back by a later restore of a device that had never held it",
          "restored backup copy"),
+        (541, ["--everything"], "a device put back by hand wrote a third time under a dot whose two earlier writes the fleet had deleted and "
+         + "collected; the graveyard's context named the dot with tag 'unknown' and recovery removed the new write", "recovered from the cloud anchor"),
+        (234, ["--restore-by-copy"], "a row deleted before it ever shipped was collected on its device, but the anchor's graveyard (the leader's) "
+         + "did not name it, and a copy of that device put back brought it back", "recovered from the cloud anchor"),
+        (74, ["--everything"], "the first version of tag sets: a join dropped a write minted twice while its context then claimed to have "
+         + "seen it, so the writer never re-issued it", "restored by copying back"),
+        // The oracle's, not the product's.
+        (2239, ["--everything"], "a write replaced by one that saw it counted as not held while a twin under its dot was a head",
+         "restored by copying back"),
+        (2543, ["--everything"], "a note whose body's last copy a restore of its holder took back still owed that body's paragraphs",
+         "took back 1 held body"),
     ]
 }
 

@@ -147,10 +147,12 @@ extension Simulation {
         guard w.isDelete else {
             guard RowObservation.covers(row, w.dot), let row else { return false }
             // A copied-back device may have minted this dot again for other
-            // content: then only the very version (by its tag) counts.
+            // content: then only the very version (by its tag) counts, as a
+            // head or in the history (a twin may be a head while this one
+            // was replaced by a write that saw it).
             let twins = (model.writesByRow[w.row] ?? []).contains { $0 != w.id && model.writes[$0].dot == w.dot }
             guard twins, let tag = w.tag else { return true }
-            if row.heads.contains(where: { $0.dot == w.dot }) { return row.heads.contains { $0.dot == w.dot && $0.tag == tag } }
+            if row.heads.contains(where: { $0.dot == w.dot && $0.tag == tag }) { return true }
             if row.context[w.dot.actor] == w.dot.counter { return row.context.tags(w.dot.actor).contains(tag) }
             // A later write of that actor covers it only if that write saw it.
             return (model.writesByRow[w.row] ?? []).map { model.writes[$0] }.contains {
