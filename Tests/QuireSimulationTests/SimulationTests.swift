@@ -171,6 +171,9 @@ enum OffloadRegressions {
         // The oracle's, not the product's: a resident copy an offload counted may be edited on.
         (356, ["--everything"], "the resident copy counted as the second of two was replaced by a later edit before the offloading device heard of it",
          ["ada: offload of 7e89ee82: done, held by ben,cy", "cy: retitles to t12 notebook/7e89ee82"]),
+        (927, ["--everything"], "a device whose resident copy an offload counted as the second of two offloaded its own with one copy, "
+         + "then deleted the note while a sibling edited it: nothing pinned the counted copy",
+         ["cy: offload of d520d182: done, held by ben,ada", "counted this copy among 2"]),
     ]
 }
 

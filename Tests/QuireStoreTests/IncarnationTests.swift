@@ -3,9 +3,11 @@ import XCTest
 import QuireCore
 @testable import QuireStore
 
-/// A device that comes back from a copy of its directory never mints a
-/// dot twice: what it wrote after the copy was put back survives as a
-/// concurrent version, on every device, whatever the siblings had seen.
+/// A device that comes back from a copy of its directory mints a new
+/// incarnation once it learns so, and what it wrote after the copy was put
+/// back survives as a concurrent version, on every device, whatever the
+/// siblings had seen (a write under a dot it had used before is told apart
+/// by its tag).
 final class IncarnationTests: XCTestCase {
     var dir = ""
     override func setUp() { dir = temporaryDirectory() }

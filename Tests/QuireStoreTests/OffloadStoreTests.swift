@@ -115,6 +115,31 @@ final class OffloadStoreTests: XCTestCase {
         XCTAssertNil(try h.servableBody(contentHash: Note.bodyDigest(Array("nobody has this".utf8))))
     }
 
+    /// A copy a sibling's offload counted stays servable here whatever
+    /// becomes of the note: edited, deleted, or shown as a pointer.
+    func testACountedCopyIsKeptWhenItsNoteChangesHere() throws {
+        let s = try makeStore(temporaryDirectory())
+        let pinned = try s.put(note("counted", "a copy the phone counted"))
+        let loose = try s.put(note("not counted", "nobody counted this one"))
+        XCTAssertEqual(try s.pinnedCopies(contentHash: hash(pinned)), 0)
+        try s.pinCopies([hash(pinned)], for: deviceB, required: 2)
+        try s.pinCopies([hash(pinned)], for: deviceB, required: 1)   // the most a sibling asked for stands
+        try s.pinCopies([hash(pinned)], for: homebase, required: 3)
+        XCTAssertEqual(try s.pinnedCopies(contentHash: hash(pinned)), 3)
+        XCTAssertEqual(try s.heldBodies().count, 0, "kept in the note while it is there")
+
+        try s.put(note("counted", "edited here"), key: pinned.key)
+        try s.put(note("not counted", "edited here too"), key: loose.key)
+        XCTAssertEqual(try s.servableBody(contentHash: hash(pinned)), Array("a copy the phone counted".utf8))
+        XCTAssertNil(try s.servableBody(contentHash: hash(loose)), "an uncounted copy goes with its version")
+
+        let again = try s.put(note("again", "counted, then deleted"))
+        try s.pinCopies([hash(again)], for: deviceB, required: 2)
+        try s.delete(.notebook, again.key)
+        XCTAssertEqual(try s.servableBody(contentHash: hash(again)), Array("counted, then deleted".utf8))
+        XCTAssertEqual(try s.heldBodies().map(\.count).reduce(0, +), 2)
+    }
+
     func testReclaimingSpaceShrinksTheDatabase() throws {
         let dir = temporaryDirectory()
         let s = try makeStore(dir)

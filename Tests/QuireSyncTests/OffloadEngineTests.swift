@@ -276,6 +276,39 @@ final class OffloadEngineTests: XCTestCase {
         XCTAssertEqual(verified.count, 2)
         XCTAssertTrue(verified[tablet.id].map { $0 == nil } == true, "a holder that does not answer is reported as such")
     }
+
+    /// The tablet's copy was counted as the second of two: it may not offload
+    /// its own with one (the phone would be left with one copy), and it
+    /// keeps the body when the note is deleted there.
+    func testACountedCopyIsPinnedOnItsDevice() throws {
+        let fleet = try makeFleet()
+        let phone = fleet.devices[0], home = fleet.devices[1], tablet = fleet.devices[2]
+        let key = try phone.store.put(note("counted", body(1))).key
+        XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
+        let h = try hash(phone.store, key)
+        XCTAssertEqual(runOffload(fleet, [key], copies: 2).first?.result, .done)
+        XCTAssertEqual(try tablet.store.pinnedCopies(contentHash: h), 2, "the tablet pinned the copy it said it holds")
+        XCTAssertEqual(try home.store.pinnedCopies(contentHash: h), 0, "a homebase keeps every body anyway")
+
+        let id = fleet.engines[2].beginOffload([key], copies: 1, timeoutMilliseconds: 1000)
+        var outcome: OffloadOutcome? = nil
+        for _ in 0..<2000 where outcome == nil {
+            fleet.tick(ms: 20)
+            let (outcomes, done) = fleet.engines[2].offloadProgress(id)
+            if done { outcome = outcomes.first }
+        }
+        XCTAssertEqual(outcome?.result, .failed)
+        XCTAssertTrue(outcome?.reason?.contains("counted this copy among 2") == true, outcome?.reason ?? "no outcome")
+        XCTAssertEqual(try tablet.store.row(.notebook, key)?.content.flatMap { if case .note(let n) = $0 { return n.body } else { return nil } },
+                       Array(body(1).utf8), "nothing was cleared")
+
+        try tablet.store.delete(.notebook, key)
+        XCTAssertEqual(try tablet.store.servableBody(contentHash: h), Array(body(1).utf8), "deleted here, still held for the phone")
+        // An older sibling's query (no counting field) pins nothing.
+        XCTAssertEqual(try HoldQuery.decode(HoldQuery(queryID: [UInt8](repeating: 1, count: 8), items: []).encoded()).counting, nil)
+        let counted = HoldQuery(queryID: [UInt8](repeating: 1, count: 8), items: [.init(contentHash: h, key: key)], counting: 3)
+        XCTAssertEqual(try HoldQuery.decode(counted.encoded()), counted)
+    }
 }
 
 /// Hands a test object to a helper thread (the engines it drives lock themselves).

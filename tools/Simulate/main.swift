@@ -26,7 +26,7 @@ let usage = """
       --cloud-and-power-faults  also lose the cloud folder on a device, put conflict copies and older or dangling
                               anchors in it, and cut a device's power (unsynced writes lost)
       --counted-copies-kept   also demand that an offloaded body keep the resident copies its offload counted
-                              (nothing pins them: open)
+                              (a counted device pins its copy)
       --everything            all seven of the above
       --revocations           also lose devices and revoke them from another (the code of 'quire devices revoke'); a
                               thief may turn one on again after the fleet settled: nothing it writes may reach the roster

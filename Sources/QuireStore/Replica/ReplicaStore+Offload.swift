@@ -134,6 +134,30 @@ extension ReplicaStore {
         try sync()
     }
 
+    /// Records that `owner`'s offload counted this device's resident copies
+    /// of `hashes` among `required` copies. Committed before the answer
+    /// that counts them leaves (it is a promise).
+    public func pinCopies(_ hashes: [[UInt8]], for owner: DeviceID, required: Int) throws(StoreError) {
+        guard !hashes.isEmpty, required > 0 else { return }
+        try write { ctx in
+            for hash in hashes {
+                try ctx.db.run("""
+                    INSERT INTO copy_pins(hash, owner, required, at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT(hash, owner) DO UPDATE SET required = max(required, excluded.required), at = excluded.at
+                    """, [.blob(hash), .blob(owner.bytes), .int(Int64(required)), .int(ctx.now.seconds)])
+            }
+        }
+    }
+
+    /// The most copies any sibling's offload counted this device's copy of
+    /// `contentHash` among (0: none did). Offloading it here needs as many
+    /// other copies, or that sibling would be left with fewer than it asked.
+    public func pinnedCopies(contentHash: [UInt8]) throws(StoreError) -> Int {
+        try read { () throws(StoreError) -> Int in
+            Int(try db.queryOne("SELECT max(required) FROM copy_pins WHERE hash = ?", [.blob(contentHash)]) { $0.isNull(0) ? 0 : $0.int(0) } ?? 0)
+        }
+    }
+
     /// The holders recorded for an offloaded note (empty when resident).
     public func offloadHolders(_ key: RowKey) throws(StoreError) -> [DeviceID] {
         try read { () throws(StoreError) -> [DeviceID] in

@@ -20,8 +20,17 @@ enum Schema {
                                                  Migration(sql: "-- contacts and plans as whole cards (leaf version 3)\nSELECT 1;",
                                                            convert: CardsUpgrade.convert),
                                                  Migration(sql: folderTree),
-                                                 Migration(sql: KeptTable.migration)]
+                                                 Migration(sql: KeptTable.migration),
+                                                 Migration(sql: copyPins)]
     }
+
+    /// Resident copies of note bodies that a sibling's offload counted
+    /// (git-annex's numcopies: a copy that was counted is not dropped
+    /// without as many others). Per device, never in a leaf.
+    static let copyPins = """
+        CREATE TABLE copy_pins(hash BLOB NOT NULL, owner BLOB NOT NULL, required INTEGER NOT NULL, at INTEGER NOT NULL,
+                               PRIMARY KEY(hash, owner)) WITHOUT ROWID;
+        """
 
     /// The notebook as a folder tree: each row's kind, folder and set
     /// modification time, and how many versions it holds, as columns, so

@@ -257,6 +257,24 @@ struct WriteContext {
     // MARK: The one place a row is written
 
     /// `madeHere`: a local edit or delete (for the kept text's reason).
+    /// The resident body this write takes from note `key`, if a sibling's
+    /// offload counted it as a copy (`copy_pins`): kept as a body held for
+    /// that sibling, so the copies it counted stay, whatever happens to the
+    /// note here (deleted, replaced, or now shown as a pointer). `unless`:
+    /// the hash the note keeps resident.
+    func keepPinnedBody(of key: RowKey, unless kept: [UInt8]?) throws(StoreError) {
+        guard let (hash, stored, format, owner) = try db.queryOne("""
+            SELECT r.hash, r.body, r.bodyFormat, p.owner FROM rows r JOIN copy_pins p ON p.hash = r.hash
+            WHERE r.ns = ? AND r.key = ? AND r.offloaded = 0 AND r.body IS NOT NULL LIMIT 1
+            """, [.int(Int64(Namespace.notebook.rawValue)), .blob(key.bytes)], { s in
+                (s.blob(0) ?? [], s.blob(1) ?? [], s.int(2), s.blob(3) ?? [])
+            }), hash != kept else { return }
+        // A damaged copy is no copy (the check of a hold query's answer).
+        guard let body = StoredBody.decode(stored, format: format), Note.bodyDigest(body) == hash else { return }
+        try db.run("INSERT OR IGNORE INTO held_bodies(hash, body, size, owner, at) VALUES (?, ?, ?, ?, ?)",
+                   [.blob(hash), .blob(body), .int(Int64(body.count)), .blob(owner), .int(now.seconds)])
+    }
+
     mutating func writeRow(_ row: Row, previousLeaf: [UInt8]?, exists: Bool, madeHere: Bool = false) throws(StoreError) {
         rowsWritten += 1
         // Trash and earlier versions: the text this write replaces, kept on
@@ -298,6 +316,9 @@ struct WriteContext {
             default:
                 break
             }
+        }
+        if exists, row.namespace == .notebook {
+            try keepPinnedBody(of: row.key, unless: offloaded ? nil : hash)
         }
         if offloaded, exists, size == 0 {
             // Keep the known length of an offloaded body.

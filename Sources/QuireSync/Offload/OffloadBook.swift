@@ -70,6 +70,9 @@ struct OffloadOperation {
     let contentHash: [UInt8]
     let body: [UInt8]
     let homebases: [DeviceID]
+    /// Copies required: the batch's, or more when a sibling's offload
+    /// counted this device's copy among more (`ReplicaStore.pinnedCopies`).
+    let copies: Int
     var acked: [DeviceID] = []
     var refused: [DeviceID: String] = [:]
     /// Non-homebase siblings that said they hold this body resident.

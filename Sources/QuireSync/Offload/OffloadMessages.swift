@@ -145,7 +145,9 @@ public struct RecallResponse: Equatable, Sendable {
     }
 }
 
-/// `hold_query {queryID, [[contentHash, key?]...]}`.
+/// `hold_query {queryID, [[contentHash, key?]...], counting?}`. `counting`
+/// (an offload's required copies) says the held copies will be counted: the
+/// holder pins them before it answers. Absent, it is a check (fsck).
 public struct HoldQuery: Equatable, Sendable {
     public struct Item: Equatable, Sendable {
         public var contentHash: [UInt8]
@@ -155,12 +157,17 @@ public struct HoldQuery: Equatable, Sendable {
 
     public var queryID: [UInt8]
     public var items: [Item]
+    public var counting: Int?
 
-    public init(queryID: [UInt8], items: [Item]) { self.queryID = queryID; self.items = items }
+    public init(queryID: [UInt8], items: [Item], counting: Int? = nil) {
+        self.queryID = queryID; self.items = items; self.counting = counting
+    }
 
     public func encoded() -> [UInt8] {
         let list: [CBOR] = items.map { .array([.bytes($0.contentHash)] + ($0.key.map { [.bytes($0.bytes)] } ?? [])) }
-        return CBORWriter.encode(.map([(.unsigned(1), .bytes(queryID)), (.unsigned(2), .array(list))]))
+        var fields: [(CBOR, CBOR)] = [(.unsigned(1), .bytes(queryID)), (.unsigned(2), .array(list))]
+        if let counting { fields.append((.unsigned(3), .unsigned(UInt64(counting)))) }
+        return CBORWriter.encode(.map(fields))
     }
 
     public static func decode(_ bytes: [UInt8]) throws(CBORError) -> HoldQuery {
@@ -178,7 +185,12 @@ public struct HoldQuery: Equatable, Sendable {
             }
             items.append(Item(contentHash: hash, key: key))
         }
-        return HoldQuery(queryID: try idField(f, 1, "queryID", count: 8), items: items)
+        var counting: Int? = nil
+        if let raw = try f.optional(3)?.asUInt() {
+            guard (1...1024).contains(raw) else { throw .invalidValue("a hold query counting \(raw) copies") }
+            counting = Int(raw)
+        }
+        return HoldQuery(queryID: try idField(f, 1, "queryID", count: 8), items: items, counting: counting)
     }
 }
 

@@ -108,7 +108,7 @@ extension SyncEngine {
         guard var batch = offloadBook.batches[batchID], let op = batch.active[opID] else { return }
         let confirmed = op.acked.count + op.residentElsewhere.count
         var outcome: OffloadOutcome? = nil
-        if !op.acked.isEmpty && confirmed >= batch.copies {
+        if !op.acked.isEmpty && confirmed >= op.copies {
             let holders = op.acked + op.residentElsewhere
             do {
                 try store.markOffloaded(op.key, contentHash: op.contentHash, holders: holders)
@@ -127,7 +127,7 @@ extension SyncEngine {
                     && roster.siblings(of: me.deviceID).count == op.homebases.count {
             // Every homebase answered and no other device could add a copy.
             outcome = OffloadOutcome(key: op.key, title: op.title, bytes: op.body.count, result: .failed,
-                                     reason: "only \(confirmed) of \(batch.copies) required copies can exist (the account has \(op.homebases.count) homebase(s) and no other device holds it); the body stays resident")
+                                     reason: "only \(confirmed) of \(op.copies) required copies can exist (the account has \(op.homebases.count) homebase(s) and no other device holds it); the body stays resident")
         }
         guard let outcome else { return }
         batch.active[opID] = nil
@@ -155,12 +155,12 @@ extension SyncEngine {
                 for h in op.homebases where !op.acked.contains(h) && op.refused[h] == nil { send(.offloadPut, put, to: h) }
                 op.nextRetryMs = nowMs + offloadBook.timing.retryMilliseconds
                 batch.active[opID] = op
-                if batch.copies > 1 { short.append(op) }
+                if op.copies > 1 { short.append(op) }
             }
             while !batch.queue.isEmpty && batch.active.count < offloadBook.timing.window
                     && (batch.active.isEmpty || batch.activeBytes < offloadBook.timing.windowBytes) {
                 let key = batch.queue.removeFirst()
-                switch prepareOperation(key, nowMs: nowMs) {
+                switch prepareOperation(key, copies: batch.copies, nowMs: nowMs) {
                 case .failure(let box):
                     batch.outcomes.append(box.outcome)
                 case .success(let op):
@@ -168,7 +168,7 @@ extension SyncEngine {
                     batch.active[op.opID] = op
                     let put = OffloadPut(opID: op.opID, contentHash: op.contentHash, key: op.key, body: op.body).encoded()
                     for h in op.homebases { send(.offloadPut, put, to: h) }
-                    if batch.copies > 1 { short.append(op) }
+                    if op.copies > 1 { short.append(op) }
                 }
             }
             offloadBook.batches[batchID] = batch
@@ -178,23 +178,25 @@ extension SyncEngine {
     }
 
     /// Asks every non-homebase sibling which of these bodies it holds
-    /// resident; each "yes" counts as one more copy.
+    /// resident; each "yes" counts as one more copy, and the sibling pins
+    /// what it said yes to.
     private func askForResidentCopies(_ ops: [OffloadOperation], batch: UInt64, nowMs: UInt64) {
         let homebases = Set(homebaseSiblings)
         let items = ops.map { HoldQuery.Item(contentHash: $0.contentHash, key: $0.key) }
+        let counting = ops.map(\.copies).max() ?? 1
         for sibling in roster.siblings(of: me.deviceID) where !homebases.contains(sibling.deviceID) {
             for part in stride(from: 0, to: items.count, by: OffloadLimits.maxQueryItems) {
                 let slice = Array(items[part..<min(items.count, part + OffloadLimits.maxQueryItems)])
                 let id = deps.random.bytes(8)
                 offloadBook.queries[id] = PendingQuery(target: sibling.deviceID, items: slice, nextRetryMs: .max, batch: batch)
-                send(.holdQuery, HoldQuery(queryID: id, items: slice).encoded(), to: sibling.deviceID)
+                send(.holdQuery, HoldQuery(queryID: id, items: slice, counting: counting).encoded(), to: sibling.deviceID)
             }
         }
         // Answers that never come are forgotten with the batch.
         offloadBook.queries = offloadBook.queries.filter { $0.value.batch == nil || offloadBook.batches[$0.value.batch!] != nil }
     }
 
-    private func prepareOperation(_ key: RowKey, nowMs: UInt64) -> Result<OffloadOperation, OffloadOutcomeBox> {
+    private func prepareOperation(_ key: RowKey, copies: Int, nowMs: UInt64) -> Result<OffloadOperation, OffloadOutcomeBox> {
         let row: Row?
         do { row = try store.row(.notebook, key) } catch {
             return .failure(OffloadOutcomeBox(failedOutcome(key, "cannot read the note: \(error.message)")))
@@ -212,8 +214,14 @@ extension SyncEngine {
             return .failure(OffloadOutcomeBox(OffloadOutcome(key: key, title: note.title, bytes: body.count, result: .failed,
                                                              reason: "the body is larger than 64 MiB, the most one offload carries")))
         }
+        // A sibling's offload that counted this copy among more copies than
+        // this batch asks for is owed as many after this one goes.
+        let pinned: Int
+        do { pinned = try store.pinnedCopies(contentHash: note.contentHash) } catch {
+            return .failure(OffloadOutcomeBox(failedOutcome(key, "cannot read which siblings counted this copy: \(error.message)")))
+        }
         return .success(OffloadOperation(opID: deps.random.bytes(16), key: key, title: note.title, contentHash: note.contentHash,
-                                         body: body, homebases: homebaseSiblings,
+                                         body: body, homebases: homebaseSiblings, copies: max(copies, pinned),
                                          nextRetryMs: nowMs + offloadBook.timing.retryMilliseconds))
     }
 
@@ -229,7 +237,8 @@ extension SyncEngine {
                     + silent.map { "\(name(of: $0)) did not answer" }.joined(separator: ", ")
                     + " (offline or unreachable?); nothing was cleared, the body stays resident"
             } else {
-                reason = "only \(op.acked.count + op.residentElsewhere.count) of \(batch.copies) required copies confirmed within \(wait) "
+                reason = "only \(op.acked.count + op.residentElsewhere.count) of \(op.copies) required copies confirmed within \(wait) "
+                    + (op.copies > batch.copies ? "(a sibling's offload counted this copy among \(op.copies)) " : "")
                     + "(held by \(( op.acked + op.residentElsewhere).map { name(of: $0) }.joined(separator: ", "))); nothing was cleared"
             }
             if firstReason.isEmpty { firstReason = reason }

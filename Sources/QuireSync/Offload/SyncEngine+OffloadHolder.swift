@@ -79,11 +79,20 @@ extension SyncEngine {
     }
 
     /// Answers with the hashes held here, each re-hashed from its bytes now
-    /// (`servableBody` checks), so a damaged copy is not counted.
+    /// (`servableBody` checks), so a damaged copy is not counted. A query
+    /// that counts copies pins them first: this device will not offload
+    /// them with fewer copies elsewhere than the asker required.
     private func handleHoldQuery(_ query: HoldQuery, from sender: DeviceID) throws {
         var held: [[UInt8]] = []
         for item in query.items where try store.servableBody(contentHash: item.contentHash, key: item.key) != nil {
             held.append(item.contentHash)
+        }
+        if let required = query.counting, !isHomebase {
+            do { try store.pinCopies(held, for: sender, required: required) } catch {
+                // Unpinned copies are not promised: none is counted.
+                report("pinning counted copies", error)
+                held = []
+            }
         }
         send(.holdAnswer, HoldAnswer(queryID: query.queryID, held: held, isHomebase: isHomebase).encoded(), to: sender)
     }

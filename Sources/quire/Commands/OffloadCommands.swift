@@ -26,7 +26,10 @@ enum OffloadCommands {
               --copies N        copies required before a body is cleared (default 1:
                                 the homebase). Other devices that hold the body
                                 resident count too; at least one copy is always a
-                                durable one on a homebase.
+                                durable one on a homebase. A device counted this
+                                way keeps its copy (even if its note is deleted
+                                or edited there), and offloads its own only with
+                                as many other copies as it was counted among.
               --timeout S       give up on a holder silent for S seconds (default 10)
               --json            the outcome of every note as JSON, no progress bar
 
