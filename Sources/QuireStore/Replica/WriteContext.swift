@@ -256,7 +256,6 @@ struct WriteContext {
 
     // MARK: The one place a row is written
 
-    /// `madeHere`: a local edit or delete (for the kept text's reason).
     /// The resident body this write takes from note `key`, if a sibling's
     /// offload counted it as a copy (`copy_pins`): kept as a body held for
     /// that sibling, so the copies it counted stay, whatever happens to the
@@ -275,6 +274,7 @@ struct WriteContext {
                    [.blob(hash), .blob(body), .int(Int64(body.count)), .blob(owner), .int(now.seconds)])
     }
 
+    /// `madeHere`: a local edit or delete (for the kept text's reason).
     mutating func writeRow(_ row: Row, previousLeaf: [UInt8]?, exists: Bool, madeHere: Bool = false) throws(StoreError) {
         rowsWritten += 1
         // Trash and earlier versions: the text this write replaces, kept on

@@ -69,6 +69,11 @@ extension SyncEngine {
         return backlog.count >= configuration.barrierMinimumTombstones || oldEnough
     }
 
+    /// Tombstones in the graveyard's one encoding: equal sets, equal bytes.
+    static func encoding(of tombstones: [CollectedTombstone]) -> [UInt8] {
+        CBORWriter.encode(CollectedTombstone.encode(tombstones))
+    }
+
     func abandonRound(_ why: String) {
         guard barrier.round != nil else { return }
         barrier.round = nil
@@ -94,7 +99,7 @@ extension SyncEngine {
             return
         }
         let tombstones = try store.collectableTombstones()
-        barrier.acked[propose.nonce] = (leader: sender, digest: mine, tombstones: CBORWriter.encode(CollectedTombstone.encode(tombstones)), atMs: nowMs)
+        barrier.acked[propose.nonce] = (leader: sender, digest: mine, tombstones: Self.encoding(of: tombstones), atMs: nowMs)
         send(.gcAck, BarrierAck(nonce: propose.nonce, digest: mine, declined: false, tombstones: tombstones).encoded(), to: sender)
     }
 
@@ -127,7 +132,7 @@ extension SyncEngine {
             let keys = anchorKeys
             let previous = (try? cloud.newest(keys: keys)) ?? nil
             try store.adoptGraveyard(previous?.1.graveyard ?? [])
-            ownTombstones = CBORWriter.encode(CollectedTombstone.encode(try store.collectableTombstones()))
+            ownTombstones = Self.encoding(of: try store.collectableTombstones())
             let graveyard = CollectedTombstone.joined(try store.graveyardWithTombstones(), Array(round.tombstones.values.joined()))
             let since = AnchorSnapshot.graveyardSince(generation: generation, previous: previous?.1)
             let bytes = try AnchorFile.seal(AnchorSnapshot(generation: generation, rows: rows, graveyard: graveyard,
@@ -147,7 +152,7 @@ extension SyncEngine {
         // has a tombstone that arrived then (the anchor does not name it).
         invalidateDigest()
         guard try currentDigest().bytes == round.digest,
-              CBORWriter.encode(CollectedTombstone.encode(try store.collectableTombstones())) == ownTombstones else {
+              Self.encoding(of: try store.collectableTombstones()) == ownTombstones else {
             abandonRound("this device changed while the anchor was written"); return
         }
         // What the anchor names, this device's graveyard names too (the
@@ -179,7 +184,7 @@ extension SyncEngine {
         }
         // The anchor's graveyard names the tombstones this device acked; one
         // that reached it since (a delete of a row it never held) waits.
-        guard CBORWriter.encode(CollectedTombstone.encode(try store.collectableTombstones())) == acked.tombstones else {
+        guard Self.encoding(of: try store.collectableTombstones()) == acked.tombstones else {
             barrier.acked[commit.nonce] = nil
             return refuse("tombstones reached this device after it acked, which the anchor does not name; they wait for a later round")
         }
