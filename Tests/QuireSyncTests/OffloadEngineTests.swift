@@ -277,6 +277,29 @@ final class OffloadEngineTests: XCTestCase {
         XCTAssertTrue(verified[tablet.id].map { $0 == nil } == true, "a holder that does not answer is reported as such")
     }
 
+    /// The phone and the tablet offload the same body at once, each asking
+    /// for two copies and each holding the other's: they may not both count
+    /// the other and drop (simulator seed 417 with --everything).
+    func testTwoDevicesOffloadingAtOnceDoNotCountEachOther() throws {
+        let fleet = try makeFleet()
+        let phone = fleet.devices[0], home = fleet.devices[1], tablet = fleet.devices[2]
+        let key = try phone.store.put(note("shared", body(2))).key
+        XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
+        let h = try hash(phone.store, key)
+        let ids = [0, 2].map { fleet.engines[$0].beginOffload([key], copies: 2, timeoutMilliseconds: 1500) }
+        var results: [OffloadOutcome?] = [nil, nil]
+        for _ in 0..<2000 where results.contains(where: { $0 == nil }) {
+            fleet.tick(ms: 20)
+            for (i, engine) in [0, 2].enumerated() where results[i] == nil {
+                let (outcomes, done) = fleet.engines[engine].offloadProgress(ids[i])
+                if done { results[i] = outcomes.first }
+            }
+        }
+        XCTAssertFalse(results.allSatisfy { $0?.result == .done }, "both dropped, each counting the other: \(results)")
+        let copies = try [phone, home, tablet].filter { try $0.store.servableBody(contentHash: h, key: key) != nil }.count
+        XCTAssertGreaterThanOrEqual(copies, 2, "each asked for two copies elsewhere: \(results)")
+    }
+
     /// The tablet's copy was counted as the second of two: it may not offload
     /// its own with one (the phone would be left with one copy), and it
     /// keeps the body when the note is deleted there.

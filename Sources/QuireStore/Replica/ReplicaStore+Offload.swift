@@ -149,13 +149,21 @@ extension ReplicaStore {
         }
     }
 
+    /// The siblings whose offloads counted this device's copy of
+    /// `contentHash`, each with the copies it required.
+    public func copyPins(contentHash: [UInt8]) throws(StoreError) -> [(owner: DeviceID, required: Int)] {
+        try read { () throws(StoreError) -> [(owner: DeviceID, required: Int)] in
+            try db.query("SELECT owner, required FROM copy_pins WHERE hash = ? ORDER BY owner", [.blob(contentHash)]) { s in
+                (owner: ID16(bytes: s.blob(0) ?? []), required: Int(s.int(1)))
+            }.compactMap { pin in pin.owner.map { (owner: $0, required: pin.required) } }
+        }
+    }
+
     /// The most copies any sibling's offload counted this device's copy of
     /// `contentHash` among (0: none did). Offloading it here needs as many
     /// other copies, or that sibling would be left with fewer than it asked.
     public func pinnedCopies(contentHash: [UInt8]) throws(StoreError) -> Int {
-        try read { () throws(StoreError) -> Int in
-            Int(try db.queryOne("SELECT max(required) FROM copy_pins WHERE hash = ?", [.blob(contentHash)]) { $0.isNull(0) ? 0 : $0.int(0) } ?? 0)
-        }
+        try copyPins(contentHash: contentHash).map(\.required).max() ?? 0
     }
 
     /// The holders recorded for an offloaded note (empty when resident).

@@ -105,11 +105,22 @@ extension SyncEngine {
     /// Finishes an operation once enough copies are confirmed, or once every
     /// homebase refused it.
     private func settle(_ batchID: UInt64, opID: [UInt8], nowMs: UInt64) {
-        guard var batch = offloadBook.batches[batchID], let op = batch.active[opID] else { return }
-        let confirmed = op.acked.count + op.residentElsewhere.count
+        guard let batch = offloadBook.batches[batchID], let op = batch.active[opID] else { return }
+        // Read again now: a sibling may have counted this copy since the
+        // operation began. A sibling that counted it is offloading its own
+        // copy on the strength of this one, so its copy does not count here
+        // (two devices each counting the other's copy would both drop).
+        let pins: [(owner: DeviceID, required: Int)]
+        do { pins = try store.copyPins(contentHash: op.contentHash) } catch {
+            return finish(batchID, opID, OffloadOutcome(key: op.key, title: op.title, bytes: op.body.count, result: .failed,
+                                                        reason: "cannot read which siblings counted this copy: \(error.message); nothing was cleared"), nowMs: nowMs)
+        }
+        let relying = Set(pins.map(\.owner))
+        let required = max(op.copies, pins.map(\.required).max() ?? 0)
+        let holders = op.acked + op.residentElsewhere.filter { !relying.contains($0) }
+        let confirmed = holders.count
         var outcome: OffloadOutcome? = nil
-        if !op.acked.isEmpty && confirmed >= op.copies {
-            let holders = op.acked + op.residentElsewhere
+        if !op.acked.isEmpty && confirmed >= required {
             do {
                 try store.markOffloaded(op.key, contentHash: op.contentHash, holders: holders)
                 outcome = OffloadOutcome(key: op.key, title: op.title, bytes: op.body.count, result: .done, holders: holders)
@@ -127,9 +138,14 @@ extension SyncEngine {
                     && roster.siblings(of: me.deviceID).count == op.homebases.count {
             // Every homebase answered and no other device could add a copy.
             outcome = OffloadOutcome(key: op.key, title: op.title, bytes: op.body.count, result: .failed,
-                                     reason: "only \(confirmed) of \(op.copies) required copies can exist (the account has \(op.homebases.count) homebase(s) and no other device holds it); the body stays resident")
+                                     reason: "only \(confirmed) of \(required) required copies can exist (the account has \(op.homebases.count) homebase(s) and no other device holds it); the body stays resident")
         }
         guard let outcome else { return }
+        finish(batchID, opID, outcome, nowMs: nowMs)
+    }
+
+    private func finish(_ batchID: UInt64, _ opID: [UInt8], _ outcome: OffloadOutcome, nowMs: UInt64) {
+        guard var batch = offloadBook.batches[batchID] else { return }
         batch.active[opID] = nil
         batch.outcomes.append(outcome)
         batch.lastProgressMs = nowMs
