@@ -106,18 +106,11 @@ extension SyncEngine {
     /// homebase refused it.
     private func settle(_ batchID: UInt64, opID: [UInt8], nowMs: UInt64) {
         guard let batch = offloadBook.batches[batchID], let op = batch.active[opID] else { return }
-        // Read again now: a sibling may have counted this copy since the
-        // operation began. A sibling that counted it is offloading its own
-        // copy on the strength of this one, so its copy does not count here
-        // (two devices each counting the other's copy would both drop).
-        let pins: [(owner: DeviceID, required: Int)]
-        do { pins = try store.copyPins(contentHash: op.contentHash) } catch {
+        let holders: [DeviceID], required: Int
+        do { (holders, required, _) = try counted(op) } catch {
             return finish(batchID, opID, OffloadOutcome(key: op.key, title: op.title, bytes: op.body.count, result: .failed,
                                                         reason: "cannot read which siblings counted this copy: \(error.message); nothing was cleared"), nowMs: nowMs)
         }
-        let relying = Set(pins.map(\.owner))
-        let required = max(op.copies, pins.map(\.required).max() ?? 0)
-        let holders = op.acked + op.residentElsewhere.filter { !relying.contains($0) }
         let confirmed = holders.count
         var outcome: OffloadOutcome? = nil
         if !op.acked.isEmpty && confirmed >= required {
@@ -142,6 +135,19 @@ extension SyncEngine {
         }
         guard let outcome else { return }
         finish(batchID, opID, outcome, nowMs: nowMs)
+    }
+
+    /// The copies that count for `op` now, and how many it needs. The pins
+    /// are read at each count: a sibling may have counted this copy since
+    /// the operation began. A sibling that counted it (`relying`) is
+    /// offloading its own copy on the strength of this one, so its copy
+    /// does not count here: two devices each counting the other's copy
+    /// would both drop.
+    private func counted(_ op: OffloadOperation) throws(StoreError) -> (holders: [DeviceID], required: Int, relying: [DeviceID]) {
+        let pins = try store.copyPins(contentHash: op.contentHash)
+        let relying = pins.map(\.owner)
+        let holders = op.acked + op.residentElsewhere.filter { !relying.contains($0) }
+        return (holders, max(op.copies, pins.map(\.required).max() ?? 0), relying.filter(op.residentElsewhere.contains))
     }
 
     private func finish(_ batchID: UInt64, _ opID: [UInt8], _ outcome: OffloadOutcome, nowMs: UInt64) {
@@ -253,9 +259,12 @@ extension SyncEngine {
                     + silent.map { "\(name(of: $0)) did not answer" }.joined(separator: ", ")
                     + " (offline or unreachable?); nothing was cleared, the body stays resident"
             } else {
-                reason = "only \(op.acked.count + op.residentElsewhere.count) of \(op.copies) required copies confirmed within \(wait) "
-                    + (op.copies > batch.copies ? "(a sibling's offload counted this copy among \(op.copies)) " : "")
-                    + "(held by \(( op.acked + op.residentElsewhere).map { name(of: $0) }.joined(separator: ", "))); nothing was cleared"
+                let (holders, required, relying) = (try? counted(op)) ?? (op.acked + op.residentElsewhere, op.copies, [])
+                reason = "only \(holders.count) of \(required) required copies confirmed within \(wait) "
+                    + (required > batch.copies ? "(a sibling's offload counted this copy among \(required)) " : "")
+                    + "(held by \(holders.map { name(of: $0) }.joined(separator: ", "))"
+                    + (relying.isEmpty ? "" : "; not counted: \(relying.map { name(of: $0) }.joined(separator: ", ")), offloading its own copy on the strength of this one")
+                    + "); nothing was cleared"
             }
             if firstReason.isEmpty { firstReason = reason }
             batch.outcomes.append(OffloadOutcome(key: op.key, title: op.title, bytes: op.body.count, result: .failed, reason: reason,
