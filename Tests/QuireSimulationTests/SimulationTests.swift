@@ -208,6 +208,8 @@ enum RestoreRegressions {
          "restored by copying back"),
         (2543, ["--everything"], "a note whose body's last copy a restore of its holder took back still owed that body's paragraphs",
          "took back 1 held body"),
+        (979, ["--restore-by-copy"], "an offload still in flight at the heal finished while another device recalled, and nothing recalled its body",
+         "ada: recalled 9e9b64ee"),
     ]
 }
 

@@ -191,22 +191,32 @@ extension Simulation {
 
     /// After the heal: every body any device still shows offloaded comes
     /// back through that device's real recall, unless a restore took it back.
+    /// Passes repeat until one finds nothing new: an offload still in flight
+    /// may finish (its homebase acks a retry) while another device recalls.
     func recallEverything() throws {
         fleet.trace.phase = .settle
-        for d in fleet.members {
-            guard let store = d.store else { continue }
-            var asked = Set<[UInt8]>()
-            for body in try offloadedBodies(store) where asked.insert(body.contentHash).inserted {
-                if try recall(d, key: body.key, contentHash: body.contentHash, timeoutMs: 30_000, what: "after the heal, recalls") == nil {
-                    if offloads.takenBack.contains(body.contentHash),
-                       try !fleet.members.contains(where: { try $0.store?.servableBody(contentHash: body.contentHash, key: body.key) != nil }) {
-                        fleet.trace.record(d.name, "cannot recall \(body.key.hex.prefix(8)): a restore took back its last copy")
-                        continue
-                    }
-                    offloads.problems.append("after the heal, \(d.name) cannot recall the body of \(body.key.hex.prefix(8)) "
-                                             + "(hash \(Hex.encode(body.contentHash.prefix(4))))")
+        var asked: [ObjectIdentifier: Set<[UInt8]>] = [:]
+        for _ in 0..<4 {
+            var found = false
+            for d in fleet.members {
+                guard let store = d.store else { continue }
+                for body in try offloadedBodies(store) where asked[ObjectIdentifier(d), default: []].insert(body.contentHash).inserted {
+                    found = true
+                    try recallAfterHeal(d, body)
                 }
             }
+            if !found { return }
         }
+    }
+
+    private func recallAfterHeal(_ d: SimDevice, _ body: (key: RowKey, contentHash: [UInt8])) throws {
+        guard try recall(d, key: body.key, contentHash: body.contentHash, timeoutMs: 30_000, what: "after the heal, recalls") == nil else { return }
+        if offloads.takenBack.contains(body.contentHash),
+           try !fleet.members.contains(where: { try $0.store?.servableBody(contentHash: body.contentHash, key: body.key) != nil }) {
+            fleet.trace.record(d.name, "cannot recall \(body.key.hex.prefix(8)): a restore took back its last copy")
+            return
+        }
+        offloads.problems.append("after the heal, \(d.name) cannot recall the body of \(body.key.hex.prefix(8)) "
+                                 + "(hash \(Hex.encode(body.contentHash.prefix(4))))")
     }
 }
