@@ -298,6 +298,14 @@ final class OffloadEngineTests: XCTestCase {
         XCTAssertFalse(results.allSatisfy { $0?.result == .done }, "both dropped, each counting the other: \(results)")
         let copies = try [phone, home, tablet].filter { try $0.store.servableBody(contentHash: h, key: key) != nil }.count
         XCTAssertGreaterThanOrEqual(copies, 2, "each asked for two copies elsewhere: \(results)")
+        // An offload that cleared nothing releases the copies it counted.
+        fleet.tick(ms: 20)
+        fleet.tick(ms: 20)
+        for (i, device) in [phone, tablet].enumerated() where results[i]?.result != .done {
+            let other = i == 0 ? tablet : phone
+            XCTAssertFalse(try other.store.copyPins(contentHash: h).contains { $0.owner == device.id },
+                           "\(device.name)'s failed offload still pins \(other.name)'s copy")
+        }
     }
 
     /// The tablet's copy was counted as the second of two: it may not offload
@@ -325,8 +333,24 @@ final class OffloadEngineTests: XCTestCase {
         XCTAssertEqual(try tablet.store.row(.notebook, key)?.content.flatMap { if case .note(let n) = $0 { return n.body } else { return nil } },
                        Array(body(1).utf8), "nothing was cleared")
 
+        // The phone reads the note again: its body is resident there, the
+        // tablet's copy is no longer relied on, and the tablet may offload.
+        guard case .success? = runRecall(fleet, key, h) else { return XCTFail("the recall failed") }
+        fleet.tick(ms: 20)
+        fleet.tick(ms: 20)
+        XCTAssertEqual(try tablet.store.pinnedCopies(contentHash: h), 0, "released by the recall")
+        // Counted again, then deleted on the tablet: the body stays, held for the phone.
+        XCTAssertEqual(runOffload(fleet, [key], copies: 2).first?.result, .done)
+        XCTAssertEqual(try tablet.store.pinnedCopies(contentHash: h), 2)
         try tablet.store.delete(.notebook, key)
         XCTAssertEqual(try tablet.store.servableBody(contentHash: h), Array(body(1).utf8), "deleted here, still held for the phone")
+        // A release of an older count leaves the newer pin alone; a current one drops it and the body kept for it.
+        let pin = try XCTUnwrap(try tablet.store.copyPins(contentHash: h).first)
+        try tablet.store.releaseCopies([h], for: pin.owner, epoch: 1, dropKept: true)
+        XCTAssertEqual(try tablet.store.pinnedCopies(contentHash: h), 2)
+        try tablet.store.releaseCopies([h], for: pin.owner, epoch: .max >> 1, dropKept: true)
+        XCTAssertEqual(try tablet.store.pinnedCopies(contentHash: h), 0)
+        XCTAssertNil(try tablet.store.servableBody(contentHash: h), "nothing relies on the kept copy any more")
         // An older sibling's query (no counting field) pins nothing.
         XCTAssertEqual(try HoldQuery.decode(HoldQuery(queryID: [UInt8](repeating: 1, count: 8), items: []).encoded()).counting, nil)
         let counted = HoldQuery(queryID: [UInt8](repeating: 1, count: 8), items: [.init(contentHash: h, key: key)], counting: 3)

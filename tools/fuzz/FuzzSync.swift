@@ -49,6 +49,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         if let m = try? RecallResponse.decode(input) { check((try? RecallResponse.decode(m.encoded())) == m, "recall response round trip") }
         if let m = try? HoldQuery.decode(input) { check((try? HoldQuery.decode(m.encoded())) == m, "hold query round trip") }
         if let m = try? HoldAnswer.decode(input) { check((try? HoldAnswer.decode(m.encoded())) == m, "hold answer round trip") }
+        if let m = try? HoldRelease.decode(input) { check((try? HoldRelease.decode(m.encoded())) == m, "hold release round trip") }
     case 10:
         // The barrier and the sibling snapshot.
         if let m = try? BarrierPropose.decode(input) { check((try? BarrierPropose.decode(m.encoded())) == m, "propose round trip") }

@@ -135,16 +135,33 @@ extension ReplicaStore {
     }
 
     /// Records that `owner`'s offload counted this device's resident copies
-    /// of `hashes` among `required` copies. Committed before the answer
-    /// that counts them leaves (it is a promise).
-    public func pinCopies(_ hashes: [[UInt8]], for owner: DeviceID, required: Int) throws(StoreError) {
+    /// of `hashes` among `required` copies, at `epoch` (the owner's clock).
+    /// Committed before the answer that counts them leaves (it is a promise).
+    public func pinCopies(_ hashes: [[UInt8]], for owner: DeviceID, required: Int, epoch: UInt64 = 0) throws(StoreError) {
         guard !hashes.isEmpty, required > 0 else { return }
         try write { ctx in
             for hash in hashes {
                 try ctx.db.run("""
-                    INSERT INTO copy_pins(hash, owner, required, at) VALUES (?, ?, ?, ?)
-                    ON CONFLICT(hash, owner) DO UPDATE SET required = max(required, excluded.required), at = excluded.at
-                    """, [.blob(hash), .blob(owner.bytes), .int(Int64(required)), .int(ctx.now.seconds)])
+                    INSERT INTO copy_pins(hash, owner, required, epoch, at) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT(hash, owner) DO UPDATE SET required = max(required, excluded.required),
+                        epoch = max(epoch, excluded.epoch), at = excluded.at
+                    """, [.blob(hash), .blob(owner.bytes), .int(Int64(required)), .int(Int64(clamping: epoch)), .int(ctx.now.seconds)])
+            }
+        }
+    }
+
+    /// `owner` no longer relies on this device's copies of `hashes` (its
+    /// offload failed, or it holds the body again): pins it made up to
+    /// `epoch` go. `dropKept`: a body kept only for those pins goes too
+    /// (not on a homebase, which keeps every body it holds).
+    public func releaseCopies(_ hashes: [[UInt8]], for owner: DeviceID, epoch: UInt64, dropKept: Bool) throws(StoreError) {
+        guard !hashes.isEmpty else { return }
+        try write { ctx in
+            for hash in hashes {
+                let args: [SQLValue] = [.blob(hash), .blob(owner.bytes)]
+                try ctx.db.run("DELETE FROM copy_pins WHERE hash = ? AND owner = ? AND epoch <= ?", args + [.int(Int64(clamping: epoch))])
+                let pinned = try ctx.db.queryOne("SELECT 1 FROM copy_pins WHERE hash = ? AND owner = ?", args) { _ in true } ?? false
+                if dropKept && !pinned { try ctx.db.run("DELETE FROM held_bodies WHERE hash = ? AND owner = ?", args) }
             }
         }
     }

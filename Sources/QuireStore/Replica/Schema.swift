@@ -26,10 +26,12 @@ enum Schema {
 
     /// Resident copies of note bodies that a sibling's offload counted
     /// (git-annex's numcopies: a copy that was counted is not dropped
-    /// without as many others). Per device, never in a leaf.
+    /// without as many others). Per device, never in a leaf. `epoch`: the
+    /// owner's clock when it counted, so a late release of an older count
+    /// leaves a newer one alone.
     static let copyPins = """
-        CREATE TABLE copy_pins(hash BLOB NOT NULL, owner BLOB NOT NULL, required INTEGER NOT NULL, at INTEGER NOT NULL,
-                               PRIMARY KEY(hash, owner)) WITHOUT ROWID;
+        CREATE TABLE copy_pins(hash BLOB NOT NULL, owner BLOB NOT NULL, required INTEGER NOT NULL, epoch INTEGER NOT NULL,
+                               at INTEGER NOT NULL, PRIMARY KEY(hash, owner)) WITHOUT ROWID;
         """
 
     /// The notebook as a folder tree: each row's kind, folder and set

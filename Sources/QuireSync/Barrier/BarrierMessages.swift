@@ -58,7 +58,8 @@ public struct BarrierAck: Equatable, Sendable {
         let nonce = try f.required(1, "nonce").asBytes()
         guard nonce.count == 16 else { throw .invalidValue("a barrier nonce is 16 bytes") }
         return BarrierAck(nonce: nonce, digest: try f.required(2, "digest").asBytes(), declined: try f.optional(3)?.asBool() ?? false,
-                          tombstones: try f.optional(4).map { v throws(CBORError) in try CollectedTombstone.decode(v) } ?? [])
+                          // One entry per key, in order: one list, one encoding.
+                          tombstones: CollectedTombstone.joined(try f.optional(4).map { v throws(CBORError) in try CollectedTombstone.decode(v) } ?? []))
     }
 }
 

@@ -66,7 +66,7 @@ extension SyncEngine {
                 try handleResponse(response, rowBytes: rowBytes, from: sender, nowMs: nowMs)
             case .introduce:
                 try handleIntroduce(try IntroduceMessage.decode(message.payload), from: sender, nowMs: nowMs)
-            case .offloadPut, .offloadAck, .recallRequest, .recallResponse, .holdQuery, .holdAnswer:
+            case .offloadPut, .offloadAck, .recallRequest, .recallResponse, .holdQuery, .holdAnswer, .holdRelease:
                 try handleOffloadMessage(message, from: sender, nowMs: nowMs)
             case .gcPropose:
                 try handlePropose(try BarrierPropose.decode(message.payload), from: sender, nowMs: nowMs)

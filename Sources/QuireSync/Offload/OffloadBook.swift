@@ -77,6 +77,8 @@ struct OffloadOperation {
     var refused: [DeviceID: String] = [:]
     /// Non-homebase siblings that said they hold this body resident.
     var residentElsewhere: [DeviceID] = []
+    /// The epoch of the last count asked for (the pins it made).
+    var pinEpoch: UInt64 = 0
     var nextRetryMs: UInt64
 }
 
@@ -139,8 +141,19 @@ struct OffloadBook {
     /// Something is in flight whose timers run on the engine's tick.
     var isBusy: Bool { !batches.isEmpty || !recalls.isEmpty || !queries.isEmpty || !holdsToCommit.isEmpty }
 
+    /// The last pin epoch handed out (see `nextEpoch`).
+    var lastEpoch: UInt64 = 0
+
     mutating func makeID() -> UInt64 {
         defer { nextID += 1 }
         return nextID
+    }
+
+    /// A pin epoch: the wall clock in ms (whole seconds × 1000), strictly
+    /// increasing within this engine, so a release names exactly the
+    /// counts made before it.
+    mutating func nextEpoch(now: Timestamp) -> UInt64 {
+        lastEpoch = max(lastEpoch + 1, UInt64(max(0, now.seconds)) * 1000)
+        return lastEpoch
     }
 }

@@ -14,8 +14,11 @@ extension SubKind {
     /// the offloader's count of resident copies elsewhere.
     public static let holdQuery = SubKind("hold_query")
     public static let holdAnswer = SubKind("hold_resp")
+    /// "I no longer rely on your copies of these": a counted copy's pin goes.
+    public static let holdRelease = SubKind("hold_release")
 
-    public static let offloadKinds: Set<SubKind> = [.offloadPut, .offloadAck, .recallRequest, .recallResponse, .holdQuery, .holdAnswer]
+    public static let offloadKinds: Set<SubKind> = [.offloadPut, .offloadAck, .recallRequest, .recallResponse, .holdQuery, .holdAnswer,
+                                                    .holdRelease]
 }
 
 /// Bodies travel as one byte string; a message may carry up to 64 MiB of
@@ -145,9 +148,10 @@ public struct RecallResponse: Equatable, Sendable {
     }
 }
 
-/// `hold_query {queryID, [[contentHash, key?]...], counting?}`. `counting`
-/// (an offload's required copies) says the held copies will be counted: the
-/// holder pins them before it answers. Absent, it is a check (fsck).
+/// `hold_query {queryID, [[contentHash, key?]...], counting?, epoch?}`.
+/// `counting` (an offload's required copies) says the held copies will be
+/// counted: the holder pins them before it answers, at `epoch` (the asker's
+/// clock in ms). Absent, it is a check (fsck).
 public struct HoldQuery: Equatable, Sendable {
     public struct Item: Equatable, Sendable {
         public var contentHash: [UInt8]
@@ -158,15 +162,19 @@ public struct HoldQuery: Equatable, Sendable {
     public var queryID: [UInt8]
     public var items: [Item]
     public var counting: Int?
+    public var epoch: UInt64
 
-    public init(queryID: [UInt8], items: [Item], counting: Int? = nil) {
-        self.queryID = queryID; self.items = items; self.counting = counting
+    public init(queryID: [UInt8], items: [Item], counting: Int? = nil, epoch: UInt64 = 0) {
+        self.queryID = queryID; self.items = items; self.counting = counting; self.epoch = epoch
     }
 
     public func encoded() -> [UInt8] {
         let list: [CBOR] = items.map { .array([.bytes($0.contentHash)] + ($0.key.map { [.bytes($0.bytes)] } ?? [])) }
         var fields: [(CBOR, CBOR)] = [(.unsigned(1), .bytes(queryID)), (.unsigned(2), .array(list))]
-        if let counting { fields.append((.unsigned(3), .unsigned(UInt64(counting)))) }
+        if let counting {
+            fields.append((.unsigned(3), .unsigned(UInt64(counting))))
+            fields.append((.unsigned(4), .unsigned(epoch)))
+        }
         return CBORWriter.encode(.map(fields))
     }
 
@@ -190,7 +198,29 @@ public struct HoldQuery: Equatable, Sendable {
             guard (1...1024).contains(raw) else { throw .invalidValue("a hold query counting \(raw) copies") }
             counting = Int(raw)
         }
-        return HoldQuery(queryID: try idField(f, 1, "queryID", count: 8), items: items, counting: counting)
+        return HoldQuery(queryID: try idField(f, 1, "queryID", count: 8), items: items, counting: counting,
+                         epoch: counting == nil ? 0 : try f.optional(4)?.asUInt() ?? 0)
+    }
+}
+
+/// `hold_release {[contentHash...], epoch}`: the sender's pins on these
+/// copies made up to `epoch` (its clock in ms) go.
+public struct HoldRelease: Equatable, Sendable {
+    public var hashes: [[UInt8]]
+    public var epoch: UInt64
+
+    public init(hashes: [[UInt8]], epoch: UInt64) { self.hashes = hashes; self.epoch = epoch }
+
+    public func encoded() -> [UInt8] {
+        CBORWriter.encode(.map([(.unsigned(1), .bytes(hashes.flatMap { $0 })), (.unsigned(2), .unsigned(epoch))]))
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws(CBORError) -> HoldRelease {
+        let f = try CBORReader.decode(bytes, limits: .init(maxDepth: 2, maxItemLength: 1 << 20)).asFieldMap()
+        let packed = try f.required(1, "hashes").asBytes()
+        guard packed.count % 32 == 0 else { throw .invalidValue("released hashes length") }
+        return HoldRelease(hashes: stride(from: 0, to: packed.count, by: 32).map { Array(packed[$0..<$0 + 32]) },
+                           epoch: try f.required(2, "epoch").asUInt())
     }
 }
 

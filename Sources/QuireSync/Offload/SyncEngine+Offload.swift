@@ -152,6 +152,7 @@ extension SyncEngine {
 
     private func finish(_ batchID: UInt64, _ opID: [UInt8], _ outcome: OffloadOutcome, nowMs: UInt64) {
         guard var batch = offloadBook.batches[batchID] else { return }
+        if outcome.result != .done, let op = batch.active[opID] { releasePins(of: op) }
         batch.active[opID] = nil
         batch.outcomes.append(outcome)
         batch.lastProgressMs = nowMs
@@ -193,16 +194,30 @@ extension SyncEngine {
                     if op.copies > 1 { short.append(op) }
                 }
             }
+            var epoch: UInt64 = 0
+            if !short.isEmpty {
+                epoch = offloadBook.nextEpoch(now: clock.now())
+                for op in short { batch.active[op.opID]?.pinEpoch = epoch }
+            }
             offloadBook.batches[batchID] = batch
-            if !short.isEmpty { askForResidentCopies(short, batch: batchID, nowMs: nowMs) }
+            if !short.isEmpty { askForResidentCopies(short, batch: batchID, epoch: epoch, nowMs: nowMs) }
             signalOffloadProgress()
         }
     }
 
+    /// An offload that cleared nothing no longer relies on the copies it
+    /// counted: their devices may drop the pins (a lost release only keeps
+    /// a pin, which asks for more copies, never fewer).
+    func releasePins(of op: OffloadOperation) {
+        guard op.pinEpoch > 0 else { return }
+        let release = HoldRelease(hashes: [op.contentHash], epoch: op.pinEpoch).encoded()
+        for sibling in op.residentElsewhere { send(.holdRelease, release, to: sibling) }
+    }
+
     /// Asks every non-homebase sibling which of these bodies it holds
     /// resident; each "yes" counts as one more copy, and the sibling pins
-    /// what it said yes to.
-    private func askForResidentCopies(_ ops: [OffloadOperation], batch: UInt64, nowMs: UInt64) {
+    /// what it said yes to, at `epoch`.
+    private func askForResidentCopies(_ ops: [OffloadOperation], batch: UInt64, epoch: UInt64, nowMs: UInt64) {
         let homebases = Set(homebaseSiblings)
         let items = ops.map { HoldQuery.Item(contentHash: $0.contentHash, key: $0.key) }
         let counting = ops.map(\.copies).max() ?? 1
@@ -211,7 +226,7 @@ extension SyncEngine {
                 let slice = Array(items[part..<min(items.count, part + OffloadLimits.maxQueryItems)])
                 let id = deps.random.bytes(8)
                 offloadBook.queries[id] = PendingQuery(target: sibling.deviceID, items: slice, nextRetryMs: .max, batch: batch)
-                send(.holdQuery, HoldQuery(queryID: id, items: slice, counting: counting).encoded(), to: sibling.deviceID)
+                send(.holdQuery, HoldQuery(queryID: id, items: slice, counting: counting, epoch: epoch).encoded(), to: sibling.deviceID)
             }
         }
         // Answers that never come are forgotten with the batch.
@@ -267,6 +282,7 @@ extension SyncEngine {
                     + "); nothing was cleared"
             }
             if firstReason.isEmpty { firstReason = reason }
+            releasePins(of: op)
             batch.outcomes.append(OffloadOutcome(key: op.key, title: op.title, bytes: op.body.count, result: .failed, reason: reason,
                                                  holders: op.acked + op.residentElsewhere))
             offloadBook.batchOfOperation[opID] = nil

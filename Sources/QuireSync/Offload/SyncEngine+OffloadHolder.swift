@@ -24,6 +24,9 @@ extension SyncEngine {
         case .recallResponse: handleRecallResponse(try RecallResponse.decode(message.payload), from: sender, nowMs: nowMs)
         case .holdQuery: try handleHoldQuery(try HoldQuery.decode(message.payload), from: sender)
         case .holdAnswer: handleHoldAnswer(try HoldAnswer.decode(message.payload), from: sender, nowMs: nowMs)
+        case .holdRelease:
+            let release = try HoldRelease.decode(message.payload)
+            try store.releaseCopies(release.hashes, for: sender, epoch: release.epoch, dropKept: !isHomebase)
         default: count(.unknownSubKind)
         }
     }
@@ -88,7 +91,7 @@ extension SyncEngine {
             held.append(item.contentHash)
         }
         if let required = query.counting, !isHomebase {
-            do { try store.pinCopies(held, for: sender, required: required) } catch {
+            do { try store.pinCopies(held, for: sender, required: required, epoch: query.epoch) } catch {
                 // Unpinned copies are not promised: none is counted.
                 report("pinning counted copies", error)
                 held = []

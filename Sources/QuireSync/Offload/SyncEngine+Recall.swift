@@ -158,9 +158,17 @@ extension SyncEngine {
         if let body = response.body {
             if Note.bodyDigest(body) == response.contentHash {
                 do {
+                    let holders = recall.key.flatMap { try? store.offloadHolders($0) } ?? []
                     try store.restoreBody(body, contentHash: response.contentHash, key: recall.key)
                     recall.result = .success(body)
                     recall.answeredBy = sender
+                    // Resident again: the copies the offload counted are no
+                    // longer relied on (homebases pin nothing).
+                    let homebases = Set(homebaseSiblings), others = holders.filter { !homebases.contains($0) && $0 != me.deviceID }
+                    if !others.isEmpty {
+                        let release = HoldRelease(hashes: [response.contentHash], epoch: offloadBook.nextEpoch(now: clock.now())).encoded()
+                        for holder in others { send(.holdRelease, release, to: holder) }
+                    }
                 } catch {
                     recall.result = .failure(OffloadError("cannot store the recalled body of '\(recall.title)': \(error.message)"))
                 }
