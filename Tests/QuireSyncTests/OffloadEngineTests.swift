@@ -28,12 +28,12 @@ final class OffloadEngineTests: XCTestCase {
         String(repeating: "paragraph \(i) of a long note. ", count: size / 28)
     }
 
-    func runOffload(_ fleet: SimFleet, _ keys: [RowKey], copies: Int = 1, timeoutMs: UInt64 = 5000,
+    func runOffload(_ fleet: SimFleet, _ keys: [RowKey], copies: Int = 1, timeoutMs: UInt64 = 5000, on engine: Int = 0,
                     network: ((MemoryRelay) -> Void)? = nil) -> [OffloadOutcome] {
-        let id = fleet.engines[0].beginOffload(keys, copies: copies, timeoutMilliseconds: timeoutMs)
+        let id = fleet.engines[engine].beginOffload(keys, copies: copies, timeoutMilliseconds: timeoutMs)
         for _ in 0..<2000 {
             fleet.tick(ms: 20, network: network)
-            let (outcomes, done) = fleet.engines[0].offloadProgress(id)
+            let (outcomes, done) = fleet.engines[engine].offloadProgress(id)
             if done { return outcomes }
         }
         XCTFail("offload did not finish")
@@ -48,6 +48,13 @@ final class OffloadEngineTests: XCTestCase {
             if let r = fleet.engines[0].recallResult(contentHash: hash) { return r }
         }
         return nil
+    }
+
+    /// A note written on the phone and synced to every device: its key and body hash.
+    func sharedNote(_ fleet: SimFleet, _ title: String, _ text: String) throws -> (key: RowKey, hash: [UInt8]) {
+        let key = try fleet.devices[0].store.put(note(title, text)).key
+        XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
+        return (key, try hash(fleet.devices[0].store, key))
     }
 
     func hash(_ store: ReplicaStore, _ key: RowKey) throws -> [UInt8] {
@@ -283,9 +290,7 @@ final class OffloadEngineTests: XCTestCase {
     func testTwoDevicesOffloadingAtOnceDoNotCountEachOther() throws {
         let fleet = try makeFleet()
         let phone = fleet.devices[0], home = fleet.devices[1], tablet = fleet.devices[2]
-        let key = try phone.store.put(note("shared", body(2))).key
-        XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
-        let h = try hash(phone.store, key)
+        let (key, h) = try sharedNote(fleet, "shared", body(2))
         let ids = [0, 2].map { fleet.engines[$0].beginOffload([key], copies: 2, timeoutMilliseconds: 1500) }
         var results: [OffloadOutcome?] = [nil, nil]
         for _ in 0..<2000 where results.contains(where: { $0 == nil }) {
@@ -313,21 +318,13 @@ final class OffloadEngineTests: XCTestCase {
     /// keeps the body when the note is deleted there.
     func testACountedCopyIsPinnedOnItsDevice() throws {
         let fleet = try makeFleet()
-        let phone = fleet.devices[0], home = fleet.devices[1], tablet = fleet.devices[2]
-        let key = try phone.store.put(note("counted", body(1))).key
-        XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
-        let h = try hash(phone.store, key)
+        let home = fleet.devices[1], tablet = fleet.devices[2]
+        let (key, h) = try sharedNote(fleet, "counted", body(1))
         XCTAssertEqual(runOffload(fleet, [key], copies: 2).first?.result, .done)
         XCTAssertEqual(try tablet.store.pinnedCopies(contentHash: h), 2, "the tablet pinned the copy it said it holds")
         XCTAssertEqual(try home.store.pinnedCopies(contentHash: h), 0, "a homebase keeps every body anyway")
 
-        let id = fleet.engines[2].beginOffload([key], copies: 1, timeoutMilliseconds: 1000)
-        var outcome: OffloadOutcome? = nil
-        for _ in 0..<2000 where outcome == nil {
-            fleet.tick(ms: 20)
-            let (outcomes, done) = fleet.engines[2].offloadProgress(id)
-            if done { outcome = outcomes.first }
-        }
+        let outcome = runOffload(fleet, [key], copies: 1, timeoutMs: 1000, on: 2).first
         XCTAssertEqual(outcome?.result, .failed)
         XCTAssertTrue(outcome?.reason?.contains("counted this copy among 2") == true, outcome?.reason ?? "no outcome")
         XCTAssertEqual(try tablet.store.row(.notebook, key)?.content.flatMap { if case .note(let n) = $0 { return n.body } else { return nil } },
