@@ -138,6 +138,19 @@ final class OffloadStoreTests: XCTestCase {
         try s.delete(.notebook, again.key)
         XCTAssertEqual(try s.servableBody(contentHash: hash(again)), Array("counted, then deleted".utf8))
         XCTAssertEqual(try s.heldBodies().map(\.count).reduce(0, +), 2)
+
+        // Released by one sibling, still pinned by another: the body stays until the last pin goes.
+        try s.releaseCopies([hash(pinned)], for: deviceB, epoch: .max >> 1, dropKept: true)
+        XCTAssertNotNil(try s.servableBody(contentHash: hash(pinned)))
+        try s.releaseCopies([hash(pinned)], for: homebase, epoch: .max >> 1, dropKept: true)
+        XCTAssertNil(try s.servableBody(contentHash: hash(pinned)))
+        XCTAssertEqual(try s.pinnedCopies(contentHash: hash(pinned)), 0)
+        // A body held as a homebase (for an offload) is never dropped by a release.
+        let forOffload = Array("held for a phone's offload".utf8)
+        try s.holdBody(forOffload, contentHash: Note.bodyDigest(forOffload), for: deviceB)
+        try s.pinCopies([Note.bodyDigest(forOffload)], for: homebase, required: 2)
+        try s.releaseCopies([Note.bodyDigest(forOffload)], for: homebase, epoch: .max >> 1, dropKept: true)
+        XCTAssertEqual(try s.servableBody(contentHash: Note.bodyDigest(forOffload)), forOffload)
     }
 
     func testReclaimingSpaceShrinksTheDatabase() throws {

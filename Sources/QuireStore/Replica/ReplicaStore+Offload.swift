@@ -152,16 +152,16 @@ extension ReplicaStore {
 
     /// `owner` no longer relies on this device's copies of `hashes` (its
     /// offload failed, or it holds the body again): pins it made up to
-    /// `epoch` go. `dropKept`: a body kept only for those pins goes too
-    /// (not on a homebase, which keeps every body it holds).
+    /// `epoch` go. `dropKept`: a body kept for pins goes once no sibling's
+    /// pin is left on it (not on a homebase, which keeps every body it holds).
     public func releaseCopies(_ hashes: [[UInt8]], for owner: DeviceID, epoch: UInt64, dropKept: Bool) throws(StoreError) {
         guard !hashes.isEmpty else { return }
         try write { ctx in
             for hash in hashes {
                 let args: [SQLValue] = [.blob(hash), .blob(owner.bytes)]
                 try ctx.db.run("DELETE FROM copy_pins WHERE hash = ? AND owner = ? AND epoch <= ?", args + [.int(Int64(clamping: epoch))])
-                let pinned = try ctx.db.queryOne("SELECT 1 FROM copy_pins WHERE hash = ? AND owner = ?", args) { _ in true } ?? false
-                if dropKept && !pinned { try ctx.db.run("DELETE FROM held_bodies WHERE hash = ? AND owner = ?", args) }
+                let pinned = try ctx.db.queryOne("SELECT 1 FROM copy_pins WHERE hash = ?", [.blob(hash)]) { _ in true } ?? false
+                if dropKept && !pinned { try ctx.db.run("DELETE FROM held_bodies WHERE hash = ? AND forPin = 1", [.blob(hash)]) }
             }
         }
     }

@@ -28,10 +28,13 @@ enum Schema {
     /// (git-annex's numcopies: a copy that was counted is not dropped
     /// without as many others). Per device, never in a leaf. `epoch`: the
     /// owner's clock when it counted, so a late release of an older count
-    /// leaves a newer one alone.
+    /// leaves a newer one alone. A held body kept only because a pin was
+    /// on it (its note went here) is marked, so a release drops that one
+    /// and never a body held as a homebase.
     static let copyPins = """
         CREATE TABLE copy_pins(hash BLOB NOT NULL, owner BLOB NOT NULL, required INTEGER NOT NULL, epoch INTEGER NOT NULL,
                                at INTEGER NOT NULL, PRIMARY KEY(hash, owner)) WITHOUT ROWID;
+        ALTER TABLE held_bodies ADD COLUMN forPin INTEGER NOT NULL DEFAULT 0;
         """
 
     /// The notebook as a folder tree: each row's kind, folder and set

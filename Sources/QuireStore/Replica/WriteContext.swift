@@ -270,7 +270,7 @@ struct WriteContext {
             }), hash != kept else { return }
         // A damaged copy is no copy (the check of a hold query's answer).
         guard let body = StoredBody.decode(stored, format: format), Note.bodyDigest(body) == hash else { return }
-        try db.run("INSERT OR IGNORE INTO held_bodies(hash, body, size, owner, at) VALUES (?, ?, ?, ?, ?)",
+        try db.run("INSERT OR IGNORE INTO held_bodies(hash, body, size, owner, at, forPin) VALUES (?, ?, ?, ?, ?, 1)",
                    [.blob(hash), .blob(body), .int(Int64(body.count)), .blob(owner), .int(now.seconds)])
     }
 
