@@ -313,6 +313,21 @@ final class OffloadEngineTests: XCTestCase {
         }
     }
 
+    /// A revoked device's offload relies on nothing: its pins no longer
+    /// hold the counted device back.
+    func testARevokedDevicesPinsNoLongerCount() throws {
+        let fleet = try makeFleet()
+        let tablet = fleet.devices[2]
+        let (key, h) = try sharedNote(fleet, "counted", body(3))
+        XCTAssertEqual(runOffload(fleet, [key], copies: 2).first?.result, .done)
+        XCTAssertEqual(try tablet.store.pinnedCopies(contentHash: h), 2)
+        XCTAssertEqual(runOffload(fleet, [key], copies: 1, timeoutMs: 1000, on: 2).first?.result, .failed)
+        try Revoking.revoke(fleet.devices[0].id, by: tablet.identity, store: tablet.store, at: Timestamp(seconds: 1_800_000_000))
+        for _ in 0..<10 { fleet.tick(ms: 20) }
+        let outcome = runOffload(fleet, [key], copies: 1, timeoutMs: 1000, on: 2).first
+        XCTAssertEqual(outcome?.result, .done, outcome?.reason ?? "")
+    }
+
     /// The tablet's copy was counted as the second of two: it may not offload
     /// its own with one (the phone would be left with one copy), and it
     /// keeps the body when the note is deleted there.

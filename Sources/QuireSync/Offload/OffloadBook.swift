@@ -71,7 +71,7 @@ struct OffloadOperation {
     let body: [UInt8]
     let homebases: [DeviceID]
     /// Copies required: the batch's, or more when a sibling's offload
-    /// counted this device's copy among more (`ReplicaStore.pinnedCopies`).
+    /// counted this device's copy among more (its pins, `ReplicaStore.copyPins`).
     let copies: Int
     var acked: [DeviceID] = []
     var refused: [DeviceID: String] = [:]

@@ -144,10 +144,16 @@ extension SyncEngine {
     /// does not count here: two devices each counting the other's copy
     /// would both drop.
     private func counted(_ op: OffloadOperation) throws(StoreError) -> (holders: [DeviceID], required: Int, relying: [DeviceID]) {
-        let pins = try store.copyPins(contentHash: op.contentHash)
+        let pins = try activePins(op.contentHash)
         let relying = pins.map(\.owner)
         let holders = op.acked + op.residentElsewhere.filter { !relying.contains($0) }
         return (holders, max(op.copies, pins.map(\.required).max() ?? 0), relying.filter(op.residentElsewhere.contains))
+    }
+
+    /// The pins on this device's copy made by devices still on the roster:
+    /// a revoked device's offload relies on nothing here any more.
+    private func activePins(_ contentHash: [UInt8]) throws(StoreError) -> [(owner: DeviceID, required: Int)] {
+        try store.copyPins(contentHash: contentHash).filter { pin in roster[pin.owner].map { !$0.isRevoked } ?? false }
     }
 
     private func finish(_ batchID: UInt64, _ opID: [UInt8], _ outcome: OffloadOutcome, nowMs: UInt64) {
@@ -254,7 +260,7 @@ extension SyncEngine {
         // A sibling's offload that counted this copy among more copies than
         // this batch asks for is owed as many after this one goes.
         let pinned: Int
-        do { pinned = try store.pinnedCopies(contentHash: note.contentHash) } catch {
+        do { pinned = try activePins(note.contentHash).map(\.required).max() ?? 0 } catch {
             return .failure(OffloadOutcomeBox(failedOutcome(key, "cannot read which siblings counted this copy: \(error.message)")))
         }
         return .success(OffloadOperation(opID: deps.random.bytes(16), key: key, title: note.title, contentHash: note.contentHash,
