@@ -156,11 +156,12 @@ struct InvariantChecker {
                           !model.writes(of: ref).contains(where: { $0.token == ContentValues.token(of: shown) && model.wasCopiedBack(slot: $0.slot) }) {
                     // Every edit was seen by a delete: nothing may show. (Not
                     // where a device put back by a raw copy minted a dot twice
-                    // on this row: a context names one write per dot, so a
-                    // delete that saw both cannot say so, and the version it
-                    // cannot vouch for is kept rather than lost. Nor a version
-                    // a device put back by a raw copy re-issued because it
-                    // never saw it confirmed: a spare version, by design.)
+                    // on this row: the model's "seen" is by dot, while a
+                    // context tells the writes under a dot apart by their
+                    // tags, and a version the delete's context does not name
+                    // is kept rather than lost. Nor a version a device put
+                    // back by a raw copy re-issued because it never saw it
+                    // confirmed: a spare version, by design.)
                     problems.append("\(device.name) shows \(ContentValues.token(of: shown) ?? "it") (\(describe(row))) though the deletes "
                                     + unsuperseded.map(\.label).joined(separator: ", ") + " had seen every write of it")
                 }
