@@ -255,6 +255,22 @@ final class FrameTests: XCTestCase {
         XCTAssertThrowsError(try KeyPrefix.decode(level: .unsigned(1), packed: .bytes([0x1F])))
     }
 
+    /// A sibling's row whose context does not name one of its own heads by
+    /// its tag is refused: joins with it would depend on the order rows meet.
+    func testARowWhoseContextDoesNotNameItsHeadIsRefused() throws {
+        let key = RowKey(bytes: [UInt8](repeating: 0x42, count: 16))!
+        let actor = Actor(device: DeviceID(bytes: [UInt8](repeating: 3, count: 16))!, incarnation: 5)
+        let good = Row.tombstone(.plans, key, context: VersionVector())
+            .edited(by: actor, to: .plan(Plan(title: "named", createdAt: Timestamp(seconds: 1), updatedAt: Timestamp(seconds: 1))))
+        XCTAssertEqual(RowWire.decode(RowWire.encode(good), namespace: .plans), good)
+        let head = good.heads[0]
+        let otherTag = Row(namespace: .plans, key: key, context: VersionVector().adding(head.dot, tag: head.tag &+ 1), heads: [head])
+        XCTAssertNil(RowWire.decode(RowWire.encode(otherTag), namespace: .plans))
+        // Both tags named (a dot minted twice, one version kept here): accepted.
+        let both = Row(namespace: .plans, key: key, context: good.context.adding(head.dot, tag: head.tag &+ 1), heads: [head])
+        XCTAssertEqual(RowWire.decode(RowWire.encode(both), namespace: .plans), both)
+    }
+
     func testRosterVerificationAndRevocation() throws {
         let account = SigningKeyPair()
         let (alice, _) = identity(account: account)
