@@ -153,6 +153,36 @@ final class OffloadStoreTests: XCTestCase {
         XCTAssertEqual(try s.servableBody(contentHash: Note.bodyDigest(forOffload)), forOffload)
     }
 
+    /// A replica from before counted copies were pinned, holding a body for
+    /// a phone and a note of its own, upgrades in place: the held body stays
+    /// served and is never taken for one kept for a pin, and pins work.
+    func testAReplicaFromBeforePinsUpgradesWithItsHeldBodies() throws {
+        let dir = temporaryDirectory()
+        let held = Array("held for a phone before the upgrade".utf8)
+        var own: Row
+        do {
+            let s = try makeStore(dir)
+            try s.holdBody(held, contentHash: Note.bodyDigest(held), for: deviceB)
+            own = try s.put(note("mine", "resident before the upgrade"))
+        }
+        do {
+            let c = try Connection(path: dir + "/replica.sqlite")
+            try c.execute("DROP TABLE copy_pins; ALTER TABLE held_bodies DROP COLUMN forPin; PRAGMA user_version=\(Schema.all.count - 1)")
+        }
+        let s = try makeStore(dir)
+        XCTAssertEqual(try Connection(path: dir + "/replica.sqlite").queryOne("PRAGMA user_version") { $0.int(0) }, Int64(Schema.all.count))
+        XCTAssertEqual(try s.servableBody(contentHash: Note.bodyDigest(held)), held)
+        XCTAssertEqual(try s.row(.notebook, own.key)?.content, own.content)
+        try s.pinCopies([Note.bodyDigest(held), hash(own)], for: homebase, required: 2)
+        try s.releaseCopies([Note.bodyDigest(held)], for: homebase, epoch: .max >> 1, dropKept: true)
+        XCTAssertEqual(try s.servableBody(contentHash: Note.bodyDigest(held)), held, "held before the upgrade: not a pin's")
+        try s.delete(.notebook, own.key)
+        XCTAssertEqual(try s.servableBody(contentHash: hash(own)), Array("resident before the upgrade".utf8), "kept for the pin")
+        XCTAssertEqual(try s.roots(), try s.recomputedRoots())
+        own = try XCTUnwrap(try s.row(.notebook, own.key))
+        XCTAssertTrue(own.isTombstone)
+    }
+
     func testReclaimingSpaceShrinksTheDatabase() throws {
         let dir = temporaryDirectory()
         let s = try makeStore(dir)
