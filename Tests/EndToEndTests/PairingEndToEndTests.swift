@@ -38,4 +38,34 @@ final class PairingEndToEndTests: SyncEndToEndBase {
         XCTAssertFalse(try quireOK(["ls", "notebook"], home: home("c")).stdout.contains("Private"))
         XCTAssertTrue(try quireOK(["devices"], home: home("c")).stdout.contains("waiting to be admitted"))
     }
+
+    /// `init --join` waits for a listening sibling to admit it (not a fixed
+    /// time) and says what happened: admitted, or nobody listening.
+    func testJoiningSaysWhetherASiblingAdmittedIt() throws {
+        try quireOK(["init", "--name", "a", "--relay", relay], home: home("a"))
+        let pass = ["QUIRE_PASSPHRASE": "a passphrase long enough"]
+        try quireOK(["invite", "--out", dir + "/invite-b", "--kdf", "interactive"], home: home("a"), env: pass)
+        try quireOK(["invite", "--out", dir + "/invite-c", "--kdf", "interactive"], home: home("a"), env: pass)
+        try quireOK(["invite", "--out", dir + "/invite-d", "--kdf", "interactive"], home: home("a"), env: pass)
+
+        // Nobody listens: the join says so, and the device waits to be admitted.
+        let alone = try quireOK(["init", "--join", dir + "/invite-b", "--name", "b", "--relay", relay], home: home("b"), env: pass)
+        XCTAssertTrue(alone.stdout.contains("no sibling is listening now"), alone.stdout)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: home("b") + "/keys/enrolment"))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: home("b") + "/keys/backup.key"))
+
+        // a listens: the join returns once a admitted it, holding the backup key.
+        try startAll(["a"])
+        let log = home("a") + "/quire.log"
+        XCTAssertTrue(eventually(10) { ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("sync: started on") })
+        let admitted = try quireOK(["init", "--join", dir + "/invite-c", "--name", "c", "--relay", relay], home: home("c"), env: pass)
+        XCTAssertTrue(admitted.stdout.contains("admitted by a sibling that is listening (heard from 'a')"), admitted.stdout)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: home("c") + "/keys/backup.key"), "c received the backup key when admitted")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: home("c") + "/keys/enrolment"))
+        XCTAssertEqual(try trust("c", on: "a"), "trusted")
+        let json = try jsonObject(try quireOK(["init", "--join", dir + "/invite-d", "--name", "d", "--relay", relay, "--json"],
+                                              home: home("d"), env: pass).stdout) as? [String: Any]
+        XCTAssertEqual(json?["admitted"] as? Bool, true)
+        XCTAssertEqual(json?["heardFrom"] as? [String], ["a"])
+    }
 }

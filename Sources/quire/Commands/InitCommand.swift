@@ -45,7 +45,8 @@ enum InitCommand {
                             an enrolment with the invite's one-time pairing key; a
                             device of the account admits it when it hears it (at
                             once if one is syncing, else at its next sync) and seals
-                            it the account's backup key. The passphrase comes from
+                            it the account's backup key; init waits for that up to
+                            a second and says whether it happened. The passphrase comes from
                             --passphrase-file F, QUIRE_PASSPHRASE, or the terminal.
               --json        print the result as JSON
             """,
@@ -99,6 +100,9 @@ enum InitCommand {
         }
     }
 
+    /// How long `init --join` waits for a listening sibling to admit it.
+    static let admissionWait: TimeInterval = 1
+
     private static func joinAccount(invite source: String, name: String, role: Prefs.Role, relay: String?, args: Arguments,
                                     inv: Invocation) throws {
         let text: String
@@ -121,17 +125,32 @@ enum InitCommand {
             throw CommandFailure(e.description)
         }
         if let relay { try inv.home.prefs.update { $0.relay = relay } }
-        // Best effort: siblings listening now learn the certificate at once.
-        var announced = "a device of the account admits it when they first sync"
-        if let sync = try? SyncService.start(home: inv.home, store: store, identity: identity) {
-            usleep(300_000)
+        // Best effort: a sibling listening now admits this device at once
+        // (it seals the backup key to it, and the enrolment goes). Wait for
+        // that, not for a fixed time: `admissionWait` at most.
+        let later = "a device of the account admits it when they next sync"
+        var announced = "no sibling is listening now; " + later
+        var heard: [String] = []
+        do {
+            let sync = try SyncService.start(home: inv.home, store: store, identity: identity)
+            let deadline = Date().addingTimeInterval(admissionWait)
+            while FileManager.default.fileExists(atPath: inv.home.enrolmentPath), Date() < deadline { usleep(2_000) }
+            heard = sync.engine.heardSiblings().map(\.name).sorted()
             sync.stop()
-            announced = "introduced to the siblings that are listening (one of them admits it); otherwise a device of the account admits it when they first sync"
+        } catch {
+            announced = "could not sync now (\(error)); " + later
+        }
+        let admitted = !FileManager.default.fileExists(atPath: inv.home.enrolmentPath)
+        let names = heard.map { "'\($0)'" }.joined(separator: ", ")
+        if admitted {
+            announced = "admitted by a sibling that is listening (heard from \(names))"
+        } else if !heard.isEmpty {
+            announced = "heard from \(names), not admitted yet; " + later
         }
         let prefs = try inv.home.prefs.load()
         if args.has("json") {
             Output.json(["home": inv.home.path, "device": identity.deviceID.hex, "name": name,
-                         "account": Hex.encode(identity.userIDHash), "relay": prefs.relay])
+                         "account": Hex.encode(identity.userIDHash), "relay": prefs.relay, "admitted": admitted, "heardFrom": heard])
         } else {
             Output.line("joined the account as '\(name)' (\(identity.deviceID.hex.prefix(12))) in \(inv.home.path); \(announced)")
         }
