@@ -40,7 +40,8 @@ final class PairingEndToEndTests: SyncEndToEndBase {
     }
 
     /// `init --join` waits for a listening sibling to admit it (not a fixed
-    /// time) and says what happened: admitted, or nobody listening.
+    /// time) and says what happened: admitted, or nobody listening. It pulls
+    /// the roster only: the notes are the daemon's to fetch, in full.
     func testJoiningSaysWhetherASiblingAdmittedIt() throws {
         try quireOK(["init", "--name", "a", "--relay", relay], home: home("a"))
         let pass = ["QUIRE_PASSPHRASE": "a passphrase long enough"]
@@ -55,6 +56,7 @@ final class PairingEndToEndTests: SyncEndToEndBase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: home("b") + "/keys/backup.key"))
 
         // a listens: the join returns once a admitted it, holding the backup key.
+        try quireOK(["put", "notebook", "Kept on a"], home: home("a"), stdin: Array("words\n".utf8))
         try startAll(["a"])
         let log = home("a") + "/quire.log"
         XCTAssertTrue(eventually(10) { ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("sync: started on") })
@@ -62,10 +64,14 @@ final class PairingEndToEndTests: SyncEndToEndBase {
         XCTAssertTrue(admitted.stdout.contains("admitted by a sibling that is listening (heard from 'a')"), admitted.stdout)
         XCTAssertTrue(FileManager.default.fileExists(atPath: home("c") + "/keys/backup.key"), "c received the backup key when admitted")
         XCTAssertFalse(FileManager.default.fileExists(atPath: home("c") + "/keys/enrolment"))
+        XCTAssertFalse(try quireOK(["ls", "notebook"], home: home("c")).stdout.contains("Kept on a"))
+        daemons.append(try SyncDaemon(home: home("c"), relay: relay))
+        XCTAssertTrue(try waitForEqualDigests([home("a"), home("c")], timeout: 30))
+        XCTAssertTrue(try quireOK(["ls", "notebook"], home: home("c")).stdout.contains("Kept on a"))
         XCTAssertEqual(try trust("c", on: "a"), "trusted")
         let json = try jsonObject(try quireOK(["init", "--join", dir + "/invite-d", "--name", "d", "--relay", relay, "--json"],
                                               home: home("d"), env: pass).stdout) as? [String: Any]
         XCTAssertEqual(json?["admitted"] as? Bool, true)
-        XCTAssertEqual(json?["heardFrom"] as? [String], ["a"])
+        XCTAssertTrue((json?["heardFrom"] as? [String] ?? []).contains("a"), "\(json ?? [:])")   // and c, if it answered by then
     }
 }

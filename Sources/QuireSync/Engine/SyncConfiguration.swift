@@ -1,3 +1,5 @@
+import QuireCore
+
 /// The engine's timing and size knobs. Defaults follow the seed's measured
 /// fixes (400 ms debounce, immediate targeted re-advertisement, 8 rounds in
 /// 10 s → 30 s back-off); tests and the simulator shorten them.
@@ -51,5 +53,9 @@ public struct SyncConfiguration: Sendable {
     /// Errors with no success for this long show the device as wedged.
     public var wedgedAfterMilliseconds: UInt64 = 10 * 60 * 1000
 
+    /// The namespaces this engine pulls (it answers siblings' pulls of
+    /// every one). `quire init --join` pulls only the roster: it waits to be
+    /// admitted, and the content is the running daemon's to fetch.
+    public var pulledNamespaces: Set<Namespace> = Set(Namespace.allCases)
     public init() {}
 }

@@ -9,7 +9,7 @@ extension SyncEngine {
     /// pulled. A pull already running is asked to go again when it ends.
     func startPulls(from sender: DeviceID, namespaces: [Namespace], nowMs: UInt64) {
         guard phase != .revoked, let sibling = siblings[sender] else { return }
-        let fresh = pulls.notRunning(namespaces, from: sender)
+        let fresh = pulls.notRunning(namespaces.filter(configuration.pulledNamespaces.contains), from: sender)
         guard !fresh.isEmpty else { return }
         let ownDigest = (try? currentDigest().bytes) ?? []
         switch pulls.admitRound(with: sender, nowMs: nowMs, ownDigest: ownDigest) {

@@ -127,12 +127,16 @@ enum InitCommand {
         if let relay { try inv.home.prefs.update { $0.relay = relay } }
         // Best effort: a sibling listening now admits this device at once
         // (it seals the backup key to it, and the enrolment goes). Wait for
-        // that, not for a fixed time: `admissionWait` at most.
+        // that, not for a fixed time: `admissionWait` at most. Only the
+        // roster is pulled: a stream of notes cut short here would be sent
+        // again to the daemon that runs next.
         let later = "a device of the account admits it when they next sync"
         var announced = "no sibling is listening now; " + later
         var heard: [String] = []
         do {
-            let sync = try SyncService.start(home: inv.home, store: store, identity: identity)
+            var configuration = SyncConfiguration()
+            configuration.pulledNamespaces = [.devices]
+            let sync = try SyncService.start(home: inv.home, store: store, identity: identity, configuration: configuration)
             let deadline = Date().addingTimeInterval(admissionWait)
             while FileManager.default.fileExists(atPath: inv.home.enrolmentPath), Date() < deadline { usleep(2_000) }
             heard = sync.engine.heardSiblings().map(\.name).sorted()
