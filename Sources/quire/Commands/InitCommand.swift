@@ -147,7 +147,7 @@ enum InitCommand {
         let admitted = !FileManager.default.fileExists(atPath: inv.home.enrolmentPath)
         let names = heard.map { "'\($0)'" }.joined(separator: ", ")
         if admitted {
-            announced = "admitted by a sibling that is listening (heard from \(names))"
+            announced = "admitted by a sibling that is listening" + (heard.isEmpty ? "" : " (heard from \(names))")
         } else if !heard.isEmpty {
             announced = "heard from \(names), not admitted yet; " + later
         }
