@@ -64,19 +64,18 @@ final class DirectoryWatch: @unchecked Sendable {
             if ready < 0 && errno == EINTR { continue }
             if ready < 0 || fds[1].revents != 0 { return }
             guard drain(fd, into: &buffer, wanted: wanted) else { continue }
-            // One commit is dozens of writes to the WAL: wait until they
-            // pause (a quiet millisecond, `settleMs` at most in all) and
-            // tell once, not once per write that woke this thread.
-            let until = DispatchTime.now().uptimeNanoseconds + UInt64(settleMs) * 1_000_000
-            while DispatchTime.now().uptimeNanoseconds < until, poll(&fds, 2, 1) > 0, fds[1].revents == 0 {
-                _ = drain(fd, into: &buffer, wanted: wanted)
-            }
+            // One commit is dozens of writes to the WAL: let the burst run
+            // for `settleMs`, watching only the stop pipe (so its writes do
+            // not wake this thread again), then tell once.
+            var stop = [pollfd(fd: stopFD, events: Int16(POLLIN), revents: 0)]
+            if poll(&stop, 1, Int32(settleMs)) > 0 { return }
+            _ = drain(fd, into: &buffer, wanted: wanted)
             onChange()
         }
     }
 
-    /// The longest a burst of writes holds back its one call, in milliseconds.
-    static let settleMs = 10
+    /// How long a burst of writes holds back its one call, in milliseconds.
+    static let settleMs = 3
 
     /// Reads every queued event; whether any named a watched file.
     private static func drain(_ fd: Int32, into buffer: inout [UInt8], wanted: Set<[UInt8]>) -> Bool {
