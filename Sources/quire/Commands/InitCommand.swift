@@ -46,7 +46,7 @@ enum InitCommand {
                             device of the account admits it when it hears it (at
                             once if one is syncing, else at its next sync) and seals
                             it the account's backup key; init waits for that up to
-                            a second and says whether it happened. The passphrase comes from
+                            two seconds and says whether it happened. The passphrase comes from
                             --passphrase-file F, QUIRE_PASSPHRASE, or the terminal.
               --json        print the result as JSON
             """,
@@ -101,7 +101,7 @@ enum InitCommand {
     }
 
     /// How long `init --join` waits for a listening sibling to admit it.
-    static let admissionWait: TimeInterval = 1
+    static let admissionWait: TimeInterval = 2
 
     private static func joinAccount(invite source: String, name: String, role: Prefs.Role, relay: String?, args: Arguments,
                                     inv: Invocation) throws {
