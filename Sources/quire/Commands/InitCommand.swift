@@ -46,8 +46,9 @@ enum InitCommand {
                             device of the account admits it when it hears it (at
                             once if one is syncing, else at its next sync) and seals
                             it the account's backup key; init waits for that up to
-                            two seconds and says whether it happened. The passphrase comes from
-                            --passphrase-file F, QUIRE_PASSPHRASE, or the terminal.
+                            two seconds and says whether it happened. The
+                            passphrase comes from --passphrase-file F,
+                            QUIRE_PASSPHRASE, or the terminal.
               --json        print the result as JSON
             """,
         valued: ["name", "join", "passphrase-file", "relay", "cloud", "from-cloud", "kdf"], flags: ["homebase", "json"]
