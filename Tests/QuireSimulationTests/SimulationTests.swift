@@ -210,6 +210,8 @@ enum RestoreRegressions {
          "took back 1 held body"),
         (979, ["--restore-by-copy"], "an offload still in flight at the heal finished while another device recalled, and nothing recalled its body",
          "ada: recalled 9e9b64ee"),
+        (4819, ["--everything"], "a device put back by hand took a write only a device outside the barrier's roster had held for one the "
+         + "fleet deleted, and its tombstone deleted it everywhere", "caught up from 'ben''s snapshot"),
     ]
 }
 

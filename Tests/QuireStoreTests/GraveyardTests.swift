@@ -145,6 +145,69 @@ final class GraveyardTests: XCTestCase {
         XCTAssertEqual(try insider.row(.plans, theirs.key)?.isTombstone, true)
     }
 
+    /// One of the roster, put back from a copy, then handed versions by a
+    /// device outside the roster (it joined after the barrier): the barrier
+    /// cannot have collected what only such devices held, so recovery keeps
+    /// it; what a roster device wrote, sent or confirmed goes as before
+    /// (simulator seed 4819 with --everything, both ways round).
+    func testARolledBackDeviceKeepsWhatOnlyDevicesOutsideTheRosterHeld() throws {
+        let insider = try makeStore(dir, device: deviceB, seed: 3)
+        let deviceC = DeviceID(bytes: [UInt8](repeating: 0xC3, count: 16))!
+        let newcomer = Actor(device: deviceC, incarnation: 4)
+        func row(_ n: UInt8, by actor: Actor, _ title: String) -> Row {
+            Row.tombstone(.plans, RowKey(bytes: [UInt8](repeating: n, count: 16))!, context: VersionVector()).edited(by: actor, to: plan(title))
+        }
+        let fromOutsider = row(1, by: newcomer, "the newcomer's, from the newcomer")
+        let fleetsViaOutsider = row(2, by: Actor(device: deviceA, incarnation: 1), "a roster device's, from the newcomer")
+        let outsidersViaFleet = row(3, by: newcomer, "the newcomer's, from a roster device")
+        let unknownSender = row(4, by: newcomer, "the newcomer's, sender not known")
+        try insider.apply([fromOutsider, fleetsViaOutsider], from: deviceC)
+        try insider.apply([outsidersViaFleet], from: deviceA)
+        try insider.apply([unknownSender])
+        // Its own writes: one only the newcomer confirmed, one a roster device confirmed.
+        let confirmedOutside = try insider.put(plan("mine, held by the newcomer"))
+        try confirmHeld(insider, by: deviceC)
+        let confirmedInside = try insider.put(plan("mine, held by a roster device"))
+        try confirmHeld(insider, by: deviceA)
+
+        let report = try insider.recover(from: [], graveyard: [], roster: [deviceA, deviceB])
+        XCTAssertEqual(try insider.row(.plans, fromOutsider.key)?.isTombstone, false, "only the newcomer held it")
+        XCTAssertEqual(try insider.row(.plans, confirmedOutside.key)?.isTombstone, false, "only the newcomer confirmed it")
+        for gone in [fleetsViaOutsider.key, outsidersViaFleet.key, unknownSender.key, confirmedInside.key] {
+            XCTAssertEqual(try insider.row(.plans, gone)?.isTombstone, true, "the fleet may have held \(gone)")
+        }
+        XCTAssertEqual(report.removed, 4)
+        XCTAssertEqual(report.keptUnshared, 2)
+    }
+
+    /// A replica from before `holders` upgrades in place: what it received
+    /// and confirmed then has no record and counts as the fleet's, as it
+    /// did; what arrives after the upgrade is recorded.
+    func testAReplicaFromBeforeHoldersUpgradesAndKeepsItsOldRule() throws {
+        let deviceC = DeviceID(bytes: [UInt8](repeating: 0xC3, count: 16))!
+        let newcomer = Actor(device: deviceC, incarnation: 4)
+        func row(_ n: UInt8, _ title: String) -> Row {
+            Row.tombstone(.plans, RowKey(bytes: [UInt8](repeating: n, count: 16))!, context: VersionVector()).edited(by: newcomer, to: plan(title))
+        }
+        let before = row(1, "received before the upgrade"), after = row(2, "received after it")
+        do {
+            let s = try makeStore(dir, device: deviceB, seed: 3)
+            try s.apply([before], from: deviceC)
+        }
+        do {
+            let c = try Connection(path: dir + "/replica.sqlite")
+            try c.execute("DROP TABLE holders; PRAGMA user_version=\(Schema.all.count - 1)")
+        }
+        let s = try makeStore(dir, device: deviceB, seed: 3)
+        XCTAssertEqual(try Connection(path: dir + "/replica.sqlite").queryOne("PRAGMA user_version") { $0.int(0) }, Int64(Schema.all.count))
+        XCTAssertEqual(try s.row(.plans, before.key)?.isTombstone, false)
+        try s.apply([after], from: deviceC)
+        let report = try s.recover(from: [], graveyard: [], roster: [deviceA, deviceB])
+        XCTAssertEqual(try s.row(.plans, before.key)?.isTombstone, true, "no record: the fleet's, as before the upgrade")
+        XCTAssertEqual(try s.row(.plans, after.key)?.isTombstone, false, "recorded as held by the newcomer only")
+        XCTAssertEqual(report.removed, 1)
+    }
+
     /// Behind only because the commit is still on its way: the tombstone
     /// the fleet collected is collected here too, not kept for a later round.
     func testATombstoneTheGraveyardCoversIsCollectedByRecovery() throws {

@@ -51,8 +51,9 @@ func note(_ title: String, _ body: String, tags: [String] = []) -> RowContent {
 /// What sync does once a sibling shows roots equal to this device's: the
 /// writes so far are confirmed held, so a sibling that later replaces them
 /// saw them (rather than a rollback of this device).
-func confirmHeld(_ s: ReplicaStore) throws {
-    for (ns, root) in try s.roots() { try s.confirmShipped(ns, root: root) }
+/// `by`: the sibling (a made-up one unless given).
+func confirmHeld(_ s: ReplicaStore, by sibling: DeviceID = DeviceID(bytes: [UInt8](repeating: 7, count: 16))!) throws {
+    for (ns, root) in try s.roots() { try s.confirmShipped(ns, root: root, by: sibling) }
 }
 
 /// Copies a replica's files (database, WAL, shared memory) over another's,

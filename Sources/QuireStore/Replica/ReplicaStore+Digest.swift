@@ -85,11 +85,13 @@ extension ReplicaStore {
         try tombstones(ns, in: .root)
     }
 
-    /// Merges rows from a sibling in one transaction. Returns how many
-    /// changed the store and how many of those were concurrent merges.
+    /// Merges rows from a sibling (`sender`, if known) in one transaction.
+    /// Returns how many changed the store and how many of those were
+    /// concurrent merges.
     @discardableResult
-    public func apply(_ incoming: [Row]) throws(StoreError) -> (applied: Int, merged: Int) {
+    public func apply(_ incoming: [Row], from sender: DeviceID? = nil) throws(StoreError) -> (applied: Int, merged: Int) {
         try write { ctx in
+            ctx.sender = sender
             var applied = 0, merged = 0
             for row in incoming {
                 if case .store(_, let wasMerge) = try ctx.applyRemote(row) {

@@ -18,6 +18,12 @@ import QuireCore
 /// version the fleet collected, and only versions the fleet truly never
 /// saw stay.
 ///
+/// Nor can the barrier have collected a version that only devices outside
+/// its roster ever held (a device that joined after it, writing to or
+/// confirming a write of this device while both were behind): `holders`
+/// records who sent each row and who confirmed each write, and such a
+/// version stays, whoever wrote it (simulator seed 4819).
+///
 /// A device that was not in the barrier's roster at all (it joined while
 /// the leader had not heard of it, so no round waited for it) was never
 /// rolled back: the fleet never held its state. For it (`outsider`), every
@@ -54,7 +60,7 @@ extension ReplicaStore {
             /// This device's versions no sibling had seen when its copy was
             /// taken, less those the fleet saw and collected since.
             func unshared(_ row: Row) throws(StoreError) -> [RowHead] {
-                let mine = keepsAllUnnamed ? row.heads : try ctx.unsharedHeads(row)
+                let mine = keepsAllUnnamed ? row.heads : try ctx.unsharedHeads(row, roster: roster)
                 guard let entry = buried[row.namespace]?[row.key] else { return mine }
                 return mine.filter { !entry.saw($0) }
             }
@@ -115,14 +121,28 @@ extension ReplicaStore {
 }
 
 extension WriteContext {
-    /// Versions of `row` this device wrote that no sibling is known to hold.
-    func unsharedHeads(_ row: Row) throws(StoreError) -> [RowHead] {
+    /// Versions of `row` the fleet of the barrier cannot have held: this
+    /// device's writes no sibling is known to hold, and with `roster` (the
+    /// barrier's), any version written outside the roster, or by this
+    /// device, that only devices outside it were seen to hold (`holders`):
+    /// no device of the barrier held them, so it cannot have collected
+    /// their delete. A holder not known counts as the roster's.
+    func unsharedHeads(_ row: Row, roster: [DeviceID]?) throws(StoreError) -> [RowHead] {
         var out: [RowHead] = []
-        for h in row.heads where h.dot.actor.device == store.deviceID {
-            let first = try db.queryOne("SELECT counter FROM unshipped WHERE ns = ? AND key = ? AND incarnation = ?",
-                                        [.int(Int64(row.namespace.rawValue)), .blob(row.key.bytes),
-                                         .int(Int64(bitPattern: h.dot.actor.incarnation))]) { UInt64($0.int(0)) }
-            if let first, h.dot.counter >= first { out.append(h) }
+        let fleet = roster.map { Set($0.map(\.bytes) + [ReplicaStore.unknownHolder]) }
+        for h in row.heads {
+            let author = h.dot.actor.device
+            let args: [SQLValue] = [.int(Int64(row.namespace.rawValue)), .blob(row.key.bytes), .int(Int64(bitPattern: h.dot.actor.incarnation))]
+            if author == store.deviceID,
+               let first = try db.queryOne("SELECT counter FROM unshipped WHERE ns = ? AND key = ? AND incarnation = ?", args, { UInt64($0.int(0)) }),
+               h.dot.counter >= first {
+                out.append(h)
+                continue
+            }
+            guard let fleet, author == store.deviceID || !fleet.contains(author.bytes) else { continue }
+            let holders = try db.query("SELECT holder FROM holders WHERE ns = ? AND key = ? AND incarnation = ? AND author = ? AND counter >= ?",
+                                       args + [.blob(author.bytes), .int(Int64(h.dot.counter))]) { $0.blob(0) ?? [] }
+            if !holders.isEmpty, !holders.contains(where: fleet.contains) { out.append(h) }
         }
         return out
     }

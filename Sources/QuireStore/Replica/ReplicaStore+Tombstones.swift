@@ -32,6 +32,7 @@ extension ReplicaStore {
             let list = ReplicaStore.collectedNamespaces.map { String($0.rawValue) }.joined(separator: ",")
             let n = try ctx.db.queryOne("SELECT count(*) FROM rows WHERE tombstone = 1 AND ns IN (\(list))") { Int($0.int(0)) } ?? 0
             try ctx.db.run("DELETE FROM unshipped WHERE (ns, key) IN (SELECT ns, key FROM rows WHERE tombstone = 1 AND ns IN (\(list)))")
+            try ctx.db.run("DELETE FROM holders WHERE (ns, key) IN (SELECT ns, key FROM rows WHERE tombstone = 1 AND ns IN (\(list)))")
             // Told to running change feeds (`changes(since:)`); kept a week.
             try ctx.db.run("DELETE FROM collected WHERE at < ?", [.int(ctx.now.seconds - 7 * 24 * 3600)])
             try ctx.db.run("INSERT INTO collected(seq, ns, key, at) SELECT ?, ns, key, ? FROM rows WHERE tombstone = 1 AND ns IN (\(list))",
@@ -123,6 +124,7 @@ extension WriteContext {
         try db.run("INSERT INTO collected(seq, ns, key, at) SELECT ?, ns, key, ? FROM rows WHERE ns = ? AND key = ? AND tombstone = 1",
                    [.int(seq), .int(now.seconds)] + args)
         try db.run("DELETE FROM unshipped WHERE ns = ? AND key = ?", args)
+        try db.run("DELETE FROM holders WHERE ns = ? AND key = ?", args)
         try db.run("DELETE FROM rows WHERE ns = ? AND key = ? AND tombstone = 1", args)
     }
 

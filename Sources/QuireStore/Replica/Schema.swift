@@ -21,8 +21,22 @@ enum Schema {
                                                            convert: CardsUpgrade.convert),
                                                  Migration(sql: folderTree),
                                                  Migration(sql: KeptTable.migration),
-                                                 Migration(sql: copyPins)]
+                                                 Migration(sql: copyPins),
+                                                 Migration(sql: holders)]
     }
+
+    /// Which devices are known to hold a version, per row and author
+    /// incarnation, up to which counter: the sibling a row came from holds
+    /// its heads, and the sibling that confirmed this device's writes holds
+    /// them. Recovery keeps a version that only devices outside the
+    /// barrier's roster ever held: the barrier cannot have collected it.
+    /// `holder` all zero: not known (counted as the fleet's). Versions from
+    /// before this table have no record here and count as the fleet's.
+    static let holders = """
+        CREATE TABLE holders(ns INTEGER NOT NULL, key BLOB NOT NULL, author BLOB NOT NULL, incarnation INTEGER NOT NULL,
+                             holder BLOB NOT NULL, counter INTEGER NOT NULL,
+                             PRIMARY KEY(ns, key, author, incarnation, holder)) WITHOUT ROWID;
+        """
 
     /// Resident copies of note bodies that a sibling's offload counted
     /// (git-annex's numcopies: a copy that was counted is not dropped

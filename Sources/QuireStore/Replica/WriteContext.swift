@@ -13,6 +13,9 @@ struct WriteContext {
     var now: Timestamp
     /// Local edits of this transaction, per namespace: (last key, count, highest counter).
     var outbox: [Namespace: (key: RowKey, edits: Int, counter: UInt64)] = [:]
+    /// The sibling whose rows this transaction applies (nil: not known);
+    /// it is recorded as confirming the writes of ours they hold.
+    var sender: DeviceID?
 
     init(store: ReplicaStore) throws(StoreError) {
         self.store = store
@@ -245,6 +248,12 @@ struct WriteContext {
             }
         }
         try confirmShipped(incoming: incoming)
+        // The sender holds what it sent: recovery asks who held a version.
+        if let sender, ReplicaStore.collectedNamespaces.contains(incoming.namespace) {
+            for head in incoming.heads where head.dot.actor.device != store.deviceID {
+                try noteHeld(incoming.namespace, incoming.key, actor: head.dot.actor, counter: head.dot.counter, by: sender)
+            }
+        }
         return outcome
     }
 

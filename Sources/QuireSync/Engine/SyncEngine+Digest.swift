@@ -131,7 +131,7 @@ extension SyncEngine {
         // writes in it are confirmed, and a later replacement of them is
         // a real one, not a sign that this device was rolled back.
         for ns in StateDigest.namespaces where !divergent.contains(ns) {
-            if let root = theirs.roots[ns] { try store.confirmShipped(ns, root: root) }
+            if let root = theirs.roots[ns] { try store.confirmShipped(ns, root: root, by: sender) }
         }
         endSettledPulls(with: sender, nowMs: nowMs)
         guard var sibling = siblings[sender] else { return }

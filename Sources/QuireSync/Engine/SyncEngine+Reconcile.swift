@@ -111,7 +111,7 @@ extension SyncEngine {
         metrics.rowBytesIn += rowBytes
         let rows = certifiedRows(rowsWithinLimits(response.rows, from: sender))
         if !rows.isEmpty {
-            let (applied, _) = try store.apply(rows)
+            let (applied, _) = try store.apply(rows, from: sender)
             deps.trace?("applied \(applied) of \(rows.count) rows from \(name(of: sender))")
             metrics.rowsApplied += applied
             if applied > 0 {

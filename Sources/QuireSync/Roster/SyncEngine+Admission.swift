@@ -60,7 +60,7 @@ extension SyncEngine {
             }
         }
         if rows.count < offered.count { count(.uncertifiedRoster, offered.count - rows.count) }
-        let (applied, _) = try store.apply(rows)
+        let (applied, _) = try store.apply(rows, from: sender)
         if applied > 0 {
             invalidateDigest()
             markDirty(nowMs: nowMs)
