@@ -161,6 +161,7 @@ final class GraveyardTests: XCTestCase {
         let fleetsViaOutsider = row(2, by: Actor(device: deviceA, incarnation: 1), "a roster device's, from the newcomer")
         let outsidersViaFleet = row(3, by: newcomer, "the newcomer's, from a roster device")
         let unknownSender = row(4, by: newcomer, "the newcomer's, sender not known")
+        try insider.dropTombstonesForBarrier(roster: [deviceA, deviceB])   // the barrier the newcomer missed
         try insider.apply([fromOutsider, fleetsViaOutsider], from: deviceC)
         try insider.apply([outsidersViaFleet], from: deviceA)
         try insider.apply([unknownSender])
@@ -192,6 +193,7 @@ final class GraveyardTests: XCTestCase {
         let before = row(1, "received before the upgrade"), after = row(2, "received after it")
         do {
             let s = try makeStore(dir, device: deviceB, seed: 3)
+            try s.dropTombstonesForBarrier(roster: [deviceA, deviceB])
             try s.apply([before], from: deviceC)
         }
         do {
@@ -206,6 +208,62 @@ final class GraveyardTests: XCTestCase {
         XCTAssertEqual(try s.row(.plans, before.key)?.isTombstone, true, "no record: the fleet's, as before the upgrade")
         XCTAssertEqual(try s.row(.plans, after.key)?.isTombstone, false, "recorded as held by the newcomer only")
         XCTAssertEqual(report.removed, 1)
+    }
+
+    /// Holders are recorded only where they can matter, whichever order the
+    /// versions arrive in: a roster device that held a version makes it
+    /// the fleet's, before or after the newcomer sent it. Before any round
+    /// every holder is recorded (a copy put back may have missed rounds);
+    /// the first round this device takes part in stands for the roster
+    /// until one commits here.
+    func testHoldersAreRecordedOnlyWhereTheyMatterInAnyOrder() throws {
+        let deviceC = DeviceID(bytes: [UInt8](repeating: 0xC3, count: 16))!
+        let newcomer = Actor(device: deviceC, incarnation: 4)
+        func row(_ n: UInt8, _ title: String) -> Row {
+            Row.tombstone(.plans, RowKey(bytes: [UInt8](repeating: n, count: 16))!, context: VersionVector()).edited(by: newcomer, to: plan(title))
+        }
+        func holderRecords(_ s: ReplicaStore) throws -> Int {
+            Int(try Connection(path: s.path).queryOne("SELECT count(*) FROM holders") { $0.int(0) } ?? -1)
+        }
+        let s = try makeStore(dir, device: deviceB, seed: 3)
+        let beforeAnyRound = row(9, "before any round")
+        try s.apply([beforeAnyRound], from: deviceC)
+        let mineBeforeAnyRound = try s.put(plan("mine, confirmed before any round"))
+        try confirmHeld(s, by: deviceC)
+        XCTAssertEqual(try holderRecords(s), 2, "before any round every holder is recorded")
+
+        try s.noteBarrierRound(roster: [deviceA, deviceB])    // acked; the commit never came
+        try s.noteBarrierRound(roster: [deviceA, deviceB, deviceC])    // a later round does not widen it
+        let onlyOutside = row(1, "only the newcomer sent it")
+        let fleetFirst = row(2, "a roster device, then the newcomer"), outsiderFirst = row(3, "the newcomer, then a roster device")
+        try s.apply([fleetFirst], from: deviceA)
+        XCTAssertEqual(try holderRecords(s), 2, "a roster device's holding needs no record")
+        try s.apply([onlyOutside, fleetFirst, outsiderFirst], from: deviceC)
+        try s.apply([outsiderFirst], from: deviceA)
+        let confirmedOutside = try s.put(plan("mine, confirmed by the newcomer only"))
+        try confirmHeld(s, by: deviceC)
+        let confirmedBoth = try s.put(plan("mine, confirmed by the newcomer, then by a roster device"))
+        try confirmHeld(s, by: deviceC)
+        try s.apply([try XCTUnwrap(try s.row(.plans, confirmedBoth.key))], from: deviceA)
+        // Edited twice: the newcomer held the first write, a roster device
+        // the second, and only the newcomer holds the third.
+        let editedAfter = try s.put(plan("mine, held by the newcomer"))
+        try confirmHeld(s, by: deviceC)
+        _ = try s.put(plan("mine, held by a roster device"), key: editedAfter.key)
+        try confirmHeld(s, by: deviceA)
+        _ = try s.put(plan("mine, the edit only the newcomer holds"), key: editedAfter.key)
+        try confirmHeld(s, by: deviceC)
+
+        let report = try s.recover(from: [], graveyard: [], roster: [deviceA, deviceB])
+        XCTAssertEqual(try s.row(.plans, onlyOutside.key)?.isTombstone, false, "only the newcomer held it")
+        XCTAssertEqual(try s.row(.plans, confirmedOutside.key)?.isTombstone, false, "only the newcomer confirmed it")
+        XCTAssertEqual(try s.row(.plans, beforeAnyRound.key)?.isTombstone, false)
+        XCTAssertEqual(try s.row(.plans, mineBeforeAnyRound.key)?.isTombstone, false)
+        XCTAssertEqual(try s.row(.plans, editedAfter.key)?.isTombstone, false, "the roster device held only the earlier write")
+        for gone in [fleetFirst.key, outsiderFirst.key, confirmedBoth.key] {
+            XCTAssertEqual(try s.row(.plans, gone)?.isTombstone, true, "the fleet held \(gone) too")
+        }
+        XCTAssertEqual(report.keptUnshared, 5)
     }
 
     /// Behind only because the commit is still on its way: the tombstone

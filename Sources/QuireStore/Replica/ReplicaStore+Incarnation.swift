@@ -43,9 +43,6 @@ import QuireCore
 /// incarnation before any such write, so only a copy put back by hand with
 /// no anchor to compare against meets either case.
 extension ReplicaStore {
-    /// The `holder` of a version whose holder is not known.
-    static let unknownHolder = [UInt8](repeating: 0, count: 16)
-
     /// The actor this device writes as now.
     public func actor() throws(StoreError) -> Actor {
         try read { () throws(StoreError) -> Actor in Actor(device: deviceID, incarnation: try currentIncarnation(db)) }
@@ -76,16 +73,8 @@ extension ReplicaStore {
             let mine = try ctx.db.queryOne("SELECT count, sum FROM buckets WHERE ns = ? AND level = 0 AND prefix = 0",
                                            [.int(Int64(namespace.rawValue))]) { $0.fingerprint(countColumn: 0) } ?? .zero
             guard mine.root == root else { return }
-            let args: [SQLValue] = [.int(Int64(namespace.rawValue))]
-            let records = try ctx.db.query("SELECT key, incarnation FROM unshipped WHERE ns = ?", args) {
-                (key: ID16(bytes: $0.blob(0) ?? []), incarnation: UInt64(bitPattern: $0.int(1)))
-            }
-            for record in records {
-                guard let key = record.key,
-                      let context = try RowRecord.load(ctx.db, namespace, key, withBody: false)?.context else { continue }
-                try ctx.noteConfirmed(namespace, key, incarnation: record.incarnation, by: sibling, context: context)
-            }
-            try ctx.db.run("DELETE FROM unshipped WHERE ns = ?", args)
+            try ctx.noteAllConfirmed(namespace, by: sibling)
+            try ctx.db.run("DELETE FROM unshipped WHERE ns = ?", [.int(Int64(namespace.rawValue))])
         }
     }
 
@@ -149,29 +138,12 @@ extension WriteContext {
     /// sibling. Only the first unconfirmed counter per row and incarnation
     /// is kept: the context of a re-issue is lowered below it.
     mutating func noteUnshipped(_ ns: Namespace, _ key: RowKey, _ dot: Dot) throws(StoreError) {
+        try forgetHolders(ns, key, of: dot.actor)
         try db.run("INSERT OR IGNORE INTO unshipped(ns, key, incarnation, counter) VALUES (?, ?, ?, ?)",
                    [.int(Int64(ns.rawValue)), .blob(key.bytes), .int(Int64(bitPattern: dot.actor.incarnation)), .int(Int64(dot.counter))])
     }
 
-    /// Records that `device` (nil: not known) holds this device's writes of
-    /// `incarnation` on the row, up to the counter `context` names for it.
-    mutating func noteConfirmed(_ ns: Namespace, _ key: RowKey, incarnation: UInt64, by device: DeviceID?,
-                                context: VersionVector) throws(StoreError) {
-        let actor = Actor(device: store.deviceID, incarnation: incarnation)
-        try noteHeld(ns, key, actor: actor, counter: context[actor], by: device)
-    }
-
-    /// Records that `device` (nil: not known) holds `actor`'s writes on the
-    /// row up to `counter`.
-    mutating func noteHeld(_ ns: Namespace, _ key: RowKey, actor: Actor, counter: UInt64, by device: DeviceID?) throws(StoreError) {
-        try db.run("""
-            INSERT INTO holders(ns, key, author, incarnation, holder, counter) VALUES (?, ?, ?, ?, ?, ?)
-            ON CONFLICT(ns, key, author, incarnation, holder) DO UPDATE SET counter = max(counter, excluded.counter)
-            """, [.int(Int64(ns.rawValue)), .blob(key.bytes), .blob(actor.device.bytes), .int(Int64(bitPattern: actor.incarnation)),
-                  .blob(device?.bytes ?? ReplicaStore.unknownHolder), .int(Int64(counter))])
-    }
-
-    private func firstUnshipped(_ ns: Namespace, _ key: RowKey, actor: Actor) throws(StoreError) -> UInt64? {
+    func firstUnshipped(_ ns: Namespace, _ key: RowKey, actor: Actor) throws(StoreError) -> UInt64? {
         try db.queryOne("SELECT counter FROM unshipped WHERE ns = ? AND key = ? AND incarnation = ?",
                         [.int(Int64(ns.rawValue)), .blob(key.bytes), .int(Int64(bitPattern: actor.incarnation))]) { UInt64($0.int(0)) }
     }
@@ -304,7 +276,7 @@ extension WriteContext {
             let args: [SQLValue] = [.int(Int64(incoming.namespace.rawValue)), .blob(incoming.key.bytes)]
             let recorded = try db.query("SELECT incarnation FROM unshipped WHERE ns = ? AND key = ?", args) { UInt64(bitPattern: $0.int(0)) }
             for incarnation in recorded where !waiting.contains(incarnation) {
-                try noteConfirmed(incoming.namespace, incoming.key, incarnation: incarnation, by: sender, context: local.context)
+                try noteConfirmed(incoming.namespace, incoming.key, incarnation: incarnation, by: sender)
                 try db.run("DELETE FROM unshipped WHERE ns = ? AND key = ? AND incarnation = ?", args + [.int(Int64(bitPattern: incarnation))])
             }
         }

@@ -249,9 +249,17 @@ struct WriteContext {
         }
         try confirmShipped(incoming: incoming)
         // The sender holds what it sent: recovery asks who held a version.
-        if let sender, ReplicaStore.collectedNamespaces.contains(incoming.namespace) {
-            for head in incoming.heads where head.dot.actor.device != store.deviceID {
-                try noteHeld(incoming.namespace, incoming.key, actor: head.dot.actor, counter: head.dot.counter, by: sender)
+        if ReplicaStore.collectedNamespaces.contains(incoming.namespace) {
+            for head in incoming.heads {
+                let heldBefore: Bool
+                if head.dot.actor.device == store.deviceID {
+                    // A write of ours held by nobody yet is one still waiting for its first confirmation.
+                    heldBefore = try firstUnshipped(incoming.namespace, incoming.key, actor: head.dot.actor).map { head.dot.counter < $0 } ?? true
+                } else {
+                    heldBefore = local.map { $0.holds(head) || $0.saw(head) } ?? false
+                }
+                try noteHeld(incoming.namespace, incoming.key, actor: head.dot.actor, counter: head.dot.counter, by: sender,
+                             heldBefore: heldBefore)
             }
         }
         return outcome

@@ -50,6 +50,7 @@ extension SyncEngine {
             invalidateDigest()
             let digest = try currentDigest().bytes
             let nonce = deps.random.bytes(16)
+            try store.noteBarrierRound(roster: Array(siblingIDs) + [me.deviceID])
             barrier.round = BarrierState.Round(nonce: nonce, roster: siblingIDs, digest: digest, startedMs: nowMs)
             note("barrier: proposing a collection of \(backlog.count) tombstones to \(siblingIDs.count) devices"
                  + (rotating ? " (and an anchor under the backup key of the last revocation)" : "")
@@ -99,6 +100,8 @@ extension SyncEngine {
             return
         }
         let tombstones = try store.collectableTombstones()
+        // Taking part: from here, holders outside this roster are recorded.
+        try store.noteBarrierRound(roster: roster.members.values.filter { !$0.isRevoked }.map(\.deviceID))
         barrier.acked[propose.nonce] = (leader: sender, digest: mine, tombstones: Self.encoding(of: tombstones), atMs: nowMs)
         send(.gcAck, BarrierAck(nonce: propose.nonce, digest: mine, declined: false, tombstones: tombstones).encoded(), to: sender)
     }
