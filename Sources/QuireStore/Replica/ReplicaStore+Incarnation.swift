@@ -138,9 +138,11 @@ extension WriteContext {
     /// sibling. Only the first unconfirmed counter per row and incarnation
     /// is kept: the context of a re-issue is lowered below it.
     mutating func noteUnshipped(_ ns: Namespace, _ key: RowKey, _ dot: Dot) throws(StoreError) {
-        try forgetHolders(ns, key, of: dot.actor)
         try db.run("INSERT OR IGNORE INTO unshipped(ns, key, incarnation, counter) VALUES (?, ?, ?, ?)",
                    [.int(Int64(ns.rawValue)), .blob(key.bytes), .int(Int64(bitPattern: dot.actor.incarnation)), .int(Int64(dot.counter))])
+        // The first write waiting for a holder: the holders of earlier
+        // ones (cleared then, so none while one waits) are not its holders.
+        if db.changes > 0 { try forgetHolders(ns, key, of: dot.actor) }
     }
 
     func firstUnshipped(_ ns: Namespace, _ key: RowKey, actor: Actor) throws(StoreError) -> UInt64? {
