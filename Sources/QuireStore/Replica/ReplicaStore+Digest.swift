@@ -21,6 +21,22 @@ extension ReplicaStore {
         StateDigest(roots: try roots(), generation: generation)
     }
 
+    /// The digest, the live row count and the change number they were read
+    /// at, from one read (the sync engine's advertisement after a commit).
+    public func digestSnapshot(generation: UInt64) throws(StoreError) -> (digest: StateDigest, rows: UInt64, seq: Int64) {
+        try read { () throws(StoreError) -> (digest: StateDigest, rows: UInt64, seq: Int64) in
+            let seq = try db.queryOne("SELECT value FROM meta WHERE name = 'seq'") { $0.int(0) } ?? 0
+            var roots: [Namespace: [UInt8]] = [:]
+            var rows: UInt64 = 0
+            for ns in Namespace.allCases {
+                let top = try bucket(ns, level: 0, prefix: 0)
+                roots[ns] = top.root
+                rows += top.count
+            }
+            return (StateDigest(roots: roots, generation: generation), rows, seq)
+        }
+    }
+
     /// Recomputes every root from the rows' content, re-encoding and
     /// re-hashing each leaf and every resident body against its stamped
     /// hash: the reference the incremental roots must equal.

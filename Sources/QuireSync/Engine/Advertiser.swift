@@ -12,6 +12,8 @@ struct Advertiser {
 
     /// Our digest until the store moves (`forgetDigest`).
     private(set) var cachedDigest: Digest?
+    /// The change number and generation the cached digest was read at.
+    private(set) var cachedAt: (seq: Int64, generation: UInt64)?
     /// The outbox is cleared through this id (edits an advertisement covered).
     private(set) var outboxMark: Int64 = 0
     /// When the change not yet advertised began, and when it last moved.
@@ -30,8 +32,17 @@ struct Advertiser {
 
     // MARK: Our digest
 
-    mutating func remember(_ digest: Digest) { cachedDigest = digest }
-    mutating func forgetDigest() { cachedDigest = nil }
+    mutating func remember(_ digest: Digest, seq: Int64, generation: UInt64) {
+        cachedDigest = digest
+        cachedAt = (seq, generation)
+    }
+    mutating func forgetDigest() { cachedDigest = nil; cachedAt = nil }
+
+    /// The cached digest, if nothing was committed since it was computed.
+    func digest(ifCurrentAt seq: Int64, generation: UInt64) -> Digest? {
+        guard let at = cachedAt, at.seq == seq, at.generation == generation else { return nil }
+        return cachedDigest
+    }
 
     // MARK: Changes
 

@@ -11,9 +11,8 @@ extension SyncEngine {
             let seq = try store.changeSequence()
             guard seq != lastSeq else { return }
             lastSeq = seq
-            invalidateDigest()
-            if !unsyncable.isEmpty { revalidateUnsyncable() }
-            let digest = try currentDigest()
+            if !unsyncable.isEmpty { invalidateDigest(); revalidateUnsyncable() }
+            let digest = try freshDigest(seq: seq)
             if digest.digest.roots[.devices] != rosterRoot { try reloadRoster() }
             if let mark = try store.outboxHighWater(), advertiser.hasUnadvertisedEdits(through: mark) { markDirty(nowMs: nowMs) }
             if siblings.someLack(digest.bytes) { markDirty(nowMs: nowMs) }
@@ -33,8 +32,7 @@ extension SyncEngine {
         do {
             // Read the outbox mark first: the digest computed after it covers every edit up to it.
             let mark = try store.outboxHighWater()
-            invalidateDigest()
-            let digest = try currentDigest()
+            let digest = try freshDigest()
             var allSent = true
             for id in siblings.ids(where: { force || $0.lastSentDigest != digest.bytes }) {
                 if !sendDigest(to: id) { allSent = false; continue }

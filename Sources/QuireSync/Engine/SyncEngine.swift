@@ -413,9 +413,24 @@ public final class SyncEngine: @unchecked Sendable {
     /// Our digest, computed once per change of the store.
     func currentDigest() throws -> Advertiser.Digest {
         if let cached = advertiser.cachedDigest { return cached }
-        let d = try store.digest(generation: deps.generation())
-        let value = (digest: d, bytes: d.encoded(), rows: try? store.totalRows())
-        advertiser.remember(value)
+        return try computeDigest()
+    }
+
+    /// Our digest as the store is now: the cached one if nothing was
+    /// committed since (a burst of saves is advertised without reading
+    /// every root twice per commit).
+    /// `seq`: the change number, if just read.
+    func freshDigest(seq: Int64? = nil) throws -> Advertiser.Digest {
+        let seq = try seq ?? store.changeSequence()
+        if let cached = advertiser.digest(ifCurrentAt: seq, generation: deps.generation()) { return cached }
+        return try computeDigest()
+    }
+
+    private func computeDigest() throws -> Advertiser.Digest {
+        let generation = deps.generation()
+        let snapshot = try store.digestSnapshot(generation: generation)
+        let value = (digest: snapshot.digest, bytes: snapshot.digest.encoded(), rows: Optional(snapshot.rows))
+        advertiser.remember(value, seq: snapshot.seq, generation: generation)
         return value
     }
 
