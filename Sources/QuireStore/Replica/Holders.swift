@@ -30,10 +30,10 @@ extension ReplicaStore {
     static let unknownHolder = [UInt8](repeating: 0, count: 16)
 
     /// This device takes part in a barrier round (it acks, or it leads)
-    /// over `roster`: until a round's roster is recorded, holders outside
-    /// this one are recorded. The first round counts, and a recorded barrier's roster wins (rosters only grow,
-    /// but for revoked devices), so the fleet known here is never larger
-    /// than the roster of any round that could commit.
+    /// over `roster`: until a barrier's roster is recorded here, holders
+    /// outside this one are recorded. Only the first round counts: rosters
+    /// only grow (but for revoked devices), so the roster known here is
+    /// never larger than that of a round that could commit later.
     public func noteBarrierRound(roster: [DeviceID]) throws(StoreError) {
         let known = try read { () throws(StoreError) -> Bool in
             try db.queryOne("SELECT 1 FROM meta WHERE name IN ('barrier_roster', 'barrier_round_roster')") { _ in true } ?? false
