@@ -51,16 +51,20 @@ extension WriteContext {
     static let allWrites = UInt64(Int64.max)
 
     /// The roster holders are recorded against (nil: none known yet, and
-    /// every holder is recorded).
-    func recordingFleet() throws(StoreError) -> Set<[UInt8]>? {
+    /// every holder is recorded), read once per transaction.
+    mutating func recordingFleet() throws(StoreError) -> Set<[UInt8]>? {
+        if let known = holderRoster { return known }
         let blobs = try db.query("SELECT name, value FROM meta WHERE name IN ('barrier_roster', 'barrier_round_roster')") {
             (name: $0.text(0) ?? "", value: $0.blob(1) ?? [])
         }
-        guard let blob = (blobs.first { $0.name == "barrier_roster" } ?? blobs.first)?.value else { return nil }
-        return Set(stride(from: 0, to: blob.count - blob.count % 16, by: 16).map { Array(blob[$0..<$0 + 16]) })
+        let fleet = ((blobs.first { $0.name == "barrier_roster" } ?? blobs.first)?.value).map { blob in
+            Set(stride(from: 0, to: blob.count - blob.count % 16, by: 16).map { Array(blob[$0..<$0 + 16]) })
+        }
+        holderRoster = .some(fleet)
+        return fleet
     }
 
-    private func isFleet(_ device: DeviceID?) throws(StoreError) -> Bool {
+    private mutating func isFleet(_ device: DeviceID?) throws(StoreError) -> Bool {
         guard let fleet = try recordingFleet() else { return false }
         return device.map { fleet.contains($0.bytes) } ?? true
     }
@@ -75,10 +79,9 @@ extension WriteContext {
     /// the fleet, if no record says otherwise).
     mutating func noteHeld(_ ns: Namespace, _ key: RowKey, actor: Actor, counter: UInt64, by device: DeviceID?,
                            heldBefore: Bool) throws(StoreError) {
-        let recorded = try hasRecord(ns, key, actor)
         if try isFleet(device) {
-            guard recorded else { return }
-        } else if !recorded && heldBefore {
+            guard try hasRecord(ns, key, actor) else { return }
+        } else if heldBefore, try !hasRecord(ns, key, actor) {
             try upsertHolder(ns, key, actor: actor, counter: counter, holder: ReplicaStore.unknownHolder)
         }
         try upsertHolder(ns, key, actor: actor, counter: counter, holder: device?.bytes ?? ReplicaStore.unknownHolder)

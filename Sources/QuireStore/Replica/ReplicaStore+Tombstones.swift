@@ -128,8 +128,9 @@ extension WriteContext {
         try db.run("DELETE FROM rows WHERE ns = ? AND key = ? AND tombstone = 1", args)
     }
 
-    func setBarrierRoster(_ roster: [DeviceID]) throws(StoreError) {
+    mutating func setBarrierRoster(_ roster: [DeviceID]) throws(StoreError) {
         try db.run("INSERT OR REPLACE INTO meta(name, value) VALUES ('barrier_roster', ?)", [.blob(roster.sorted().flatMap(\.bytes))])
+        holderRoster = nil
     }
 
     /// Joins entries into the graveyard table.

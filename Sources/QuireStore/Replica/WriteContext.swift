@@ -16,6 +16,8 @@ struct WriteContext {
     /// The sibling whose rows this transaction applies (nil: not known);
     /// it is recorded as confirming the writes of ours they hold.
     var sender: DeviceID?
+    /// The roster holders are recorded against, once read (`Holders.swift`).
+    var holderRoster: Set<[UInt8]>?? = nil
 
     init(store: ReplicaStore) throws(StoreError) {
         self.store = store
