@@ -25,6 +25,14 @@ import QuireCore
 /// This device's own writes are recorded per row and incarnation with no
 /// upper counter: the holders of its latest write there. A new write on
 /// the row clears them (`noteUnshipped`): it waits for its own holders.
+/// A roster as `meta` keeps it: the device ids, sorted, end to end.
+enum StoredRoster {
+    static func encode(_ roster: [DeviceID]) -> [UInt8] { roster.sorted().flatMap(\.bytes) }
+    static func decode(_ blob: [UInt8]) -> [DeviceID] {
+        stride(from: 0, to: blob.count - blob.count % 16, by: 16).compactMap { ID16(bytes: Array(blob[$0..<$0 + 16])) }
+    }
+}
+
 extension ReplicaStore {
     /// The `holder` of a version whose holder is not known.
     static let unknownHolder = [UInt8](repeating: 0, count: 16)
@@ -40,8 +48,7 @@ extension ReplicaStore {
         }
         guard !known else { return }
         try write { ctx in
-            try ctx.db.run("INSERT OR IGNORE INTO meta(name, value) VALUES ('barrier_round_roster', ?)",
-                           [.blob(roster.sorted().flatMap(\.bytes))])
+            try ctx.db.run("INSERT OR IGNORE INTO meta(name, value) VALUES ('barrier_round_roster', ?)", [.blob(StoredRoster.encode(roster))])
         }
     }
 }
@@ -57,16 +64,17 @@ extension WriteContext {
         let blobs = try db.query("SELECT name, value FROM meta WHERE name IN ('barrier_roster', 'barrier_round_roster')") {
             (name: $0.text(0) ?? "", value: $0.blob(1) ?? [])
         }
-        let fleet = ((blobs.first { $0.name == "barrier_roster" } ?? blobs.first)?.value).map { blob in
-            Set(stride(from: 0, to: blob.count - blob.count % 16, by: 16).map { Array(blob[$0..<$0 + 16]) })
-        }
+        let fleet = ((blobs.first { $0.name == "barrier_roster" } ?? blobs.first)?.value).map { Set(StoredRoster.decode($0).map(\.bytes)) }
         holderRoster = .some(fleet)
         return fleet
     }
 
+    /// Whether `device` counts as the fleet's (a holder not known does, as
+    /// recovery counts it).
     private mutating func isFleet(_ device: DeviceID?) throws(StoreError) -> Bool {
+        guard let device else { return true }
         guard let fleet = try recordingFleet() else { return false }
-        return device.map { fleet.contains($0.bytes) } ?? true
+        return fleet.contains(device.bytes)
     }
 
     private func hasRecord(_ ns: Namespace, _ key: RowKey, _ actor: Actor) throws(StoreError) -> Bool {
@@ -75,13 +83,14 @@ extension WriteContext {
     }
 
     /// `device` (nil: not known) holds `actor`'s writes on the row up to
-    /// `counter`. `heldBefore`: the version reached this device before (from
-    /// the fleet, if no record says otherwise).
+    /// `counter`. `heldBefore`: whether the version reached this device
+    /// before (from the fleet, if no record says otherwise); asked only
+    /// for an outsider's first record.
     mutating func noteHeld(_ ns: Namespace, _ key: RowKey, actor: Actor, counter: UInt64, by device: DeviceID?,
-                           heldBefore: Bool) throws(StoreError) {
+                           heldBefore: () throws(StoreError) -> Bool) throws(StoreError) {
         if try isFleet(device) {
             guard try hasRecord(ns, key, actor) else { return }
-        } else if heldBefore, try !hasRecord(ns, key, actor) {
+        } else if try heldBefore(), try !hasRecord(ns, key, actor) {
             try upsertHolder(ns, key, actor: actor, counter: counter, holder: ReplicaStore.unknownHolder)
         }
         try upsertHolder(ns, key, actor: actor, counter: counter, holder: device?.bytes ?? ReplicaStore.unknownHolder)
@@ -91,7 +100,7 @@ extension WriteContext {
     /// first holder of its latest one there).
     mutating func noteConfirmed(_ ns: Namespace, _ key: RowKey, incarnation: UInt64, by device: DeviceID?) throws(StoreError) {
         try noteHeld(ns, key, actor: Actor(device: store.deviceID, incarnation: incarnation), counter: Self.allWrites,
-                     by: device, heldBefore: false)
+                     by: device, heldBefore: { false })
     }
 
     /// `sibling` holds every version this device holds in `ns`: it is the

@@ -11,9 +11,7 @@ extension ReplicaStore {
     /// One root per namespace, from the maintained buckets: O(namespaces).
     public func roots() throws(StoreError) -> [Namespace: [UInt8]] {
         try read { () throws(StoreError) -> [Namespace: [UInt8]] in
-            var roots: [Namespace: [UInt8]] = [:]
-            for ns in Namespace.allCases { roots[ns] = try bucket(ns, level: 0, prefix: 0).root }
-            return roots
+            try topBuckets().mapValues(\.root)
         }
     }
 
@@ -26,14 +24,8 @@ extension ReplicaStore {
     public func digestSnapshot(generation: UInt64) throws(StoreError) -> (digest: StateDigest, rows: UInt64, seq: Int64) {
         try read { () throws(StoreError) -> (digest: StateDigest, rows: UInt64, seq: Int64) in
             let seq = try db.queryOne("SELECT value FROM meta WHERE name = 'seq'") { $0.int(0) } ?? 0
-            var roots: [Namespace: [UInt8]] = [:]
-            var rows: UInt64 = 0
-            for ns in Namespace.allCases {
-                let top = try bucket(ns, level: 0, prefix: 0)
-                roots[ns] = top.root
-                rows += top.count
-            }
-            return (StateDigest(roots: roots, generation: generation), rows, seq)
+            let top = try topBuckets()
+            return (StateDigest(roots: top.mapValues(\.root), generation: generation), top.values.reduce(0) { $0 + $1.count }, seq)
         }
     }
 
@@ -61,6 +53,13 @@ extension ReplicaStore {
             for ns in Namespace.allCases { roots[ns] = (sums[ns] ?? .zero).root }
             return roots
         }
+    }
+
+    /// Each namespace's whole-range fingerprint (inside a read).
+    private func topBuckets() throws(StoreError) -> [Namespace: Fingerprint] {
+        var top: [Namespace: Fingerprint] = [:]
+        for ns in Namespace.allCases { top[ns] = try bucket(ns, level: 0, prefix: 0) }
+        return top
     }
 
     private func bucket(_ ns: Namespace, level: Int, prefix: Int64) throws(StoreError) -> Fingerprint {

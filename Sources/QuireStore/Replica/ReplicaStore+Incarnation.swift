@@ -146,6 +146,10 @@ extension WriteContext {
     }
 
     func firstUnshipped(_ ns: Namespace, _ key: RowKey, actor: Actor) throws(StoreError) -> UInt64? {
+        try Self.firstUnshipped(db, ns, key, actor: actor)
+    }
+
+    static func firstUnshipped(_ db: Connection, _ ns: Namespace, _ key: RowKey, actor: Actor) throws(StoreError) -> UInt64? {
         try db.queryOne("SELECT counter FROM unshipped WHERE ns = ? AND key = ? AND incarnation = ?",
                         [.int(Int64(ns.rawValue)), .blob(key.bytes), .int(Int64(bitPattern: actor.incarnation))]) { UInt64($0.int(0)) }
     }

@@ -73,7 +73,7 @@ extension ReplicaStore {
     public func barrierRoster() throws(StoreError) -> [DeviceID]? {
         try read { () throws(StoreError) -> [DeviceID]? in
             guard let blob = try db.queryOne("SELECT value FROM meta WHERE name = 'barrier_roster'", [], { $0.blob(0) }) ?? nil else { return nil }
-            return stride(from: 0, to: blob.count - blob.count % 16, by: 16).compactMap { ID16(bytes: Array(blob[$0..<$0 + 16])) }
+            return StoredRoster.decode(blob)
         }
     }
 
@@ -129,7 +129,7 @@ extension WriteContext {
     }
 
     mutating func setBarrierRoster(_ roster: [DeviceID]) throws(StoreError) {
-        try db.run("INSERT OR REPLACE INTO meta(name, value) VALUES ('barrier_roster', ?)", [.blob(roster.sorted().flatMap(\.bytes))])
+        try db.run("INSERT OR REPLACE INTO meta(name, value) VALUES ('barrier_roster', ?)", [.blob(StoredRoster.encode(roster))])
         holderRoster = nil
     }
 

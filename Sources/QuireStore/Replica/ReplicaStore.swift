@@ -243,14 +243,6 @@ public final class ReplicaStore: @unchecked Sendable {
         }
     }
 
-    /// Live rows in every namespace, from the maintained level-0 buckets
-    /// (read with each new digest: no scan of the rows).
-    public func totalRows() throws(StoreError) -> UInt64 {
-        try read { () throws(StoreError) -> UInt64 in
-            UInt64(try db.queryOne("SELECT coalesce(sum(count), 0) FROM buckets WHERE level = 0") { $0.int(0) } ?? 0)
-        }
-    }
-
     /// The latest change number (advances with every committed write).
     public func changeSequence() throws(StoreError) -> Int64 {
         try read { () throws(StoreError) -> Int64 in try db.queryOne("SELECT value FROM meta WHERE name = 'seq'") { $0.int(0) } ?? 0 }

@@ -252,16 +252,13 @@ struct WriteContext {
         try confirmShipped(incoming: incoming)
         // The sender holds what it sent: recovery asks who held a version.
         if ReplicaStore.collectedNamespaces.contains(incoming.namespace) {
+            let (db, me) = (db, store.deviceID)
             for head in incoming.heads {
-                let heldBefore: Bool
-                if head.dot.actor.device == store.deviceID {
+                try noteHeld(incoming.namespace, incoming.key, actor: head.dot.actor, counter: head.dot.counter, by: sender) { () throws(StoreError) -> Bool in
+                    guard head.dot.actor.device == me else { return local.map { $0.holds(head) || $0.saw(head) } ?? false }
                     // A write of ours held by nobody yet is one still waiting for its first confirmation.
-                    heldBefore = try firstUnshipped(incoming.namespace, incoming.key, actor: head.dot.actor).map { head.dot.counter < $0 } ?? true
-                } else {
-                    heldBefore = local.map { $0.holds(head) || $0.saw(head) } ?? false
+                    return try Self.firstUnshipped(db, incoming.namespace, incoming.key, actor: head.dot.actor).map { head.dot.counter < $0 } ?? true
                 }
-                try noteHeld(incoming.namespace, incoming.key, actor: head.dot.actor, counter: head.dot.counter, by: sender,
-                             heldBefore: heldBefore)
             }
         }
         return outcome
