@@ -30,6 +30,7 @@ final class SyncDaemon: @unchecked Sendable {
     }
 
     var isRunning: Bool { process.isRunning }
+    var pid: Int32 { process.processIdentifier }
     /// The exit status, once it is no longer running.
     var terminationStatus: Int32 { process.terminationStatus }
 

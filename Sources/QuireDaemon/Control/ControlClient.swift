@@ -23,6 +23,8 @@ public final class ControlClient {
         }
         do {
             service = try SyncService.start(home: home, store: store, identity: identity)
+        } catch let e as DeviceLockHeld {
+            throw DaemonError("\(e.description); its control channel (\(path)) does not answer")
         } catch let e as SyncServiceError {
             throw DaemonError("\(e.description); its control channel (\(path)) does not answer")
         }

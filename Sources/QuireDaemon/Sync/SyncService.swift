@@ -98,6 +98,13 @@ public struct SyncServiceError: Error, CustomStringConvertible, Sendable {
     public init(_ description: String) { self.description = description }
 }
 
+/// Another process runs the sync engine of this device directory.
+public struct DeviceLockHeld: Error, CustomStringConvertible, Sendable {
+    /// The holder's process id as it wrote it ("?" when unreadable).
+    public let holder: String
+    public var description: String { "sync is already running for this device (process \(holder)); stop it first or use that one" }
+}
+
 /// `flock` on `<home>/sync.lock`: one sync engine per device directory,
 /// across processes (the daemon, the mount, `quire sync --once`).
 public final class DeviceLock: @unchecked Sendable {
@@ -113,7 +120,7 @@ public final class DeviceLock: @unchecked Sendable {
             let n = read(fd, &buffer, 31)
             close(fd)
             let holder = n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) : "?"
-            throw SyncServiceError("sync is already running for this device (process \(holder)); stop it first or use that one")
+            throw DeviceLockHeld(holder: holder)
         }
         _ = ftruncate(fd, 0)
         let pid = Array("\(getpid())\n".utf8)

@@ -20,7 +20,8 @@ enum MountCommands {
             other. Goes to the background once mounted (its messages go to the
             device's quire.log); unmount with 'quire unmount DIR' or
             'fusermount3 -u DIR'. A stale mount left at DIR by a killed daemon
-            is cleaned up first, and said so.
+            is cleaned up first, and said so. While 'quire sync' runs for this
+            device, the mount leaves syncing to it and takes over once it stops.
 
               -f, --foreground   stay in the foreground (Ctrl-C unmounts)
               -d, --debug        foreground, and print every FUSE request

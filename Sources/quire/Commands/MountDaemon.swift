@@ -43,7 +43,7 @@ enum MountDaemon {
             // Through this daemon's own engine, once its sync service runs.
             recall: { key, contentHash, timeout in
                 guard let running = daemon.current else {
-                    throw OffloadError("cannot recall: sync is not running in this mount (mounted with -o nosync?)")
+                    throw OffloadError("cannot recall: sync is not running in this mount (mounted with -o nosync, or waiting for another process that syncs this device: use 'quire recall' meanwhile)")
                 }
                 return try running.recall(key: key, contentHash: contentHash, timeout: timeout)
             },

@@ -76,6 +76,8 @@ enum SyncCommands {
         do {
             service = try Daemon.start(home: inv.home, store: store, identity: identity, relaySpec: args.value("relay"), echo: echo,
                                        log: printEvent)
+        } catch let e as DeviceLockHeld {
+            throw CommandFailure(e.description)
         } catch let e as SyncServiceError {
             throw CommandFailure(e.description)
         }
