@@ -87,6 +87,58 @@ final class EngineTests: XCTestCase {
         XCTAssertNil(try b.store.outboxHighWater())
     }
 
+    /// A new device meets two siblings that hold the same notebook: it
+    /// pulls it from one, and the other's pull waits and then finds nothing
+    /// left to send (not the notebook twice).
+    func testANewDeviceReceivesWhatTwoSiblingsBothHoldOnce() throws {
+        let fleet = try SimFleet(["a", "b", "new"], base: base)
+        let (a, b, new) = (fleet.devices[0], fleet.devices[1], fleet.devices[2])
+        try a.store.putMany((0..<1500).map { note("n\($0)", String(repeating: "words of note \($0) ", count: 40)) })
+        try b.store.apply(try a.store.rows(.notebook, from: [], to: nil))
+        try fleet.attachAll()
+        XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0, "did not converge")
+        XCTAssertEqual(try new.store.counts(.notebook).live, 1500)
+        let m = fleet.engines.map { $0.metricsSnapshot() }
+        let oneCopy = max(m[0].rowBytesOut, m[1].rowBytesOut)
+        XCTAssertGreaterThan(oneCopy, 1500 * 400)
+        XCTAssertLessThan(m[2].rowBytesIn, oneCopy + oneCopy / 10, "received \(m[2].rowBytesIn) row bytes; one copy is \(oneCopy)")
+        XCTAssertLessThan(min(m[0].rowBytesOut, m[1].rowBytesOut), oneCopy / 10)
+    }
+
+    /// The sibling a new device pulls from falls silent mid-pull: the other
+    /// sibling, which waited, is pulled from once that pull times out.
+    func testAWaitingSiblingIsPulledWhenTheRunningPullFallsSilent() throws {
+        var configuration = SyncConfiguration()
+        configuration.maxResponseRowBytes = 64 << 10   // many responses: the pull is cut midway
+        configuration.maxStreamedRowBytes = 0
+        let fleet = try SimFleet(["a", "b", "new"], base: base, configuration: configuration)
+        let (a, b, new) = (fleet.devices[0], fleet.devices[1], fleet.devices[2])
+        try a.store.putMany((0..<1500).map { note("n\($0)", String(repeating: "words of note \($0) ", count: 40)) })
+        try b.store.apply(try a.store.rows(.notebook, from: [], to: nil))
+        try fleet.attachAll()
+        var pulledFrom: Int?
+        for _ in 0..<200 where pulledFrom == nil {
+            fleet.tick()
+            if try new.store.counts(.notebook).live > 0 {
+                let keys = fleet.engines[2].pulls.sessions.keys.filter { $0.namespace == .notebook }
+                XCTAssertEqual(keys.count, 1, "one pull of the notebook at a time")
+                pulledFrom = keys.first.flatMap { key in fleet.devices.firstIndex { $0.id == key.sibling } }
+            }
+        }
+        let silent = try XCTUnwrap(pulledFrom)
+        fleet.engines[silent].stop()
+        let got = try new.store.counts(.notebook).live
+        XCTAssertLessThan(got, 1500, "the pull was not cut midway")
+        var ticks = 0
+        while try new.store.counts(.notebook).live < 1500 && ticks < 400 {
+            fleet.tick()
+            ticks += 1
+        }
+        XCTAssertEqual(try new.store.counts(.notebook).live, 1500, "the waiting sibling was never pulled from")
+        XCTAssertEqual(try new.digest(), try fleet.devices[1 - silent].digest())
+        _ = (a, b)
+    }
+
     func testOneDifferenceCostsFewBytesAndRoundTrips() throws {
         let fleet = try SimFleet(["a", "b"], base: base)
         let (a, b) = (fleet.devices[0], fleet.devices[1])

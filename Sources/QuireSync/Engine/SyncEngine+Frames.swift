@@ -157,7 +157,7 @@ extension SyncEngine {
         let userIDHash = me.userIDHash
         for gone in siblings.follow(current, channel: { SyncChannel.name(userIDHash: userIDHash, device: $0) }) {
             if roster[gone]?.isRevoked == true { note("device \(name(of: gone)) was revoked: its frames are refused") }
-            pulls.forget(gone)
+            for key in pulls.forget(gone) { startWaitedPull(key, nowMs: clock.monotonicMilliseconds()) }
         }
     }
 

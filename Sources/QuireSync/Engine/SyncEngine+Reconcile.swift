@@ -38,8 +38,9 @@ extension SyncEngine {
                 }
                 sendRequest(key, items: items, nowMs: nowMs)
             } catch {
-                pulls.cancel(key)
+                let waited = pulls.cancel(key)
                 report("preparing a pull of \(ns)", error)
+                for sibling in waited { startWaitedPull(PullKey(sibling: sibling, namespace: ns), nowMs: nowMs) }
             }
         }
     }
@@ -182,10 +183,20 @@ extension SyncEngine {
         // Pull again as one round, once every pull with this sibling ended,
         // for the namespaces that still differ from its last digest.
         let again = ending.pullAgain
-        guard !again.isEmpty else { return }
-        if let theirs = siblings[key.sibling]?.lastDigest, let mine = try? currentDigest(), theirs.generation == mine.digest.generation {
+        if !again.isEmpty, let theirs = siblings[key.sibling]?.lastDigest, let mine = try? currentDigest(),
+           theirs.generation == mine.digest.generation {
             let still = again.filter { theirs.roots[$0] != mine.digest.roots[$0] }.sorted()
             if !still.isEmpty { startPulls(from: key.sibling, namespaces: still, nowMs: nowMs) }
         }
+        for sibling in ending.waited { startWaitedPull(PullKey(sibling: sibling, namespace: key.namespace), nowMs: nowMs) }
+    }
+
+    /// A sibling that waited for another's pull of the namespace: pulled
+    /// now if its last digest still differs from ours there (what the other
+    /// pull brought often settles it).
+    func startWaitedPull(_ key: PullKey, nowMs: UInt64) {
+        guard let theirs = siblings[key.sibling]?.lastDigest, let mine = try? currentDigest(),
+              theirs.generation == mine.digest.generation, theirs.roots[key.namespace] != mine.digest.roots[key.namespace] else { return }
+        startPulls(from: key.sibling, namespaces: [key.namespace], nowMs: nowMs)
     }
 }

@@ -5,10 +5,13 @@ struct PullKey: Hashable {
     let namespace: Namespace
 }
 
-/// The pulls this device runs: at most one per sibling and namespace, the
-/// storm guard that decides whether a round of them may start, and what
-/// happens when the last pull with a sibling ends (our digest goes back to
-/// it if rows came, the namespaces asked for meanwhile are pulled again).
+/// The pulls this device runs: at most one per namespace (a second sibling
+/// that differs in it waits for the running pull, so rows two siblings both
+/// hold cross once: a new device of a three-device account would otherwise
+/// receive the whole notebook twice), the storm guard that decides whether
+/// a round of them may start, and what happens when the last pull with a
+/// sibling ends (our digest goes back to it if rows came, the namespaces
+/// asked for meanwhile are pulled again).
 ///
 /// It keeps the bookkeeping; the engine reads the store, sends the requests
 /// and acts on what these methods return.
@@ -18,6 +21,10 @@ struct PullCoordinator {
     private(set) var storms: [DeviceID: StormGuard] = [:]
     /// Namespaces to pull again from a sibling once its current pulls end.
     private var pullAgain: [DeviceID: Set<Namespace>] = [:]
+    /// Per namespace, the siblings that differ in it while another
+    /// sibling's pull of it runs: pulled once that pull ends, if they still
+    /// differ then.
+    private var waiting: [Namespace: Set<DeviceID>] = [:]
     /// Siblings whose pulls received rows: our digest goes to each as soon
     /// as its pulls end.
     private var readvertise: Set<DeviceID> = []
@@ -45,15 +52,30 @@ struct PullCoordinator {
 
     // MARK: Starting
 
-    /// The namespaces not being pulled from `sibling` yet; a pull already
-    /// running is asked to go again when it ends.
+    /// The namespaces no pull runs for yet, to pull from `sibling` now. A
+    /// pull already running from it is asked to go again when it ends; one
+    /// running from another sibling makes this one wait for it.
     mutating func notRunning(_ namespaces: [Namespace], from sibling: DeviceID) -> [Namespace] {
         var fresh: [Namespace] = []
         for ns in namespaces {
             let key = PullKey(sibling: sibling, namespace: ns)
-            if sessions[key] != nil { sessions[key]!.pullAgain = true } else { fresh.append(ns) }
+            if sessions[key] != nil {
+                sessions[key]!.pullAgain = true
+            } else if isPulling(ns) {
+                waiting[ns, default: []].insert(sibling)
+            } else {
+                fresh.append(ns)
+            }
         }
         return fresh
+    }
+
+    func isPulling(_ namespace: Namespace) -> Bool { sessions.keys.contains { $0.namespace == namespace } }
+
+    /// The siblings waiting for the pull of `namespace` that just ended.
+    private mutating func releaseWaiting(_ namespace: Namespace) -> [DeviceID] {
+        guard !isPulling(namespace), let siblings = waiting.removeValue(forKey: namespace) else { return [] }
+        return siblings.sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
     }
 
     enum Admission { case admitted, backingOff, stormBegan }
@@ -73,8 +95,11 @@ struct PullCoordinator {
     }
 
     /// Drops a pull whose first request could not be made (nothing of it
-    /// went out, so nothing follows it).
-    mutating func cancel(_ key: PullKey) { sessions[key] = nil }
+    /// went out, so nothing follows it but the siblings that waited for it).
+    mutating func cancel(_ key: PullKey) -> [DeviceID] {
+        sessions[key] = nil
+        return releaseWaiting(key.namespace)
+    }
 
     // MARK: Running
 
@@ -136,6 +161,9 @@ struct PullCoordinator {
         var readvertise = false
         /// Namespaces to pull again as one round, if they still differ.
         var pullAgain: Set<Namespace> = []
+        /// Siblings that waited for this pull: pull the namespace from
+        /// each that still differs in it.
+        var waited: [DeviceID] = []
     }
 
     /// Ends a pull (nil: it had already ended).
@@ -144,24 +172,30 @@ struct PullCoordinator {
         var ending = Ending()
         if session.receivedRows { readvertise.insert(key.sibling) }
         if session.pullAgain { pullAgain[key.sibling, default: []].insert(key.namespace) }
+        ending.waited = releaseWaiting(key.namespace)
         guard !hasPulls(with: key.sibling) else { return ending }
         ending.readvertise = readvertise.remove(key.sibling) != nil
         ending.pullAgain = pullAgain.removeValue(forKey: key.sibling) ?? []
         return ending
     }
 
-    /// Forgets everything about a sibling no longer on the roster.
-    mutating func forget(_ sibling: DeviceID) {
-        for key in sessions.keys where key.sibling == sibling { sessions[key] = nil }
+    /// Forgets everything about a sibling no longer on the roster; returns
+    /// the pulls that waited for its pulls (sibling and namespace).
+    mutating func forget(_ sibling: DeviceID) -> [PullKey] {
+        let ended = sessions.keys.filter { $0.sibling == sibling }
+        for key in ended { sessions[key] = nil }
         storms[sibling] = nil
         pullAgain[sibling] = nil
+        for ns in waiting.keys { waiting[ns]?.remove(sibling) }
         readvertise.remove(sibling)
+        return ended.flatMap { key in releaseWaiting(key.namespace).map { PullKey(sibling: $0, namespace: key.namespace) } }
     }
 
     /// This device was revoked: no pull goes on.
     mutating func stopAll() {
         sessions.removeAll()
         pullAgain.removeAll()
+        waiting.removeAll()
         readvertise.removeAll()
     }
 }
