@@ -26,10 +26,16 @@ final class PairingEndToEndTests: SyncEndToEndBase {
         XCTAssertTrue(try waitForEqualDigests([home("a"), home("b")], timeout: 30))
         XCTAssertTrue(FileManager.default.fileExists(atPath: home("b") + "/keys/backup.key"), "b received the backup key when admitted")
 
-        // The same invite file again, later: refused by the device that hears it.
-        try quireOK(["init", "--join", dir + "/invite", "--name", "c", "--relay", relay], home: home("c"), env: pass)
+        // The same invite file again, later: refused by the device that
+        // hears it, which tells the joiner why (the join says so at once).
+        let joined = try quireOK(["init", "--join", dir + "/invite", "--name", "c", "--relay", relay, "--json"], home: home("c"), env: pass)
+        let said = try XCTUnwrap(try jsonObject(joined.stdout) as? [String: Any])
+        XCTAssertEqual(said["admitted"] as? Bool, false)
+        XCTAssertTrue((said["refused"] as? String ?? "").contains("already used"), "\(said)")
         daemons.append(try SyncDaemon(home: home("c"), relay: relay))
         XCTAssertTrue(eventually(20) { self.daemons[0].output.contains("already used") }, daemons[0].output)
+        XCTAssertTrue(eventually(20) { self.daemons[2].output.contains("refused to admit this device: its invite was already used") },
+                      daemons[2].output)
         try put(home("a"), ["notebook", "Private"], body: "c must never see this")
         XCTAssertTrue(try waitForEqualDigests([home("a"), home("b")], timeout: 30))
         sleep(2)

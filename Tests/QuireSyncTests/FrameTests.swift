@@ -16,6 +16,22 @@ final class FrameTests: XCTestCase {
                      role: "device", issuedAt: Timestamp(seconds: 1), revokedAt: revoked ? Timestamp(seconds: 2) : nil)
     }
 
+    /// A refusal travels in an introduction, cut to its limit on a character
+    /// boundary; a longer one from a hostile sender is refused whole, and an
+    /// introduction without one (older versions) reads as before.
+    func testAnIntroductionCarriesARefusalWithinItsLimit() throws {
+        let plain = try IntroduceMessage.decode(IntroduceMessage(rows: [], enrolment: [1, 2, 3]).encoded())
+        XCTAssertNil(plain.refusal)
+        XCTAssertEqual(plain.enrolment, [1, 2, 3])
+        let said = try IntroduceMessage.decode(IntroduceMessage(rows: [], refusal: "its invite was already used").encoded())
+        XCTAssertEqual(said.refusal, "its invite was already used")
+        let long = String(repeating: "é", count: 400)   // 800 bytes
+        let cut = try XCTUnwrap(try IntroduceMessage.decode(IntroduceMessage(rows: [], refusal: long).encoded()).refusal)
+        XCTAssertEqual(cut, String(repeating: "é", count: IntroduceMessage.maxRefusalBytes / 2))
+        let hostile = CBORWriter.encode(.map([(.unsigned(2), .array([])), (.unsigned(4), .text(long))]))
+        XCTAssertThrowsError(try IntroduceMessage.decode(hostile))
+    }
+
     func testEnvelopeRoundTripAndHostileShapes() {
         let e = Envelope(boxKind: .authenticated, recipient: ID16(bytes: Array(repeating: 1, count: 16))!,
                          claimedSender: ID16(bytes: Array(repeating: 2, count: 16))!, box: Array(repeating: 7, count: 100))

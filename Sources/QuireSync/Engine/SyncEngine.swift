@@ -77,6 +77,9 @@ public final class SyncEngine: @unchecked Sendable {
     /// holder of the account id can send with any sender id): grouped and
     /// rate-limited, so made-up senders cannot flood the log.
     var refusalLog = LogThrottle()
+    /// Why a trusted sibling refused this device's enrolment (nil: none did,
+    /// or it was admitted since).
+    var admissionRefusal: String?
     var backupKeyIsReal: Bool
     /// The backup keys of rotations (Roster/SyncEngine+BackupKeys): held,
     /// called for by the log, what went wrong opening them.
@@ -369,6 +372,9 @@ public final class SyncEngine: @unchecked Sendable {
         let mine = try? currentDigest().bytes
         return siblings.all.filter { $0.lastSeenMs != nil }.map { ($0.member.name, $0.holdsBoth(mine)) }
     }
+
+    /// Why a sibling refused to admit this joining device, if one did.
+    public var refusedAdmission: String? { lock.lock(); defer { lock.unlock() }; return admissionRefusal }
 
     public var hasActivePulls: Bool { lock.lock(); defer { lock.unlock() }; return !pulls.isEmpty }
 

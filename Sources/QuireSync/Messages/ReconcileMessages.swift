@@ -312,10 +312,21 @@ public struct DigestMessage: Equatable, Sendable {
 public struct IntroduceMessage: Equatable, Sendable {
     public static let maxRows = 256
 
+    /// Longest refusal text kept (a sibling's words, shown to the user).
+    public static let maxRefusalBytes = 512
+
     public var rows: [Row]
     public var enrolment: [UInt8]?
+    /// Sent back to a joining device whose enrolment a trusted sibling
+    /// refused (an invite already used, or expired): why, in words. Older
+    /// versions skip the field.
+    public var refusal: String?
 
-    public init(rows: [Row], enrolment: [UInt8]? = nil) { self.rows = rows; self.enrolment = enrolment }
+    public init(rows: [Row], enrolment: [UInt8]? = nil, refusal: String? = nil) {
+        self.rows = rows
+        self.enrolment = enrolment
+        self.refusal = refusal
+    }
     public init(row: Row) { self.init(rows: [row]) }
 
     public var row: Row? { rows.first }
@@ -323,6 +334,14 @@ public struct IntroduceMessage: Equatable, Sendable {
     public func encoded() -> [UInt8] {
         var f: [(CBOR, CBOR)] = [(.unsigned(2), .array(rows.prefix(Self.maxRows).map(RowWire.encode)))]
         if let enrolment { f.append((.unsigned(3), .bytes(enrolment))) }
+        if let refusal {
+            var kept = ""
+            for c in refusal {
+                guard kept.utf8.count + c.utf8.count <= Self.maxRefusalBytes else { break }
+                kept.append(c)
+            }
+            f.append((.unsigned(4), .text(kept)))
+        }
         return CBORWriter.encode(.map(f))
     }
 
@@ -341,7 +360,9 @@ public struct IntroduceMessage: Equatable, Sendable {
                 rows.append(row)
             }
         }
-        return IntroduceMessage(rows: rows, enrolment: try f.optional(3)?.asBytes())
+        let refusal = try f.optional(4)?.asText()
+        if let refusal, refusal.utf8.count > maxRefusalBytes { throw .invalidValue("refusal too long") }
+        return IntroduceMessage(rows: rows, enrolment: try f.optional(3)?.asBytes(), refusal: refusal)
     }
 }
 

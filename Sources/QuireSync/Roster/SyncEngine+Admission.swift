@@ -36,6 +36,13 @@ extension SyncEngine {
 
     func handleIntroduce(_ message: IntroduceMessage, from sender: DeviceID, nowMs: UInt64) throws {
         let known = roster[sender].map { !$0.isRevoked } ?? false
+        // Anyone may seal an introduction to us: a refusal is only words for
+        // the user, and admission still waits for a signed statement.
+        if let refusal = message.refusal, deps.enrolment != nil, roster[me.deviceID]?.trust != .trusted,
+           admissionRefusal != refusal {
+            admissionRefusal = refusal
+            note("\(name(of: sender)) refused to admit this device: \(refusal)")
+        }
         // An introduction is sealed anonymously: anyone who knows the account
         // id (a revoked device does) can send one. Keep only the statements
         // that count once added to ours, so it cannot fill the log with
@@ -80,12 +87,16 @@ extension SyncEngine {
 
     /// Admits a joining device whose enrolment checks out; otherwise says why not.
     func admit(_ signed: [UInt8], from sender: DeviceID, nowMs: UInt64) {
-        func refuse(_ why: String) {
+        /// `joiner`: the verified enrolment, whose box key the reason is
+        /// sealed to (an unverified one gets no answer: we would be sending
+        /// words to whatever key a stranger named).
+        func refuse(_ why: String, joiner: Enrolment? = nil) {
             count(.uncertifiedRoster)
             let (allowed, suppressed) = refusalLog.allow("admission", nowMs: nowMs)
             guard allowed else { return }
             note("refused to admit device \(sender.hex.prefix(12)): \(why)"
                  + (suppressed > 0 ? " (and \(suppressed) more refusals in the last minute, not logged)" : ""))
+            if let joiner { tellRefused(sender, boxKey: joiner.boxKey, why: why) }
         }
         guard roster[me.deviceID]?.trust == .trusted, backupKeyIsReal else { return }
         guard let grantID = Enrolment.claimedGrant(signed) else { return refuse("its enrolment is damaged") }
@@ -103,10 +114,12 @@ extension SyncEngine {
             // The expiry is checked here, by a device of the account, with
             // its own clock: a joiner's clock cannot stretch an invite.
             guard clock.now().seconds < grant.expiresAt.seconds else {
-                return refuse("its invite expired on \(DateStamp.format(grant.expiresAt)); make a new one with 'quire invite'")
+                return refuse("its invite expired on \(DateStamp.format(grant.expiresAt)); make a new one with 'quire invite'",
+                              joiner: enrolment)
             }
             if let used = log.admitted(under: grantID), used != sender {
-                return refuse("its invite was already used by device \(used.hex.prefix(12)); an invite admits one device")
+                return refuse("its invite was already used by device \(used.hex.prefix(12)); an invite admits one device: make a new one with 'quire invite'",
+                              joiner: enrolment)
             }
             if log.admitted(under: grantID) == sender { return }
             var statement = DeviceStatement(kind: .admit, accountKey: accountKey.bytes, signerKey: deps.identity.deviceSigning.publicKey.bytes,
@@ -132,6 +145,22 @@ extension SyncEngine {
             note("admitted device '\(enrolment.name)' (\(sender.hex.prefix(12))) with an invite made by \(name(of: grant.signer))")
         } catch {
             report("cannot admit device \(sender.hex.prefix(12))", error)
+        }
+    }
+
+    /// Tells a joining device why it was refused: an introduction with our
+    /// device log and the reason, sealed to the box key its enrolment gave.
+    func tellRefused(_ joiner: DeviceID, boxKey: [UInt8], why: String) {
+        do {
+            let key = try BoxPublicKey(bytes: boxKey)
+            let rows = try store.rows(.devices, from: [], to: nil)
+            let message = IntroduceMessage(rows: Array(rows.prefix(IntroduceMessage.maxRows)), refusal: why)
+            let frame = link.sealIntroduction(message.encoded(), to: joiner, boxKey: key)
+            try deps.relay.publish(frame, to: SyncChannel.name(userIDHash: me.userIDHash, device: joiner))
+            metrics.framesOut += 1
+            metrics.bytesOut += frame.count
+        } catch {
+            report("cannot tell device \(joiner.hex.prefix(12)) why it was refused", error)
         }
     }
 

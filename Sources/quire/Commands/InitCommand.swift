@@ -134,13 +134,16 @@ enum InitCommand {
         let later = "a device of the account admits it when they next sync"
         var announced = "no sibling is listening now; " + later
         var heard: [String] = []
+        var refusal: String?
         do {
             var configuration = SyncConfiguration()
             configuration.pulledNamespaces = [.devices]
             let sync = try SyncService.start(home: inv.home, store: store, identity: identity, configuration: configuration)
             let deadline = Date().addingTimeInterval(admissionWait)
-            while FileManager.default.fileExists(atPath: inv.home.enrolmentPath), Date() < deadline { usleep(2_000) }
+            while FileManager.default.fileExists(atPath: inv.home.enrolmentPath), sync.engine.refusedAdmission == nil,
+                  Date() < deadline { usleep(2_000) }
             heard = sync.engine.heardSiblings().map(\.name).sorted()
+            refusal = sync.engine.refusedAdmission
             sync.stop()
         } catch {
             announced = "could not sync now (\(error)); " + later
@@ -149,13 +152,16 @@ enum InitCommand {
         let names = heard.map { "'\($0)'" }.joined(separator: ", ")
         if admitted {
             announced = "admitted by a sibling that is listening" + (heard.isEmpty ? "" : " (heard from \(names))")
+        } else if let refusal {
+            announced = "NOT ADMITTED: a device of the account refused this device: \(refusal)"
         } else if !heard.isEmpty {
             announced = "heard from \(names), not admitted yet; " + later
         }
         let prefs = try inv.home.prefs.load()
         if args.has("json") {
             Output.json(["home": inv.home.path, "device": identity.deviceID.hex, "name": name,
-                         "account": Hex.encode(identity.userIDHash), "relay": prefs.relay, "admitted": admitted, "heardFrom": heard])
+                         "account": Hex.encode(identity.userIDHash), "relay": prefs.relay, "admitted": admitted, "heardFrom": heard,
+                         "refused": refusal.map { $0 as Any } ?? NSNull()])
         } else {
             Output.line("joined the account as '\(name)' (\(identity.deviceID.hex.prefix(12))) in \(inv.home.path); \(announced)")
         }
