@@ -168,6 +168,36 @@ final class FolderPlacementTests: XCTestCase {
                    isOffloaded: false, seq: seq, place: RowPlace(kind: kind, folder: folder))
     }
 
+    /// Listings kept in order name by name (between two readdirs) list what
+    /// a listing made afresh from the same rows lists, through adds,
+    /// retitles, moves, name clashes and deletions in any order.
+    func testSortedNamesKeptStepByStepMatchAFreshListing() {
+        var random = SystemRandomNumberGenerator()
+        let titles = ["a", "b", "Note", "note", "caf\u{E9}", "cafe\u{301}", "z z", "\u{1F600}"]
+        var rows: [RowKey: RowSummary] = [:]
+        var listing = NamespaceListing(namespace: .notebook, summaries: [])
+        for step in 1...1500 {
+            let k = key(UInt8.random(in: 1...40, using: &random))
+            let folders = rows.values.filter { $0.place.kind == .folder && !$0.isTombstone }.map(\.key)
+            if Bool.random(using: &random) && rows[k] != nil && Int.random(in: 0..<4, using: &random) == 0 {
+                var gone = rows[k]!
+                gone.isTombstone = true
+                rows[k] = gone
+                _ = listing.apply(gone)
+            } else {
+                let kind: NoteKind = Int.random(in: 0..<5, using: &random) == 0 ? .folder : .note
+                let folder = Bool.random(using: &random) ? folders.randomElement(using: &random) : nil
+                let made = summary(k, titles.randomElement(using: &random)!, kind: kind, in: folder, seq: Int64(step))
+                rows[k] = made
+                _ = listing.apply(made)
+            }
+            var fresh = NamespaceListing(namespace: .notebook, summaries: Array(rows.values))
+            for folder in [nil] + rows.keys.map({ Optional($0) }) {
+                XCTAssertEqual(listing.sortedNames(in: folder), fresh.sortedNames(in: folder), "step \(step), folder \(String(describing: folder))")
+            }
+        }
+    }
+
     /// Two devices moved two folders each into the other: the cycle is cut
     /// at the smaller key, which shows at the top with the other inside it.
     func testAFolderCycleIsCutAtTheSmallestKey() {

@@ -76,7 +76,9 @@ struct NamespaceListing: Sendable {
     private var cycleCuts: Set<RowKey> = []
     /// Rows by the folder they name (live or not).
     private var declaredChildren: [RowKey: Set<RowKey>] = [:]
-    /// Sorted names per folder, rebuilt lazily for readdir.
+    /// Sorted names per folder for readdir: sorted once when first listed,
+    /// then kept in order name by name (a catch-up adds thousands of names
+    /// between two listings of a big folder; each must not sort them all).
     private var sortedNamesCache: [RowKey?: [CanonicalName]] = [:]
 
     init(namespace: Namespace, summaries: [RowSummary]) {
@@ -129,6 +131,33 @@ struct NamespaceListing: Sendable {
         let names = (entries[folder] ?? [:]).keys.sorted()
         sortedNamesCache[folder] = names
         return names
+    }
+
+    /// Shows `key` under `name` in `folder` (the one place names are added).
+    private mutating func setEntry(_ folder: RowKey?, _ name: CanonicalName, _ key: RowKey) {
+        let isNew = entries[folder, default: [:]].updateValue(key, forKey: name) == nil
+        guard isNew, var sorted = sortedNamesCache.removeValue(forKey: folder) else { return }
+        sorted.insert(name, at: Self.insertionIndex(of: name, in: sorted))
+        sortedNamesCache[folder] = sorted
+    }
+
+    /// Takes `name` out of `folder` (the one place names are removed).
+    private mutating func clearEntry(_ folder: RowKey?, _ name: CanonicalName) {
+        guard entries[folder]?.removeValue(forKey: name) != nil,
+              var sorted = sortedNamesCache.removeValue(forKey: folder) else { return }
+        let at = Self.insertionIndex(of: name, in: sorted)
+        if at < sorted.count, sorted[at] == name { sorted.remove(at: at) }
+        sortedNamesCache[folder] = sorted
+    }
+
+    /// The first index whose name is not before `name` (binary search).
+    private static func insertionIndex(of name: CanonicalName, in sorted: [CanonicalName]) -> Int {
+        var low = 0, high = sorted.count
+        while low < high {
+            let mid = (low + high) / 2
+            if sorted[mid] < name { low = mid + 1 } else { high = mid }
+        }
+        return low
     }
 
     /// Live rows of a folder whose title is `title` under the name rule
@@ -222,8 +251,7 @@ struct NamespaceListing: Sendable {
         var changes: [NameChange] = []
         if let slot = slotOfKey[key] {
             // Free the name first, so the next row of the group can take it.
-            if entries[slot.folder]?[slot.name] == key { entries[slot.folder]?[slot.name] = nil }
-            sortedNamesCache[slot.folder] = nil
+            if entries[slot.folder]?[slot.name] == key { clearEntry(slot.folder, slot.name) }
             if !keepName {
                 slotOfKey[key] = nil
                 changes.append(NameChange(key: key, old: slot, new: nil))
@@ -280,19 +308,12 @@ struct NamespaceListing: Sendable {
             let old = slotOfKey[key]
             guard old != new else {
                 // Unplaced and placed again under the same name.
-                if entries[slot.folder]?[name] != key {
-                    entries[slot.folder, default: [:]][name] = key
-                    sortedNamesCache[slot.folder] = nil
-                }
+                if entries[slot.folder]?[name] != key { setEntry(slot.folder, name, key) }
                 continue
             }
-            if let old, entries[old.folder]?[old.name] == key {
-                entries[old.folder]?[old.name] = nil
-                sortedNamesCache[old.folder] = nil
-            }
+            if let old, entries[old.folder]?[old.name] == key { clearEntry(old.folder, old.name) }
             slotOfKey[key] = new
-            entries[slot.folder, default: [:]][name] = key
-            sortedNamesCache[slot.folder] = nil
+            setEntry(slot.folder, name, key)
             changes.append(NameChange(key: key, old: old, new: new))
         }
         return changes
