@@ -36,6 +36,8 @@ final class PairingEndToEndTests: SyncEndToEndBase {
         XCTAssertTrue(eventually(20) { self.daemons[0].output.contains("already used") }, daemons[0].output)
         XCTAssertTrue(eventually(20) { self.daemons[2].output.contains("refused to admit this device: its invite was already used") },
                       daemons[2].output)
+        XCTAssertTrue(eventually(10) { ((try? quire(["status"], home: self.home("c")))?.stdout ?? "").contains("NOT ADMITTED") },
+                      (try? quire(["status"], home: home("c")))?.stdout ?? "")
         try put(home("a"), ["notebook", "Private"], body: "c must never see this")
         XCTAssertTrue(try waitForEqualDigests([home("a"), home("b")], timeout: 30))
         sleep(2)

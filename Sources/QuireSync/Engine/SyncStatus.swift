@@ -107,6 +107,8 @@ public struct SyncStatus: Codable, Equatable, Sendable {
     /// The cloud folder and the backup keys, in words: anchors refused (a
     /// key from before a revocation), keys this device lacks.
     public var cloudWarnings: [String]? = nil
+    /// Why a device of the account refused to admit this joining device.
+    public var admissionRefused: String? = nil
 
     public static func path(in home: DeviceHome) -> String { home.syncStatusPath }
 

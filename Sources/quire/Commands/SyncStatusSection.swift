@@ -29,6 +29,9 @@ enum SyncStatusSection {
             lines.append("sync: not running (last ran on \(s.relay) until \(Ago.text(now - s.updatedAt))); what follows is from then")
         }
         if s.phase == .revoked { lines.append("this device was REVOKED from the account: it no longer syncs") }
+        if let why = s.admissionRefused {
+            lines.append("NOT ADMITTED: a device of the account refused this device: \(why); join again with the new invite in a new device directory (--home)")
+        }
         if s.siblings.isEmpty { lines.append("no sibling devices on the roster yet ('quire invite' adds one)") }
         for sib in s.siblings {
             lines.append("  " + siblingText(sib, now: now))
@@ -58,7 +61,7 @@ enum SyncStatusSection {
         var json: [String: Any] = ["barrier": s.barrier as Any, "anchor": s.anchor as Any, "cloudWarnings": s.cloudWarnings ?? [],
                                    "wedged": s.wedgedReason.map { ["since": s.wedgedSince ?? 0, "reason": $0] as [String: Any] } as Any, "running": alive, "phase": s.phase.rawValue, "relay": s.relay, "pid": s.pid,
                                    "updatedAt": s.updatedAt, "rounds": s.rounds, "rowsApplied": s.rowsApplied,
-                                   "dropped": s.dropped, "sendErrors": s.sendErrors]
+                                   "dropped": s.dropped, "sendErrors": s.sendErrors, "admissionRefused": s.admissionRefused as Any]
         if alive, let c = s.catchUp {
             json["catchUp"] = ["rowsPulled": c.rowsPulled, "bytesPulled": c.bytesPulled, "seconds": c.seconds,
                                "rowsRemaining": c.rowsRemaining as Any]
