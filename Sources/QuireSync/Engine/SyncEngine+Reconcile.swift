@@ -9,7 +9,11 @@ extension SyncEngine {
     /// pulled. A pull already running is asked to go again when it ends.
     func startPulls(from sender: DeviceID, namespaces: [Namespace], nowMs: UInt64) {
         guard phase != .revoked, let sibling = siblings[sender] else { return }
-        let fresh = pulls.notRunning(namespaces.filter(configuration.pulledNamespaces.contains), from: sender)
+        let theirs = sibling.lastDigest
+        let fresh = pulls.notRunning(namespaces.filter(configuration.pulledNamespaces.contains), from: sender) { ns, other in
+            guard let root = theirs?.roots[ns], let digest = siblings[other]?.lastDigest else { return false }
+            return digest.generation == theirs?.generation && digest.roots[ns] == root
+        }
         guard !fresh.isEmpty else { return }
         let ownDigest = (try? currentDigest().bytes) ?? []
         switch pulls.admitRound(with: sender, nowMs: nowMs, ownDigest: ownDigest) {

@@ -5,13 +5,14 @@ struct PullKey: Hashable {
     let namespace: Namespace
 }
 
-/// The pulls this device runs: at most one per namespace (a second sibling
-/// that differs in it waits for the running pull, so rows two siblings both
-/// hold cross once: a new device of a three-device account would otherwise
-/// receive the whole notebook twice), the storm guard that decides whether
-/// a round of them may start, and what happens when the last pull with a
-/// sibling ends (our digest goes back to it if rows came, the namespaces
-/// asked for meanwhile are pulled again).
+/// The pulls this device runs: at most one per sibling and namespace, and
+/// none from a sibling that holds what a running pull's sibling holds there
+/// (it waits for that pull, so rows two siblings both hold cross once: a new
+/// device of a three-device account would otherwise receive the whole
+/// notebook twice; siblings that hold different writes are pulled at once),
+/// the storm guard that decides whether a round of them may start, and what
+/// happens when the last pull with a sibling ends (our digest goes back to
+/// it if rows came, the namespaces asked for meanwhile are pulled again).
 ///
 /// It keeps the bookkeeping; the engine reads the store, sends the requests
 /// and acts on what these methods return.
@@ -21,9 +22,9 @@ struct PullCoordinator {
     private(set) var storms: [DeviceID: StormGuard] = [:]
     /// Namespaces to pull again from a sibling once its current pulls end.
     private var pullAgain: [DeviceID: Set<Namespace>] = [:]
-    /// Per namespace, the siblings that differ in it while another
-    /// sibling's pull of it runs: pulled once that pull ends, if they still
-    /// differ then.
+    /// Per namespace, the siblings that differ from us in it the way a
+    /// sibling whose pull of it runs does: pulled once no pull of it runs,
+    /// if they still differ then.
     private var waiting: [Namespace: Set<DeviceID>] = [:]
     /// Siblings whose pulls received rows: our digest goes to each as soon
     /// as its pulls end.
@@ -52,16 +53,18 @@ struct PullCoordinator {
 
     // MARK: Starting
 
-    /// The namespaces no pull runs for yet, to pull from `sibling` now. A
-    /// pull already running from it is asked to go again when it ends; one
-    /// running from another sibling makes this one wait for it.
-    mutating func notRunning(_ namespaces: [Namespace], from sibling: DeviceID) -> [Namespace] {
+    /// The namespaces to pull from `sibling` now. A pull already running
+    /// from it is asked to go again when it ends; one running from another
+    /// sibling that holds the same there (`holdsSame(ns, other)`: their last
+    /// digests' roots match) makes this one wait for it.
+    mutating func notRunning(_ namespaces: [Namespace], from sibling: DeviceID,
+                             holdsSame: (Namespace, DeviceID) -> Bool) -> [Namespace] {
         var fresh: [Namespace] = []
         for ns in namespaces {
             let key = PullKey(sibling: sibling, namespace: ns)
             if sessions[key] != nil {
                 sessions[key]!.pullAgain = true
-            } else if isPulling(ns) {
+            } else if sessions.keys.contains(where: { $0.namespace == ns && holdsSame(ns, $0.sibling) }) {
                 waiting[ns, default: []].insert(sibling)
             } else {
                 fresh.append(ns)
