@@ -105,6 +105,25 @@ final class EngineTests: XCTestCase {
         XCTAssertLessThan(min(m[0].rowBytesOut, m[1].rowBytesOut), oneCopy / 10)
     }
 
+    /// Siblings that hold different writes are pulled from at once: waiting
+    /// is only for a sibling that holds what the running pull brings.
+    func testSiblingsWithDifferentWritesArePulledAtOnce() throws {
+        let fleet = try SimFleet(["a", "b", "new"], base: base)
+        let (a, b, new) = (fleet.devices[0], fleet.devices[1], fleet.devices[2])
+        try a.store.putMany((0..<300).map { note("a\($0)", "from a \($0)") })
+        try b.store.putMany((0..<300).map { note("b\($0)", "from b \($0)") })
+        try fleet.attachAll()
+        var most = 0
+        for _ in 0..<400 {
+            fleet.tick()
+            most = max(most, fleet.engines[2].pulls.sessions.keys.filter { $0.namespace == .notebook }.count)
+            if try new.store.counts(.notebook).live == 600 { break }
+        }
+        XCTAssertEqual(try new.store.counts(.notebook).live, 600)
+        XCTAssertEqual(most, 2, "the two pulls of the notebook did not run side by side")
+        _ = (a, b)
+    }
+
     /// The sibling a new device pulls from falls silent mid-pull: the other
     /// sibling, which waited, is pulled from once that pull times out.
     func testAWaitingSiblingIsPulledWhenTheRunningPullFallsSilent() throws {
