@@ -121,7 +121,6 @@ final class EngineTests: XCTestCase {
         }
         XCTAssertEqual(try new.store.counts(.notebook).live, 600)
         XCTAssertEqual(most, 2, "the two pulls of the notebook did not run side by side")
-        _ = (a, b)
     }
 
     /// The sibling a new device pulls from falls silent mid-pull: the other
@@ -154,8 +153,7 @@ final class EngineTests: XCTestCase {
             ticks += 1
         }
         XCTAssertEqual(try new.store.counts(.notebook).live, 1500, "the waiting sibling was never pulled from")
-        XCTAssertEqual(try new.digest(), try fleet.devices[1 - silent].digest())
-        _ = (a, b)
+        XCTAssertEqual(Hex.encode(try new.digest()), Hex.encode(try fleet.devices[1 - silent].digest()))
     }
 
     func testOneDifferenceCostsFewBytesAndRoundTrips() throws {
