@@ -15,14 +15,14 @@ let package = Package(
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CFuse3", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
         .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
-        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CDeflate", pkgConfig: "libdeflate", providers: [.apt(["libdeflate-dev"])]),
 
         // Typed Swift over libsodium: the only place that touches CSodium.
         .target(name: "QuireCrypto", dependencies: ["CSodium"]),
         // Pure: CBOR, rows, leaves, fingerprints, digest, version vectors, merges.
         .target(name: "QuireCore", dependencies: ["QuireCrypto"]),
         // The SQLite replica: the only place that touches CSQLite.
-        .target(name: "QuireStore", dependencies: ["QuireCore", "QuireCrypto", "CSQLite", "CZlib"]),
+        .target(name: "QuireStore", dependencies: ["QuireCore", "QuireCrypto", "CSQLite", "CDeflate"]),
         // Byte transports with no mailbox: local datagram relay, Redis pub/sub.
         .target(name: "QuireRelay", dependencies: ["CHiredis"]),
         // Sealed frames, pairing, reconcile, offload/recall.

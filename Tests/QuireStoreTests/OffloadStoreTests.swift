@@ -261,6 +261,36 @@ final class StoredBodyTests: XCTestCase {
         XCTAssertNil(StoredBody.decode([1, 2], format: StoredBody.deflated))
     }
 
+    /// Replicas written before libdeflate hold bodies zlib deflated; both
+    /// write the same format (a length, then a zlib stream), so a replica
+    /// needs no migration either way.
+    func testBodiesStoredByZlibReadBackAndNewOnesAreZlibStreams() throws {
+        let text = Array(String(repeating: "Paragraph one of a note kept before libdeflate.\n\n", count: 6).utf8)
+        // 4-byte length, then zlib's compress(text, level 1), as stored before.
+        let byZlib = hexBytes("2601000078010b482c4a4c2f4a2cc850c8cf4b55c84f534854c8cb2f4955c84e2d2851484a4dcb2f4a55c8c94c4a494dcb492c49d5e3e20a18891a00726a6697")
+        XCTAssertEqual(StoredBody.decode(byZlib, format: StoredBody.deflated), text)
+        var badChecksum = byZlib
+        badChecksum[badChecksum.count - 1] ^= 0x01
+        XCTAssertNil(StoredBody.decode(badChecksum, format: StoredBody.deflated), "the stream's Adler-32 is checked")
+        let stored = StoredBody.encode(text)
+        XCTAssertEqual(stored.format, StoredBody.deflated)
+        XCTAssertEqual(Array(stored.bytes.prefix(4)), [0x26, 0x01, 0, 0], "the length, little-endian")
+        // A zlib header: deflate with a 32 KiB window, and CMF·256+FLG a multiple of 31.
+        XCTAssertEqual(stored.bytes[4], 0x78)
+        XCTAssertEqual((Int(stored.bytes[4]) * 256 + Int(stored.bytes[5])) % 31, 0)
+    }
+
+    private func hexBytes(_ hex: String) -> [UInt8] {
+        var out: [UInt8] = []
+        var index = hex.startIndex
+        while index < hex.endIndex {
+            let next = hex.index(index, offsetBy: 2)
+            out.append(UInt8(hex[index..<next], radix: 16)!)
+            index = next
+        }
+        return out
+    }
+
     func testADeflatedBodyDamagedOnDiskIsSetAsideNotShown() throws {
         let dir = temporaryDirectory()
         let s = try makeStore(dir)

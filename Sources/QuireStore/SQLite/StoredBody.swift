@@ -1,9 +1,10 @@
-import CZlib
+import CDeflate
 
-/// A note body as the `rows.body` column keeps it: deflated (zlib) when
-/// that saves at least a tenth, else as written. Storage only: hashes,
-/// leaves and the wire always see the bytes as written. The only code that
-/// speaks zlib; no raw pointer leaves this file.
+/// A note body as the `rows.body` column keeps it: deflated (a zlib
+/// stream, made with libdeflate) when that saves at least a tenth, else as
+/// written. Storage only: hashes, leaves and the wire always see the bytes
+/// as written. The only code that speaks deflate; no raw pointer leaves
+/// this file.
 enum StoredBody {
     /// `bodyFormat` values.
     static let raw: Int64 = 0
@@ -15,39 +16,42 @@ enum StoredBody {
     static let maxLength = 256 << 20
 
     static func encode(_ body: [UInt8]) -> (bytes: [UInt8], format: Int64) {
-        guard body.count >= 128, body.count <= maxLength else { return (body, raw) }
+        guard body.count >= 128, body.count <= maxLength,
+              let compressor = libdeflate_alloc_compressor(level) else { return (body, raw) }
+        defer { libdeflate_free_compressor(compressor) }
         // Images, PDFs and archives are compressed already: a quick deflate
         // of a sample says so before the whole body is worked on.
-        if body.count > 4 * sampleSize, !shrinks(Array(body.prefix(sampleSize)), level: 1) { return (body, raw) }
-        var bound = compressBound(uLong(body.count))
-        var out = [UInt8](repeating: 0, count: headerSize + Int(bound))
-        let status = out.withUnsafeMutableBufferPointer { dst in
-            body.withUnsafeBufferPointer { src in
-                compress2(dst.baseAddress! + headerSize, &bound, src.baseAddress, uLong(src.count), level)
-            }
-        }
-        guard status == Z_OK, headerSize + Int(bound) <= body.count - body.count / 10 else { return (body, raw) }
-        out.removeLast(out.count - headerSize - Int(bound))
+        if body.count > 4 * sampleSize, deflate(Array(body.prefix(sampleSize)), with: compressor) == nil { return (body, raw) }
+        guard let stream = deflate(body, with: compressor) else { return (body, raw) }
+        var out = [UInt8](repeating: 0, count: headerSize)
         let n = UInt32(body.count)
         for i in 0..<headerSize { out[i] = UInt8(truncatingIfNeeded: n >> (8 * UInt32(i))) }
+        out += stream
         return (out, deflated)
     }
 
     static let sampleSize = 4096
-    /// zlib's fastest level: every save and every row a catch-up brings
-    /// is deflated on the way in, and notes of prose already shrink to
-    /// under half at this level (level 6 saves a few percent more at
-    /// several times the cost).
+    /// The fastest level: every save and every row a catch-up brings is
+    /// deflated on the way in, and notes of prose already shrink to under
+    /// half at this level (higher levels save a few percent more at two or
+    /// three times the cost).
     static let level: Int32 = 1
 
-    /// Whether deflating `sample` saves at least a tenth.
-    private static func shrinks(_ sample: [UInt8], level: Int32) -> Bool {
-        var bound = compressBound(uLong(sample.count))
-        var out = [UInt8](repeating: 0, count: Int(bound))
-        let status = out.withUnsafeMutableBufferPointer { dst in
-            sample.withUnsafeBufferPointer { src in compress2(dst.baseAddress!, &bound, src.baseAddress, uLong(src.count), level) }
+    /// `bytes` as a zlib stream, with its length header room counted, if
+    /// that saves at least a tenth (nil: keep them as written).
+    private static func deflate(_ bytes: [UInt8], with compressor: OpaquePointer) -> [UInt8]? {
+        let room = bytes.count - bytes.count / 10 - headerSize
+        guard room > 0 else { return nil }
+        var out = [UInt8](repeating: 0, count: room)
+        // libdeflate answers 0 when the stream does not fit in `room`.
+        let written = out.withUnsafeMutableBytes { dst in
+            bytes.withUnsafeBytes { src in
+                libdeflate_zlib_compress(compressor, src.baseAddress, src.count, dst.baseAddress, dst.count)
+            }
         }
-        return status == Z_OK && Int(bound) <= sample.count - sample.count / 10
+        guard written > 0 else { return nil }
+        out.removeLast(out.count - written)
+        return out
     }
 
     /// The body as written, or nil when the stored bytes do not inflate to
@@ -59,14 +63,19 @@ enum StoredBody {
         var length = 0
         for i in 0..<headerSize { length |= Int(stored[i]) << (8 * i) }
         guard length > 0, length <= maxLength else { return nil }
+        guard let decompressor = libdeflate_alloc_decompressor() else { return nil }
+        defer { libdeflate_free_decompressor(decompressor) }
         var out = [UInt8](repeating: 0, count: length)
-        var produced = uLongf(length)
-        let status = out.withUnsafeMutableBufferPointer { dst in
-            stored.withUnsafeBufferPointer { src in
-                uncompress(dst.baseAddress, &produced, src.baseAddress! + headerSize, uLong(src.count - headerSize))
+        var produced = 0
+        // A stream that would inflate past `length` fails (no room), one
+        // that stops short is caught by the count.
+        let status = out.withUnsafeMutableBytes { dst in
+            stored.withUnsafeBytes { src in
+                libdeflate_zlib_decompress(decompressor, src.baseAddress! + headerSize, src.count - headerSize,
+                                           dst.baseAddress, dst.count, &produced)
             }
         }
-        guard status == Z_OK, Int(produced) == length else { return nil }
+        guard status == LIBDEFLATE_SUCCESS, produced == length else { return nil }
         return out
     }
 }

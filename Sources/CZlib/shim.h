@@ -1,1 +1,0 @@
-#include <zlib.h>
