@@ -291,6 +291,37 @@ final class StoredBodyTests: XCTestCase {
         return out
     }
 
+    /// A sibling's batch has its bodies deflated ahead of the transaction,
+    /// on several threads: each row keeps its own body (twins included, and
+    /// a row whose merge changes its body), stored deflated where that pays.
+    func testABatchFromASiblingStoresEachRowsOwnBody() throws {
+        let sender = try makeStore(temporaryDirectory("sender"), device: deviceA)
+        let receiver = try makeStore(temporaryDirectory("receiver"), device: deviceB, seed: 2)
+        // One note both wrote concurrently: the batch's version is merged with the local one.
+        let shared = try sender.put(note("shared", "first paragraph from a\n\n" + String(repeating: "more words here ", count: 20)))
+        try receiver.put(note("shared", "a paragraph written on b alone\n\n" + String(repeating: "other words ", count: 20)), key: shared.key)
+        var written: [(RowKey, String)] = []
+        for i in 0..<200 {
+            // Every tenth note is a twin of the one before (same body, same hash).
+            let text = i % 10 == 1 ? written[i - 1].1 : "note \(i)\n\n" + String(repeating: "words of note \(i) ", count: 10 + i % 17)
+            written.append((try sender.put(note("n\(i)", text)).key, text))
+        }
+        written.append((shared.key, ""))
+        let rows = try written.map { try XCTUnwrap(try sender.row(.notebook, $0.0)) }
+        XCTAssertGreaterThan(try receiver.apply(rows, from: deviceA).applied, 200)
+        for (key, text) in written.dropLast() {
+            guard case .note(let n)? = try receiver.row(.notebook, key)?.content else { return XCTFail("no note \(key)") }
+            XCTAssertEqual(n.body, Array(text.utf8))
+        }
+        guard case .note(let merged)? = try receiver.row(.notebook, shared.key)?.content, let body = merged.body else { return XCTFail("no merged note") }
+        let mergedText = String(decoding: body, as: UTF8.self)
+        XCTAssertTrue(mergedText.contains("first paragraph from a") && mergedText.contains("a paragraph written on b alone"), mergedText)
+        let c = try Connection(path: receiver.path)
+        XCTAssertEqual(try c.queryOne("SELECT count(*) FROM rows WHERE ns = ? AND bodyFormat = ?",
+                                      [.int(Int64(Namespace.notebook.rawValue)), .int(StoredBody.deflated)]) { $0.int(0) }, 201)
+        XCTAssertEqual(try receiver.checkBodies(), 0)
+    }
+
     func testADeflatedBodyDamagedOnDiskIsSetAsideNotShown() throws {
         let dir = temporaryDirectory()
         let s = try makeStore(dir)

@@ -271,6 +271,44 @@ final class FrameTests: XCTestCase {
         XCTAssertThrowsError(try KeyPrefix.decode(level: .unsigned(1), packed: .bytes([0x1F])))
     }
 
+    /// A catch-up's response holds hundreds of rows, decoded on several
+    /// threads: they come out in the order sent, a damaged one among them
+    /// is counted and left out, and the bytes counted are the good rows'.
+    func testAResponseOfManyRowsDecodesInOrderAndCountsTheDamagedOnes() throws {
+        let actor = Actor(device: ID16(bytes: Array(repeating: 0x42, count: 16))!, incarnation: 1)
+        let rows = (0..<300).map { i -> Row in
+            let key = ID16(bytes: Array(repeating: UInt8(i % 256), count: 15) + [UInt8(i / 256)])!
+            let text = String(repeating: "paragraph \(i) of a note that is long enough to deflate\n\n", count: 4)
+            return Row.single(.notebook, key, dot: Dot(actor: actor, counter: UInt64(i + 1)), context: VersionVector(),
+                              content: .note(Note(title: "note \(i)", body: Array(text.utf8), createdAt: Timestamp(seconds: 1),
+                                                  updatedAt: Timestamp(seconds: 2))))
+        }
+        let response = ReconcileResponse(namespace: .notebook, session: Array(repeating: 3, count: 8), step: 1, rows: rows,
+                                         items: [], isTruncated: false)
+        guard case .map(var fields) = try CBORReader.decode(response.encoded()),
+              let i = fields.firstIndex(where: { $0.0 == .unsigned(4) }), case .array(var items) = fields[i].1 else { return XCTFail() }
+        // Row 150's body no longer matches its hash: refused, the others kept.
+        var changedBody = false
+        func damage(_ value: CBOR) -> CBOR {
+            switch value {
+            case .bytes(var v) where !changedBody && v.count > 100:
+                v[0] ^= 0x20
+                changedBody = true
+                return .bytes(v)
+            case .array(let a): return .array(a.map(damage))
+            case .map(let m): return .map(m.map { ($0.0, damage($0.1)) })
+            default: return value
+            }
+        }
+        items[150] = damage(items[150])
+        XCTAssertTrue(changedBody, "the test found the body to damage")
+        fields[i].1 = .array(items)
+        let (decoded, rowBytes) = try ReconcileResponse.decodeCountingRows(CBORWriter.encode(.map(fields)))
+        XCTAssertEqual(decoded.undecodableRows, 1)
+        XCTAssertEqual(decoded.rows, Array(rows[..<150]) + Array(rows[151...]))
+        XCTAssertEqual(rowBytes, decoded.rows.reduce(0) { $0 + CBORWriter.encode(RowWire.encode($1)).count })
+    }
+
     /// A sibling's row whose context does not name one of its own heads by
     /// its tag is refused: joins with it would depend on the order rows meet.
     func testARowWhoseContextDoesNotNameItsHeadIsRefused() throws {

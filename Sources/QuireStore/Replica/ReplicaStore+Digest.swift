@@ -105,8 +105,10 @@ extension ReplicaStore {
     /// concurrent merges.
     @discardableResult
     public func apply(_ incoming: [Row], from sender: DeviceID? = nil) throws(StoreError) -> (applied: Int, merged: Int) {
-        try write { ctx in
+        let encoded = StoredBody.encodeAhead(incoming)
+        return try write { ctx in
             ctx.sender = sender
+            ctx.encodedBodies = encoded
             var applied = 0, merged = 0
             for row in incoming {
                 if case .store(_, let wasMerge) = try ctx.applyRemote(row) {

@@ -18,6 +18,9 @@ struct WriteContext {
     var sender: DeviceID?
     /// The roster holders are recorded against, once read (`Holders.swift`).
     var holderRoster: Set<[UInt8]>?? = nil
+    /// Bodies already deflated for this transaction, by content hash
+    /// (`StoredBody.encodeAhead`).
+    var encodedBodies: [[UInt8]: (bytes: [UInt8], format: Int64)] = [:]
 
     init(store: ReplicaStore) throws(StoreError) {
         self.store = store
@@ -341,7 +344,7 @@ struct WriteContext {
             size = Int(try db.queryOne("SELECT size FROM rows WHERE ns = ? AND key = ?",
                                        [.int(Int64(row.namespace.rawValue)), .blob(row.key.bytes)]) { $0.int(0) } ?? 0)
         }
-        let stored = body.map(StoredBody.encode)
+        let stored = body.map { body in hash.flatMap { encodedBodies[$0] } ?? StoredBody.encode(body) }
         let args: [SQLValue] = [
             .int(Int64(row.namespace.rawValue)), .blob(row.key.bytes),
             .blob(row.context.encoded()), .int(row.isTombstone ? 1 : 0),

@@ -1,4 +1,5 @@
 import CDeflate
+import QuireCore
 
 /// A note body as the `rows.body` column keeps it: deflated (a zlib
 /// stream, made with libdeflate) when that saves at least a tenth, else as
@@ -28,6 +29,22 @@ enum StoredBody {
         for i in 0..<headerSize { out[i] = UInt8(truncatingIfNeeded: n >> (8 * UInt32(i))) }
         out += stream
         return (out, deflated)
+    }
+
+    /// The stored forms of the note bodies `rows` bring (each row's first
+    /// head, the one `writeRow` keeps in the body column), deflated on
+    /// every core before the transaction that writes them, by content
+    /// hash (every stored head's hash is its body's digest).
+    static func encodeAhead(_ rows: [Row]) -> [[UInt8]: (bytes: [UInt8], format: Int64)] {
+        let bodies = rows.compactMap { row -> (hash: [UInt8], body: [UInt8])? in
+            guard case .note(let note)? = row.heads.first?.content, let body = note.body, body.count >= 128 else { return nil }
+            return (note.contentHash, body)
+        }
+        guard bodies.count > 1 else { return [:] }
+        let encoded = bodies.concurrentMap(minimumChunk: 16) { encode($0.body) }
+        var byHash: [[UInt8]: (bytes: [UInt8], format: Int64)] = [:]
+        for (entry, stored) in zip(bodies, encoded) { byHash[entry.hash] = stored }
+        return byHash
     }
 
     static let sampleSize = 4096

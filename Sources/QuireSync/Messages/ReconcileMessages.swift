@@ -212,10 +212,15 @@ public struct ReconcileResponse: Equatable, Sendable {
         var rows: [Row] = []
         var undecodable = 0
         var rowBytes = 0
-        for item in try f.optional(4)?.asArray() ?? [] {
-            if let row = RowWire.decode(item, namespace: ns) {
+        // A catch-up's responses carry hundreds of rows, each checked
+        // against its hash: decoded on every core, kept in order.
+        let decoded = try (f.optional(4)?.asArray() ?? []).concurrentMap { item in
+            RowWire.decode(item, namespace: ns).map { ($0, CBORWriter.encodedSize(of: item)) }
+        }
+        for entry in decoded {
+            if let (row, size) = entry {
                 rows.append(row)
-                rowBytes += CBORWriter.encodedSize(of: item)
+                rowBytes += size
             } else {
                 undecodable += 1
             }
