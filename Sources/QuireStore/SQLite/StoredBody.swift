@@ -34,18 +34,23 @@ enum StoredBody {
     /// The stored forms of the note bodies `rows` bring (each row's first
     /// head, the one `writeRow` keeps in the body column), deflated on
     /// every core before the transaction that writes them, by content
-    /// hash (every stored head's hash is its body's digest).
+    /// hash (every stored head's hash is its body's digest). Empty for a
+    /// batch too small to share between cores: its bodies are deflated as
+    /// they are written, and only those that are.
     static func encodeAhead(_ rows: [Row]) -> [[UInt8]: (bytes: [UInt8], format: Int64)] {
         let bodies = rows.compactMap { row -> (hash: [UInt8], body: [UInt8])? in
             guard case .note(let note)? = row.heads.first?.content, let body = note.body, body.count >= 128 else { return nil }
             return (note.contentHash, body)
         }
-        guard bodies.count > 1 else { return [:] }
-        let encoded = bodies.concurrentMap(minimumChunk: 16) { encode($0.body) }
+        guard bodies.count >= 2 * aheadChunk else { return [:] }
+        let encoded = bodies.concurrentMap(minimumChunk: aheadChunk) { encode($0.body) }
         var byHash: [[UInt8]: (bytes: [UInt8], format: Int64)] = [:]
         for (entry, stored) in zip(bodies, encoded) { byHash[entry.hash] = stored }
         return byHash
     }
+
+    /// Bodies per chunk deflated ahead (about 10 µs each).
+    private static let aheadChunk = 16
 
     static let sampleSize = 4096
     /// The fastest level: every save and every row a catch-up brings is
