@@ -213,6 +213,9 @@ enum RestoreRegressions {
          "ada: recalled 9e9b64ee"),
         (4819, ["--everything"], "a device put back by hand took a write only a device outside the barrier's roster had held for one the "
          + "fleet deleted, and its tombstone deleted it everywhere", "caught up from 'ben''s snapshot"),
+        // The oracle's, not the product's.
+        (300087, ["--everything"], "a paragraph's removal sent just before its device was put back by hand reached the siblings after "
+         + "the restore; it was judged taken back at the restore and the paragraph owed", "after it had left in a frame"),
     ]
 }
 

@@ -166,6 +166,7 @@ public final class Simulation {
             try checker.checkNoResurrection(ledger: ledger, final: true)
             checker.checkGenerations(ledger: ledger, final: true)
             try checker.checkConvergence(settled: settled, settleBudgetMs: Simulation.settleBudgetMs)
+            try noteEscapedRollbacks()
             try checker.checkNoLostWrite(bodiesTakenBack: offloads.takenBack)
             checker.checkNoSilentStuckDevice(settled: settled)
             checker.checkOneDotOneContent()

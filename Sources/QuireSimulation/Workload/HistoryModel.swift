@@ -154,6 +154,10 @@ public final class HistoryModel: @unchecked Sendable {
 
     public func markRolledBack(_ ids: [Int]) { rolledBack.formUnion(ids) }
 
+    /// Writes marked taken back that reached another device after all (a
+    /// frame sent before the restore, still in flight): they stand.
+    public func unmarkRolledBack(_ ids: [Int]) { rolledBack.subtract(ids) }
+
     /// Whether the device in `slot` was ever put back by a raw copy.
     public func wasCopiedBack(slot: Int) -> Bool { copiedBackAt[slot] != nil }
 

@@ -183,6 +183,41 @@ extension Simulation {
         fleet.trace.record(d.name, "\(why) took back \(gone.map { "#w\($0)" }.joined(separator: ", ")), held by no other device")
     }
 
+    /// A write taken back with its device can still have left it: a frame
+    /// sent just before the restore (or loss) lands afterwards, and the
+    /// sibling that merges it holds the write like any other. Once some
+    /// device keeps it, it stands again and is owed (the person deleted or
+    /// wrote it, and it reached the fleet before the rollback). Only a
+    /// sibling the write could have reached counts (the model's causal
+    /// clock, carried by the frames delivered): a version gone there for
+    /// another reason is never credited to a write that never arrived.
+    func noteEscapedRollbacks() throws {
+        let stores = fleet.members.compactMap { device in device.store.map { (device, $0) } }
+        for id in model.rolledBack.sorted() {
+            let w = model.writes[id]
+            let holder = try stores.first { device, store in
+                guard device.slot != w.slot, model.stamp(of: device.slot)[w.slot] >= w.causalCount else { return false }
+                return arrived(try store.row(w.row.namespace, w.row.key), w)
+            }
+            guard let holder else { continue }
+            model.unmarkRolledBack([id])
+            fleet.trace.record(holder.0.name, "holds #w\(id), which a rollback took back from \(w.deviceName) after it had left in a frame: it stands")
+        }
+    }
+
+    /// Whether `row` shows that the very version `w` made arrived: its dot
+    /// in the row's history, and where the device minted that dot twice
+    /// (a copy-back), its tag. A later write that covers it proves nothing
+    /// here (it may have seen the twin), and a delete leaves no version.
+    private func arrived(_ row: Row?, _ w: WriteRecord) -> Bool {
+        guard !w.isDelete, let row, RowObservation.covers(row, w.dot) else { return false }
+        let twins = (model.writesByRow[w.row] ?? []).contains { $0 != w.id && model.writes[$0].dot == w.dot }
+        guard twins else { return true }
+        guard let tag = w.tag else { return false }
+        if row.heads.contains(where: { $0.dot == w.dot && $0.tag == tag }) { return true }
+        return row.context[w.dot.actor] == w.dot.counter && row.context.tags(w.dot.actor).contains(tag)
+    }
+
     func liveKeys(_ store: ReplicaStore, _ ns: Namespace) throws -> [RowKey] {
         try store.summaries(ns).map(\.key)
     }
