@@ -145,16 +145,13 @@ extension Simulation {
     /// a restore before it left the device was still owed (seed 30006).
     private func keeps(_ row: Row?, _ w: WriteRecord) -> Bool {
         guard w.isDelete else {
-            guard RowObservation.covers(row, w.dot), let row else { return false }
-            // A copied-back device may have minted this dot again for other
-            // content: then only the very version (by its tag) counts, as a
-            // head or in the history (a twin may be a head while this one
-            // was replaced by a write that saw it).
-            let twins = (model.writesByRow[w.row] ?? []).contains { $0 != w.id && model.writes[$0].dot == w.dot }
-            guard twins, let tag = w.tag else { return true }
-            if row.heads.contains(where: { $0.dot == w.dot && $0.tag == tag }) { return true }
-            if row.context[w.dot.actor] == w.dot.counter { return row.context.tags(w.dot.actor).contains(tag) }
-            // A later write of that actor covers it only if that write saw it.
+            if arrived(row, w) { return true }
+            // Only a twin under its dot is there (a copy-back minted it
+            // again): with no tag to tell them apart it counts; otherwise a
+            // later write of that actor covers it only if that write saw it.
+            guard let row, RowObservation.covers(row, w.dot) else { return false }
+            if w.tag == nil { return true }
+            if row.context[w.dot.actor] == w.dot.counter { return false }
             return (model.writesByRow[w.row] ?? []).map { model.writes[$0] }.contains {
                 $0.dot.actor == w.dot.actor && $0.dot.counter > w.dot.counter && $0.seen.contains(w.id) && row.context.covers($0.dot)
             }
@@ -207,8 +204,9 @@ extension Simulation {
 
     /// Whether `row` shows that the very version `w` made arrived: its dot
     /// in the row's history, and where the device minted that dot twice
-    /// (a copy-back), its tag. A later write that covers it proves nothing
-    /// here (it may have seen the twin), and a delete leaves no version.
+    /// (a copy-back), its tag, as a head or in the history. A later write
+    /// that covers it proves nothing here (it may have seen the twin), and
+    /// a delete leaves no version.
     private func arrived(_ row: Row?, _ w: WriteRecord) -> Bool {
         guard !w.isDelete, let row, RowObservation.covers(row, w.dot) else { return false }
         let twins = (model.writesByRow[w.row] ?? []).contains { $0 != w.id && model.writes[$0].dot == w.dot }

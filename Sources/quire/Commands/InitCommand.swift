@@ -153,7 +153,7 @@ enum InitCommand {
         if admitted {
             announced = "admitted by a sibling that is listening" + (heard.isEmpty ? "" : " (heard from \(names))")
         } else if let refusal {
-            announced = "NOT ADMITTED: a device of the account refused this device: \(refusal); join again with the new invite in a new device directory (--home)"
+            announced = SyncStatusSection.refusedText(refusal)
         } else if !heard.isEmpty {
             announced = "heard from \(names), not admitted yet; " + later
         }

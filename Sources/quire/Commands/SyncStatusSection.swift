@@ -17,6 +17,11 @@ extension StatusReport {
 }
 
 enum SyncStatusSection {
+    /// What a refused joining device says (in `quire status` and `init --join`).
+    static func refusedText(_ why: String) -> String {
+        "NOT ADMITTED: a device of the account refused this device: \(why); join again with the new invite in a new device directory (--home)"
+    }
+
     static func describe(home: DeviceHome, now: Int64) -> (json: [String: Any], lines: [String]) {
         guard let s = SyncStatus.load(from: home) else {
             return (["running": false], ["sync: has not run on this device yet ('quire sync' or 'quire mount' runs it)"])
@@ -30,7 +35,7 @@ enum SyncStatusSection {
         }
         if s.phase == .revoked { lines.append("this device was REVOKED from the account: it no longer syncs") }
         if let why = s.admissionRefused {
-            lines.append("NOT ADMITTED: a device of the account refused this device: \(why); join again with the new invite in a new device directory (--home)")
+            lines.append(refusedText(why))
         }
         if s.siblings.isEmpty { lines.append("no sibling devices on the roster yet ('quire invite' adds one)") }
         for sib in s.siblings {
