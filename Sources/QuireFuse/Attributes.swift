@@ -156,6 +156,23 @@ public struct FuseAttributes: Hashable, Sendable {
     }
 }
 
+extension FuseAttributes {
+    /// Whether these permission bits let `request`'s caller do `mask`, as
+    /// the kernel's own check (`default_permissions`) decides: root may read
+    /// and write anything, and execute a folder or a file with any x bit;
+    /// anyone else gets the owner's, the group's or the others' bits.
+    /// Only the caller's primary group is known here.
+    public func permits(_ mask: FuseAccessMask, for request: FuseRequest) -> Bool {
+        if request.uid == 0 {
+            return !mask.contains(.execute) || kind == .directory || permissions & 0o111 != 0
+        }
+        let shift: UInt32 = request.uid == uid ? 6 : request.gid == gid ? 3 : 0
+        let granted = (permissions >> shift) & 0o7
+        let wanted = UInt32(mask.intersection([.read, .write, .execute]).rawValue)
+        return granted & wanted == wanted
+    }
+}
+
 /// Attributes plus how long the kernel may cache them without asking again.
 public struct FuseAttributeReply: Hashable, Sendable {
     public var attributes: FuseAttributes

@@ -131,8 +131,17 @@ final class MountFaultTests: XCTestCase {
         device = try MountedDevice()
         let table = try String(contentsOfFile: "/proc/self/mounts", encoding: .utf8)
         XCTAssertTrue(table.contains("\(device.home) \(device.mountpoint) fuse.quire "), table)
-        XCTAssertTrue(table.contains("default_permissions"))
-        XCTAssertFalse(table.split(separator: "\n").first { $0.contains(device.mountpoint) }!.contains("allow_other"))
+        let line = try XCTUnwrap(table.split(separator: "\n").first { $0.contains(device.mountpoint) })
+        XCTAssertFalse(line.contains("allow_other"), String(line))
+        // Only its owner reaches it: quire answers access(2) itself, from
+        // the bits stat shows, and the kernel checks no bits (see
+        // testOnlyAMountOtherUsersReachHasTheKernelCheckPermissionBits).
+        XCTAssertFalse(line.contains("default_permissions"), String(line))
+        XCTAssertTrue(FileManager.default.createFile(atPath: device.path("notebook/Bits.md"), contents: Data("bits\n".utf8)))
+        XCTAssertEqual(access(device.path("notebook/Bits.md"), R_OK | W_OK), 0)
+        XCTAssertEqual(access(device.path("notebook/Bits.md"), X_OK), -1, "a note has no x bit, even for root")
+        XCTAssertEqual(errno, EACCES)
+        XCTAssertEqual(access(device.path("notebook"), X_OK), 0)
         // Mounting twice is refused; unknown options are a usage error.
         XCTAssertEqual(try quire(["mount", device.mountpoint], home: device.home).status, 1)
         XCTAssertEqual(try quire(["mount", device.mountpoint, "-o", "bogus"], home: device.home).status, 2)
@@ -164,6 +173,27 @@ final class MountFaultTests: XCTestCase {
         foreground.waitUntilExit()
         XCTAssertEqual(foreground.terminationStatus, 0)
         XCTAssertFalse(device.isMounted)
+    }
+
+    func testOnlyAMountOtherUsersReachHasTheKernelCheckPermissionBits() throws {
+        guard getuid() == 0 else { throw XCTSkip("allow_other and a second user need root") }
+        device = try MountedDevice(options: ["-o", "nosync,allow_other"])
+        let table = try String(contentsOfFile: "/proc/self/mounts", encoding: .utf8)
+        let line = try XCTUnwrap(table.split(separator: "\n").first { $0.contains(device.mountpoint) })
+        XCTAssertTrue(line.contains("allow_other") && line.contains("default_permissions"), String(line))
+        XCTAssertTrue(FileManager.default.createFile(atPath: device.path("notebook/Bits.md"), contents: Data("bits\n".utf8)))
+        let nobody = "setpriv --reuid=65534 --regid=65534 --clear-groups sh -c"
+        let read = shell("\(nobody) 'cat \"\(device.path("notebook/Bits.md"))\"'")
+        XCTAssertEqual(read.status, 0, read.output)
+        XCTAssertEqual(read.output, "bits\n")
+        // Quire's own handlers would let these through: the kernel refuses.
+        let append = shell("\(nobody) 'echo more >> \"\(device.path("notebook/Bits.md"))\"'")
+        XCTAssertNotEqual(append.status, 0)
+        XCTAssertTrue(append.output.contains("Permission denied"), append.output)
+        let create = shell("\(nobody) 'echo new > \"\(device.path("notebook/New.md"))\"'")
+        XCTAssertTrue(create.output.contains("Permission denied"), create.output)
+        XCTAssertEqual(try device.text("notebook/Bits.md"), "bits\n")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: device.path("notebook/New.md")))
     }
 
     func testMountHelperForMountTypeFuseQuire() throws {

@@ -117,6 +117,14 @@ extension QuireFileSystem {
         }
     }
 
+    /// Asked for access(2) and chdir when the kernel does not check the
+    /// permission bits itself (a mount only its owner can reach: see
+    /// `MountDaemon`); the answer is the one those bits give.
+    public func access(_ inode: FuseInode, mask: FuseAccessMask, request: FuseRequest) throws {
+        let attributes = try getAttributes(inode, handle: nil, request: request).attributes
+        guard attributes.permits(mask, for: request) else { throw FuseError.permissionDenied }
+    }
+
     public func statistics(_ inode: FuseInode, request: FuseRequest) throws -> FuseFilesystemStatistics {
         // The space of the disk that holds the replica, which is where notes go.
         var info = statvfs()

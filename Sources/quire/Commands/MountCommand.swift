@@ -26,8 +26,9 @@ enum MountCommands {
               -f, --foreground   stay in the foreground (Ctrl-C unmounts)
               -d, --debug        foreground, and print every FUSE request
               -o OPTIONS         comma-separated, like other FUSE filesystems:
-                  allow_other        let other users in (needs user_allow_other
-                                     in /etc/fuse.conf unless root)
+                  allow_other        let other users in, as the permission bits
+                                     allow (needs user_allow_other in
+                                     /etc/fuse.conf unless root)
                   ro                 read-only mount
                   recall_timeout=S   seconds a read of an offloaded note waits
                                      for its holder (default: prefs, 10)

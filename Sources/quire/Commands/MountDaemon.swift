@@ -55,6 +55,12 @@ enum MountDaemon {
         sessionOptions.fileSystemName = options.fileSystemName ?? home.path
         sessionOptions.subtype = "quire"
         sessionOptions.allowsOtherUsers = options.allowsOtherUsers
+        // Only with other users let in does the kernel check permission
+        // bits: a mount only its owner reaches refuses what quire refuses
+        // (read-only namespaces, kept texts) in its own handlers, for root
+        // too, and `access` answers from the same bits. Checking them costs
+        // a getattr of the folder after every create and rename.
+        sessionOptions.checksPermissions = options.allowsOtherUsers
         sessionOptions.isReadOnly = options.isReadOnly
         sessionOptions.logsRequests = options.isDebug
         sessionOptions.extraOptions = options.passedThrough
