@@ -322,6 +322,42 @@ final class StoredBodyTests: XCTestCase {
         XCTAssertEqual(try receiver.checkBodies(), 0)
     }
 
+    func testABulkPutStoresEachNotesOwnBody() throws {
+        let store = try makeStore(temporaryDirectory())
+        // Twins (same body), short bodies kept as written, and a note with
+        // an edited body whose hash moved with it, among 300 deflated ahead.
+        var contents: [RowContent] = []
+        var texts: [String] = []
+        for i in 0..<300 {
+            let text = i % 10 == 1 ? texts[i - 1] : i % 25 == 0 ? "short \(i)" : "note \(i)\n\n" + String(repeating: "words of note \(i) ", count: 10 + i % 17)
+            var n = Note(title: "n\(i)", body: Array(text.utf8), createdAt: Timestamp(seconds: 1_700_000_000), updatedAt: Timestamp(seconds: 1_700_000_000))
+            if i == 7 { n.body = Array(("edited " + text).utf8); texts.append("edited " + text) } else { texts.append(text) }
+            contents.append(.note(n))
+        }
+        let rows = try store.putMany(contents)
+        for (row, text) in zip(rows, texts) {
+            guard case .note(let n)? = try store.row(.notebook, row.key)?.content else { return XCTFail("no note \(row.key)") }
+            XCTAssertEqual(n.body, Array(text.utf8))
+        }
+        let c = try Connection(path: store.path)
+        XCTAssertEqual(try c.queryOne("SELECT count(*) FROM rows WHERE ns = ? AND bodyFormat = ?",
+                                      [.int(Int64(Namespace.notebook.rawValue)), .int(StoredBody.deflated)]) { $0.int(0) },
+                       Int64(texts.filter { $0.utf8.count >= 128 }.count))
+        XCTAssertEqual(try store.checkBodies(), 0)
+    }
+
+    func testBodiesDeflateAndInflateOnManyThreadsAtOnce() {
+        // Compressors are reused between bodies and threads: none may be
+        // used by two at a time, or bodies would come back mixed.
+        let bodies = (0..<2_000).map { i in Array(("body \(i) " + String(repeating: "of words \(i % 37) ", count: 20 + i % 50)).utf8) }
+        let roundTrips = bodies.concurrentMap(minimumChunk: 1) { body -> [UInt8]? in
+            let stored = StoredBody.encode(body)
+            return StoredBody.decode(stored.bytes, format: stored.format)
+        }
+        XCTAssertEqual(roundTrips.count, bodies.count)
+        for (body, back) in zip(bodies, roundTrips) where back != body { return XCTFail("a body came back changed") }
+    }
+
     func testADeflatedBodyDamagedOnDiskIsSetAsideNotShown() throws {
         let dir = temporaryDirectory()
         let s = try makeStore(dir)

@@ -97,7 +97,7 @@ extension QuireFileSystem {
         let source = try resolve(request.name, in: request.from)
         let target = try resolve(request.newName, in: request.to)
         var facts = RenameFacts(source: source, target: target, sourceInode: inode(of: source), targetInode: inode(of: target),
-                                freshKey: RowKey(bytes: (0..<16).map { _ in UInt8.random(in: 0...255) })!)
+                                freshKey: RowKey.random(using: SystemRandom()))
         for case .row(let ref) in [source, target] where openFiles.copy(ref)?.isNew == true { facts.newRows.insert(ref) }
         facts.targetIgnored = target == .none && isIgnored(request.newName, in: request.to)
         if case .row(let ref) = source {

@@ -1,5 +1,6 @@
 import CDeflate
 import QuireCore
+import Synchronization
 
 /// A note body as the `rows.body` column keeps it: deflated (a zlib
 /// stream, made with libdeflate) when that saves at least a tenth, else as
@@ -17,9 +18,8 @@ enum StoredBody {
     static let maxLength = 256 << 20
 
     static func encode(_ body: [UInt8]) -> (bytes: [UInt8], format: Int64) {
-        guard body.count >= 128, body.count <= maxLength,
-              let compressor = libdeflate_alloc_compressor(level) else { return (body, raw) }
-        defer { libdeflate_free_compressor(compressor) }
+        guard body.count >= 128, body.count <= maxLength, let compressor = compressors.take() else { return (body, raw) }
+        defer { compressors.give(compressor) }
         // Images, PDFs and archives are compressed already: a quick deflate
         // of a sample says so before the whole body is worked on.
         if body.count > 4 * sampleSize, deflate(Array(body.prefix(sampleSize)), with: compressor) == nil { return (body, raw) }
@@ -38,8 +38,23 @@ enum StoredBody {
     /// batch too small to share between cores: its bodies are deflated as
     /// they are written, and only those that are.
     static func encodeAhead(_ rows: [Row]) -> [[UInt8]: (bytes: [UInt8], format: Int64)] {
-        let bodies = rows.compactMap { row -> (hash: [UInt8], body: [UInt8])? in
-            guard case .note(let note)? = row.heads.first?.content, let body = note.body, body.count >= 128 else { return nil }
+        encodeAhead(notes: rows.compactMap { row in
+            guard case .note(let note)? = row.heads.first?.content else { return nil }
+            return note
+        })
+    }
+
+    /// The same for the notes among contents about to be written here.
+    static func encodeAhead(_ contents: [RowContent]) -> [[UInt8]: (bytes: [UInt8], format: Int64)] {
+        encodeAhead(notes: contents.compactMap { content in
+            guard case .note(let note) = content else { return nil }
+            return note
+        })
+    }
+
+    private static func encodeAhead(notes: [Note]) -> [[UInt8]: (bytes: [UInt8], format: Int64)] {
+        let bodies = notes.compactMap { note -> (hash: [UInt8], body: [UInt8])? in
+            guard let body = note.body, body.count >= 128 else { return nil }
             return (note.contentHash, body)
         }
         guard bodies.count >= 2 * aheadChunk else { return [:] }
@@ -47,6 +62,42 @@ enum StoredBody {
         var byHash: [[UInt8]: (bytes: [UInt8], format: Int64)] = [:]
         for (entry, stored) in zip(bodies, encoded) { byHash[entry.hash] = stored }
         return byHash
+    }
+
+    /// Allocating a compressor costs about as much as deflating a short
+    /// note, so they are kept for the next body (each used by one thread
+    /// at a time). As many as deflate at once are kept: `concurrentMap`
+    /// runs at most 8 chunks.
+    private static let compressors = Pool(keep: 8, make: { libdeflate_alloc_compressor(level) }, free: libdeflate_free_compressor)
+    private static let decompressors = Pool(keep: 8, make: { libdeflate_alloc_decompressor() }, free: libdeflate_free_decompressor)
+
+    /// Idle libdeflate states, as address bits so the lock can hold them.
+    private final class Pool: Sendable {
+        private let idle = Mutex<[UInt]>([])
+        private let keep: Int
+        private let make: @Sendable () -> OpaquePointer?
+        private let free: @Sendable (OpaquePointer) -> Void
+
+        init(keep: Int, make: @escaping @Sendable () -> OpaquePointer?, free: @escaping @Sendable (OpaquePointer) -> Void) {
+            self.keep = keep
+            self.make = make
+            self.free = free
+        }
+
+        func take() -> OpaquePointer? {
+            if let bits = idle.withLock({ $0.popLast() }) { return OpaquePointer(bitPattern: bits) }
+            return make()
+        }
+
+        func give(_ state: OpaquePointer) {
+            let bits = UInt(bitPattern: Int(bitPattern: state))
+            let kept = idle.withLock { idle in
+                guard idle.count < keep else { return false }
+                idle.append(bits)
+                return true
+            }
+            if !kept { free(state) }
+        }
     }
 
     /// Bodies per chunk deflated ahead (about 10 µs each).
@@ -85,8 +136,8 @@ enum StoredBody {
         var length = 0
         for i in 0..<headerSize { length |= Int(stored[i]) << (8 * i) }
         guard length > 0, length <= maxLength else { return nil }
-        guard let decompressor = libdeflate_alloc_decompressor() else { return nil }
-        defer { libdeflate_free_decompressor(decompressor) }
+        guard let decompressor = decompressors.take() else { return nil }
+        defer { decompressors.give(decompressor) }
         var out = [UInt8](repeating: 0, count: length)
         var produced = 0
         // A stream that would inflate past `length` fails (no room), one
