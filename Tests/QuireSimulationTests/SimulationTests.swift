@@ -216,6 +216,11 @@ enum RestoreRegressions {
         // The oracle's, not the product's.
         (300087, ["--everything"], "a paragraph's removal sent just before its device was put back by hand reached the siblings after "
          + "the restore; it was judged taken back at the restore and the paragraph owed", "after it had left in a frame"),
+        // The oracle's, not the product's.
+        (400226, ["--everything"], "a device put back by hand from an older copy, then from a newer one, held its deletes again; they "
+         + "were still judged taken back by the first restore, and the paragraphs they removed owed", "the restore gave back"),
+        (400197, ["--everything"], "the same check's first version: a write taken back whose dot the device minted again counted as "
+         + "given back by a newer copy that held only the twin, and its paragraph was owed", "restored by copying back backup copy 2"),
     ]
 }
 

@@ -155,7 +155,8 @@ public final class HistoryModel: @unchecked Sendable {
     public func markRolledBack(_ ids: [Int]) { rolledBack.formUnion(ids) }
 
     /// Writes marked taken back that reached another device after all (a
-    /// frame sent before the restore, still in flight): they stand.
+    /// frame sent before the restore, still in flight), or that a newer
+    /// copy of their device put back: they stand.
     public func unmarkRolledBack(_ ids: [Int]) { rolledBack.subtract(ids) }
 
     /// Whether the device in `slot` was ever put back by a raw copy.

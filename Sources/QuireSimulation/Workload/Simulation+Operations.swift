@@ -83,6 +83,7 @@ extension Simulation {
             }
             ledger.noteRestore(slot: d.slot)
             try noteRolledBack(held, by: d)
+            try noteGivenBack(by: d)
         case .revoke(let revokerSlot, let victimSlot, let thiefReturns):
             try revoke(device(victimSlot), by: device(revokerSlot), thiefReturns: thiefReturns)
         case .join(let inviter):
@@ -178,6 +179,27 @@ extension Simulation {
         guard !gone.isEmpty else { return }
         model.markRolledBack(gone)
         fleet.trace.record(d.name, "\(why) took back \(gone.map { "#w\($0)" }.joined(separator: ", ")), held by no other device")
+    }
+
+    /// After a restore: the device's own writes an earlier restore took
+    /// back that the copy put back holds again (a newer copy restored after
+    /// an older one). They are on the device once more, and leave it at its
+    /// next sync like any other: they stand, and are owed (seed 400226).
+    /// Only the very version counts (`arrived`): the device may have minted
+    /// the dot again since, and a later write "saw" either twin (seed
+    /// 400197). A delete counts while what it removed stays removed (the
+    /// row may have been written again since, from its tombstone).
+    func noteGivenBack(by d: SimDevice) throws {
+        guard let store = d.store else { return }
+        var back: [Int] = []
+        for id in model.rolledBack.sorted() where model.writes[id].slot == d.slot {
+            let w = model.writes[id]
+            let row = try store.row(w.row.namespace, w.row.key)
+            if w.isDelete ? keeps(row, w) : arrived(row, w) { back.append(id) }
+        }
+        guard !back.isEmpty else { return }
+        model.unmarkRolledBack(back)
+        fleet.trace.record(d.name, "the restore gave back \(back.map { "#w\($0)" }.joined(separator: ", ")), taken back by an earlier one")
     }
 
     /// A write taken back with its device can still have left it: a frame
