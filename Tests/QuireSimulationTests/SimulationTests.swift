@@ -221,6 +221,9 @@ enum RestoreRegressions {
          + "were still judged taken back by the first restore, and the paragraphs they removed owed", "the restore gave back"),
         (400197, ["--everything"], "the same check's first version: a write taken back whose dot the device minted again counted as "
          + "given back by a newer copy that held only the twin, and its paragraph was owed", "restored by copying back backup copy 2"),
+        // The oracle's, not the product's.
+        (100502, ["--restore-by-copy"], "a device that joined took a note in from the cloud anchor, with no frame to tell the model; "
+         + "its later retitle 'had seen' nothing, and the version it replaced was owed", "recovered from the cloud anchor"),
     ]
 }
 

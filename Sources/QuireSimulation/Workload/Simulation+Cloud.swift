@@ -70,5 +70,6 @@ extension Simulation {
         try fleet.powerOn(d, online: wasOnline)
         fleet.trace.record(d.name, "loses power (\(unsynced) unsynced bytes lost) and starts again")
         try noteRolledBack(held, by: d)
+        try noteArrivals(at: d)
     }
 }

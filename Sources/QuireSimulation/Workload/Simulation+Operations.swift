@@ -54,6 +54,7 @@ extension Simulation {
             let wasOnline = d.isOnline
             fleet.powerOff(d)
             try fleet.powerOn(d, online: wasOnline)
+            try noteArrivals(at: d)
             fleet.trace.record(d.name, "reboots (replica closed and reopened)" + (wasOnline ? "" : ", stays offline"))
         case .backUp(let slot):
             let d = device(slot)
@@ -84,6 +85,7 @@ extension Simulation {
             ledger.noteRestore(slot: d.slot)
             try noteRolledBack(held, by: d)
             try noteGivenBack(by: d)
+            try noteArrivals(at: d)
         case .revoke(let revokerSlot, let victimSlot, let thiefReturns):
             try revoke(device(victimSlot), by: device(revokerSlot), thiefReturns: thiefReturns)
         case .join(let inviter):
@@ -91,6 +93,7 @@ extension Simulation {
             let host = device(inviter)
             let joined = try fleet.addDevice(invitedBy: host, clockOffsetMs: plan.clockOffsetsMs[fleet.devices.count % plan.clockOffsetsMs.count])
             try fleet.goOnline(joined)
+            try noteArrivals(at: joined)
             fleet.trace.record(joined.name, "joins the account, invited by \(host.name)")
         case .partition(let mask):
             var sides: [Int: Int] = [:]
@@ -200,6 +203,21 @@ extension Simulation {
         guard !back.isEmpty else { return }
         model.unmarkRolledBack(back)
         fleet.trace.record(d.name, "the restore gave back \(back.map { "#w\($0)" }.joined(separator: ", ")), taken back by an earlier one")
+    }
+
+    /// Rows a device took in at start-up without a frame (the cloud
+    /// anchor a new or restored device recovers from): a sibling's version
+    /// that arrived in them is known to it, as a delivered frame's causal
+    /// tag would have told the model. Without this, a later write there
+    /// "had seen" nothing it replaced, and the replaced version was owed
+    /// (seed 100502 --restore-by-copy).
+    func noteArrivals(at d: SimDevice) throws {
+        guard let store = d.store else { return }
+        var tag = model.stamp(of: d.slot)
+        for w in model.writes where w.slot != d.slot && tag[w.slot] < w.causalCount {
+            if arrived(try store.row(w.row.namespace, w.row.key), w) { tag[w.slot] = w.causalCount }
+        }
+        model.delivered(to: d.slot, tag: tag)
     }
 
     /// A write taken back with its device can still have left it: a frame
