@@ -43,7 +43,8 @@ public final class FuseSession: Sendable {
         /// The type shows as `fuse.<subtype>` in /proc/mounts (`subtype=`).
         public var subtype: String? = "quire"
         /// Let the kernel check permission bits against the attributes
-        /// (`default_permissions`) instead of asking `access`.
+        /// (`default_permissions`). Off, it checks none: it asks `access`
+        /// for access(2) and chdir only, and the handlers refuse the rest.
         public var checksPermissions = true
         /// Let other users in (`allow_other`); non-root needs user_allow_other
         /// in /etc/fuse.conf.
