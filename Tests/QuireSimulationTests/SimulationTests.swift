@@ -97,6 +97,17 @@ final class SimulationTests: XCTestCase {
         }
     }
 
+    /// Journal days and notes written again after a delete, on a device
+    /// that held them deleted, while a sibling that never saw the delete
+    /// still held the old text as its shadow.
+    func testProseWrittenAgainAfterADeleteHistoriesHold() throws {
+        for history in ProseRegressions.histories {
+            let run = try SimulatorBinary.run(["--replay", String(history.seed)] + history.flags)
+            XCTAssertEqual(run.status, 0, "seed \(history.seed) \(history.flags) (\(history.cause)):\n" + run.stdout.suffix(4000))
+            XCTAssertTrue(run.stdout.contains(history.mark), "seed \(history.seed) no longer plays what it was kept for ('\(history.mark)')")
+        }
+    }
+
     /// Issue 10's histories, which this simulator found failing on the old
     /// row model (one value per row under a joined vector; actors that were
     /// bare devices): regression tests now that rows keep heads with dots.
@@ -224,6 +235,14 @@ enum RestoreRegressions {
         // The oracle's, not the product's.
         (100502, ["--restore-by-copy"], "a device that joined took a note in from the cloud anchor, with no frame to tell the model; "
          + "its later retitle 'had seen' nothing, and the version it replaced was owed", "recovered from the cloud anchor"),
+    ]
+}
+
+/// Histories of prose written again after its delete (`--recreate-deleted-prose`).
+enum ProseRegressions {
+    static let histories: [(seed: Int, flags: [String], cause: String, mark: String)] = [
+        (500979, ["--everything"], "a journal day deleted and written again reached a sibling that never saw the delete; it restored the "
+         + "old paragraphs from its shadow as its own edit, which beat a second delete", "(written again where it is deleted)"),
     ]
 }
 

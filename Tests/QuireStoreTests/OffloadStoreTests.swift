@@ -167,8 +167,8 @@ final class OffloadStoreTests: XCTestCase {
         }
         do {
             let c = try Connection(path: dir + "/replica.sqlite")
-            // The migrations after it too (`holders`).
-            try c.execute("DROP TABLE holders; DROP TABLE copy_pins; ALTER TABLE held_bodies DROP COLUMN forPin; PRAGMA user_version=\(Schema.all.count - 2)")
+            // The migrations after it too (`holders`, `deletedProse`).
+            try c.execute("DROP TABLE holders; DROP TABLE deleted_prose; DROP TABLE copy_pins; ALTER TABLE held_bodies DROP COLUMN forPin; PRAGMA user_version=\(Schema.all.count - 3)")
         }
         let s = try makeStore(dir)
         XCTAssertEqual(try Connection(path: dir + "/replica.sqlite").queryOne("PRAGMA user_version") { $0.int(0) }, Int64(Schema.all.count))

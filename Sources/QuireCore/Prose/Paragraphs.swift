@@ -39,6 +39,11 @@ public enum Paragraphs {
         ParagraphHash(paragraph: paragraph)
     }
 
+    /// The identities of every paragraph of `text`.
+    public static func hashes(of text: String) -> Set<ParagraphHash> {
+        Set(parse(text).map(\.hash))
+    }
+
     /// What `ParagraphHash` digests: "\n" line breaks, each line's trailing
     /// `White_Space` removed. Nothing else changes.
     public static func normalizedForHashing(_ paragraph: String) -> String {

@@ -303,7 +303,7 @@ extension Simulation {
         }
         let shownParagraphs = ContentValues.prose(of: opened) ?? []
         if case .note = target, opened == nil { return skip(d, "no note to edit") }
-        let (paragraphs, removed) = ProseWriter.apply(edit, to: shownParagraphs, random: random, fresh: { model.freshToken("p") })
+        let (paragraphs, edited) = ProseWriter.apply(edit, to: shownParagraphs, random: random, fresh: { model.freshToken("p") })
         if openMs > 0 {
             fleet.trace.record(d.name, "opens \(ref) in an editor for \(openMs) ms")
             fleet.run(ms: openMs)
@@ -311,14 +311,22 @@ extension Simulation {
         guard let store = d.store else { return skip(d, "powered off") }
         let before = try store.row(ns, key)
         if !options.allowsRecreatingDeletedProse, RowObservation.isTombstone(before) {
-            return skip(d, "writing \(ref) again where it is deleted would meet siblings' shadows of the old text (switched off)",
-                        kind: "held back: re-creating deleted prose")
+            return skip(d, "writing \(ref) again where it is deleted (switched off)", kind: "held back: re-creating deleted prose")
         }
         if isHeldBack(d, ref, before: before, isDelete: false) { return }
         // What the editor read: an absent day reads as empty, never as "what
         // is stored at save time" (that would count paragraphs that landed
         // meanwhile as deleted by this edit).
         let shownText = ProseWriter.text(shownParagraphs)
+        var removed = edited
+        if RowObservation.isTombstone(before) {
+            // Written again where it is deleted: the text the delete took
+            // stays deleted (the writer tombstones what it last showed,
+            // which lies within what it had seen).
+            let kept = Set(paragraphs)
+            let seen = model.seen(by: d.slot, row: ref, before: before).flatMap { model.writes[$0].paragraphs }
+            removed += Set(seen).subtracting(kept).subtracting(removed).sorted()
+        }
         let row: Row
         var token: String? = nil
         switch target {
@@ -333,7 +341,8 @@ extension Simulation {
             row = try store.saveProse(.saga(entry), key: key, shown: shownText)
         }
         commit(d, ref, before: before, after: row, isDelete: false, token: token, paragraphs: paragraphs, removed: removed, step: step,
-               what: "\(ProseWriter.effective(edit, on: shownParagraphs)) in \(ref) [\(paragraphs.map(InvariantChecker.tokenOf).joined(separator: " "))]")
+               what: "\(ProseWriter.effective(edit, on: shownParagraphs)) in \(ref) [\(paragraphs.map(InvariantChecker.tokenOf).joined(separator: " "))]"
+                   + (RowObservation.isTombstone(before) ? " (written again where it is deleted)" : ""))
     }
 
     func delete(_ d: SimDevice, _ ns: Namespace, random: SeededRandom, step: Int) throws {

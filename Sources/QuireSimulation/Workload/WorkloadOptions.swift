@@ -25,10 +25,10 @@ public struct WorkloadOptions: Sendable, Equatable {
     /// simulator; not one of issue 10's six).
     public var allowsSmallResponseBudgets = false
     /// Let a journal day or a note be written again on a device that holds
-    /// it deleted: a sibling that held the old text keeps it as its shadow
-    /// through the delete, and when the new text arrives "restores" the old
-    /// paragraphs as a fresh local edit, which then beats later deletes too
-    /// (found by this simulator; not one of issue 10's six).
+    /// it deleted. This simulator found a sibling that never saw the delete
+    /// "restoring" the old paragraphs from its shadow as a fresh edit, which
+    /// beat later deletes too (seed 500979 with --everything); a row written
+    /// again now deletes the text its delete took (`DeletedProse`).
     public var allowsRecreatingDeletedProse = false
     /// Faults of the cloud folder (a device loses it, conflict copies, an
     /// older anchor put back, an anchor for a round that never committed)

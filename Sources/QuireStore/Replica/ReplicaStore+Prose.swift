@@ -136,6 +136,13 @@ extension WriteContext {
                 }
                 content = ProseText.replacing(content, text: text, deleted: Array(deleted))
             }
+        } else if let key, let existing = loaded, existing.isTombstone, let edit = ProseText.of(content) {
+            // Written again after a delete: the old text stays deleted (DeletedProse).
+            let written = Paragraphs.hashes(of: String(decoding: edit.text, as: UTF8.self))
+            let removed = try DeletedProse.load(db, content.namespace, key).subtracting(written)
+            if !removed.isEmpty {
+                content = ProseText.replacing(content, text: edit.text, deleted: Array(Set(edit.deleted).union(removed.map(\.bytes))))
+            }
         }
         // The shadow is set to the saved text below: no need to keep a
         // marked one's old text first.

@@ -33,6 +33,7 @@ extension ReplicaStore {
             let n = try ctx.db.queryOne("SELECT count(*) FROM rows WHERE tombstone = 1 AND ns IN (\(list))") { Int($0.int(0)) } ?? 0
             try ctx.db.run("DELETE FROM unshipped WHERE (ns, key) IN (SELECT ns, key FROM rows WHERE tombstone = 1 AND ns IN (\(list)))")
             try ctx.db.run("DELETE FROM holders WHERE (ns, key) IN (SELECT ns, key FROM rows WHERE tombstone = 1 AND ns IN (\(list)))")
+            try ctx.db.run("DELETE FROM deleted_prose WHERE (ns, key) IN (SELECT ns, key FROM rows WHERE tombstone = 1 AND ns IN (\(list)))")
             // Told to running change feeds (`changes(since:)`); kept a week.
             try ctx.db.run("DELETE FROM collected WHERE at < ?", [.int(ctx.now.seconds - 7 * 24 * 3600)])
             try ctx.db.run("INSERT INTO collected(seq, ns, key, at) SELECT ?, ns, key, ? FROM rows WHERE tombstone = 1 AND ns IN (\(list))",
@@ -125,6 +126,7 @@ extension WriteContext {
                    [.int(seq), .int(now.seconds)] + args)
         try db.run("DELETE FROM unshipped WHERE ns = ? AND key = ?", args)
         try db.run("DELETE FROM holders WHERE ns = ? AND key = ?", args)
+        try DeletedProse.forget(db, ns, key)
         try db.run("DELETE FROM rows WHERE ns = ? AND key = ? AND tombstone = 1", args)
     }
 

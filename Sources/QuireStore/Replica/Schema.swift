@@ -22,8 +22,17 @@ enum Schema {
                                                  Migration(sql: folderTree),
                                                  Migration(sql: KeptTable.migration),
                                                  Migration(sql: copyPins),
-                                                 Migration(sql: holders)]
+                                                 Migration(sql: holders),
+                                                 Migration(sql: deletedProse)]
     }
+
+    /// The paragraphs a prose row showed here when it was deleted
+    /// (`DeletedProse`): 32-byte paragraph hashes, one after another.
+    /// Rows deleted before the upgrade have no record: written again, they
+    /// carry no tombstones for their old text, as before.
+    static let deletedProse = """
+        CREATE TABLE deleted_prose(ns INTEGER NOT NULL, key BLOB NOT NULL, hashes BLOB NOT NULL, PRIMARY KEY(ns, key)) WITHOUT ROWID;
+        """
 
     /// Which devices are known to hold a version, per row and author
     /// incarnation, up to which counter: the sibling a row came from holds

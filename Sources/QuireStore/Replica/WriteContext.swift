@@ -299,7 +299,12 @@ struct WriteContext {
         // Trash and earlier versions: the text this write replaces, kept on
         // this device in this transaction (WriteContext+Kept.swift).
         try keepReplacedText(by: row, exists: exists, madeHere: madeHere)
-        if exists, row.namespace.isProse { try Shadows.keepMarkedText(db, row, path: store.path) }
+        if exists, row.namespace.isProse {
+            // A tombstone has no leaf: `previousLeaf` says whether a live row is deleted or a deleted one lives again.
+            if row.isTombstone, previousLeaf != nil { try DeletedProse.noteDelete(db, row, path: store.path) }
+            if !row.isTombstone, previousLeaf == nil { try DeletedProse.forget(db, row.namespace, row.key) }
+            try Shadows.keepMarkedText(db, row, path: store.path)
+        }
         // Every stored note head satisfies contentHash == digest(body)
         // (stamped on local edits, checked when a row is decoded), so the
         // leaf uses the stamped hash and never hashes a body again.
