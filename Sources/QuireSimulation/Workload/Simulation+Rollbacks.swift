@@ -39,13 +39,18 @@ extension Simulation {
     /// After a restore: the writes the device held before and not after,
     /// that no other device holds either, are gone with the rollback (a
     /// person who restores an old copy before syncing loses what only that
-    /// device had). Nothing owes them; they are named in the trace. A write
-    /// whose key a committed barrier collected after it is settled in the
-    /// fleet (its row is absent everywhere by agreement), not taken back.
+    /// device had). Nothing owes them; they are named in the trace. A delete
+    /// whose key a committed barrier collected after it, and a write such a
+    /// delete saw, are settled in the fleet (the row is absent everywhere
+    /// by agreement), not taken back (seed 2470). A write no delete saw is
+    /// not: a barrier that collected its key never held it, and it went
+    /// with its device (a lost one, outside the barrier's roster: seeds
+    /// 40067 and 40420 with --revocations).
     func noteRolledBack(_ heldBefore: [WriteRecord], by d: SimDevice, why: String = "the restore", countingItself: Bool = true) throws {
         var gone: [Int] = []
         for w in heldBefore {
-            if ledger.commits.contains(where: { $0.keys.contains(w.row) && w.id < $0.writesBefore }) { continue }
+            let deleted = w.isDelete || model.writes(of: w.row).contains { $0.isDelete && $0.seen.contains(w.id) }
+            if deleted, ledger.commits.contains(where: { $0.keys.contains(w.row) && w.id < $0.writesBefore }) { continue }
             var holders = fleet.members.filter { $0 !== d }.compactMap(\.store)
             if countingItself, let mine = d.store { holders.insert(mine, at: 0) }
             let stillHeld = try holders.contains { keeps(try $0.row(w.row.namespace, w.row.key), w) }

@@ -39,11 +39,12 @@ public struct WorkloadOptions: Sendable, Equatable {
     public var offloads = true
     /// Demand that a body keep every copy its offload required, resident
     /// copies on other devices included. The engine counts a sibling that
-    /// holds the note resident as a copy, but nothing pins that copy: the
-    /// sibling may offload the note itself, or a delete there followed by a
-    /// concurrent edit brings the note back as a pointer (found by this
-    /// simulator: seeds 927 and 1073 with --everything; open). Off, (4)
-    /// demands one held copy re-hashed on its holder, and checks every recall.
+    /// holds the note resident as a copy, and that sibling pins its copy
+    /// (`copy_pins`); before the pins, it could offload the note itself, or
+    /// a delete there followed by a concurrent edit brought the note back as
+    /// a pointer (found by this simulator: seeds 927 and 1073 with
+    /// --everything). Off, (4) demands one held copy re-hashed on its
+    /// holder, and checks every recall.
     public var requiresCountedCopiesKept = false
     /// Let a device be lost and revoked by another (`Revoking`, the code of
     /// `quire devices revoke`), from a stream of its own: what only it held
