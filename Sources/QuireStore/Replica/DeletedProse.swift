@@ -18,7 +18,7 @@ enum DeletedProse {
     static func noteDelete(_ db: Connection, _ row: Row, path: String) throws(StoreError) {
         guard row.isTombstone, row.namespace.isProse else { return }
         var hashes = Set<ParagraphHash>()
-        for text in [try Shadows.storedText(db, row.namespace, row.key, path: path), try Shadows.load(db, row.namespace, row.key, path: path)] {
+        for text in [try Shadows.storedText(db, row.namespace, row.key, path: path), try Shadows.copy(db, row.namespace, row.key)] {
             if let text { hashes.formUnion(Paragraphs.hashes(of: String(decoding: text, as: UTF8.self))) }
         }
         guard !hashes.isEmpty else { return }

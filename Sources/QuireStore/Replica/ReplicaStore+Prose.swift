@@ -33,6 +33,12 @@ enum Shadows {
         return try storedText(db, ns, key, path: path)
     }
 
+    /// The shadow's text when it is a copy of its own (nil: none, or a mark).
+    static func copy(_ db: Connection, _ ns: Namespace, _ key: RowKey) throws(StoreError) -> [UInt8]? {
+        try db.queryOne("SELECT text FROM shadows WHERE ns = ? AND key = ? AND same = 0",
+                        [.int(Int64(ns.rawValue)), .blob(key.bytes)]) { $0.blob(0) ?? [] }
+    }
+
     /// The row's prose text as stored (nil: no such row, not prose, or its
     /// body is not here).
     static func storedText(_ db: Connection, _ ns: Namespace, _ key: RowKey, path: String) throws(StoreError) -> [UInt8]? {
