@@ -132,6 +132,11 @@ final class SimulationTests: XCTestCase {
             XCTAssertEqual(run.status, 0, "seed \(seed) --revocations:\n" + run.stdout.suffix(4000))
             XCTAssertTrue(run.stdout.contains("which was lost"), "seed \(seed) no longer revokes a device")
         }
+        // 800015: a counted copy of an offloaded body went with its lost
+        // device and was still demanded (the oracle's, not the product's).
+        let counted = try SimulatorBinary.run(["--replay", "800015", "--everything", "--revocations"])
+        XCTAssertEqual(counted.status, 0, "seed 800015 --everything --revocations:\n" + counted.stdout.suffix(4000))
+        XCTAssertTrue(counted.stdout.contains("the loss took its copies of 1 offloaded body"), "seed 800015 no longer loses a counted copy")
         let thief = try SimulatorBinary.run(["--replay", "1", "--revocations"])
         XCTAssertTrue(thief.stdout.contains("a thief turns it on and writes"), "seed 1 no longer plays the thief")
     }

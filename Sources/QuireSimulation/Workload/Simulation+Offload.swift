@@ -181,6 +181,15 @@ extension Simulation {
         return try Set(offloads.everyHash.filter { try store.servableBody(contentHash: $0) != nil })
     }
 
+    /// Offloaded bodies a device can serve, held for others or resident.
+    func copiesOfOffloadedBodies(on d: SimDevice) throws -> Set<[UInt8]> {
+        guard let store = d.store else { return [] }
+        return try Set(offloads.requiredCopies.keys.filter { body in
+            try store.servableBody(contentHash: body.contentHash) != nil
+                || store.servableBody(contentHash: body.contentHash, key: body.key) != nil
+        }.map(\.contentHash))
+    }
+
     func noteBodiesTakenBack(_ before: Set<[UInt8]>, by d: SimDevice) throws {
         let gone = before.subtracting(try heldBodies(of: d))
         guard !gone.isEmpty else { return }

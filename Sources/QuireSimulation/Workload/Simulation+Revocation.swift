@@ -16,6 +16,7 @@ extension Simulation {
         guard victim.slot != plan.homebaseSlot else { return skip(victim, "the homebase is not revoked in these histories", kind: "revoked") }
         guard let store = revoker.store else { return skip(revoker, "powered off: cannot revoke") }
         let held = try writesHeld(by: victim)
+        let copies = try copiesOfOffloadedBodies(on: victim)
         do {
             try revokeAsTheCommandDoes(victim, by: revoker, store: store)
         } catch let refusal as Revoking.Refusal {
@@ -29,6 +30,14 @@ extension Simulation {
         // may still be on the way, and what they carry is not gone.
         pendingLosses.append((held, victim))
         fleet.trace.record(revoker.name, "revokes \(victim.name), which was lost" + (thiefReturns ? " (a thief will turn it on again)" : ""))
+        // Its copies of offloaded bodies went with it, and nothing makes
+        // them again: like a restore that took copies back, only "some copy
+        // is left" is owed for them (seed 800015 with --everything --revocations).
+        if !copies.isEmpty {
+            offloads.takenBack.formUnion(copies)
+            fleet.trace.record(victim.name, "the loss took its copies of \(copies.count) offloaded bod\(copies.count == 1 ? "y" : "ies"): "
+                               + copies.map { Hex.encode($0.prefix(4)) }.sorted().joined(separator: ", "))
+        }
         if thiefReturns { thieves.append(victim) }
     }
 
