@@ -134,6 +134,38 @@ final class RotationEngineTests: XCTestCase {
                       "\(warnings)")
     }
 
+    /// A revocation signed by a device that is then revoked by one that had
+    /// not seen it counts nowhere (DeviceLog): the device it revoked is on
+    /// the roster again, and the engines that see it say so once, with the
+    /// command that revokes it again.
+    func testARevocationVoidedByALaterOneIsSaid() throws {
+        try makeFleet(["a", "b", "c", "d"])
+        let (a, c, d) = (devices[0], devices[2], devices[3])
+        for e in engines { try e?.attach() }
+        tick(30)
+        // d is lost and c offline; a revokes d.
+        for i in [2, 3] { engines[i]?.stop(); engines[i] = nil }
+        try Revoking.revoke(d.id, by: a.identity, store: a.store, at: clock.now())
+        tick(60)
+        XCTAssertTrue(engines[1]!.status().events.contains { $0.contains("device 'd' was revoked") }, "\(engines[1]!.status().events)")
+        XCTAssertFalse(engines[1]!.status().events.contains { $0.contains("counts nowhere") })
+        // a is lost as well; c, which never heard of d's revocation, revokes a and comes back.
+        engines[0]?.stop()
+        engines[0] = nil
+        try Revoking.revoke(a.id, by: c.identity, store: c.store, at: clock.now())
+        engines[2] = try makeEngine(2)
+        try engines[2]?.attach()
+        tick(120)
+        for i in [1, 2] {
+            let events = engines[i]!.status().events
+            XCTAssertEqual(events.filter { $0.contains("a revocation of device 'd' counts nowhere") && $0.contains("'quire devices revoke d'") }.count, 1,
+                           "said once, also by the device whose revocation voided it: \(events)")
+        }
+        let roster = DeviceLog(rows: try devices[1].store.rows(.devices, from: [], to: nil), accountKey: a.identity.account.publicKey).roster()
+        XCTAssertEqual(roster[d.id]?.isRevoked, false, "the rule the message speaks of")
+        XCTAssertEqual(roster[a.id]?.isRevoked, true)
+    }
+
     /// A revocation whose copy of the key for b is damaged: b says so, asks
     /// a sibling, gets the key (checked against the revocation), and then
     /// writes under the new key like everyone else.

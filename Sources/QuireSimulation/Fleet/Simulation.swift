@@ -208,6 +208,9 @@ public final class Simulation {
             }
             if elapsed >= nextReport {
                 nextReport += 10_000
+                // A revocation voided meanwhile (its signer revoked by a
+                // device that had not seen it) put a lost device back.
+                try revokeAgainWhereVoided()
                 let waiting = fleet.members.compactMap { d -> String? in
                     let siblings = d.engine?.unconvergedSiblings() ?? []
                     return siblings.isEmpty ? nil : "\(d.name) with \(siblings.joined(separator: ","))"

@@ -53,7 +53,9 @@ extension Simulation {
     /// A revocation signed by a device revoked concurrently counts nowhere
     /// (the device log's rule): the device it revoked is on the roster
     /// again, as `quire devices` shows. The person revokes it again, from
-    /// the first device that shows it trusted. Done when the faults heal.
+    /// the first device that shows it trusted (its status said so). Done
+    /// when the faults heal, and every 10 s of the settle after: the
+    /// revocation that voids another may arrive late (seed 41848).
     func revokeAgainWhereVoided() throws {
         for lost in fleet.devices where lost.isRevoked {
             for member in fleet.members {

@@ -148,6 +148,15 @@ extension SyncEngine {
         refreshBackupKeys(nowMs: clock.monotonicMilliseconds())
         let current = roster.siblings(of: me.deviceID)
         let ids = Set(current.map(\.deviceID))
+        // A revocation counts nowhere once its signer is revoked by a device
+        // that had not seen it (DeviceLog): the person must hear of it, or a
+        // lost device stays on the roster unrevoked.
+        for e in log.entries.values where e.statement.kind == .revoke && verdicts[e.id] == .void && ids.contains(e.statement.subject)
+            && voidedRevocationsSaid.insert(e.id).inserted {
+            let subject = e.statement.subject
+            note("a revocation of device \(name(of: subject)) counts nowhere (the device that signed it was revoked by one that had "
+                 + "not seen it): it is on the roster; if it is lost, revoke it with 'quire devices revoke \(roster[subject]?.name ?? subject.hex)'")
+        }
         if let round = barrier.round, round.roster != ids {
             abandonRound("a device was added or revoked while the round was open")
             // The tombstones are still worth collecting, by the new roster:

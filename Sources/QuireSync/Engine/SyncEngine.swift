@@ -127,6 +127,8 @@ public final class SyncEngine: @unchecked Sendable {
     var lastStatusWriteMs: UInt64 = 0
     var lastWrittenStatus: SyncStatus?
     var events: [String] = []
+    /// Void revocations of devices on the roster, said once a run (by statement id).
+    var voidedRevocationsSaid = Set<DeviceID>()
     var reportedErrors = Set<String>()
     var subscription: RelaySubscription?
     /// Why this device cannot tell or reach the fleet's generation, in words (Anchor/).
