@@ -92,6 +92,23 @@ final class DeletedProseTests: XCTestCase {
         XCTAssertEqual(try text(c), "written on b\n")
     }
 
+    /// A note a sibling deleted while a file was open on it here: the save
+    /// writes it again and deletes what the delete took. A note deleted
+    /// here is not recorded: nothing here writes it again (files open on
+    /// it write nowhere; a new file of its name is a new row).
+    func testANoteIsRecordedWhenASiblingDeletedItAndNotWhenDeletedHere() throws {
+        let a = try store("a", deviceA, seed: 1), b = try store("b", deviceB, seed: 2)
+        let plan = try a.saveProse(note("plan", "first idea\n\nsecond idea\n"))
+        try b.apply([plan], from: deviceA)
+        try confirmHeld(a)
+        try b.apply([try a.delete(.notebook, plan.key)], from: deviceA)
+        let saved = try b.saveProse(note("plan", "first idea\n\na third\n"), key: plan.key, shown: Array("first idea\n\nsecond idea\n".utf8))
+        guard case .note(let n)? = saved.content else { return XCTFail() }
+        XCTAssertEqual(Set(n.deletedParagraphs.compactMap { ParagraphHash(bytes: $0) }), [Paragraphs.paragraphHash("second idea")])
+        let c = try Connection(path: dir + "/a.sqlite")
+        XCTAssertEqual(try c.queryOne("SELECT count(*) FROM deleted_prose") { $0.int(0) }, 0, "a deleted it itself")
+    }
+
     /// The record lives while the row is deleted: written again (here or
     /// by a sibling), or collected by a barrier, it is gone.
     func testTheRecordEndsWhenTheRowLivesAgainOrIsCollected() throws {

@@ -1,8 +1,8 @@
 import QuireCore
 
 /// The paragraphs a note body or journal day showed on this device when it
-/// was deleted here (by this device or a sibling), as paragraph hashes;
-/// device-local, never in a leaf (rule 1).
+/// was deleted here (by this device or a sibling; see `mayBeWrittenAgain`),
+/// as paragraph hashes; device-local, never in a leaf (rule 1).
 ///
 /// A row written again after its delete (a journal day's key is its date)
 /// deletes them with paragraph tombstones. Without them the new text
@@ -11,6 +11,16 @@ import QuireCore
 /// them as a fresh edit: the deleted words came back, and beat a later
 /// delete too.
 enum DeletedProse {
+    /// Whether this device can write the row again under its key: a
+    /// journal day always (its key is its date); a note only when a
+    /// sibling deleted it (a file open here saves into it). A note deleted
+    /// here cannot be: the mount's files open on it write nowhere, and a
+    /// new file of its name is a new row. So `rm -r` of a folder of notes
+    /// pays nothing for the record.
+    static func mayBeWrittenAgain(_ ns: Namespace, deletedHere: Bool) -> Bool {
+        ns == .saga || !deletedHere
+    }
+
     /// `row` (a tombstone) replaces what is stored: remember the paragraphs
     /// of the stored text and of the shadow's own copy. Nothing to remember
     /// over a tombstone (the record of the first delete stays) or a body

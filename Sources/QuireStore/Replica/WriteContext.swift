@@ -301,7 +301,9 @@ struct WriteContext {
         try keepReplacedText(by: row, exists: exists, madeHere: madeHere)
         if exists, row.namespace.isProse {
             // A tombstone has no leaf: `previousLeaf` says whether a live row is deleted or a deleted one lives again.
-            if row.isTombstone, previousLeaf != nil { try DeletedProse.noteDelete(db, row, path: store.path) }
+            if row.isTombstone, previousLeaf != nil, DeletedProse.mayBeWrittenAgain(row.namespace, deletedHere: madeHere) {
+                try DeletedProse.noteDelete(db, row, path: store.path)
+            }
             if !row.isTombstone, previousLeaf == nil { try DeletedProse.forget(db, row.namespace, row.key) }
             try Shadows.keepMarkedText(db, row, path: store.path)
         }
