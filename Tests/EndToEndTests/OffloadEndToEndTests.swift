@@ -259,6 +259,51 @@ final class OffloadEndToEndTests: OffloadFleetBase {
     }
 }
 
+/// A holder revoked after an offload counted its copy: said apart from an
+/// unreachable one, never asked, and its notes brought back on request.
+final class RevokedHolderEndToEndTests: OffloadFleetBase {
+    func testARevokedHoldersCopyCountsNoMoreAndItsNotesComeBack() throws {
+        try makeFleet()
+        try put("phone", "twice", Self.body(6, size: 10_000))
+        try put("phone", "once", Self.body(7, size: 10_000))
+        XCTAssertTrue(try waitForEqualDigests([home("phone"), home("home"), home("tablet")], timeout: 30))
+        let twice = try json(try quireOK(["offload", "twice", "--copies", "2", "--json"], home: home("phone")))
+        XCTAssertEqual(((twice["notes"] as? [[String: Any]])?.first?["holders"] as? [String])?.count, 2, "the homebase and the resident tablet")
+        try quireOK(["offload", "once"], home: home("phone"))
+        XCTAssertEqual(try offloadedTitles("phone"), ["twice", "once"])
+        // Nothing to mend yet.
+        XCTAssertEqual(try quireOK(["recall", "--below-copies"], home: home("phone")).stdout,
+                       "no offloaded note is below its copies for a revocation: nothing to recall\n")
+
+        stop("tablet")
+        try quireOK(["devices", "revoke", "tablet"], home: home("phone"))
+        let status = try quireOK(["status"], home: home("phone")).stdout
+        XCTAssertTrue(status.contains("holder 'tablet' REVOKED: 1 offloaded note counted a copy there"), status)
+        XCTAssertTrue(status.contains("1 is now below the copies it was offloaded with: 'quire recall --below-copies'"), status)
+        XCTAssertFalse(status.contains("holder 'tablet' UNREACHABLE"), "a revoked holder is not away, it is gone: \(status)")
+        let offload = try json(try quireOK(["status", "--json"], home: home("phone")))["offload"] as? [String: Any]
+        XCTAssertEqual(offload?["belowRequiredCopies"] as? Int, 1)
+        XCTAssertEqual((offload?["revokedHolders"] as? [[String: Any]])?.first?["name"] as? String, "'tablet'")
+
+        let fsck = try quire(["fsck", "--timeout", "2"], home: home("phone"))
+        XCTAssertEqual(fsck.status, 1)
+        XCTAssertTrue(fsck.stdout.contains("'twice'") && fsck.stdout.contains("held by 1 of 2 required copies"), fsck.stdout)
+        XCTAssertTrue(fsck.stdout.contains("'tablet' was revoked (a copy there counts no more)"), fsck.stdout)
+        XCTAssertFalse(fsck.stdout.contains("'tablet' did not answer"), "a revoked holder is not asked: \(fsck.stdout)")
+        XCTAssertTrue(fsck.stdout.contains("'quire recall --below-copies' brings it back here"), fsck.stdout)
+        XCTAssertFalse(fsck.stdout.contains("'once'"), "a note whose copies never counted the tablet is whole: \(fsck.stdout)")
+
+        let back = try json(try quireOK(["recall", "--below-copies", "--json"], home: home("phone")))
+        XCTAssertEqual(back["recalled"] as? Int, 1)
+        XCTAssertEqual(try offloadedTitles("phone"), ["once"], "only the note left short came back")
+        XCTAssertEqual(try quireOK(["get", "notebook", "twice"], home: home("phone")).stdout, Self.body(6, size: 10_000))
+        XCTAssertEqual(try quire(["fsck", "--timeout", "5"], home: home("phone")).status, 0)
+        let after = try quireOK(["status"], home: home("phone")).stdout
+        XCTAssertFalse(after.contains("REVOKED"), after)
+        XCTAssertEqual(try quire(["recall", "--all", "--below-copies"], home: home("phone")).status, 2, "a usage error")
+    }
+}
+
 /// The same fleet on a real redis-server: offload frames, chunked bodies
 /// and recalls cross Redis pub/sub instead of local datagrams.
 final class OffloadRedisEndToEndTests: OffloadFleetBase {

@@ -18,7 +18,8 @@ enum FsckCommand {
             whether they still hold its body; each holder re-hashes the bytes it
             keeps before it says yes. Reports every body held by fewer devices than
             the copies it was offloaded with ('quire offload --copies'), naming the
-            holders that did not answer or no longer hold it.
+            holders that did not answer, no longer hold it, or were revoked (a
+            revoked device is not asked: its copy counts no more).
 
               --timeout S   seconds to wait for the holders (default 10)
               --json        the findings as JSON
@@ -42,9 +43,12 @@ enum FsckCommand {
 
         let offloaded = try store.offloadedNotes()
         let required = OffloadCopiesFile(home: inv.home).load()
+        // A revoked holder is not asked (its frames are refused): its copy counts no more.
+        let roster = try? Roster.load(from: store, accountKey: identity.account.publicKey).roster
+        func isRevoked(_ id: DeviceID) -> Bool { roster?[id]?.isRevoked == true }
         var items: [DeviceID: [HoldQuery.Item]] = [:]
         for n in offloaded {
-            for h in n.holders { items[h, default: []].append(HoldQuery.Item(contentHash: n.contentHash, key: n.key)) }
+            for h in n.holders where !isRevoked(h) { items[h, default: []].append(HoldQuery.Item(contentHash: n.contentHash, key: n.key)) }
         }
         var answers: [DeviceID: Set<[UInt8]>?] = [:]
         if !items.isEmpty {
@@ -63,32 +67,42 @@ enum FsckCommand {
         var short = 0
         for n in offloaded {
             let hash = Hex.encode(n.contentHash)
-            var confirmed: [String] = [], silent: [String] = [], lost: [String] = []
+            var confirmed: [String] = [], silent: [String] = [], lost: [String] = [], revoked: [String] = []
             for h in n.holders {
                 let name = names[h] ?? h.hex.prefix(12).description
+                if isRevoked(h) { revoked.append(name); continue }
                 switch answers[h] {
                 case .some(.some(let held)): if held.contains(n.contentHash) { confirmed.append(name) } else { lost.append(name) }
                 default: silent.append(name)
                 }
             }
-            let need = required[hash] ?? 1
+            let need = OffloadCopiesFile.required(n, in: required)
             var entry: [String: Any] = ["key": n.key.hex, "title": n.title, "required": need, "confirmed": confirmed,
-                                        "silent": silent, "lost": lost]
+                                        "silent": silent, "lost": lost, "revoked": revoked]
             if confirmed.count < need {
                 short += 1
                 var why: [String] = []
                 if !confirmed.isEmpty { why.append("held by " + confirmed.joined(separator: ", ")) }
                 if !lost.isEmpty { why.append(lost.joined(separator: ", ") + " no longer hold\(lost.count == 1 ? "s" : "") it") }
                 if !silent.isEmpty { why.append(silent.joined(separator: ", ") + " did not answer (unreachable?)") }
+                if !revoked.isEmpty { why.append(revoked.joined(separator: ", ") + (revoked.count == 1 ? " was" : " were") + " revoked (a copy there counts no more)") }
                 let text = "'\(n.title)' (\(n.key.hex.prefix(12))): body held by \(confirmed.count) of \(need) required copies: " + why.joined(separator: "; ")
                 problems.append(text)
                 entry["problem"] = text
             }
             notes.append(entry)
         }
+        // What mends the notes a revocation left short (counted among the problems above).
+        var hints: [String] = []
+        let belowForRevocation = RevokedCopies(offloaded: offloaded, roster: roster, required: required).belowRequired.count
+        if belowForRevocation > 0 {
+            hints.append("\(belowForRevocation) offloaded note\(belowForRevocation == 1 ? "" : "s") counted a copy on a revoked device and "
+                            + "\(belowForRevocation == 1 ? "is" : "are") below the copies \(belowForRevocation == 1 ? "it was" : "they were") offloaded with: "
+                            + "'quire recall --below-copies' brings \(belowForRevocation == 1 ? "it" : "them") back here")
+        }
         if args.has("json") {
             Output.json(["ok": problems.isEmpty, "rootsVerified": rootsOK, "offloaded": offloaded.count, "belowRequiredCopies": short,
-                         "notes": notes, "problems": problems])
+                         "notes": notes, "problems": problems, "hints": hints])
         } else {
             Output.line(rootsOK ? "state digest: every root matches the content" : "state digest: DAMAGED")
             if offloaded.isEmpty {
@@ -97,6 +111,7 @@ enum FsckCommand {
                 Output.line("offloaded bodies: \(offloaded.count) checked, \(offloaded.count - short) held with their required copies, \(short) below")
             }
             for p in problems { Output.line("  " + p) }
+            for h in hints { Output.line(h) }
         }
         if !problems.isEmpty { throw CommandFailure("fsck found \(problems.count) problem\(problems.count == 1 ? "" : "s")") }
     }

@@ -45,7 +45,7 @@ enum OffloadCommands {
         name: "recall",
         summary: "bring offloaded note bodies back to this device",
         usage: """
-            usage: quire recall [NOTE...|--all] [--timeout S] [--json]
+            usage: quire recall [NOTE...|--all|--below-copies] [--timeout S] [--json]
 
             Fetches the bodies of offloaded notes from their holders, checks each
             against the note's content hash, and keeps it resident here (no new
@@ -54,12 +54,15 @@ enum OffloadCommands {
 
               NOTE         a note title, or its key (32 hex digits)
               --all        every offloaded note
+              --below-copies  every offloaded note that counted a copy on a device
+                           since revoked and keeps fewer other holders than the
+                           copies it was offloaded with ('quire status' counts them)
               --timeout S  seconds to wait for a holder per note (default: prefs, 10)
               --json       the outcome of every note as JSON, no progress bar
 
             Exit status 1 when any note was not recalled (each is named, with why).
             """,
-        valued: ["timeout"], flags: ["all", "json"],
+        valued: ["timeout"], flags: ["all", "below-copies", "json"],
         run: runRecall)
 
     // MARK: offload
@@ -130,11 +133,20 @@ enum OffloadCommands {
 
     @Sendable
     static func runRecall(_ args: Arguments, _ inv: Invocation) throws {
-        let all = args.has("all")
-        if args.positional.isEmpty == !all { throw UsageError(all ? "NOTE and --all exclude each other" : "name the notes to recall, or --all") }
-        let (_, store) = try inv.open()
+        let all = args.has("all"), below = args.has("below-copies")
+        let choices = (args.positional.isEmpty ? 0 : 1) + (all ? 1 : 0) + (below ? 1 : 0)
+        if choices == 0 { throw UsageError("name the notes to recall, or --all, or --below-copies") }
+        if choices > 1 { throw UsageError("NOTE, --all and --below-copies exclude each other") }
+        let (identity, store) = try inv.open()
         let timeout = try args.value("timeout") == nil ? ((try? inv.home.prefs.load().recallTimeoutSeconds) ?? 10) : timeoutValue(args)
-        let keys = all ? try store.offloadedNotes().map(\.key) : try args.positional.map { try resolveNote($0, store) }
+        let keys: [RowKey]
+        if all {
+            keys = try store.offloadedNotes().map(\.key)
+        } else if below {
+            keys = try RevokedCopies(store: store, identity: identity, home: inv.home).belowRequired.map(\.note.key)
+        } else {
+            keys = try args.positional.map { try resolveNote($0, store) }
+        }
         let outcomes = keys.isEmpty ? [] : try perform(.recall(keys: keys, timeout: timeout),
                                                        inv: inv, count: keys.count, verb: "recalling", json: args.has("json"))
         let done = outcomes.filter { $0.result == .done }
@@ -148,7 +160,7 @@ enum OffloadCommands {
             for o in outcomes where o.result == .done && o.reason != nil {
                 Output.error("recalled '\(o.title)' from another holder after: \(o.reason!)")
             }
-            Output.line(keys.isEmpty ? "no offloaded notes to recall" : "recalled \(done.count) of \(outcomes.count) notes, \(ByteText.text(fetched)) fetched")
+            Output.line(keys.isEmpty ? (below ? "no offloaded note is below its copies for a revocation: nothing to recall" : "no offloaded notes to recall") : "recalled \(done.count) of \(outcomes.count) notes, \(ByteText.text(fetched)) fetched")
         }
         try failIfAny(failed, verb: "recalled")
     }
@@ -268,31 +280,6 @@ enum ByteText {
         if b >= 1024 * 1024 { return String(format: "%.1f MB", b / (1024 * 1024)) }
         if b >= 1024 { return String(format: "%.1f KB", b / 1024) }
         return "\(bytes) B"
-    }
-}
-
-/// How many copies each offloaded body was required to have, for fsck.
-/// Device-local (a per-device fact, like residency): `<home>/offload-copies.json`,
-/// content hash (hex) → copies.
-struct OffloadCopiesFile {
-    let home: DeviceHome
-    var path: String { home.offloadCopiesPath }
-
-    func load() -> [String: Int] {
-        guard let data = FileManager.default.contents(atPath: path),
-              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Int] else { return [:] }
-        return object
-    }
-
-    func record(_ entries: [(RowKey, Int)], store: ReplicaStore) {
-        var map = load()
-        let hashes = Dictionary(((try? store.offloadedNotes()) ?? []).map { ($0.key, Hex.encode($0.contentHash)) }, uniquingKeysWith: { a, _ in a })
-        let live = Set(hashes.values)
-        map = map.filter { live.contains($0.key) }
-        for (key, copies) in entries { if let h = hashes[key] { map[h] = copies } }
-        if let data = try? JSONSerialization.data(withJSONObject: map, options: [.sortedKeys]) {
-            try? AtomicFile.write(Array(data), to: path, mode: 0o600)
-        }
     }
 }
 

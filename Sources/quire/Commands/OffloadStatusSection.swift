@@ -5,7 +5,8 @@ import QuireSync
 
 /// The offload part of `quire status` (and of the mount's `.quire/status`):
 /// on a homebase, the bodies it holds for whom; on any device, its
-/// offloaded notes by holder, and which holders cannot be reached now.
+/// offloaded notes by holder, which holders cannot be reached now, and
+/// which were revoked (their copies count no more: `RevokedCopies`).
 extension StatusReport {
     func addingOffload(home: DeviceHome, identity: Identity, store: ReplicaStore) -> StatusReport {
         var report = self
@@ -27,11 +28,14 @@ extension StatusReport {
             for n in offloaded { for h in n.holders { byHolder[h, default: 0] += 1 } }
             lines.append("\(offloaded.count) notes offloaded (\(ByteText.text(offloaded.reduce(0) { $0 + $1.size })) of bodies), held by "
                          + byHolder.sorted { $0.key < $1.key }.map { "\(name($0.key)) (\($0.value))" }.joined(separator: ", "))
+            // A revoked holder is said apart: it is not away, it is gone.
+            let revoked = (try? RevokedCopies(store: store, identity: identity, home: home))
+            let revokedHolders = Set(revoked?.byHolder.map(\.holder) ?? [])
             // A holder is reachable when the running sync heard from it lately.
             let sync = SyncStatus.load(from: home)
             let now = SystemClock().now().seconds
             var unreachable: [String] = []
-            for holder in byHolder.keys.sorted() {
+            for holder in byHolder.keys.sorted() where !revokedHolders.contains(holder) {
                 let sibling = sync?.siblings.first { $0.device == holder.hex }
                 let why: String?
                 if sync?.isProcessAlive != true {
@@ -45,6 +49,13 @@ extension StatusReport {
             }
             lines += unreachable
             json["unreachableHolders"] = unreachable
+            if let revoked {
+                lines += revoked.lines(name: name)
+                json["revokedHolders"] = revoked.byHolder.map {
+                    ["device": $0.holder.hex, "name": name($0.holder), "notes": $0.notes, "belowRequiredCopies": $0.below, "noOtherHolder": $0.noneLeft] as [String: Any]
+                }
+                json["belowRequiredCopies"] = revoked.belowRequired.count
+            }
         }
         if !lines.isEmpty { report.text += "\n" + lines.joined(separator: "\n") }
         report.json["offload"] = json
