@@ -126,6 +126,29 @@ final class AnchorTests: XCTestCase {
         }
     }
 
+    /// Two anchors at one generation: the canonical file (each write
+    /// replaces it, so it is the last one written, the committed round's)
+    /// beats a copy beside it, even one whose writer's clock ran ahead.
+    func testAtOneGenerationTheCanonicalAnchorBeatsACopyWrittenUnderAClockAhead() throws {
+        let folder = CloudFolder(path: dir, accountID: account)
+        var dangling = snapshot(3)
+        dangling.rows.removeLast()
+        let stale = try AnchorFile.seal(dangling, accountID: account, keys: keys, at: Timestamp(seconds: 5_000))
+        try folder.write(stale)
+        let prefix = folder.anchorPath.replacingOccurrences(of: ".qanchor", with: "")
+        XCTAssertTrue(FileManager.default.createFile(atPath: prefix + " (conflicted copy).qanchor", contents: Data(stale)))
+        // The committed round at the same generation, by a leader whose clock is behind.
+        try folder.write(try AnchorFile.seal(snapshot(3), accountID: account, keys: keys, at: Timestamp(seconds: 1_000)))
+        let newest = try XCTUnwrap(try folder.newest(keys: keys))
+        XCTAssertEqual(newest.1.rows.count, 2, "the copy of the round that never committed was chosen")
+        XCTAssertEqual(newest.0.writtenAt, Timestamp(seconds: 1_000))
+        // Among copies alone, the time written still orders them.
+        try FileManager.default.removeItem(atPath: folder.anchorPath)
+        XCTAssertTrue(FileManager.default.createFile(atPath: prefix + " (2).qanchor",
+                                                    contents: Data(try AnchorFile.seal(snapshot(3), accountID: account, keys: keys, at: Timestamp(seconds: 9_000)))))
+        XCTAssertEqual(try folder.newest(keys: keys)?.0.writtenAt, Timestamp(seconds: 9_000))
+    }
+
     func testAnAnchorOfTenThousandNotesIsWrittenQuickly() throws {
         // Size is the point here: the figure itself is measured by a benchmark.
         let actor = Actor(device: DeviceID(bytes: [UInt8](repeating: 1, count: 16))!, incarnation: 9)

@@ -72,7 +72,7 @@ extension Simulation {
                 try noteBodiesTakenBack(bodies, by: d)
                 // A copy put back by hand ('cp -a'): the device learns it was
                 // rolled back only from what its siblings show it.
-                model.noteCopiedBack(slot: slot)
+                model.noteCopiedBack(slot: d.slot)
                 fleet.trace.record(d.name, "restored by copying back backup copy \(index + 1) (no new incarnation)")
             } else {
                 // 'quire restore': a new incarnation before anything else.

@@ -53,13 +53,21 @@ public struct CloudFolder: Sendable {
                   let header = try? AnchorFile.header(of: head, accountID: accountID) else { continue }
             out.append(Candidate(path: path + "/" + name, header: header))
         }
-        // At one generation, the anchor written last first: an anchor for a
-        // round that never committed (or its conflict copy) is overwritten
-        // by the next round at that generation, and recovering from the
-        // older snapshot would take rows written since for collected ones
-        // (the simulator's seed 103 with --cloud-and-power-faults).
+        // At one generation, the file a writer wrote first: each write
+        // replaces the canonical anchor (and a revoking device's copy sealed
+        // again stands for it), so at its generation it is the anchor written
+        // last. No round can write one at a generation some device already
+        // committed (every ack carries a digest with the generation), so the
+        // last written is the committed one; a copy beside it (a sync
+        // service's conflict copy) may be one of a round that never
+        // committed, and recovering from that older snapshot would take rows
+        // written since for collected ones. The time written comes next
+        // only: it is the writer's clock, which may run ahead of the
+        // committing leader's. Then the name.
+        func rank(_ c: Candidate) -> Int { c.path == anchorPath || c.path.contains("-resealed-") ? 0 : 1 }
         return out.sorted {
             if $0.header.generation != $1.header.generation { return $0.header.generation > $1.header.generation }
+            if rank($0) != rank($1) { return rank($0) < rank($1) }
             if $0.header.writtenAt != $1.header.writtenAt { return $0.header.writtenAt.seconds > $1.header.writtenAt.seconds }
             return $0.path < $1.path
         }

@@ -73,7 +73,21 @@ extension SyncEngine {
         case .rolledBack(let target):
             // The anchor lands before its round commits: act on it only once
             // the round is known to have committed (CommitRecord).
-            let isCommitted = (ahead?.sibling.generationGap ?? 0) >= target || (cloud.committedGeneration(keys: keys) ?? 0) >= target
+            let fleetGeneration = max(ahead?.sibling.generationGap ?? 0, cloud.committedGeneration(keys: keys) ?? 0)
+            // Committed past the newest anchor: that anchor is not the
+            // fleet's (the folder was put back, or the newest write has not
+            // reached it), and at its generation it may be one of a round
+            // that never committed, whose committed twin was overwritten. A
+            // sibling at the fleet's generation serves what it holds instead.
+            if fleetGeneration > target {
+                anchorState = nil
+                note("anchor: the fleet committed generation \(fleetGeneration) but the newest anchor here is at \(target) (this device at \(local), "
+                     + "\(trigger)): not recovering from an older anchor; " + (ahead == nil ? "waiting to hear from a sibling at generation \(fleetGeneration)"
+                                                                                 : "catching up from a sibling at generation \(fleetGeneration)"))
+                if let (id, sibling) = ahead { requestSnapshot(from: id, theirGeneration: sibling.generationGap!) }
+                return
+            }
+            let isCommitted = fleetGeneration >= target
             guard isCommitted, let snapshot = survey.newest?.snapshot else {
                 anchorState = nil
                 note("anchor: the fleet's anchor is at generation \(target), this device at \(local) (\(trigger)), but no device is known to have "
