@@ -29,7 +29,8 @@ extension StatusReport {
             lines.append("\(offloaded.count) notes offloaded (\(ByteText.text(offloaded.reduce(0) { $0 + $1.size })) of bodies), held by "
                          + byHolder.sorted { $0.key < $1.key }.map { "\(name($0.key)) (\($0.value))" }.joined(separator: ", "))
             // A revoked holder is said apart: it is not away, it is gone.
-            let revoked = (try? RevokedCopies(store: store, identity: identity, home: home))
+            let roster = try? Roster.load(from: store, accountKey: identity.account.publicKey).roster
+            let revoked = roster.map { RevokedCopies(offloaded: offloaded, roster: $0, required: OffloadCopiesFile(home: home).load()) }
             let revokedHolders = Set(revoked?.byHolder.map(\.holder) ?? [])
             // A holder is reachable when the running sync heard from it lately.
             let sync = SyncStatus.load(from: home)
