@@ -162,6 +162,9 @@ public final class Simulation {
             // Every body still offloaded comes back through a real recall
             // (which also makes rows byte-comparable for convergence).
             try recallEverything()
+            // A barrier round may have started while the recalls ran: its
+            // commit is still on the way to the devices that acked it.
+            if settled { quiesce() }
             checker.takeOffloadProblems(offloads)
             try checker.checkNoResurrection(ledger: ledger, final: true)
             checker.checkGenerations(ledger: ledger, final: true)
@@ -187,6 +190,16 @@ public final class Simulation {
     }
 
     // MARK: Settling
+
+    /// Runs until nothing is on the way and the fleet agrees again, after
+    /// the heal's work (quiet when it already is).
+    private func quiesce() {
+        var elapsed: UInt64 = 0
+        while !(fleet.isSettled() && fleet.network.framesInFlight == 0) && elapsed < Simulation.settleBudgetMs {
+            elapsed += fleet.tick()
+        }
+        if elapsed > 0 { fleet.trace.record(nil, "quiet again after the recalls: \(elapsed) ms") }
+    }
 
     /// Heals every fault, brings every device online, and runs until the
     /// fleet settles or the budget is spent.
