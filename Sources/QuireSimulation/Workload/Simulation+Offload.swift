@@ -174,11 +174,10 @@ extension Simulation {
         return nil
     }
 
-    /// Before a device directory goes back to an older copy: the bodies it
-    /// holds for others now. After: those the copy lacks were taken back.
-    /// Offloaded bodies a device keeps for others: held durably, or resident
-    /// under a pin an offload's count put there. A restore that loses
-    /// either (a copy older than the hold or the pin) takes that copy back.
+    /// The offloaded bodies a device keeps for others: held durably, or
+    /// resident under a pin an offload's count put there. Read before a
+    /// device directory goes back to an older copy and again after: those
+    /// the copy lacks (older than the hold or the pin) were taken back.
     func heldBodies(of d: SimDevice) throws -> Set<[UInt8]> {
         guard let store = d.store else { return [] }
         return try Set(offloads.everyHash.filter { try store.servableBody(contentHash: $0) != nil || !store.copyPins(contentHash: $0).isEmpty })

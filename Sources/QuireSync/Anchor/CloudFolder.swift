@@ -53,16 +53,16 @@ public struct CloudFolder: Sendable {
                   let header = try? AnchorFile.header(of: head, accountID: accountID) else { continue }
             out.append(Candidate(path: path + "/" + name, header: header))
         }
-        // At one generation, the file a writer wrote first: each write
-        // replaces the canonical anchor (and a revoking device's copy sealed
-        // again stands for it), so at its generation it is the anchor written
-        // last. No round can write one at a generation some device already
+        // At one generation, the canonical file first (and a revoking
+        // device's copy of it sealed again, which stands for it): each write
+        // replaces it, so at its generation it is the anchor written last.
+        // No round can write one at a generation some device already
         // committed (every ack carries a digest with the generation), so the
         // last written is the committed one; a copy beside it (a sync
         // service's conflict copy) may be one of a round that never
         // committed, and recovering from that older snapshot would take rows
-        // written since for collected ones. The time written comes next
-        // only: it is the writer's clock, which may run ahead of the
+        // written since for collected ones. The time written orders only the
+        // rest: it is the writer's clock, which may run ahead of the
         // committing leader's. Then the name.
         func rank(_ c: Candidate) -> Int { c.path == anchorPath || c.path.contains("-resealed-") ? 0 : 1 }
         return out.sorted {
