@@ -62,7 +62,7 @@ enum FsckCommand {
                 throw CommandFailure("\(error)")
             }
         }
-        let names = holderNames(store: store, identity: identity)
+        let names = holderNames(roster)
         var notes: [[String: Any]] = []
         var short = 0
         for n in offloaded {
@@ -117,10 +117,9 @@ enum FsckCommand {
     }
 
     /// Device names from the verified roster, quoted.
-    static func holderNames(store: ReplicaStore, identity: Identity) -> [DeviceID: String] {
-        guard let (roster, _) = try? Roster.load(from: store, accountKey: identity.account.publicKey) else { return [:] }
+    static func holderNames(_ roster: Roster?) -> [DeviceID: String] {
         var names: [DeviceID: String] = [:]
-        for (id, member) in roster.members { names[id] = "'\(member.name)'" }
+        for (id, member) in roster?.members ?? [:] { names[id] = "'\(member.name)'" }
         return names
     }
 }

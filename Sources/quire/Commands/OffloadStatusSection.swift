@@ -12,7 +12,8 @@ extension StatusReport {
         var report = self
         var lines: [String] = []
         var json: [String: Any] = [:]
-        let names = FsckCommand.holderNames(store: store, identity: identity)
+        let roster = try? Roster.load(from: store, accountKey: identity.account.publicKey).roster
+        let names = FsckCommand.holderNames(roster)
         func name(_ id: DeviceID) -> String { names[id] ?? id.hex.prefix(12).description }
         if let held = try? store.heldBodies(), !held.isEmpty {
             let total = held.reduce(0) { $0 + $1.count }
@@ -29,7 +30,6 @@ extension StatusReport {
             lines.append("\(offloaded.count) notes offloaded (\(ByteText.text(offloaded.reduce(0) { $0 + $1.size })) of bodies), held by "
                          + byHolder.sorted { $0.key < $1.key }.map { "\(name($0.key)) (\($0.value))" }.joined(separator: ", "))
             // A revoked holder is said apart: it is not away, it is gone.
-            let roster = try? Roster.load(from: store, accountKey: identity.account.publicKey).roster
             let revoked = roster.map { RevokedCopies(offloaded: offloaded, roster: $0, required: OffloadCopiesFile(home: home).load()) }
             let revokedHolders = Set(revoked?.byHolder.map(\.holder) ?? [])
             // A holder is reachable when the running sync heard from it lately.
