@@ -16,13 +16,15 @@ let package = Package(
         .systemLibrary(name: "CFuse3", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
         .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
         .systemLibrary(name: "CDeflate", pkgConfig: "libdeflate", providers: [.apt(["libdeflate-dev"])]),
+        // Linux calls Swift's Glibc does not import (statx).
+        .systemLibrary(name: "CSystem"),
 
         // Typed Swift over libsodium: the only place that touches CSodium.
         .target(name: "QuireCrypto", dependencies: ["CSodium"]),
         // Pure: CBOR, rows, leaves, fingerprints, digest, version vectors, merges.
         .target(name: "QuireCore", dependencies: ["QuireCrypto"]),
         // The SQLite replica: the only place that touches CSQLite.
-        .target(name: "QuireStore", dependencies: ["QuireCore", "QuireCrypto", "CSQLite", "CDeflate"]),
+        .target(name: "QuireStore", dependencies: ["QuireCore", "QuireCrypto", "CSQLite", "CDeflate", "CSystem"]),
         // Byte transports with no mailbox: local datagram relay, Redis pub/sub.
         .target(name: "QuireRelay", dependencies: ["CHiredis"]),
         // Sealed frames, pairing, reconcile, offload/recall.

@@ -159,6 +159,8 @@ final class SimulationTests: XCTestCase {
             (1102019, everything, "the restore took back 1 held body", "the oracle's: a copy-back that lost a counted copy's pin took the copy back"),
             (949, ["--cloud-and-power-faults"], "quiet again after the recalls",
              "the oracle's: a barrier's commit was still on the way after the heal's recalls when generations were compared"),
+            (1112424, everything, "dee: after the heal, recalls offloaded",
+             "the oracle's: an offload waiting for a second copy finished once the heal's recall made one, and its body was compared unrecalled"),
         ]
         for history in histories {
             let run = try SimulatorBinary.run(["--replay", String(history.seed)] + history.flags)

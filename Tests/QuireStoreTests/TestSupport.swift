@@ -57,8 +57,26 @@ func confirmHeld(_ s: ReplicaStore, by sibling: DeviceID = DeviceID(bytes: [UInt
 }
 
 /// Copies a replica's files (database, WAL, shared memory) over another's,
-/// as a backup of a device directory and a copy put back would.
+/// as a backup of a device directory and a copy put back would. Files that
+/// exist already get the copy's bytes in place, as a VM snapshot put back
+/// gives them: the replica cannot tell by its file that it is a copy.
 func copyReplica(from: String, to: String) throws {
+    let fm = FileManager.default
+    for suffix in ["", "-wal", "-shm"] {
+        guard fm.fileExists(atPath: from + suffix) else { try? fm.removeItem(atPath: to + suffix); continue }
+        if let handle = FileHandle(forWritingAtPath: to + suffix) {
+            try handle.truncate(atOffset: 0)
+            try handle.write(contentsOf: try Data(contentsOf: URL(fileURLWithPath: from + suffix)))
+            try handle.close()
+        } else {
+            try fm.copyItem(atPath: from + suffix, toPath: to + suffix)
+        }
+    }
+}
+
+/// The same as new files (`cp -a` over a deleted directory): the replica
+/// sees another file than its own.
+func copyReplicaAsNewFiles(from: String, to: String) throws {
     let fm = FileManager.default
     for suffix in ["", "-wal", "-shm"] {
         try? fm.removeItem(atPath: to + suffix)

@@ -17,7 +17,8 @@ let usage = """
       --frames                include every frame in printed traces
       --devices N             devices at the start (2...6; default: the seed chooses)
       --steps N               steps per history (default: the seed chooses, 20...50)
-      --restore-by-copy       restore devices by copying back a backup by hand, with no new incarnation
+      --restore-by-copy       restore devices by copying a backup back into the same files (as a VM snapshot
+                          does), which the replica cannot tell from its own: no new incarnation
                               (issue 10, #2; without it a restore is 'quire restore', which mints one)
       --three-way-edit-delete also let a delete that saw one of two concurrent edits meet the other (issue 10, #1)
       --tied-stamps           also let an edit tie the stamp of the value it replaces beside a concurrent write (issue 10, #1)

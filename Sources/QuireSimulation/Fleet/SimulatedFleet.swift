@@ -100,13 +100,13 @@ public final class SimulatedFleet: @unchecked Sendable {
         return device
     }
 
-    func openStore(_ device: SimDevice, create: Bool = false) throws {
+    func openStore(_ device: SimDevice, create: Bool = false, restoring: Bool = false) throws {
         device.openings += 1
         let random = SeededRandom(seed: SeedMix.mix(seed, 0x53_54_4F_52_45, UInt64(device.slot), UInt64(device.openings)))
         let disk = PowerLossDisk(forwardsSync: false)
         device.disk = disk
         device.store = try ReplicaStore(path: device.home.databasePath, deviceID: device.id, create: create, clock: device.clock,
-                                        random: random, vfs: disk)
+                                        random: random, vfs: disk, restoring: restoring)
         // The generation is the prefs' (a restore put older prefs back),
         // whether or not an engine starts now.
         device.generation.set((try? device.home.prefs.load().generation) ?? 0)
@@ -195,8 +195,8 @@ public final class SimulatedFleet: @unchecked Sendable {
     }
 
     /// Reopens the replica, and the engine if `online`.
-    public func powerOn(_ device: SimDevice, online: Bool) throws {
-        if device.store == nil { try openStore(device) }
+    public func powerOn(_ device: SimDevice, online: Bool, restoring: Bool = false) throws {
+        if device.store == nil { try openStore(device, restoring: restoring) }
         if online { try goOnline(device) }
     }
 
@@ -217,15 +217,18 @@ public final class SimulatedFleet: @unchecked Sendable {
     }
 
     /// Puts a backup copy back in place of the device directory's files and
-    /// starts the device again. `byCopy`: every file goes back, as `cp -a`
-    /// or a VM snapshot would do it (the sync state's session stamp too);
-    /// otherwise only what `quire restore` puts back (replica and prefs: a
-    /// `DeviceBackup` never holds the sync state).
+    /// starts the device again. `byCopy`: every file goes back, as a VM
+    /// snapshot would put it back (the sync state's session stamp too), into
+    /// the same files: the replica cannot tell by its file that it is a copy
+    /// (a copy as new files, `cp -a`, is `asNewFiles`, which it can tell:
+    /// ReplicaStore+FileIdentity.swift); otherwise only what `quire restore`
+    /// puts back (replica and prefs: a `DeviceBackup` never holds the sync
+    /// state), opened as a restore, which the caller finishes.
     /// Returns where the files it replaced went (`quire restore` moves them
     /// aside too, and keeps the bodies held there); nil by copy, which
-    /// deletes them as `cp -a` over them would.
+    /// overwrites or deletes them.
     @discardableResult
-    public func restore(_ device: SimDevice, from copy: String, byCopy: Bool) throws -> String? {
+    public func restore(_ device: SimDevice, from copy: String, byCopy: Bool, asNewFiles: Bool = false) throws -> String? {
         let wasOnline = device.isOnline
         powerOff(device)
         let fm = FileManager.default
@@ -237,17 +240,28 @@ public final class SimulatedFleet: @unchecked Sendable {
             try fm.createDirectory(atPath: dir, withIntermediateDirectories: true)
             aside = dir
         }
+        let inPlace = byCopy && !asNewFiles
         for file in files where fm.fileExists(atPath: device.home.path + "/" + file) {
             if let aside {
                 try fm.moveItem(atPath: device.home.path + "/" + file, toPath: aside + "/" + file)
-            } else {
+            } else if !inPlace || !fm.fileExists(atPath: copy + "/" + file) {
                 try fm.removeItem(atPath: device.home.path + "/" + file)
             }
         }
         for file in files where fm.fileExists(atPath: copy + "/" + file) {
-            try fm.copyItem(atPath: copy + "/" + file, toPath: device.home.path + "/" + file)
+            let target = device.home.path + "/" + file
+            if inPlace && fm.fileExists(atPath: target) {
+                // Same file, the copy's bytes (the inode and birth time stay).
+                let bytes = try Data(contentsOf: URL(fileURLWithPath: copy + "/" + file))
+                guard let handle = FileHandle(forWritingAtPath: target) else { throw CocoaError(.fileWriteUnknown) }
+                try handle.truncate(atOffset: 0)
+                try handle.write(contentsOf: bytes)
+                try handle.close()
+            } else {
+                try fm.copyItem(atPath: copy + "/" + file, toPath: target)
+            }
         }
-        try powerOn(device, online: wasOnline)
+        try powerOn(device, online: wasOnline, restoring: !byCopy)
         return aside
     }
 

@@ -163,8 +163,16 @@ public final class Simulation {
             // (which also makes rows byte-comparable for convergence).
             try recallEverything()
             // A barrier round may have started while the recalls ran: its
-            // commit is still on the way to the devices that acked it.
-            if settled { quiesce() }
+            // commit is still on the way to the devices that acked it. And
+            // an offload waiting for copies may finish once a recall made
+            // one: what it offloads is recalled in turn.
+            if settled {
+                quiesce()
+                for _ in 0..<3 {
+                    guard try recallEverything() else { break }
+                    quiesce()
+                }
+            }
             checker.takeOffloadProblems(offloads)
             try checker.checkNoResurrection(ledger: ledger, final: true)
             checker.checkGenerations(ledger: ledger, final: true)

@@ -204,9 +204,12 @@ extension Simulation {
     /// back through that device's real recall, unless a restore took it back.
     /// Passes repeat until one finds nothing new: an offload still in flight
     /// may finish (its homebase acks a retry) while another device recalls.
-    func recallEverything() throws {
+    /// Returns whether any body was offloaded (and so asked for).
+    @discardableResult
+    func recallEverything() throws -> Bool {
         fleet.trace.phase = .settle
         var asked: [ObjectIdentifier: Set<[UInt8]>] = [:]
+        var any = false
         for _ in 0..<4 {
             var found = false
             for d in fleet.members {
@@ -216,8 +219,10 @@ extension Simulation {
                     try recallAfterHeal(d, body)
                 }
             }
-            if !found { return }
+            any = any || found
+            if !found { break }
         }
+        return any
     }
 
     private func recallAfterHeal(_ d: SimDevice, _ body: (key: RowKey, contentHash: [UInt8])) throws {

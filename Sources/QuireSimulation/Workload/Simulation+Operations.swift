@@ -70,10 +70,11 @@ extension Simulation {
             let aside = try fleet.restore(d, from: d.backups[index], byCopy: options.allowsRestoreByCopy)
             if options.allowsRestoreByCopy {
                 try noteBodiesTakenBack(bodies, by: d)
-                // A copy put back by hand ('cp -a'): the device learns it was
-                // rolled back only from what its siblings show it.
+                // A copy put back into the same files (a VM snapshot): the
+                // device learns it was rolled back only from what its
+                // siblings show it.
                 model.noteCopiedBack(slot: d.slot)
-                fleet.trace.record(d.name, "restored by copying back backup copy \(index + 1) (no new incarnation)")
+                fleet.trace.record(d.name, "restored by copying back backup copy \(index + 1) into the same files (no new incarnation)")
             } else {
                 // 'quire restore': a new incarnation before anything else.
                 let done = try d.store?.finishRestore(replaced: aside.map { $0 + "/replica.sqlite" },

@@ -93,15 +93,16 @@ public struct DeviceHome: Sendable {
         return (identity, store)
     }
 
-    /// Opens an existing device: checks the directory, loads keys, opens the replica.
-    public func open(clock: any Clock = SystemClock()) throws(StoreError) -> (Identity, ReplicaStore) {
+    /// Opens an existing device: checks the directory, loads keys, opens the
+    /// replica (`restoring`: see `ReplicaStore.init`).
+    public func open(clock: any Clock = SystemClock(), restoring: Bool = false) throws(StoreError) -> (Identity, ReplicaStore) {
         guard FileManager.default.fileExists(atPath: path) else {
             throw StoreError(.notFound, "no quire device at \(path); run 'quire init' (or pass --home)")
         }
         try checkPermissions()
         guard exists else { throw StoreError(.notFound, "\(path) is not a quire device directory (no prefs.json); run 'quire init'") }
         let (identity, legacySecret) = try Identity.load(from: keysPath)
-        let store = try ReplicaStore(path: databasePath, deviceID: identity.deviceID, clock: clock)
+        let store = try ReplicaStore(path: databasePath, deviceID: identity.deviceID, clock: clock, restoring: restoring)
         try store.bindDevice()
         // How long and how much trash and earlier versions are kept (prefs).
         if let prefs = try? prefs.load() { store.keptLimits = KeptLimits(prefs: prefs) }

@@ -31,11 +31,17 @@ extension ReplicaStore {
     /// The steps every restore takes once the copy's files are in place:
     /// keep the bodies held for others from the replica it replaced
     /// (`replaced`, when there was one), then mint a new incarnation, so no
-    /// write after the restore reuses a counter from before the copy.
+    /// write after the restore reuses a counter from before the copy, and
+    /// record the restored file as this device's (open it with `restoring`).
     public func finishRestore(replaced: String?, reason: String) throws(StoreError)
         -> (actor: Actor, adopted: Int, damaged: Int) {
         var kept = (adopted: 0, damaged: 0)
         if let replaced { kept = try adoptHeldBodies(fromReplicaAt: replaced) }
-        return (try mintIncarnation(reason: reason), kept.adopted, kept.damaged)
+        let actor = try write { ctx in
+            try ctx.mintIncarnation(reason: reason, reissued: 0)
+            try ctx.recordFileIdentity()
+            return try ctx.currentActor()
+        }
+        return (actor, kept.adopted, kept.damaged)
     }
 }

@@ -21,14 +21,19 @@ public final class ReplicaStore: @unchecked Sendable {
     let keptPolicy = KeptPolicy()
 
     /// Opens (or with `create`, creates) the replica at `path`.
+    /// `restoring`: a restore put this file in place and calls
+    /// `finishRestore` next, which mints the new incarnation and records the
+    /// file; any other open of a file that is not the one this device last
+    /// recorded mints one at once (ReplicaStore+FileIdentity.swift).
     public init(path: String, deviceID: DeviceID, create: Bool = false,
                 clock: any Clock = SystemClock(), random: any RandomSource = SystemRandom(),
-                vfs: PowerLossDisk? = nil) throws(StoreError) {
+                vfs: PowerLossDisk? = nil, restoring: Bool = false) throws(StoreError) {
         self.path = path
         self.deviceID = deviceID
         self.clock = clock
         self.random = random
-        if !create && !FileManager.default.fileExists(atPath: path) {
+        let isNew = !FileManager.default.fileExists(atPath: path)
+        if !create && isNew {
             throw StoreError(.notFound, "no replica at \(path); run 'quire init' first")
         }
         if create && vfs == nil && !FileManager.default.fileExists(atPath: path) {
@@ -43,6 +48,11 @@ public final class ReplicaStore: @unchecked Sendable {
         db = try Connection(path: path, vfs: vfs)
         reader = SnapshotReader(path: path, vfs: vfs)
         try prepareSchema(create: create)
+        if isNew {
+            try write { ctx in try ctx.recordFileIdentity() }
+        } else if !restoring {
+            try checkFileIdentity()
+        }
     }
 
     private func prepareSchema(create: Bool) throws(StoreError) {

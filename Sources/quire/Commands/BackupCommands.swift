@@ -113,7 +113,7 @@ enum BackupCommands {
             _ = mkdir(home.keysPath, 0o700)
             _ = mkdir(home.scratchPath, 0o700)
             for f in archive.files { try AtomicFile.write(f.bytes, to: home.path + "/" + f.path, mode: 0o600) }
-            let (_, store) = try home.open()
+            let (_, store) = try home.open(restoring: true)
             let replaced = aside + "/replica.sqlite"
             let done = try store.finishRestore(replaced: fm.fileExists(atPath: replaced) ? replaced : nil,
                                                reason: "restored from a backup taken \(DateText.format(archive.takenAt.seconds, time: true))")
