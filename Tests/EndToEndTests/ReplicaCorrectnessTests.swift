@@ -86,6 +86,8 @@ final class ReplicaCorrectnessTests: XCTestCase {
         }
         let status = try quireOK(["status"], home: home("a")).stdout
         XCTAssertTrue(status.contains("rolled back"), status)
+        // 'cp -a' made new files: the device knew before its first write.
+        XCTAssertTrue(status.contains("its replica file is not the one it last wrote to"), status)
         // Editing the plan joins both versions.
         try quireOK(["put", "plans", "Trip", "--notes", "read both"], home: home("a"))
         try sync(["a", "b"])

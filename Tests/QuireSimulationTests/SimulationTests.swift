@@ -119,6 +119,21 @@ final class SimulationTests: XCTestCase {
         }
     }
 
+    /// Copies of device directories put back as new files ('cp -a'), with
+    /// nothing exempt from "one dot, one content": each device mints a new
+    /// incarnation as it opens the copy, before any write.
+    func testCopiesPutBackAsNewFilesNeverMintADotTwice() throws {
+        let run = try SimulatorBinary.run(["--seeds", "40", "--from", "1", "--copy-back-as-new-files", "--revocations",
+                                           "--jobs", "2", "--json", "--quiet"])
+        let report = try JSONDecoder().decode(SoakReport.self, from: Data(run.stdout.utf8))
+        XCTAssertTrue(report.failures.isEmpty, "\n" + report.render(failuresShown: 5))
+        XCTAssertGreaterThan(report.checks.passed[Invariant.oneDotOneContent.description] ?? 0, 0)
+        let replay = try SimulatorBinary.run(["--replay", "1", "--copy-back-as-new-files", "--revocations"])
+        XCTAssertEqual(replay.status, 0)
+        XCTAssertTrue(replay.stdout.contains("restored by copying back backup copy 1 as new files: incarnation"),
+                      "seed 1 no longer copies a device back")
+    }
+
     /// Lost devices revoked mid-history, one of them turned on again by a
     /// thief after the fleet settled: the roster goes on without them, and
     /// nothing the thief writes reaches it.

@@ -18,8 +18,10 @@ let usage = """
       --devices N             devices at the start (2...6; default: the seed chooses)
       --steps N               steps per history (default: the seed chooses, 20...50)
       --restore-by-copy       restore devices by copying a backup back into the same files (as a VM snapshot
-                          does), which the replica cannot tell from its own: no new incarnation
+                              does), which the replica cannot tell from its own: no new incarnation
                               (issue 10, #2; without it a restore is 'quire restore', which mints one)
+      --copy-back-as-new-files  the same, but as new files ('cp -a'): the replica tells and mints a new
+                              incarnation at open, and no dot may be minted twice (implies --restore-by-copy)
       --three-way-edit-delete also let a delete that saw one of two concurrent edits meet the other (issue 10, #1)
       --tied-stamps           also let an edit tie the stamp of the value it replaces beside a concurrent write (issue 10, #1)
       --small-response-budgets  also shrink response budgets below a long note (a livelock the simulator found)
@@ -125,6 +127,7 @@ func parse(_ args: [String]) -> Arguments {
             a.options.deviceCount = n
         case "--steps": a.options.stepCount = number(value(), "--steps")
         case "--restore-by-copy": a.options.allowsRestoreByCopy = true
+        case "--copy-back-as-new-files": a.options.allowsRestoreByCopy = true; a.options.copiesBackAsNewFiles = true
         case "--three-way-edit-delete": a.options.allowsThreeWayEditDelete = true
         case "--tied-stamps": a.options.allowsTiedStamps = true
         case "--small-response-budgets": a.options.allowsSmallResponseBudgets = true

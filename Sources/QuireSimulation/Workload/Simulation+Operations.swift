@@ -67,8 +67,15 @@ extension Simulation {
             let index = d.backups.count - 1 - Int(pick % UInt64(d.backups.count))
             let held = try writesHeld(by: d)
             let bodies = try heldBodies(of: d)
-            let aside = try fleet.restore(d, from: d.backups[index], byCopy: options.allowsRestoreByCopy)
-            if options.allowsRestoreByCopy {
+            let aside = try fleet.restore(d, from: d.backups[index], byCopy: options.allowsRestoreByCopy,
+                                          asNewFiles: options.copiesBackAsNewFiles)
+            if options.copiesBackAsNewFiles {
+                // 'cp -a' over the directory: the replica sees another file
+                // and mints a new incarnation as it opens.
+                try noteBodiesTakenBack(bodies, by: d)
+                fleet.trace.record(d.name, "restored by copying back backup copy \(index + 1) as new files: incarnation "
+                                   + "\(try d.store.map { String(try $0.actor().incarnation, radix: 16).prefix(4) } ?? "-")")
+            } else if options.allowsRestoreByCopy {
                 try noteBodiesTakenBack(bodies, by: d)
                 // A copy put back into the same files (a VM snapshot): the
                 // device learns it was rolled back only from what its

@@ -11,6 +11,11 @@ public struct WorkloadOptions: Sendable, Equatable {
     /// device wrote since that copy (issue 10, #2: it re-mints counters its
     /// siblings already saw). Off, such a restore is held back.
     public var allowsRestoreByCopy = false
+    /// With `allowsRestoreByCopy`: the copy goes back as new files (`cp -a`
+    /// over a deleted directory), which the replica tells from its own file
+    /// and answers with a new incarnation at open; no dot may then be minted
+    /// twice (the in-place copy, a VM snapshot, is exempt from that check).
+    public var copiesBackAsNewFiles = false
     /// Let a delete that saw one of two concurrent edits meet the other
     /// (issue 10, #1: the outcome depends on which devices meet first).
     public var allowsThreeWayEditDelete = false
@@ -85,6 +90,7 @@ public struct WorkloadOptions: Sendable, Equatable {
         if let deviceCount { out += ["--devices", String(deviceCount)] }
         if let stepCount { out += ["--steps", String(stepCount)] }
         if allowsRestoreByCopy { out.append("--restore-by-copy") }
+        if copiesBackAsNewFiles { out.append("--copy-back-as-new-files") }
         if allowsThreeWayEditDelete { out.append("--three-way-edit-delete") }
         if allowsTiedStamps { out.append("--tied-stamps") }
         if allowsSmallResponseBudgets { out.append("--small-response-budgets") }

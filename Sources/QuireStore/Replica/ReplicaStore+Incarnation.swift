@@ -39,9 +39,12 @@ import QuireCore
 /// a lost one. A row edited and then deleted on a device put back from a
 /// copy, before it first hears from a sibling, leaves a tombstone that claims
 /// the edit's dot; if the fleet holds another write under that number (made
-/// before the copy came back), that write goes with the delete. `quire restore` and the anchor check at start-up mint a new
-/// incarnation before any such write, so only a copy put back by hand with
-/// no anchor to compare against meets either case.
+/// before the copy came back), that write goes with the delete. `quire
+/// restore`, an open that finds another replica file than its own (a copy
+/// put back as new files: ReplicaStore+FileIdentity.swift) and the anchor
+/// check at start-up mint a new incarnation before any such write, so only
+/// a copy put back into the same file (a disk or VM snapshot) with no
+/// anchor to compare against meets either case.
 extension ReplicaStore {
     /// The actor this device writes as now.
     public func actor() throws(StoreError) -> Actor {
