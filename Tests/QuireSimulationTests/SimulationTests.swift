@@ -224,6 +224,9 @@ enum BarrierRegressions {
 enum OffloadRegressions {
     static let histories: [(seed: Int, flags: [String], cause: String, marks: [String])] = [
         // Found as seed 7 by an earlier mix of offload operations; 263 plays it with today's.
+        (4031, ["--cloud-and-power-faults", "--revocations"],
+         "a rename where one version's body was offloaded and a concurrent one's was not wrote the pointer alone, and the concurrent version's words went",
+         ["eli: retitles to t22 notebook/d2f23bfe"]),
         (263, ["--everything"], "a rename where the note was offloaded made every sibling drop its resident body, the homebase's and the copies the offload had counted",
          ["ada: offload of 018719fa: done, held by eli,ben,cy,dee", "cy: retitles to t10 notebook/018719fa"]),
         (12, ["--steps", "24"], "two renames where the note was offloaded made two pointer heads; a recall filled only the first and the note stayed offloaded",

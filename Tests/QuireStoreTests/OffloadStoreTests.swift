@@ -53,6 +53,43 @@ final class OffloadStoreTests: XCTestCase {
         XCTAssertNil(try s.servableBody(contentHash: hash(r)), "not held for anyone, and no key named")
     }
 
+    /// Renaming a note whose view is a pointer (one version's body is
+    /// offloaded here, a concurrent one is not) writes a version that
+    /// stands for the offloaded body only: the concurrent version stays a
+    /// head, and once the body is back the note shows every word under the
+    /// new title, here and on a sibling (simulator seed 4031 with
+    /// --cloud-and-power-faults --revocations lost the concurrent words).
+    func testARenameOverAnOffloadedVersionKeepsTheConcurrentOnesWords() throws {
+        let dir = temporaryDirectory()
+        let s = try makeStore(dir)
+        let mine = try s.put(note("n", "shared words\n"))
+        let offloadedBody = Array("shared words\n".utf8)
+        try s.markOffloaded(mine.key, contentHash: hash(mine), holders: [homebase])
+        let other = Actor(device: DeviceID(bytes: [UInt8](repeating: 0, count: 16))!, incarnation: 1)
+        let theirs = Note(title: "n", body: Array("shared words\n\nonly theirs\n".utf8),
+                          createdAt: Timestamp(seconds: 1), updatedAt: Timestamp(seconds: 1))
+        try s.apply([Row.single(.notebook, mine.key, dot: Dot(actor: other, counter: 1), context: VersionVector(), content: .note(theirs))])
+        let before = try XCTUnwrap(try s.row(.notebook, mine.key))
+        XCTAssertEqual(before.heads.count, 2)
+        guard case .note(var shown)? = before.content else { return XCTFail() }
+        XCTAssertNil(shown.body, "a head is offloaded: the view is a pointer")
+
+        shown.title = "renamed"
+        let edit = try s.putFromMount(.note(shown), key: mine.key).row
+        XCTAssertEqual(edit.heads.count, 2, "the concurrent version stays")
+        XCTAssertTrue(edit.heads.contains { $0.dot.actor == other }, "the concurrent version stays")
+        XCTAssertEqual(try s.restoreBody(offloadedBody, contentHash: hash(mine), key: mine.key), 1)
+        try FileManager.default.createDirectory(atPath: dir + "/sibling", withIntermediateDirectories: true)
+        let sibling = try makeStore(dir + "/sibling", device: deviceB, seed: 9)
+        try sibling.apply([try XCTUnwrap(try s.row(.notebook, mine.key))])
+        for store in [s, sibling] {
+            guard case .note(let n)? = try store.row(.notebook, mine.key)?.content else { return XCTFail() }
+            XCTAssertEqual(n.title, "renamed")
+            let text = String(decoding: n.body ?? [], as: UTF8.self)
+            XCTAssertTrue(text.contains("only theirs") && text.contains("shared words"), text)
+        }
+    }
+
     func testOffloadingDropsAShadowEqualToTheBodyButKeepsOneThatDiffers() throws {
         let s = try makeStore(temporaryDirectory())
         let a = try s.saveProse(note("a", "text written here\n"))

@@ -108,11 +108,29 @@ struct WriteContext {
         let actor = try currentActor()
         let context = existingRow?.context ?? existing?.context ?? VersionVector()
         let dot = context.nextDot(for: actor)
-        let row = Row.single(content.namespace, key, dot: dot, context: context, content: content)
+        var row = Row.single(content.namespace, key, dot: dot, context: context, content: content)
+        if let existingRow { row = Self.keepingHeadsAPointerCannotHold(row, of: existingRow) }
         try writeRow(row, previousLeaf: existing?.leaf, exists: existing != nil, madeHere: true)
         noteOutbox(content.namespace, key, counter: dot.counter)
         try noteUnshipped(content.namespace, key, dot)
         return row
+    }
+
+    /// A note written with its body offloaded here (a rename, tags or a
+    /// move: the view of a row with a head not resident is a pointer to one
+    /// body) stands only for the versions with that body. The others stay as
+    /// concurrent heads, words and all, until an edit that sees them whole:
+    /// replacing them would drop the words only they hold.
+    static func keepingHeadsAPointerCannotHold(_ written: Row, of existing: Row) -> Row {
+        guard existing.heads.count > 1, let head = written.heads.first, case .note(let note) = head.content, note.body == nil else {
+            return written
+        }
+        let kept = existing.heads.filter { old in
+            guard case .note(let n) = old.content else { return true }
+            return n.contentHash != note.contentHash
+        }
+        guard !kept.isEmpty else { return written }
+        return Row(namespace: written.namespace, key: written.key, context: written.context, heads: kept + [head])
     }
 
     mutating func deleteLocal(_ ns: Namespace, _ key: RowKey) throws(StoreError) -> Row {
