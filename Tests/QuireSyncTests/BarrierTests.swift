@@ -278,6 +278,75 @@ final class BarrierTests: XCTestCase {
         try restoreVictim(withCloud: false)
     }
 
+    /// The fleet committed generation 2, but the cloud folder was put back
+    /// to the anchor of generation 1 and a device comes back from a backup
+    /// from before both, with no sibling online: it does not recover from
+    /// an anchor older than what the fleet committed, and says it waits;
+    /// once a sibling at generation 2 is heard, it catches up from it.
+    func testARestoredDeviceWaitsForTheCommittedGenerationWhenTheAnchorIsOlder() throws {
+        try restoredDeviceWaits(anchorKept: true)
+    }
+
+    /// The same with the anchor gone from the folder (the commit record stays).
+    func testARestoredDeviceWaitsForTheCommittedGenerationWhenTheAnchorIsGone() throws {
+        try restoredDeviceWaits(anchorKept: false)
+    }
+
+    func restoredDeviceWaits(anchorKept: Bool) throws {
+        try makeFleet3()
+        let victim = (leader + 1) % 3
+        let store = devices[leader].store
+        var keys: [RowKey] = []
+        for i in 0..<5 { keys.append(try store.put(.note(Note(title: "n\(i)", body: Array("words \(i)\n".utf8), createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0)))).key) }
+        for e in engines { try e.attach() }
+        tick(30)
+        let backup = base + "/victim-backup.sqlite"
+        try devices[victim].store.compact()
+        try FileManager.default.copyItem(atPath: devices[victim].dir + "/replica.sqlite", toPath: backup)
+        try store.delete(.notebook, keys[0])
+        tick(420)
+        XCTAssertEqual(generations.map { $0.get() }, [1, 1, 1])
+        let folder = CloudFolder(path: cloud, accountID: devices[victim].identity.userIDHash)
+        let generationOne = try Data(contentsOf: URL(fileURLWithPath: folder.anchorPath))
+        try store.delete(.notebook, keys[1])
+        tick(420)
+        XCTAssertEqual(generations.map { $0.get() }, [2, 2, 2])
+
+        engines[victim].stop()
+        if anchorKept {
+            try generationOne.write(to: URL(fileURLWithPath: folder.anchorPath))     // the folder put back
+        } else {
+            try FileManager.default.removeItem(atPath: folder.anchorPath)
+        }
+        let restoredDir = base + "/restored"
+        try FileManager.default.createDirectory(atPath: restoredDir, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: backup, toPath: restoredDir + "/replica.sqlite")
+        let restored = try ReplicaStore(path: restoredDir + "/replica.sqlite", deviceID: devices[victim].id, clock: clock, random: SeededRandom(seed: 4243))
+        let generation = Generation()
+        var deps = SyncEngine.Dependencies(store: restored, identity: devices[victim].identity, relay: relay, clock: clock,
+                                           random: SeededRandom(seed: 98), generation: { generation.get() })
+        deps.cloud = folder
+        deps.setGeneration = { try generation.set($0) }
+        var config = SyncConfiguration()
+        config.barrierMinimumTombstones = 1
+        engines[victim] = SyncEngine(deps, configuration: config)
+        generations[victim] = generation
+        try engines[victim].attach()
+        let others = Set(devices.indices).subtracting([victim])
+        tick(20, skipping: others)
+        XCTAssertEqual(generation.get(), 0, "not recovered from an older anchor")
+        XCTAssertNotNil(try restored.row(.notebook, keys[1])?.content, "what the generation-1 anchor would have kept is not taken from it")
+        let waiting = engines[victim].status().anchor ?? ""
+        XCTAssertTrue(waiting.contains("waiting to hear from a device at generation 2"), waiting)
+
+        tick(100)
+        XCTAssertEqual(generation.get(), 2, "caught up from a sibling at the committed generation")
+        XCTAssertNil(engines[victim].status().anchor)
+        XCTAssertNil(try restored.row(.notebook, keys[0])?.content)
+        XCTAssertNil(try restored.row(.notebook, keys[1])?.content)
+        XCTAssertEqual(try restored.roots(), try store.roots())
+    }
+
     func restoreVictim(withCloud: Bool) throws {
         try makeFleet3()
         let victim = (leader + 1) % 3

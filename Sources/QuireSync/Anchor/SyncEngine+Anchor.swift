@@ -69,7 +69,14 @@ extension SyncEngine {
             anchorState = nil
             // A sibling ahead of an anchor we can read: the anchor write of
             // that round did not reach this folder; its snapshot can.
-            if let (id, sibling) = ahead { requestSnapshot(from: id, theirGeneration: sibling.generationGap!) }
+            if let (id, sibling) = ahead { requestSnapshot(from: id, theirGeneration: sibling.generationGap!); return }
+            // No anchor at all, yet the folder says the fleet committed past
+            // this device: it waits for a sibling, and says so.
+            if survey.newest == nil, let committed = cloud.committedGeneration(keys: keys), committed > local {
+                anchorState = "behind the fleet: it committed generation \(committed), this device is at \(local), and the cloud folder "
+                    + "holds no anchor it can use; waiting to hear from a device at generation \(committed)"
+                noteOnce("anchor: " + anchorState!)
+            }
         case .rolledBack(let target):
             // The anchor lands before its round commits: act on it only once
             // the round is known to have committed (CommitRecord).
@@ -80,7 +87,14 @@ extension SyncEngine {
             // that never committed, whose committed twin was overwritten. A
             // sibling at the fleet's generation serves what it holds instead.
             if fleetGeneration > target {
-                anchorState = nil
+                // Waiting is being stuck on the generation, and says so: if
+                // every device was put back from before that generation, no
+                // sibling will ever serve it.
+                anchorState = ahead != nil ? nil
+                    : "behind the fleet: it committed generation \(fleetGeneration), this device is at \(local), and the newest anchor "
+                    + "in the cloud folder is at \(target), too old to recover from; waiting to hear from a device at generation "
+                    + "\(fleetGeneration). If every device was put back from before it, the fleet's state at it is lost with its "
+                    + "anchor, and rows deleted since may come back"
                 note("anchor: the fleet committed generation \(fleetGeneration) but the newest anchor here is at \(target) (this device at \(local), "
                      + "\(trigger)): not recovering from an older anchor; " + (ahead == nil ? "waiting to hear from a sibling at generation \(fleetGeneration)"
                                                                                  : "catching up from a sibling at generation \(fleetGeneration)"))
