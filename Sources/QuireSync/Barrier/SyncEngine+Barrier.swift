@@ -207,6 +207,11 @@ extension SyncEngine {
         deps.cloud?.removeResealed(below: generation)
         // The round's anchor landed under the current key: what was said of older ones no longer holds.
         anchorWarnings.removeAll { !$0.hasPrefix("REFUSED") }
+        // The whole roster agreed on this generation: nothing is awaited any more.
+        if anchorState != nil {
+            anchorState = nil
+            wedge.success(.generation)
+        }
         invalidateDigest()
         barrier.lastOutcome = "the last barrier committed at \(DateStamp.format(clock.now())): generation \(generation), \(dropped) tombstones collected"
         note("barrier: generation \(generation), \(dropped) tombstones collected")
