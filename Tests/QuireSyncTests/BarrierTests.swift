@@ -292,7 +292,9 @@ final class BarrierTests: XCTestCase {
         try restoredDeviceWaits(anchorKept: false)
     }
 
-    func restoredDeviceWaits(anchorKept: Bool) throws {
+    /// Five notes written on the leader and synced to every device, then
+    /// a copy of another device's replica (its backup).
+    func notesSyncedAndAVictimBackedUp() throws -> (victim: Int, store: ReplicaStore, keys: [RowKey], backup: String) {
         try makeFleet3()
         let victim = (leader + 1) % 3
         let store = devices[leader].store
@@ -303,6 +305,36 @@ final class BarrierTests: XCTestCase {
         let backup = base + "/victim-backup.sqlite"
         try devices[victim].store.compact()
         try FileManager.default.copyItem(atPath: devices[victim].dir + "/replica.sqlite", toPath: backup)
+        return (victim, store, keys, backup)
+    }
+
+    /// The victim's engine stopped and its replica put back from `backup`.
+    func restoredReplica(of victim: Int, from backup: String, seed: UInt64) throws -> ReplicaStore {
+        engines[victim].stop()
+        let restoredDir = base + "/restored"
+        try FileManager.default.createDirectory(atPath: restoredDir, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: backup, toPath: restoredDir + "/replica.sqlite")
+        return try ReplicaStore(path: restoredDir + "/replica.sqlite", deviceID: devices[victim].id, clock: clock, random: SeededRandom(seed: seed))
+    }
+
+    /// The victim's engine started again on `store` (the anchor check runs
+    /// as it attaches, before any sibling is heard).
+    func restartedEngine(of victim: Int, on store: ReplicaStore, cloud folder: CloudFolder?, seed: UInt64) throws -> Generation {
+        let generation = Generation()
+        var deps = SyncEngine.Dependencies(store: store, identity: devices[victim].identity, relay: relay, clock: clock,
+                                           random: SeededRandom(seed: seed), generation: { generation.get() })
+        deps.cloud = folder
+        deps.setGeneration = { try generation.set($0) }
+        var config = SyncConfiguration()
+        config.barrierMinimumTombstones = 1
+        engines[victim] = SyncEngine(deps, configuration: config)
+        generations[victim] = generation
+        try engines[victim].attach()
+        return generation
+    }
+
+    func restoredDeviceWaits(anchorKept: Bool) throws {
+        let (victim, store, keys, backup) = try notesSyncedAndAVictimBackedUp()
         try store.delete(.notebook, keys[0])
         tick(420)
         XCTAssertEqual(generations.map { $0.get() }, [1, 1, 1])
@@ -312,26 +344,13 @@ final class BarrierTests: XCTestCase {
         tick(420)
         XCTAssertEqual(generations.map { $0.get() }, [2, 2, 2])
 
-        engines[victim].stop()
+        let restored = try restoredReplica(of: victim, from: backup, seed: 4243)
         if anchorKept {
             try generationOne.write(to: URL(fileURLWithPath: folder.anchorPath))     // the folder put back
         } else {
             try FileManager.default.removeItem(atPath: folder.anchorPath)
         }
-        let restoredDir = base + "/restored"
-        try FileManager.default.createDirectory(atPath: restoredDir, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: backup, toPath: restoredDir + "/replica.sqlite")
-        let restored = try ReplicaStore(path: restoredDir + "/replica.sqlite", deviceID: devices[victim].id, clock: clock, random: SeededRandom(seed: 4243))
-        let generation = Generation()
-        var deps = SyncEngine.Dependencies(store: restored, identity: devices[victim].identity, relay: relay, clock: clock,
-                                           random: SeededRandom(seed: 98), generation: { generation.get() })
-        deps.cloud = folder
-        deps.setGeneration = { try generation.set($0) }
-        var config = SyncConfiguration()
-        config.barrierMinimumTombstones = 1
-        engines[victim] = SyncEngine(deps, configuration: config)
-        generations[victim] = generation
-        try engines[victim].attach()
+        let generation = try restartedEngine(of: victim, on: restored, cloud: folder, seed: 98)
         let others = Set(devices.indices).subtracting([victim])
         tick(20, skipping: others)
         XCTAssertEqual(generation.get(), 0, "not recovered from an older anchor")
@@ -348,38 +367,17 @@ final class BarrierTests: XCTestCase {
     }
 
     func restoreVictim(withCloud: Bool) throws {
-        try makeFleet3()
-        let victim = (leader + 1) % 3
-        let store = devices[leader].store
-        var keys: [RowKey] = []
-        for i in 0..<5 { keys.append(try store.put(.note(Note(title: "n\(i)", body: Array("words \(i)\n".utf8), createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0)))).key) }
-        for e in engines { try e.attach() }
-        tick(30)
-        let backup = base + "/victim-backup.sqlite"
-        try devices[victim].store.compact()
-        try FileManager.default.copyItem(atPath: devices[victim].dir + "/replica.sqlite", toPath: backup)
+        let (victim, store, keys, backup) = try notesSyncedAndAVictimBackedUp()
         try store.delete(.notebook, keys[0])
         try store.delete(.notebook, keys[1])
         tick(420)
         XCTAssertEqual(generations.map { $0.get() }, [1, 1, 1])
 
-        engines[victim].stop()
-        let restoredDir = base + "/restored"
-        try FileManager.default.createDirectory(atPath: restoredDir, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: backup, toPath: restoredDir + "/replica.sqlite")
-        let restored = try ReplicaStore(path: restoredDir + "/replica.sqlite", deviceID: devices[victim].id, clock: clock, random: SeededRandom(seed: 4242))
+        let restored = try restoredReplica(of: victim, from: backup, seed: 4242)
         XCTAssertEqual(try restored.counts(.notebook).live, 5, "the backup still holds the deleted notes")
         let offline = try restored.put(.note(Note(title: "offline", body: Array("written after the restore\n".utf8), createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0))))
-        let generation = Generation()
-        var deps = SyncEngine.Dependencies(store: restored, identity: devices[victim].identity, relay: relay, clock: clock,
-                                           random: SeededRandom(seed: 99), generation: { generation.get() })
-        deps.cloud = withCloud ? CloudFolder(path: cloud, accountID: devices[victim].identity.userIDHash) : nil
-        deps.setGeneration = { try generation.set($0) }
-        var config = SyncConfiguration()
-        config.barrierMinimumTombstones = 1
-        engines[victim] = SyncEngine(deps, configuration: config)
-        generations[victim] = generation
-        try engines[victim].attach()          // the anchor check runs here, before any sibling is heard
+        let generation = try restartedEngine(of: victim, on: restored, cloud: withCloud ? CloudFolder(path: cloud, accountID: devices[victim].identity.userIDHash) : nil,
+                                             seed: 99)
         if !withCloud {
             XCTAssertEqual(generation.get(), 0, "nothing to check against yet")
             tick(60)                          // a sibling advertises generation 1: the gap asks for its snapshot
