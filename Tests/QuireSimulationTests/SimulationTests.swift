@@ -174,6 +174,9 @@ final class SimulationTests: XCTestCase {
             (1102019, everything, "the restore took back 1 held body", "the oracle's: a copy-back that lost a counted copy's pin took the copy back"),
             (949, ["--cloud-and-power-faults"], "quiet again after the recalls",
              "the oracle's: a barrier's commit was still on the way after the heal's recalls when generations were compared"),
+            (4411, ["--cloud-and-power-faults", "--revocations"], "the fleet lost generation 2",
+             "both devices put back from before generation 1 and the folder put back to an anchor of generation 1: no device can serve "
+             + "generation 2, so what it collected comes back, and each device must say it waits behind the fleet"),
             (1112424, everything, "dee: after the heal, recalls offloaded",
              "the oracle's: an offload waiting for a second copy finished once the heal's recall made one, and its body was compared unrecalled"),
         ]

@@ -174,11 +174,12 @@ public final class Simulation {
                 }
             }
             checker.takeOffloadProblems(offloads)
+            noteLostGenerations()
             try checker.checkNoResurrection(ledger: ledger, final: true)
             checker.checkGenerations(ledger: ledger, final: true)
             try checker.checkConvergence(settled: settled, settleBudgetMs: Simulation.settleBudgetMs)
             try noteEscapedRollbacks()
-            try checker.checkNoLostWrite(bodiesTakenBack: offloads.takenBack)
+            try checker.checkNoLostWrite(bodiesTakenBack: offloads.takenBack, collectedAndLost: ledger.lostKeys)
             checker.checkNoSilentStuckDevice(settled: settled)
             checker.checkOneDotOneContent()
         } catch {
@@ -195,6 +196,18 @@ public final class Simulation {
             deviceHours: deviceHours, writes: model.writes.count, skippedSteps: skipped, skips: skips,
             trace: (failed || keepsTrace) ? trace.render(framesIncluded: framesTraced) : nil,
             operationsTrace: (failed || keepsTrace) ? trace.render(framesIncluded: false, faultsIncluded: false) : nil)
+    }
+
+    /// After the heal: whether the fleet lost what it committed (see
+    /// `BarrierLedger.lostAbove`), said in the trace.
+    private func noteLostGenerations() {
+        let committed = ledger.committedGeneration
+        let held = fleet.members.map { (try? $0.home.prefs.load().generation) ?? 0 }.max() ?? 0
+        let anchored = ((try? fleet.cloud.folder.candidates()) ?? []).map(\.header.generation).max() ?? 0
+        guard committed > held, committed > anchored else { return }
+        ledger.lostAbove = held
+        fleet.trace.record(nil, "the fleet lost generation \(committed): no device holds more than \(held), and the newest anchor left is at "
+                     + "\(anchored); what rounds above \(held) collected may come back")
     }
 
     // MARK: Settling

@@ -25,6 +25,20 @@ final class BarrierLedger {
     /// The highest generation a barrier committed.
     var committedGeneration: UInt64 { commits.map(\.generation).max() ?? 0 }
 
+    /// Set at the end when the fleet lost what it committed above this
+    /// generation: no member holds a later one, and the cloud folder holds
+    /// no anchor at the committed one (every device was put back from before
+    /// it, and the folder too). No device can serve those rounds' state, so
+    /// what they collected may come back, and a device may stay behind them
+    /// if its status says so.
+    var lostAbove: UInt64?
+
+    /// Keys collected by rounds the fleet lost (see `lostAbove`).
+    var lostKeys: Set<RowRef> {
+        guard let lostAbove else { return [] }
+        return Set(commits.filter { $0.generation > lostAbove }.flatMap(\.keys))
+    }
+
     func noteRestore(slot: Int) { restoredSince.insert(slot) }
 
     /// Records `generation` for `slot`; false if it moved backward with no restore since.

@@ -106,7 +106,9 @@ struct InvariantChecker {
     /// holder took back (named in the trace, like writes a restore took
     /// back): a note that can only show such a body as offloaded owes no
     /// paragraphs.
-    mutating func checkNoLostWrite(bodiesTakenBack: Set<[UInt8]> = []) throws {
+    /// `collectedAndLost`: keys collected by rounds the fleet lost
+    /// (`BarrierLedger.lostAbove`), which may show again.
+    mutating func checkNoLostWrite(bodiesTakenBack: Set<[UInt8]> = [], collectedAndLost: Set<RowRef> = []) throws {
         for ref in model.rows {
             let unsuperseded = model.unsupersededWrites(of: ref)
             let liveEdits = unsuperseded.filter { !$0.isDelete }
@@ -152,7 +154,7 @@ struct InvariantChecker {
                                             + " written by \(writers.joined(separator: ", ")), never deliberately deleted")
                         }
                     }
-                } else if let shown, !unsuperseded.isEmpty, !model.hasCopyBackCollision(ref),
+                } else if let shown, !unsuperseded.isEmpty, !model.hasCopyBackCollision(ref), !collectedAndLost.contains(ref),
                           !model.writes(of: ref).contains(where: { $0.token == ContentValues.token(of: shown) && model.wasCopiedBack(slot: $0.slot) }) {
                     // Every edit was seen by a delete: nothing may show. (Not
                     // where a device put back by a raw copy minted a dot twice
