@@ -117,12 +117,15 @@ struct WriteContext {
     }
 
     /// A note written with its body offloaded here (a rename, tags or a
-    /// move: the view of a row with a head not resident is a pointer to one
-    /// body) stands only for the versions with that body. The others stay as
-    /// concurrent heads, words and all, until an edit that sees them whole:
-    /// replacing them would drop the words only they hold.
+    /// move: the view of a prose row with a head not resident is a pointer
+    /// to one body, not the paragraph union) stands only for the versions
+    /// with that body. The others stay as concurrent heads, words and all,
+    /// until an edit that sees them whole: replacing them would drop the
+    /// words only they hold. (An attachment shows one version; the others
+    /// become conflict copies, `keepConflictingVersions`.)
     static func keepingHeadsAPointerCannotHold(_ written: Row, of existing: Row) -> Row {
-        guard existing.heads.count > 1, let head = written.heads.first, case .note(let note) = head.content, note.body == nil else {
+        guard existing.heads.count > 1, let head = written.heads.first, case .note(let note) = head.content,
+              note.body == nil, note.isProse else {
             return written
         }
         let kept = existing.heads.filter { old in
