@@ -100,6 +100,33 @@ final class BarrierTests: XCTestCase {
         XCTAssertEqual(try devices[2].store.counts(.plans).live, 1)
     }
 
+    /// The commit record says generation 5, and no device and no anchor is
+    /// at it (the fleet lost it: every device put back from before it, the
+    /// folder too). Every device says it waits behind the fleet; the next
+    /// round the whole roster commits clears that, and collection goes on.
+    func testAFleetThatLostItsCommittedGenerationSaysSoAndCollectsAgain() throws {
+        try makeFleet3()
+        let folder = CloudFolder(path: cloud, accountID: devices[0].identity.userIDHash)
+        let keys0 = try AnchorKeys.original(devices[0].identity.backupKey, accountKey: devices[0].identity.account.publicKey)
+        try folder.recordCommit(5, keys: keys0)
+        let store = devices[leader].store
+        var keys: [RowKey] = []
+        for i in 0..<3 { keys.append(try store.put(.note(Note(title: "n\(i)", body: Array("words \(i)\n".utf8), createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0)))).key) }
+        for e in engines { try e.attach() }
+        tick(30)
+        for e in engines {
+            let said = e.status().anchor ?? ""
+            XCTAssertTrue(said.contains("behind the fleet: it committed generation 5") && said.contains("holds no anchor it can use"), said)
+        }
+        try store.delete(.notebook, keys[0])
+        tick(420)
+        XCTAssertEqual(generations.map { $0.get() }, [1, 1, 1], "the roster committed a round")
+        for (i, e) in engines.enumerated() {
+            XCTAssertNil(e.status().anchor, "device \(devices[i].name) no longer says it waits")
+            XCTAssertNil(try devices[i].store.row(.notebook, keys[0]))
+        }
+    }
+
     /// The leader holds no tombstone (the rows were deleted where they were
     /// written, before anyone else held them): the holder's digest says so,
     /// and the leader calls the round anyway. The holder's ack names its
