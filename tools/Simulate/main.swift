@@ -30,7 +30,7 @@ let usage = """
                               anchors in it, and cut a device's power (unsynced writes lost)
       --counted-copies-kept   also demand that an offloaded body keep the resident copies its offload counted
                               (a counted device pins its copy)
-      --everything            all seven of the above
+      --everything            all of the above but --copy-back-as-new-files
       --revocations           also lose devices and revoke them from another (the code of 'quire devices revoke'); a
                               thief may turn one on again after the fleet settled: nothing it writes may reach the roster
       --require-heads, --no-require-heads
