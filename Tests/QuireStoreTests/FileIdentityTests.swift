@@ -11,22 +11,8 @@ final class FileIdentityTests: XCTestCase {
     override func setUp() { dir = temporaryDirectory() }
     override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
 
-    func plan(_ title: String, _ notes: String) -> RowContent {
-        .plan(Plan(title: title, notes: notes, createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0)))
-    }
-
     func open(_ path: String, seed: UInt64, restoring: Bool = false) throws -> ReplicaStore {
         try ReplicaStore(path: path, deviceID: deviceA, clock: ManualClock(), random: SeededRandom(seed: seed), restoring: restoring)
-    }
-
-    func exchange(_ a: ReplicaStore, _ b: ReplicaStore) throws {
-        for _ in 0..<4 where try a.roots() != b.roots() {
-            for ns in Namespace.allCases {
-                try b.apply(try a.rows(ns, from: [], to: nil) + a.tombstones(ns))
-                try a.apply(try b.rows(ns, from: [], to: nil) + b.tombstones(ns))
-            }
-        }
-        XCTAssertEqual(try a.roots(), try b.roots())
     }
 
     /// Put back as new files, then edited and deleted before it hears from

@@ -13,28 +13,8 @@ final class IncarnationTests: XCTestCase {
     override func setUp() { dir = temporaryDirectory() }
     override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
 
-    func plan(_ title: String, _ notes: String) -> RowContent {
-        .plan(Plan(title: title, notes: notes, createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0)))
-    }
-
     func notes(_ s: ReplicaStore, _ key: RowKey) throws -> [String] {
         try XCTUnwrap(try s.row(.plans, key)).heads.compactMap { if case .plan(let p) = $0.content { return p.notes } else { return nil } }.sorted()
-    }
-
-    /// Every row each holds goes to the other at once, as a reconcile
-    /// would, until their roots agree; then equal roots confirm what each wrote.
-    func exchange(_ a: ReplicaStore, _ b: ReplicaStore) throws {
-        for _ in 0..<4 where try a.roots() != b.roots() {
-            for ns in Namespace.allCases {
-                let fromA = try a.rows(ns, from: [], to: nil) + a.tombstones(ns)
-                let fromB = try b.rows(ns, from: [], to: nil) + b.tombstones(ns)
-                try b.apply(fromA)
-                try a.apply(fromB)
-            }
-        }
-        XCTAssertEqual(try a.roots(), try b.roots())
-        try confirmHeld(a)
-        try confirmHeld(b)
     }
 
     func testAnOfflineEditAfterACopyBackSurvivesASiblingThatReplacedTheSameCounter() throws {

@@ -1,6 +1,7 @@
 import Foundation
 import QuireCore
 import QuireStore
+import XCTest
 
 /// A seeded, repeatable generator (SplitMix64). Failing tests print the seed.
 struct SeededRandom: RandomSource, @unchecked Sendable {
@@ -82,4 +83,25 @@ func copyReplicaAsNewFiles(from: String, to: String) throws {
         try? fm.removeItem(atPath: to + suffix)
         if fm.fileExists(atPath: from + suffix) { try fm.copyItem(atPath: from + suffix, toPath: to + suffix) }
     }
+}
+
+/// A plan row with a title and notes.
+func plan(_ title: String, _ notes: String) -> RowContent {
+    .plan(Plan(title: title, notes: notes, createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0)))
+}
+
+/// Every row each holds goes to the other at once, as a reconcile would,
+/// until their roots agree; then equal roots confirm what each wrote.
+func exchange(_ a: ReplicaStore, _ b: ReplicaStore, file: StaticString = #filePath, line: UInt = #line) throws {
+    for _ in 0..<4 where try a.roots() != b.roots() {
+        for ns in Namespace.allCases {
+            let fromA = try a.rows(ns, from: [], to: nil) + a.tombstones(ns)
+            let fromB = try b.rows(ns, from: [], to: nil) + b.tombstones(ns)
+            try b.apply(fromA)
+            try a.apply(fromB)
+        }
+    }
+    XCTAssertEqual(try a.roots(), try b.roots(), file: file, line: line)
+    try confirmHeld(a)
+    try confirmHeld(b)
 }

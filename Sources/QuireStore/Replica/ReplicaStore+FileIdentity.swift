@@ -14,7 +14,7 @@ import QuireCore
 /// `rsync --inplace`) or a whole disk or virtual machine put back from a
 /// snapshot keeps the inode and birth time. Those still rely on the cloud
 /// anchor and on what siblings show (ReplicaStore+Incarnation.swift).
-struct FileIdentity: Equatable {
+struct FileIdentity {
     let inode: UInt64
     /// Nil where the file system keeps no birth time: the inode alone then
     /// (a deleted replica's inode number can be handed to its copy).
@@ -44,8 +44,6 @@ struct FileIdentity: Equatable {
         guard let birth else { return "\(inode)" }
         return "\(inode) \(birth.seconds).\(birth.nanoseconds)"
     }
-
-    static func == (a: FileIdentity, b: FileIdentity) -> Bool { a.text == b.text }
 }
 
 extension ReplicaStore {

@@ -36,7 +36,7 @@ public final class ReplicaStore: @unchecked Sendable {
         if !create && isNew {
             throw StoreError(.notFound, "no replica at \(path); run 'quire init' first")
         }
-        if create && vfs == nil && !FileManager.default.fileExists(atPath: path) {
+        if create && vfs == nil && isNew {
             // Made 0600 before SQLite opens it: SQLite gives the WAL and SHM
             // files the database's mode, so all three are owner-only
             // whatever the umask of the process that made them.
