@@ -96,6 +96,9 @@ final class FileIdentityTests: XCTestCase {
         let path = dir + "/a.sqlite"
         var a: ReplicaStore? = try ReplicaStore(path: path, deviceID: deviceA, create: true, clock: ManualClock(), random: SeededRandom(seed: 1))
         let actor = try a!.actor()
+        let written = try a!.put(plan("trip", "v1"))
+        try a!.put(note("n", "words written before the upgrade\n"))
+        let roots = try a!.roots()
         a = nil
         let raw = try Connection(path: path)
         try raw.execute("DELETE FROM meta WHERE name = 'file_identity'")
@@ -103,9 +106,14 @@ final class FileIdentityTests: XCTestCase {
         let minted = try a!.actor()
         XCTAssertNotEqual(minted, actor)
         XCTAssertEqual(try a!.rollbacks(), [])
+        XCTAssertEqual(try a!.roots(), roots, "the upgrade changes no row")
+        XCTAssertEqual(try a!.counts(.notebook).live, 1)
+        let edit = try a!.put(plan("trip", "v2"), key: written.key)
+        XCTAssertEqual(edit.heads.map(\.dot), [Dot(actor: minted, counter: 1)], "the first write after the upgrade is the new actor's")
         a = nil
         a = try open(path, seed: 3)
         XCTAssertEqual(try a!.actor(), minted)
+        XCTAssertEqual(try a!.row(.plans, written.key)?.heads.map(\.dot), [Dot(actor: minted, counter: 1)])
     }
 
     /// A restore opens the file it put in place without minting, and
