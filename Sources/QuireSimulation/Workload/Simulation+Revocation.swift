@@ -89,7 +89,7 @@ extension Simulation {
         let after = try AnchorKeys.of(identity: revoker.identity, store: store, ring: ring)
         let cloud = CloudFolder(path: fleet.cloud.view(of: revoker.name), accountID: revoker.identity.userIDHash)
         if let words = try? AnchorRekey.afterRevocation(cloud: cloud, before: before, after: after, localGeneration: revoker.generation.value,
-                                                         device: revoker.id) {
+                                                         device: revoker.id, deviceLog: try store.rows(.devices, from: [], to: nil)) {
             fleet.trace.record(revoker.name, "cloud folder: " + words)
         }
     }
@@ -101,6 +101,10 @@ extension Simulation {
         guard !thieves.isEmpty else { return [] }
         var stolen: [(thief: SimDevice, key: RowKey, title: String)] = []
         for thief in thieves {
+            // A thief runs a build of its own: it never reads the folder's
+            // copies of the device log, which would tell it it was revoked
+            // (it forges in the folder itself, below).
+            fleet.cloud.setReachable(false, for: thief.name)
             try fleet.powerOn(thief, online: true)
             let title = "written by \(thief.name) after its revocation"
             let row = try thief.store!.put(.note(Note(title: title, body: Array("a thief's words\n".utf8),

@@ -49,11 +49,19 @@ extension ReplicaStore {
     /// is the fleet's deleted one only if the graveyard or the snapshot
     /// names it, whoever wrote it (a sibling's write after the barrier
     /// agreed, passed on before this device heard of the commit, stays).
+    /// `coverage`: the rounds the snapshot's graveyard names in full
+    /// (through the snapshot's generation; nil: not known), recorded as
+    /// this device's, joined with its own where the two meet.
     public func recover(from snapshot: [Row], graveyard: [CollectedTombstone] = [], roster: [DeviceID]? = nil,
-                        graveyardIsComplete: Bool = false) throws(StoreError) -> Recovery {
+                        graveyardIsComplete: Bool = false, coverage: GraveyardCoverage? = nil) throws(StoreError) -> Recovery {
         let keepsAllUnnamed = graveyardIsComplete || (roster.map { !$0.contains(deviceID) } ?? false)
         return try write { ctx in
             try ctx.bury(graveyard)
+            var joined = coverage
+            if let own = try GraveyardCoverage.load(ctx.db), let theirs = coverage, own.since < theirs.since, theirs.since <= own.through + 1 {
+                joined?.since = own.since
+            }
+            try GraveyardCoverage.store(joined, ctx.db)
             if let roster { try ctx.setBarrierRoster(roster) }
             var buried: [Namespace: [RowKey: CollectedTombstone]] = [:]
             for entry in try Graveyard.load(ctx.db, path: path) { buried[entry.namespace, default: [:]][entry.key] = entry }

@@ -25,10 +25,25 @@ extension ReplicaStore {
     /// Tombstones have no leaf, so no root moves.
     /// `roster`: the devices whose state the round agreed on (recorded, so
     /// a snapshot this device serves later can say who was in it).
+    /// `generation`: the round's; with `round`, every tombstone the whole
+    /// roster collected in it (buried here), the graveyard's coverage
+    /// (`GraveyardCoverage`) extends to it, and `since` (the leader's, from
+    /// the last anchor's graveyard it adopted) may lower its start; without
+    /// `round`, the round is not known in full and nothing is claimed.
     @discardableResult
-    public func dropTombstonesForBarrier(roster: [DeviceID]? = nil) throws(StoreError) -> Int {
+    public func dropTombstonesForBarrier(roster: [DeviceID]? = nil, generation: UInt64? = nil, round: [CollectedTombstone]? = nil,
+                                         since: UInt64? = nil) throws(StoreError) -> Int {
         try write { ctx in
             if let roster { try ctx.setBarrierRoster(roster) }
+            if let generation {
+                var coverage: GraveyardCoverage?
+                if let round {
+                    try ctx.bury(round)
+                    coverage = try GraveyardCoverage.load(ctx.db)?.extended(to: generation) ?? GraveyardCoverage(since: generation, through: generation)
+                    if let since, since < coverage!.since { coverage!.since = since }
+                }
+                try GraveyardCoverage.store(coverage, ctx.db)
+            }
             let list = ReplicaStore.collectedNamespaces.map { String($0.rawValue) }.joined(separator: ",")
             let n = try ctx.db.queryOne("SELECT count(*) FROM rows WHERE tombstone = 1 AND ns IN (\(list))") { Int($0.int(0)) } ?? 0
             try ctx.db.run("DELETE FROM unshipped WHERE (ns, key) IN (SELECT ns, key FROM rows WHERE tombstone = 1 AND ns IN (\(list)))")

@@ -95,9 +95,13 @@ extension AnchorSnapshot {
         graveyardSince.map { $0 <= local + 1 } ?? false
     }
 
-    /// `graveyardSince` for the anchor of `generation`, written after `previous`.
+    /// `graveyardSince` for the anchor of `generation`, written after
+    /// `previous` (whose graveyard the writer adopted): its claim carries
+    /// over only from the round before (or an abandoned one at this
+    /// generation); past a gap, that gap's rounds are not named.
     public static func graveyardSince(generation: UInt64, previous: AnchorSnapshot?) -> UInt64 {
         guard let previous else { return generation == 1 ? 1 : generation }
+        guard previous.generation + 1 >= generation else { return generation }
         return previous.graveyardSince ?? generation
     }
 }

@@ -14,7 +14,9 @@ extension AnchorKeys {
     }
 }
 
-/// Right after a revocation, on the device that made it: the anchor the
+/// Right after a revocation, on the device that made it: its copy of the
+/// device log in the folder, so the revocation outlives a restore of this
+/// device (`CloudDeviceLog`); then the anchor the
 /// fleet stands on, and the commit record, are sealed again under the new
 /// key set. Every device that learns the revocation refuses what is sealed
 /// under an older set (the revoked device could have written it), so
@@ -31,8 +33,10 @@ extension AnchorKeys {
 /// the same time is never overwritten) and the anchor's own time, so a
 /// newer anchor at the same generation still comes first.
 public enum AnchorRekey {
+    /// `deviceLog`: the revoking device's `devices` rows, the revocation among them.
     public static func afterRevocation(cloud: CloudFolder, before: AnchorKeys, after: AnchorKeys, localGeneration: UInt64,
-                                       device: DeviceID) throws -> String {
+                                       device: DeviceID, deviceLog: [Row]) throws -> String {
+        try cloud.writeDeviceLog(deviceLog, device: device, key: after.original)
         guard let writing = after.writing else { throw AnchorError.keyNotHeld(after.missingWords) }
         var done: [String] = []
         if let (header, snapshot) = try cloud.newest(keys: before), header.generation <= localGeneration {
@@ -48,7 +52,8 @@ public enum AnchorRekey {
             try cloud.recordCommit(localGeneration, keys: after, trusting: before)
             done.append("the commit record")
         }
-        return done.isEmpty ? "the cloud folder holds no anchor yet" : "sealed again under the new key: " + done.joined(separator: " and ")
+        return "the revocation is in this device's copy of the device log; "
+            + (done.isEmpty ? "the cloud folder holds no anchor yet" : "sealed again under the new key: " + done.joined(separator: " and "))
     }
 }
 

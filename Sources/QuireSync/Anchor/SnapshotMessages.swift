@@ -38,6 +38,10 @@ public struct SnapshotResponse: Equatable, Sendable {
     public var graveyard: [CollectedTombstone] = []
     /// The roster of the sender's last barrier (field 7; nil: not known).
     public var roster: [DeviceID]? = nil
+    /// The first generation whose collections the sender's graveyard names
+    /// in full, through this snapshot's (field 8, as the anchor's field 5;
+    /// nil: not known, or from senders that predate it).
+    public var graveyardSince: UInt64? = nil
 
     public func encoded() -> [UInt8] {
         var fields: [(CBOR, CBOR)] = [(.unsigned(1), .unsigned(generation)), (.unsigned(2), .unsigned(UInt64(namespace.rawValue))),
@@ -45,6 +49,7 @@ public struct SnapshotResponse: Equatable, Sendable {
                                       (.unsigned(5), .array(rows.map(RowWire.encode)))]
         if !graveyard.isEmpty { fields.append((.unsigned(6), CollectedTombstone.encode(graveyard))) }
         if let roster { fields.append((.unsigned(7), .array(roster.sorted().map { .bytes($0.bytes) }))) }
+        if let graveyardSince { fields.append((.unsigned(8), .unsigned(graveyardSince))) }
         return CBORWriter.encode(.map(fields))
     }
 
@@ -69,7 +74,7 @@ public struct SnapshotResponse: Equatable, Sendable {
             }
         }
         return SnapshotResponse(generation: try f.required(1, "generation").asUInt(), namespace: ns, part: part, parts: parts, rows: rows,
-                                graveyard: graveyard, roster: roster)
+                                graveyard: graveyard, roster: roster, graveyardSince: try f.optional(8)?.asUInt())
     }
 }
 
@@ -81,6 +86,7 @@ struct SnapshotAssembly {
     var received: [Int: [Row]] = [:]
     var graveyard: [Int: [CollectedTombstone]] = [:]
     var roster: [DeviceID]?
+    var graveyardSince: UInt64?
     /// When the last part arrived: the relay is lossy, so a snapshot that
     /// stopped arriving is asked for again.
     var lastPartMs: UInt64 = 0

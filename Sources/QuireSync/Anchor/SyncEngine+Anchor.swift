@@ -36,6 +36,8 @@ extension SyncEngine {
             }
             return
         }
+        // A revocation this device's log lost to a restore comes back first.
+        exchangeDeviceLog(nowMs: clock.monotonicMilliseconds())
         let keys = anchorKeys
         let survey: CloudFolder.Survey
         do {
@@ -112,7 +114,8 @@ extension SyncEngine {
             note("anchor: this device is at generation \(local) but the fleet's anchor is at \(target) (\(trigger)): it was put back from a backup; recovering")
             do {
                 let report = try store.recover(from: admissibleSnapshotRows(snapshot.rows, from: "the cloud anchor"), graveyard: admissibleGraveyard(snapshot.graveyard),
-                                               roster: snapshot.roster, graveyardIsComplete: snapshot.graveyardCovers(since: local))
+                                               roster: snapshot.roster, graveyardIsComplete: snapshot.graveyardCovers(since: local),
+                                               coverage: snapshot.graveyardSince.map { GraveyardCoverage(since: $0, through: target) })
                 try store.mintIncarnation(reason: "the cloud anchor is at generation \(target), this device was at \(local): it had been put back from a backup")
                 try deps.setGeneration(target)
                 invalidateDigest()

@@ -29,10 +29,14 @@ extension SyncEngine {
         let namespaces = Namespace.allCases
         let graveyard = try store.graveyard()
         let roster = try store.barrierRoster()
+        // A claim only for rounds up to this generation (a replica put back
+        // under newer preferences claims nothing).
+        let since = try store.graveyardCoverage().flatMap { $0.through == mine ? $0.since : nil }
         for (i, ns) in namespaces.enumerated() {
             let rows = try store.rows(ns, from: [], to: nil)
             send(.snapshotResponse, SnapshotResponse(generation: mine, namespace: ns, part: i, parts: namespaces.count, rows: rows,
-                                                     graveyard: graveyard.filter { $0.namespace == ns }, roster: roster).encoded(), to: sender)
+                                                     graveyard: graveyard.filter { $0.namespace == ns }, roster: roster,
+                                                     graveyardSince: since).encoded(), to: sender)
         }
         note("served a snapshot at generation \(mine) to \(name(of: sender)), which was at \(request.generation)")
     }
@@ -50,6 +54,7 @@ extension SyncEngine {
         assembly.received[response.part] = response.rows
         assembly.graveyard[response.part] = response.graveyard
         if let roster = response.roster { assembly.roster = roster }
+        if response.part == 0 { assembly.graveyardSince = response.graveyardSince }
         assembly.lastPartMs = clock.monotonicMilliseconds()
         snapshotAssembly = assembly
         guard assembly.isComplete else { return }
@@ -59,7 +64,11 @@ extension SyncEngine {
             // Whatever a reconcile would refuse, a snapshot may not bring in.
             let rows = try admissibleSnapshotRows(received, from: "\(name(of: sender))'s snapshot")
             let graveyard = admissibleGraveyard(assembly.graveyard.keys.sorted().flatMap { assembly.graveyard[$0]! })
-            let report = try store.recover(from: rows, graveyard: graveyard, roster: assembly.roster)
+            // A graveyard that names every round since this device's state
+            // tells a write made after a round agreed from one it collected.
+            let coverage = assembly.graveyardSince.map { GraveyardCoverage(since: $0, through: assembly.generation) }
+            let report = try store.recover(from: rows, graveyard: graveyard, roster: assembly.roster,
+                                           graveyardIsComplete: coverage?.covers(after: local) ?? false, coverage: coverage)
             try store.mintIncarnation(reason: "a sibling at generation \(assembly.generation) served the fleet's state; this device was at \(local)")
             try deps.setGeneration(assembly.generation)
             invalidateDigest()

@@ -8,8 +8,10 @@ extension SubKind {
     public static let gcAck = SubKind("gc_ack")
     /// The anchor landed: drop tombstones, move to the new generation.
     public static let gcCommit = SubKind("gc_commit")
+    /// Just before the commit: every tombstone the round collects.
+    public static let gcCollected = SubKind("gc_collected")
 
-    static let barrierKinds: Set<SubKind> = [.gcPropose, .gcAck, .gcCommit]
+    static let barrierKinds: Set<SubKind> = [.gcPropose, .gcAck, .gcCommit, .gcCollected]
 }
 
 /// `gc_propose {nonce (16 random bytes), digest}`.
@@ -78,5 +80,32 @@ public struct BarrierCommit: Equatable, Sendable {
         let nonce = try f.required(1, "nonce").asBytes()
         guard nonce.count == 16 else { throw .invalidValue("a barrier nonce is 16 bytes") }
         return BarrierCommit(nonce: nonce, digest: try f.required(2, "digest").asBytes(), generation: try f.required(3, "generation").asUInt())
+    }
+}
+
+/// `gc_collected {nonce, tombstones}`, sent by the leader just before each
+/// `gc_commit`: every tombstone the round collects, the whole roster's union
+/// as the anchor's graveyard names them (absent when none). A device buries
+/// them all at the commit, so the snapshots it serves later can say its
+/// graveyard names the round in full (`GraveyardCoverage`). A message of
+/// its own, not a field of the commit: a device from before it ignores an
+/// unknown kind, and would refuse a commit deeper than it reads. Without it
+/// (lost, late, an older leader) the round is simply not covered.
+public struct BarrierCollected: Equatable, Sendable {
+    public var nonce: [UInt8]
+    public var tombstones: [CollectedTombstone]
+
+    public func encoded() -> [UInt8] {
+        var fields: [(CBOR, CBOR)] = [(.unsigned(1), .bytes(nonce))]
+        if !tombstones.isEmpty { fields.append((.unsigned(2), CollectedTombstone.encode(tombstones))) }
+        return CBORWriter.encode(.map(fields))
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws(CBORError) -> BarrierCollected {
+        let f = try CBORReader.decode(bytes, limits: .init(maxDepth: 12, maxItemLength: RowLimits.maxMessageBytes)).asFieldMap()
+        let nonce = try f.required(1, "nonce").asBytes()
+        guard nonce.count == 16 else { throw .invalidValue("a barrier nonce is 16 bytes") }
+        return BarrierCollected(nonce: nonce,
+                                tombstones: CollectedTombstone.joined(try f.optional(2).map { v throws(CBORError) in try CollectedTombstone.decode(v) } ?? []))
     }
 }

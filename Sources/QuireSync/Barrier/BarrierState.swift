@@ -30,6 +30,10 @@ struct BarrierState {
     /// Rounds this device acked: nonce → (leader, digest it acked, the
     /// encoding of the tombstones it acked).
     var acked: [[UInt8]: (leader: DeviceID, digest: [UInt8], tombstones: [UInt8], atMs: UInt64)] = [:]
+    /// What the leader of a round this device acked says the round
+    /// collects, the whole roster's tombstones (`gc_collected`), kept until
+    /// its commit: nonce → entries.
+    var collections: [[UInt8]: [CollectedTombstone]] = [:]
     /// Nonces of rounds this device has collected for (a replay is refused).
     var committed: Set<[UInt8]> = []
     /// The last outcome, in words (status).
@@ -64,5 +68,6 @@ struct BarrierState {
     /// refused anyway once the timer passed).
     mutating func expireAcked(nowMs: UInt64, keepMs: UInt64) {
         acked = acked.filter { nowMs &- $0.value.atMs < keepMs }
+        collections = collections.filter { acked[$0.key] != nil }
     }
 }

@@ -122,6 +122,7 @@ extension SyncEngine {
         invalidateDigest()
         guard try currentDigest().bytes == round.digest else { abandonRound("this device changed while the round was open"); return }
         var ownTombstones: [UInt8] = []
+        var since = generation
         do {
             var rows: [Row] = []
             for ns in Namespace.allCases { rows += try store.rows(ns, from: [], to: nil) }
@@ -137,7 +138,10 @@ extension SyncEngine {
             try store.adoptGraveyard(previous?.1.graveyard ?? [])
             ownTombstones = Self.encoding(of: try store.collectableTombstones())
             let graveyard = CollectedTombstone.joined(try store.graveyardWithTombstones(), Array(round.tombstones.values.joined()))
-            let since = AnchorSnapshot.graveyardSince(generation: generation, previous: previous?.1)
+            // The graveyard names every round this device's coverage or the
+            // adopted anchor's does (`GraveyardCoverage`).
+            since = min(AnchorSnapshot.graveyardSince(generation: generation, previous: previous?.1),
+                        try store.graveyardCoverage()?.extended(to: generation).since ?? generation)
             let bytes = try AnchorFile.seal(AnchorSnapshot(generation: generation, rows: rows, graveyard: graveyard,
                                                            roster: Array(round.roster) + [me.deviceID], graveyardSince: since),
                                             accountID: deps.identity.userIDHash, keys: keys, at: clock.now())
@@ -158,13 +162,18 @@ extension SyncEngine {
               Self.encoding(of: try store.collectableTombstones()) == ownTombstones else {
             abandonRound("this device changed while the anchor was written"); return
         }
-        // What the anchor names, this device's graveyard names too (the
-        // snapshots it serves carry it).
-        try store.adoptGraveyard(Array(round.tombstones.values.joined()))
+        // What the anchor names, every device's graveyard names too (the
+        // snapshots they serve carry it): the round's whole collection goes
+        // with the commit, unless it is too big for one message.
+        let collected = CollectedTombstone.joined(try store.collectableTombstones(), Array(round.tombstones.values.joined()))
+        let list = BarrierCollected(nonce: round.nonce, tombstones: collected).encoded()
         let payload = BarrierCommit(nonce: round.nonce, digest: round.digest, generation: generation).encoded()
-        for id in round.roster.sorted() { send(.gcCommit, payload, to: id) }
+        for id in round.roster.sorted() {
+            if list.count <= RowLimits.maxMessageBytes - (64 << 10) { send(.gcCollected, list, to: id) }
+            send(.gcCommit, payload, to: id)
+        }
         barrier.round = nil
-        try collect(generation: generation, nonce: round.nonce, roster: Array(round.roster) + [me.deviceID])
+        try collect(generation: generation, nonce: round.nonce, roster: Array(round.roster) + [me.deviceID], round: collected, since: since)
     }
 
     func handleCommit(_ commit: BarrierCommit, from sender: DeviceID, nowMs: UInt64) throws {
@@ -194,12 +203,21 @@ extension SyncEngine {
         barrier.acked[commit.nonce] = nil
         // The leader's roster is not in the commit; a settled roster is ours.
         try collect(generation: commit.generation, nonce: commit.nonce,
-                    roster: roster.members.values.filter { !$0.isRevoked }.map(\.deviceID))
+                    roster: roster.members.values.filter { !$0.isRevoked }.map(\.deviceID),
+                    round: barrier.collections.removeValue(forKey: commit.nonce))
     }
 
-    private func collect(generation: UInt64, nonce: [UInt8], roster: [DeviceID]) throws {
+    /// Kept for the commit of a round this device acked, from its leader only.
+    func handleCollected(_ collected: BarrierCollected, from sender: DeviceID) {
+        guard let acked = barrier.acked[collected.nonce], acked.leader == sender else { return }
+        barrier.collections[collected.nonce] = admissibleGraveyard(collected.tombstones)
+    }
+
+    /// `round`: every tombstone the round collected (nil: not known);
+    /// `since`: the leader's graveyard coverage start (`GraveyardCoverage`).
+    private func collect(generation: UInt64, nonce: [UInt8], roster: [DeviceID], round: [CollectedTombstone]?, since: UInt64? = nil) throws {
         barrier.committed.insert(nonce)
-        let dropped = try store.dropTombstonesForBarrier(roster: roster)
+        let dropped = try store.dropTombstonesForBarrier(roster: roster, generation: generation, round: round, since: since)
         try deps.setGeneration(generation)
         // Start-up checks may now trust this generation's anchor (CommitRecord);
         // if the record cannot be written, a sibling's advertisement still can.

@@ -74,6 +74,8 @@ extension SyncEngine {
                 try handleAck(try BarrierAck.decode(message.payload), from: sender, nowMs: nowMs)
             case .gcCommit:
                 try handleCommit(try BarrierCommit.decode(message.payload), from: sender, nowMs: nowMs)
+            case .gcCollected:
+                handleCollected(try BarrierCollected.decode(message.payload), from: sender)
             case .snapshotRequest:
                 try handleSnapshotRequest(try SnapshotRequest.decode(message.payload), from: sender)
             case .snapshotResponse:

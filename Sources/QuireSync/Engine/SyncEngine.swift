@@ -91,6 +91,8 @@ public final class SyncEngine: @unchecked Sendable {
     let accountSealingKey: BoxPublicKey
     /// What the last look at the cloud folder found worth saying.
     var anchorWarnings: [String] = []
+    /// When the device log copies in the cloud folder are read next (Anchor/SyncEngine+DeviceLog).
+    var deviceLogDueMs: UInt64 = 0
 
     // MARK: State (guarded by `lock`)
     let lock = NSRecursiveLock()
@@ -326,6 +328,7 @@ public final class SyncEngine: @unchecked Sendable {
         offloadTick(nowMs: now)
         requestMissingKeys(nowMs: now)
         barrierTick(nowMs: now)
+        if now >= deviceLogDueMs { exchangeDeviceLog(nowMs: now) }
         let expired = link.expireChunks(nowMs: now)
         if expired > 0 { count(.chunkExpired, expired) }
         updatePhase(nowMs: now)

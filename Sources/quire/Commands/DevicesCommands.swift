@@ -127,9 +127,9 @@ enum DevicesCommands {
             do {
                 let keys = try AnchorKeys.of(identity: identity, store: store, ring: ring)
                 cloudWords = try AnchorRekey.afterRevocation(cloud: cloud, before: before, after: keys, localGeneration: prefs.generation,
-                                                             device: identity.deviceID)
+                                                             device: identity.deviceID, deviceLog: try store.rows(.devices, from: [], to: nil))
             } catch {
-                cloudWords = "the cloud folder could not be sealed again (\(error)); until the next barrier, no anchor there is used for recovery"
+                cloudWords = "the cloud folder could not be written (\(error)); until the next barrier, no anchor there is used for recovery, and the revocation reaches the folder's copy of the device log when sync next runs here"
             }
         }
         let keptDevices = after.members.values.filter { $0.addedBy == target.deviceID && !$0.isRevoked }.map { "'\($0.name)'" }.sorted()
