@@ -61,7 +61,8 @@ final class RevocationCloudEndToEndTests: CloudDrillTestCase {
         // The laptop revokes the phone: the key rotates, the anchor is sealed again under it.
         let revoked = try quireOK(["devices", "revoke", "phone"], home: home("laptop")).stdout
         XCTAssertTrue(revoked.contains("the backup key is rotated"), revoked)
-        XCTAssertTrue(revoked.contains("sealed again under the new key: the anchor at generation 1 and the commit record"), revoked)
+        XCTAssertTrue(revoked.contains("the revocation is in this device's copy of the device log; "
+                                       + "sealed again under the new key: the anchor at generation 1 and the commit record"), revoked)
         XCTAssertTrue(revoked.contains("take its access to the cloud folder away"), revoked)
         try start(["laptop", "tablet"])
         XCTAssertTrue(eventually(30) { (try? self.trust("tablet", of: "phone")) == "revoked" }, output)
@@ -86,9 +87,10 @@ final class RevocationCloudEndToEndTests: CloudDrillTestCase {
         let bytes = Array(try XCTUnwrap(FileManager.default.contents(atPath: newest.path)))
         XCTAssertThrowsError(try AnchorFile.open(bytes, accountID: thief.account, key: thief.original))
         XCTAssertNil(thief.ring.key(for: newest.header.keySet, original: thief.original), "it lacks the key of its own revocation")
-        // Turned on, never told of its revocation, it says it cannot use the anchor.
+        // Turned on, never told of its revocation by a sibling, it reads it
+        // in the folder's copies of the device log.
         daemons.append(try SyncDaemon(home: home("phone"), relay: relay, env: drill))
-        XCTAssertTrue(eventually(15) { (try? self.statusText("phone"))?.contains("sealed after a revocation this device has not learned") ?? false },
+        XCTAssertTrue(eventually(15) { (try? self.statusText("phone"))?.contains("this device was REVOKED from the account") ?? false },
                       (try? statusText("phone")) ?? "-")
         stopAll()
         XCTAssertFalse(try notes("phone").contains("After revocation"))
@@ -117,16 +119,21 @@ final class RevocationCloudEndToEndTests: CloudDrillTestCase {
         XCTAssertTrue(try statusText("laptop").contains(forgedPath), "the status names the file to delete")
 
         // The tablet put back from its backup, older than the revocation: its
-        // log has not learned it, so it trusts no anchor until a sibling brings it.
+        // log learns it again from the folder's copies, with no sibling, so the
+        // forgery is refused. The forged commit record hides which generation
+        // the fleet committed, so it does not recover from the honest anchor
+        // either until a sibling at generation 2 is heard.
         try quireOK(["restore", "--from", tabletBackup], home: home("tablet"))
         XCTAssertEqual(try generation("tablet"), 1)
+        XCTAssertEqual(try trust("tablet", of: "phone"), "trusted", "the backup predates the revocation")
         try start(["tablet"])
-        XCTAssertTrue(eventually(15) { (try? self.statusText("tablet"))?.contains("sealed after a revocation this device has not learned") ?? false },
+        XCTAssertTrue(eventually(20) { (try? self.statusText("tablet"))?.contains("REFUSED an anchor above this device's generation 1") ?? false },
                       (try? statusText("tablet")) ?? "-")
+        XCTAssertTrue(output.contains("learned 1 roster statement from the copies of the device log"), output)
         XCTAssertEqual(try generation("tablet"), 1, "not recovered from the forgery")
         XCTAssertFalse(try notes("tablet").contains("Forged"))
         try start(["laptop"])
-        XCTAssertTrue(eventually(40) { (try? self.generation("tablet")) == 2 }, "caught up from the laptop: " + output)
+        XCTAssertTrue(eventually(40) { (try? self.generation("tablet")) == 2 }, "caught up once the laptop is heard: " + output)
         XCTAssertTrue(eventually(20) { (try? self.trust("tablet", of: "phone")) == "revoked" }, output)
         XCTAssertTrue(try waitForEqualDigests([home("laptop"), home("tablet")], timeout: 30), output)
         stopAll()

@@ -179,6 +179,14 @@ final class SimulationTests: XCTestCase {
              + "generation 2, so what it collected comes back, and each device must say it waits behind the fleet"),
             (1112424, everything, "dee: after the heal, recalls offloaded",
              "the oracle's: an offload waiting for a second copy finished once the heal's recall made one, and its body was compared unrecalled"),
+            (6270, ["--cloud-and-power-faults", "--revocations"], "eli: log: anchor: recovered from the cloud anchor",
+             "two devices the commit of generation 1 never reached wrote at generation 0 and caught up from a sibling's snapshot, "
+             + "which said nothing of its graveyard: another device's write made after the round agreed was taken for a collected one "
+             + "(now they learn the revocation from the folder and recover from the anchor, whose graveyard says it names every round; "
+             + "the snapshot's own claim is BarrierTests.testAWriteMadeAfterARoundAgreedSurvivesCatchingUpFromASiblingsSnapshot)"),
+            (6077, ["--cloud-and-power-faults", "--revocations"], "learned 2 roster statements from the copies of the device log",
+             "the only device that knew of a revocation was put back from before it: the fleet took the revoked device back "
+             + "and recovered from the anchor it forged"),
         ]
         for history in histories {
             let run = try SimulatorBinary.run(["--replay", String(history.seed)] + history.flags)
