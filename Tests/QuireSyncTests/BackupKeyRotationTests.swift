@@ -345,4 +345,34 @@ final class BackupKeyRotationTests: XCTestCase {
         XCTAssertEqual(found.ring.ids, found.header.keySet, "the rebuilt device gets the keys to write under")
         XCTAssertTrue(found.refused.contains { $0.contains("generation 8") && $0.contains("from before the revocation of 'c'") }, "\(found.refused)")
     }
+
+    /// The revocation is in no anchor (none was written under the new key,
+    /// only an older honest one), but in the revoking device's copy of the
+    /// device log: the rebuild refuses the forgery for it, and the older
+    /// anchor too (sealed before the revocation, it could be the revoked
+    /// device's as well), as a device would. Without the copy it would take
+    /// the forgery.
+    func testARebuildCountsARevocationOnlyTheFoldersCopyOfTheDeviceLogHolds() throws {
+        let devices = try makeFleet(["a", "b", "c"], in: base)
+        let (a, c) = (devices[0], devices[2])
+        let cloud = base + "/cloud"
+        try FileManager.default.createDirectory(atPath: cloud, withIntermediateDirectories: true)
+        let folder = CloudFolder(path: cloud, accountID: a.identity.userIDHash)
+        try folder.write(try AnchorFile.seal(AnchorSnapshot(generation: 2, rows: try a.store.rows(.devices, from: [], to: nil) + snapshot(2).rows),
+                                             accountID: folder.accountID, keys: try keys(of: a), at: Timestamp(seconds: 2)))
+        try Revoking.revoke(c.id, by: a.identity, store: a.store, at: Timestamp(seconds: 1_800_000_000))
+        let forged = try AnchorFile.sealFormat1(snapshot(8, "forged"), accountID: folder.accountID, backupKey: c.identity.backupKey, at: Timestamp(seconds: 8))
+        XCTAssertTrue(FileManager.default.createFile(atPath: folder.anchorPath.replacingOccurrences(of: ".qanchor", with: " (1).qanchor"),
+                                                    contents: Data(forged)))
+        let blind = try XCTUnwrap(try CloudRebuild.newest(in: folder, account: a.identity.account.secret!, original: a.identity.backupKey))
+        XCTAssertEqual(blind.header.generation, 8, "with no copy, nothing shows the revocation")
+        try folder.writeDeviceLog(try a.store.rows(.devices, from: [], to: nil), device: a.id, key: a.identity.backupKey)
+        XCTAssertNil(try CloudRebuild.newest(in: folder, account: a.identity.account.secret!, original: a.identity.backupKey))
+        // Once an anchor under the new key lands, the rebuild takes it.
+        try folder.write(try AnchorFile.seal(AnchorSnapshot(generation: 3, rows: try a.store.rows(.devices, from: [], to: nil) + snapshot(3).rows),
+                                             accountID: folder.accountID, keys: try keys(of: a), at: Timestamp(seconds: 3)))
+        let found = try XCTUnwrap(try CloudRebuild.newest(in: folder, account: a.identity.account.secret!, original: a.identity.backupKey))
+        XCTAssertEqual(found.header.generation, 3)
+        XCTAssertTrue(found.refused.contains { $0.contains("generation 8") && $0.contains("from before the revocation of 'c'") }, "\(found.refused)")
+    }
 }

@@ -9,11 +9,12 @@ import QuireStore
 /// account key (`AnchorHeader.sealedForAccount`), so the account key opens
 /// it too.
 ///
-/// There is no device log to judge anchors by, so the rule of `AnchorKeys`
-/// is applied with the log of every anchor that opens: an anchor sealed
-/// without the key of a revocation that some anchor's log holds is refused
-/// (a revoked device could have written it). A revoked device that deleted
-/// every newer anchor cannot be caught this way (SECURITY.md).
+/// There is no device of its own to judge anchors by, so the rule of
+/// `AnchorKeys` is applied with the log of every anchor that opens and the
+/// folder's copies of the device log (`CloudDeviceLog`): an anchor sealed
+/// without the key of a revocation that any of them holds is refused (a
+/// revoked device could have written it). A revoked device that deleted
+/// every newer anchor and every copy cannot be caught this way (SECURITY.md).
 public enum CloudRebuild {
     public struct Found {
         public var header: AnchorHeader
@@ -46,7 +47,10 @@ public enum CloudRebuild {
                 refused.append((candidate.header.generation, "the anchor at generation \(candidate.header.generation) does not open: \(error)"))
             }
         }
-        let rows = opened.flatMap { $0.snapshot.rows.filter { $0.namespace == .devices } }
+        // With the copies of the device log (CloudDeviceLog): a revocation
+        // made after the newest honest anchor, or when there was none, counts.
+        let copies = (try? folder.deviceLogs(key: original).rows) ?? []
+        let rows = opened.flatMap { $0.snapshot.rows.filter { $0.namespace == .devices } } + copies
         let log = DeviceLog(rows: rows, accountKey: account.publicKey)
         let verdicts = log.verdicts()
         let schedule = BackupKeySchedule(log: log, roster: log.roster(verdicts: verdicts), verdicts: verdicts)
