@@ -111,4 +111,24 @@ extension RotationEngineTests {
         XCTAssertTrue(try folder.writeDeviceLog(rows, device: a.id, key: a.identity.backupKey), "a damaged copy is written again")
         XCTAssertEqual(try folder.deviceLogs(key: b.identity.backupKey).rows.count, rows.count)
     }
+
+    /// A running device says in its status that a sibling's copy was
+    /// altered, within the half minute it reads the folder again; its own
+    /// copy, damaged, it simply writes again.
+    func testARunningDeviceSaysACopyWasAlteredAndRewritesItsOwn() throws {
+        try makeFleet(["a", "b"])
+        let (a, b) = (devices[0], devices[1])
+        try engines[0]?.attach()
+        let mine = folder.deviceLogPath(of: a.id)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: mine))
+        XCTAssertNil(engines[0]!.status().cloudWarnings)
+        try Data("QUIREDL1 not sealed by anyone".utf8).write(to: URL(fileURLWithPath: folder.deviceLogPath(of: b.id)))
+        try Data("QUIREDL1 damaged".utf8).write(to: URL(fileURLWithPath: mine))
+        tick(310)
+        let warnings = engines[0]!.status().cloudWarnings ?? []
+        XCTAssertEqual(warnings.filter { $0.contains("a copy of the device log was not used") }.count, 1, "\(warnings)")
+        XCTAssertTrue(warnings.contains { $0.contains(folder.deviceLogPath(of: b.id)) && $0.contains("does not open") }, "\(warnings)")
+        XCTAssertEqual(try folder.deviceLogs(key: a.identity.backupKey).rows.count, try a.store.rows(.devices, from: [], to: nil).count,
+                       "its own copy is whole again")
+    }
 }

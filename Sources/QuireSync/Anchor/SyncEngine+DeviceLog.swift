@@ -16,7 +16,10 @@ extension SyncEngine {
         guard let cloud = deps.cloud, backupKeyIsReal else { return }
         do {
             let (rows, unusable) = try cloud.deviceLogs(key: backupKey)
-            for problem in unusable { noteOnce("cloud folder: a copy of the device log was not used: \(problem)") }
+            // Said in the status too: a copy altered in the folder may be a
+            // revoked device hiding its revocation.
+            deviceLogWarnings = unusable.map { "a copy of the device log was not used (altered in the folder, or not written by quire?): \($0)" }
+            for warning in deviceLogWarnings { noteOnce("cloud folder: " + warning) }
             let certified = certifiedRows(rows.filter { RowLimits.check($0) == nil })
             if !certified.isEmpty {
                 let (applied, _) = try store.apply(certified)
@@ -29,6 +32,8 @@ extension SyncEngine {
                 }
             }
             try cloud.writeDeviceLog(try store.rows(.devices, from: [], to: nil), device: me.deviceID, key: backupKey)
+            let mine = cloud.deviceLogPath(of: me.deviceID)
+            deviceLogWarnings.removeAll { $0.contains(mine) }     // written again just now
         } catch let error as AnchorError {
             if case .unreadable = error { return }
             noteOnce("cloud folder: the device log was not exchanged: \(error)")

@@ -34,7 +34,7 @@ extension SyncEngine {
 
     /// Anchors refused and backup keys missing, for the status (nil: nothing to say).
     var currentCloudWarnings: [String]? {
-        var out = anchorWarnings + keyProblems
+        var out = anchorWarnings + keyProblems + deviceLogWarnings
         if backupKeyIsReal, phase != .revoked, !keySchedule.missing(in: rotationKeys).isEmpty { out.append(anchorKeys.missingWords) }
         return out.isEmpty ? nil : out
     }

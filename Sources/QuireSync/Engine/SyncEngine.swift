@@ -93,6 +93,8 @@ public final class SyncEngine: @unchecked Sendable {
     var anchorWarnings: [String] = []
     /// When the device log copies in the cloud folder are read next (Anchor/SyncEngine+DeviceLog).
     var deviceLogDueMs: UInt64 = 0
+    /// Copies of the device log the last read could not use, in words.
+    var deviceLogWarnings: [String] = []
 
     // MARK: State (guarded by `lock`)
     let lock = NSRecursiveLock()
