@@ -20,7 +20,12 @@ extension SyncEngine {
             // revoked device hiding its revocation.
             deviceLogWarnings = unusable.map { "a copy of the device log was not used (altered in the folder, or not written by quire?): \($0)" }
             for warning in deviceLogWarnings { noteOnce("cloud folder: " + warning) }
-            let certified = certifiedRows(rows.filter { RowLimits.check($0) == nil })
+            // Only what this device does not hold as it is: no write at all
+            // (and nothing woken) when the copies hold nothing new.
+            let held = try store.rows(.devices, from: [], to: nil)
+            var heldByKey: [RowKey: Row] = [:]
+            for row in held { heldByKey[row.key] = row }
+            let certified = certifiedRows(rows.filter { heldByKey[$0.key] != $0 && RowLimits.check($0) == nil })
             if !certified.isEmpty {
                 let (applied, _) = try store.apply(certified)
                 if applied > 0 {
@@ -31,7 +36,7 @@ extension SyncEngine {
                     try reloadRoster()
                 }
             }
-            try cloud.writeDeviceLog(try store.rows(.devices, from: [], to: nil), device: me.deviceID, key: backupKey)
+            try cloud.writeDeviceLog(certified.isEmpty ? held : try store.rows(.devices, from: [], to: nil), device: me.deviceID, key: backupKey)
             let mine = cloud.deviceLogPath(of: me.deviceID)
             deviceLogWarnings.removeAll { $0.contains(mine) }     // written again just now
         } catch let error as AnchorError {
