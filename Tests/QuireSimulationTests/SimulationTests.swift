@@ -172,8 +172,11 @@ final class SimulationTests: XCTestCase {
              + "a joining device recovered from it and brought a collected row back"),
             (1102998, everything, "restored by copying back", "the oracle's: a copy-back was noted under the step's slot, not the device's"),
             (1102019, everything, "the restore took back 1 held body", "the oracle's: a copy-back that lost a counted copy's pin took the copy back"),
-            (949, ["--cloud-and-power-faults"], "quiet again after the recalls",
-             "the oracle's: a barrier's commit was still on the way after the heal's recalls when generations were compared"),
+            // Found as seed 949 (a barrier's commit on the way); no history of
+            // seeds 900-2500 plays that since the copies of the device log
+            // changed how they unfold, and 926 keeps the quiet period in play.
+            (926, ["--cloud-and-power-faults"], "quiet again after the recalls",
+             "the oracle's: work still on the way after the heal's recalls (a barrier's commit, in seed 949) when generations were compared"),
             (4411, ["--cloud-and-power-faults", "--revocations"], "the fleet lost generation 2",
              "both devices put back from before generation 1 and the folder put back to an anchor of generation 1: no device can serve "
              + "generation 2, so what it collected comes back, and each device must say it waits behind the fleet"),
@@ -250,8 +253,10 @@ enum OffloadRegressions {
         (927, ["--everything"], "a device whose resident copy an offload counted as the second of two offloaded its own with one copy, "
          + "then deleted the note while a sibling edited it: nothing pinned the counted copy",
          ["cy: offload of d520d182: done, held by ben,ada", "counted this copy among 2"]),
-        (417, ["--everything"], "two devices offloading one body at once, each asking for two copies, counted each other's copy and both dropped",
-         ["offloading its own copy on the strength of this one"]),
+        // Found as seed 417; since the copies of the device log in the cloud
+        // folder changed how histories unfold, 1100332 plays the same race.
+        (1100332, ["--everything"], "two devices offloading one body at once, each asking for two copies, counted each other's copy and both dropped",
+         ["not counted: 'cy', offloading its own copy on the strength of this one", "not counted: 'ben', offloading its own copy on the strength of this one"]),
     ]
 }
 
@@ -264,8 +269,12 @@ enum RestoreRegressions {
         (3111, [], "a version unconfirmed when the backup was taken, seen, deleted and collected by the fleet since, came back at recovery",
          "recovered from the cloud anchor"),
         (5061, ["--everything"], "the same, with every fault switched on", "recovered from the cloud anchor"),
-        (5243, [], "two devices joined while the leader had not heard of them; the barrier went on without them, and their recovery "
-         + "took the rows the fleet never saw for deleted ones", "recovered from the cloud anchor"),
+        // Found as seed 5243. The copies of the device log in the cloud folder
+        // now tell a leader of joiners sooner, so 5243 no longer plays it;
+        // 5878 has a device that joined after the round recover from the
+        // anchor beside one behind the commit that keeps its unshared write.
+        (5878, [], "two devices joined while the leader had not heard of them; the barrier went on without them, and their recovery "
+         + "took the rows the fleet never saw for deleted ones", "1 rows kept for writes no other device had seen"),
         (22, ["--everything"], "a sibling's write made after the barrier agreed, passed on to a device that had not heard of the commit, "
          + "was taken for a deleted version at that device's recovery and its tombstone deleted it everywhere", "recovered from the cloud anchor"),
         // The oracle's, not the product's.
