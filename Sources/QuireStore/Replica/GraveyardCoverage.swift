@@ -8,8 +8,8 @@ import QuireCore
 /// not reached): only what the graveyard names goes (`ReplicaStore.recover`).
 ///
 /// A round is covered only where this device buried every tombstone it
-/// collected, the whole roster's (the leader's union, carried by the
-/// commit), not only its own: digests leave tombstones out, so a sibling may
+/// collected, the whole roster's (the leader's union, sent just before the
+/// commit as `gc_collected`), not only its own: digests leave tombstones out, so a sibling may
 /// have collected a delete this device never held. Kept in meta
 /// (`graveyard_covers`); no row means nothing is claimed.
 public struct GraveyardCoverage: Equatable, Sendable {

@@ -74,6 +74,12 @@ extension CloudFolder {
                 unusable.append("\(file): the name carries no device id")
                 continue
             }
+            // A log is a few KB a device; a file past the message limit is no copy.
+            let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? nil
+            guard let size, size <= RowLimits.maxMessageBytes else {
+                unusable.append("\(file): " + (size == nil ? "cannot be read" : "\(size!) bytes, more than a device log can hold"))
+                continue
+            }
             guard let data = FileManager.default.contents(atPath: file).map(Array.init) else {
                 unusable.append("\(file): cannot be read")
                 continue

@@ -164,7 +164,7 @@ extension SyncEngine {
         }
         // What the anchor names, every device's graveyard names too (the
         // snapshots they serve carry it): the round's whole collection goes
-        // with the commit, unless it is too big for one message.
+        // just before the commit, unless it is too big for one message.
         let collected = CollectedTombstone.joined(try store.collectableTombstones(), Array(round.tombstones.values.joined()))
         let list = BarrierCollected(nonce: round.nonce, tombstones: collected).encoded()
         let payload = BarrierCommit(nonce: round.nonce, digest: round.digest, generation: generation).encoded()
