@@ -107,4 +107,38 @@ extension BarrierTests {
         engines[follower].handleCollected(collected, from: devices[leader].id)
         XCTAssertEqual(engines[follower].barrier.collections[nonce], [entry])
     }
+
+    /// The leader's list is lost on the way to one follower: it covers the
+    /// round from the round's anchor instead (simulator seed 543 with
+    /// --copy-back-as-new-files --revocations lost two writes where the list
+    /// never reached the device that later served a snapshot).
+    func testAFollowerThatMissedTheListCoversTheRoundFromItsAnchor() throws {
+        let (store, keys) = try followerMissingTheList(anchorKept: true)
+        XCTAssertEqual(try store.graveyardCoverage(), GraveyardCoverage(since: 1, through: 1))
+        XCTAssertEqual(Set(try store.graveyard().map(\.key)), Set(keys[0...1]))
+    }
+
+    /// Without the list and without the anchor, it claims nothing.
+    func testAFollowerWithNeitherTheListNorTheAnchorClaimsNothing() throws {
+        let (store, _) = try followerMissingTheList(anchorKept: false)
+        XCTAssertNil(try store.graveyardCoverage())
+    }
+
+    /// A round committed by the leader whose `gc_collected` to one follower is lost.
+    func followerMissingTheList(anchorKept: Bool) throws -> (ReplicaStore, [RowKey]) {
+        try makeFleet3()
+        let keys = try deleteSome()
+        for e in engines { try e.attach() }
+        for _ in 0..<600 where generations[leader].get() == 0 { tick(1) }
+        XCTAssertEqual(generations[leader].get(), 1)
+        let follower = (leader + 1) % 3
+        let channel = SyncChannel.name(userIDHash: devices[follower].identity.userIDHash, device: devices[follower].id)
+        let toFollower = relay.pending.enumerated().filter { $0.element.channel == channel }.map(\.offset)
+        XCTAssertGreaterThanOrEqual(toFollower.count, 2, "the list, then the commit")
+        relay.drop(at: toFollower[0])
+        if !anchorKept { try FileManager.default.removeItem(atPath: CloudFolder(path: cloud, accountID: devices[0].identity.userIDHash).anchorPath) }
+        tick(5)
+        XCTAssertEqual(generations[follower].get(), 1, "it committed")
+        return (devices[follower].store, keys)
+    }
 }

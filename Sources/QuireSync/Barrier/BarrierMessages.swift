@@ -90,7 +90,8 @@ public struct BarrierCommit: Equatable, Sendable {
 /// graveyard names the round in full (`GraveyardCoverage`). A message of
 /// its own, not a field of the commit: a device from before it ignores an
 /// unknown kind, and would refuse a commit deeper than it reads. Without it
-/// (lost, late, an older leader) the round is simply not covered.
+/// (lost, late, an older leader) the round is covered from its anchor, or
+/// not at all.
 public struct BarrierCollected: Equatable, Sendable {
     public var nonce: [UInt8]
     public var tombstones: [CollectedTombstone]

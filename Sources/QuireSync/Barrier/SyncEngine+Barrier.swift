@@ -201,10 +201,25 @@ extension SyncEngine {
             return refuse("tombstones reached this device after it acked, which the anchor does not name; they wait for a later round")
         }
         barrier.acked[commit.nonce] = nil
+        // What the round collected: the leader's list, or where it was lost
+        // on the way, the anchor of that round (it landed before the commit).
+        var round = barrier.collections.removeValue(forKey: commit.nonce)
+        var since: UInt64?
+        if round == nil, let anchor = roundAnchor(generation: commit.generation) {
+            round = admissibleGraveyard(anchor.graveyard)
+            since = anchor.graveyardSince
+        }
         // The leader's roster is not in the commit; a settled roster is ours.
         try collect(generation: commit.generation, nonce: commit.nonce,
-                    roster: roster.members.values.filter { !$0.isRevoked }.map(\.deviceID),
-                    round: barrier.collections.removeValue(forKey: commit.nonce))
+                    roster: roster.members.values.filter { !$0.isRevoked }.map(\.deviceID), round: round, since: since)
+    }
+
+    /// The anchor of the round at `generation` this device is committing,
+    /// if the folder holds one it may open (nil: none, or not readable).
+    private func roundAnchor(generation: UInt64) -> AnchorSnapshot? {
+        guard let cloud = deps.cloud, let newest = (try? cloud.newest(keys: anchorKeys)) ?? nil,
+              newest.0.generation == generation else { return nil }
+        return newest.1
     }
 
     /// Kept for the commit of a round this device acked, from its leader only.
