@@ -367,7 +367,10 @@ final class BackupKeyRotationTests: XCTestCase {
         let blind = try XCTUnwrap(try CloudRebuild.newest(in: folder, account: a.identity.account.secret!, original: a.identity.backupKey))
         XCTAssertEqual(blind.header.generation, 8, "with no copy, nothing shows the revocation")
         try folder.writeDeviceLog(try a.store.rows(.devices, from: [], to: nil), device: a.id, key: a.identity.backupKey)
-        XCTAssertNil(try CloudRebuild.newest(in: folder, account: a.identity.account.secret!, original: a.identity.backupKey))
+        XCTAssertThrowsError(try CloudRebuild.newest(in: folder, account: a.identity.account.secret!, original: a.identity.backupKey)) { error in
+            let words = ((error as? CloudRebuild.EveryAnchorRefused)?.refused ?? []).joined(separator: "; ")
+            XCTAssertTrue(words.contains("generation 8") && words.contains("generation 2") && words.contains("revocation of 'c'"), words)
+        }
         // Once an anchor under the new key lands, the rebuild takes it.
         try folder.write(try AnchorFile.seal(AnchorSnapshot(generation: 3, rows: try a.store.rows(.devices, from: [], to: nil) + snapshot(3).rows),
                                              accountID: folder.accountID, keys: try keys(of: a), at: Timestamp(seconds: 3)))

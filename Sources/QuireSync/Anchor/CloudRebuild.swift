@@ -25,6 +25,15 @@ public enum CloudRebuild {
         public var refused: [String]
     }
 
+    /// Anchors opened, and every one was refused (nothing usable, though
+    /// something was there): why, one line each.
+    public struct EveryAnchorRefused: Error, CustomStringConvertible {
+        public var refused: [String]
+        public var description: String { refused.joined(separator: "; ") }
+    }
+
+    /// The newest anchor to rebuild from; nil when none opens; throws
+    /// `EveryAnchorRefused` when some open and none may be used.
     public static func newest(in folder: CloudFolder, account: SigningKeyPair, original: SecretBytes) throws -> Found? {
         let accountBox = try BoxKeyPair(convertingSigningKeyPair: account)
         var opened: [(header: AnchorHeader, snapshot: AnchorSnapshot)] = []
@@ -65,6 +74,7 @@ public enum CloudRebuild {
             let above = refused.filter { $0.0 >= anchor.header.generation }.map(\.1)
             return Found(header: anchor.header, snapshot: anchor.snapshot, ring: ring, refused: above)
         }
+        if !opened.isEmpty { throw EveryAnchorRefused(refused: refused.map(\.1)) }
         return nil
     }
 }

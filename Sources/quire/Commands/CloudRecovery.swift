@@ -21,7 +21,15 @@ enum CloudRecovery {
         let keys: (account: SigningKeyPair, backupKey: SecretBytes)
         do { keys = try RecoveryFile.open(cloud: cloud, accountID: accountID, code: code) } catch { throw CommandFailure("\(error)") }
         let folder = CloudFolder(path: cloud, accountID: accountID)
-        guard let found = try CloudRebuild.newest(in: folder, account: keys.account, original: keys.backupKey) else {
+        let newest: CloudRebuild.Found?
+        do {
+            newest = try CloudRebuild.newest(in: folder, account: keys.account, original: keys.backupKey)
+        } catch let refusal as CloudRebuild.EveryAnchorRefused {
+            throw CommandFailure("\(cloud) holds anchors of this account, but none may be used: \(refusal). An anchor sealed before a "
+                                 + "revocation could be the revoked device's; nothing was created. If a device of the account is left, "
+                                 + "its next barrier writes an anchor under the new key (or 'quire restore' puts a device back from a backup)")
+        }
+        guard let found = newest else {
             throw CommandFailure("\(cloud) holds no anchor that opens with this account's key: there is nothing to rebuild from")
         }
         let (header, snapshot) = (found.header, found.snapshot)
