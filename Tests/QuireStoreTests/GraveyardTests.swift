@@ -316,4 +316,34 @@ final class GraveyardTests: XCTestCase {
         try a.adoptGraveyard([CollectedTombstone(namespace: .plans, key: key, context: VersionVector([two: 1]))])
         XCTAssertEqual(try a.graveyard(), [CollectedTombstone(namespace: .plans, key: key, context: VersionVector([one: 3, two: 1]))])
     }
+
+    /// A replica from before the coverage record (rows, a collected
+    /// tombstone in its graveyard, no `graveyard_covers`) opens in place and
+    /// claims nothing; its next round committed with the whole list starts
+    /// a claim at that round, rows and graveyard untouched; recovery from a
+    /// snapshot that claims from the round after extends it back.
+    func testAReplicaFromBeforeTheCoverageRecordClaimsNothingUntilItsNextRound() throws {
+        let path = dir + "/old.sqlite"
+        var old: ReplicaStore? = try ReplicaStore(path: path, deviceID: deviceA, create: true, clock: ManualClock(), random: SeededRandom(seed: 7))
+        let kept = try old!.put(plan("kept"))
+        let gone = try old!.put(plan("gone"))
+        try old!.delete(.plans, gone.key)
+        XCTAssertEqual(try old!.dropTombstonesForBarrier(), 1, "collected the way an older version did: no generation, no list")
+        XCTAssertNil(try old!.graveyardCoverage())
+        old = nil
+
+        let upgraded = try ReplicaStore(path: path, deviceID: deviceA, clock: ManualClock(), random: SeededRandom(seed: 8))
+        XCTAssertNil(try upgraded.graveyardCoverage(), "nothing claimed for rounds it did not record")
+        XCTAssertEqual(try upgraded.graveyard().map(\.key), [gone.key])
+        let other = CollectedTombstone(namespace: .plans, key: RowKey(bytes: Array(repeating: 9, count: 16))!, context: VersionVector())
+        try upgraded.dropTombstonesForBarrier(generation: 4, round: [other])
+        XCTAssertEqual(try upgraded.graveyardCoverage(), GraveyardCoverage(since: 4, through: 4))
+        XCTAssertEqual(Set(try upgraded.graveyard().map(\.key)), [gone.key, other.key], "the round's list is buried beside the old entry")
+        XCTAssertEqual(try upgraded.row(.plans, kept.key)?.isTombstone, false)
+        try upgraded.dropTombstonesForBarrier(generation: 5, round: [])
+        XCTAssertEqual(try upgraded.graveyardCoverage(), GraveyardCoverage(since: 4, through: 5))
+        _ = try upgraded.recover(from: [try XCTUnwrap(try upgraded.row(.plans, kept.key))], coverage: GraveyardCoverage(since: 6, through: 7))
+        XCTAssertEqual(try upgraded.graveyardCoverage(), GraveyardCoverage(since: 4, through: 7), "joined where the two meet")
+        XCTAssertEqual(try upgraded.row(.plans, kept.key)?.isTombstone, false)
+    }
 }

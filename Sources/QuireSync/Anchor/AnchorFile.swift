@@ -1,6 +1,7 @@
 import Foundation
 import QuireCore
 import QuireCrypto
+import QuireStore
 
 /// The cloud anchor: the fleet's generation where a device restore cannot
 /// revert it, and the account's snapshot at that generation (also the
@@ -91,9 +92,10 @@ public struct AnchorSnapshot: Equatable, Sendable {
 extension AnchorSnapshot {
     /// Whether the graveyard names every version the fleet deleted and
     /// collected after a device at generation `local` (see `graveyardSince`).
-    public func graveyardCovers(since local: UInt64) -> Bool {
-        graveyardSince.map { $0 <= local + 1 } ?? false
-    }
+    public func graveyardCovers(since local: UInt64) -> Bool { coverage?.covers(after: local) ?? false }
+
+    /// The rounds the graveyard names in full (field 5, through this generation).
+    public var coverage: GraveyardCoverage? { graveyardSince.map { GraveyardCoverage(since: $0, through: generation) } }
 
     /// `graveyardSince` for the anchor of `generation`, written after
     /// `previous` (whose graveyard the writer adopted): its claim carries

@@ -115,7 +115,7 @@ extension SyncEngine {
             do {
                 let report = try store.recover(from: admissibleSnapshotRows(snapshot.rows, from: "the cloud anchor"), graveyard: admissibleGraveyard(snapshot.graveyard),
                                                roster: snapshot.roster, graveyardIsComplete: snapshot.graveyardCovers(since: local),
-                                               coverage: snapshot.graveyardSince.map { GraveyardCoverage(since: $0, through: target) })
+                                               coverage: snapshot.coverage)
                 try store.mintIncarnation(reason: "the cloud anchor is at generation \(target), this device was at \(local): it had been put back from a backup")
                 try deps.setGeneration(target)
                 invalidateDigest()
