@@ -81,6 +81,20 @@ extension BarrierTests {
         XCTAssertEqual(try s.graveyardCoverage(), GraveyardCoverage(since: 4, through: 4))
         XCTAssertFalse(try XCTUnwrap(try s.graveyardCoverage()).covers(after: 2))
         XCTAssertTrue(try XCTUnwrap(try s.graveyardCoverage()).covers(after: 3))
+
+        // Round 3's list, asked for again, comes after round 4: its entry is
+        // buried and the claim runs from 1 again, as it did before the gap.
+        let late = CollectedTombstone(namespace: .notebook, key: keys[3], context: VersionVector())
+        XCTAssertEqual(try s.buryLateCollection([late], generation: 3, previousSince: 1, currentGeneration: 4),
+                       GraveyardCoverage(since: 1, through: 4))
+        XCTAssertTrue(try s.graveyard().contains { $0.key == keys[3] })
+        // A late list that does not touch where the claim starts mends nothing.
+        try s.dropTombstonesForBarrier(generation: 5)
+        try s.dropTombstonesForBarrier(generation: 6, round: [])
+        XCTAssertEqual(try s.buryLateCollection([], generation: 4, previousSince: 1, currentGeneration: 6),
+                       GraveyardCoverage(since: 6, through: 6))
+        XCTAssertEqual(try s.buryLateCollection([], generation: 5, previousSince: nil, currentGeneration: 6),
+                       GraveyardCoverage(since: 5, through: 6), "a claim that did not reach the round before starts at the round")
     }
 
     /// `gc_collected` round-trips; a device keeps it only for a round it
@@ -100,11 +114,11 @@ extension BarrierTests {
         try makeFleet3()
         let follower = (leader + 1) % 3, other = (leader + 2) % 3
         engines[follower].barrier.acked[nonce] = (leader: devices[leader].id, digest: [], tombstones: [], atMs: 0)
-        engines[follower].handleCollected(collected, from: devices[other].id)
+        try engines[follower].handleCollected(collected, from: devices[other].id)
         XCTAssertNil(engines[follower].barrier.collections[nonce], "only the round's leader says what it collects")
-        engines[follower].handleCollected(BarrierCollected(nonce: Array(repeating: 9, count: 16), tombstones: [entry]), from: devices[leader].id)
+        try engines[follower].handleCollected(BarrierCollected(nonce: Array(repeating: 9, count: 16), tombstones: [entry]), from: devices[leader].id)
         XCTAssertTrue(engines[follower].barrier.collections.isEmpty, "only for a round this device acked")
-        engines[follower].handleCollected(collected, from: devices[leader].id)
+        try engines[follower].handleCollected(collected, from: devices[leader].id)
         XCTAssertEqual(engines[follower].barrier.collections[nonce], [entry])
     }
 
@@ -118,14 +132,32 @@ extension BarrierTests {
         XCTAssertEqual(Set(try store.graveyard().map(\.key)), Set(keys[0...1]))
     }
 
-    /// Without the list and without the anchor, it claims nothing.
-    func testAFollowerWithNeitherTheListNorTheAnchorClaimsNothing() throws {
-        let (store, _) = try followerMissingTheList(anchorKept: false)
+    /// Without the list and without the anchor, it commits claiming
+    /// nothing and asks the leader for the list again: when it comes, the
+    /// graveyard names the round and the claim covers it.
+    func testAFollowerWithNeitherTheListNorTheAnchorAsksTheLeaderForItAgain() throws {
+        let (store, keys) = try followerMissingTheList(anchorKept: false)
+        XCTAssertEqual(try store.graveyardCoverage(), GraveyardCoverage(since: 1, through: 1))
+        XCTAssertEqual(Set(try store.graveyard().map(\.key)), Set(keys[0...1]))
+        XCTAssertNil(engines[(leader + 1) % 3].barrier.awaitedList)
+    }
+
+    /// A leader that never answers (older, or off): the follower asks a few
+    /// times, gives up, and the round stays unclaimed, even when the answer
+    /// comes after it gave up.
+    func testAFollowerWhoseLeaderNeverAnswersClaimsNothing() throws {
+        let (store, _) = try followerMissingTheList(anchorKept: false, leaderAnswers: false)
+        let follower = (leader + 1) % 3
+        XCTAssertNotNil(engines[follower].barrier.awaitedList, "it is still asking")
+        tick(10 * Int(BarrierState.AwaitedList.retryMs / 100) * BarrierState.AwaitedList.maxAsks / 10, skipping: [leader])
+        XCTAssertNil(engines[follower].barrier.awaitedList, "it gave up")
         XCTAssertNil(try store.graveyardCoverage())
+        tick(20)
+        XCTAssertNil(try store.graveyardCoverage(), "an answer after it gave up is not taken")
     }
 
     /// A round committed by the leader whose `gc_collected` to one follower is lost.
-    func followerMissingTheList(anchorKept: Bool) throws -> (ReplicaStore, [RowKey]) {
+    func followerMissingTheList(anchorKept: Bool, leaderAnswers: Bool = true) throws -> (ReplicaStore, [RowKey]) {
         try makeFleet3()
         let keys = try deleteSome()
         for e in engines { try e.attach() }
@@ -137,7 +169,7 @@ extension BarrierTests {
         XCTAssertGreaterThanOrEqual(toFollower.count, 2, "the list, then the commit")
         relay.drop(at: toFollower[0])
         if !anchorKept { try FileManager.default.removeItem(atPath: CloudFolder(path: cloud, accountID: devices[0].identity.userIDHash).anchorPath) }
-        tick(5)
+        tick(5, skipping: leaderAnswers ? [] : [leader])
         XCTAssertEqual(generations[follower].get(), 1, "it committed")
         return (devices[follower].store, keys)
     }

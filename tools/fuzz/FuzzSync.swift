@@ -56,6 +56,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         if let m = try? BarrierAck.decode(input) { check((try? BarrierAck.decode(m.encoded())) == m, "ack round trip") }
         if let m = try? BarrierCommit.decode(input) { check((try? BarrierCommit.decode(m.encoded())) == m, "commit round trip") }
         if let m = try? BarrierCollected.decode(input) { check((try? BarrierCollected.decode(m.encoded())) == m, "collected round trip") }
+        if let m = try? BarrierCollectedRequest.decode(input) { check((try? BarrierCollectedRequest.decode(m.encoded())) == m, "collected request round trip") }
         _ = try? SnapshotRequest.decode(input)
         if let m = try? KeyRequest.decode(input) { check((try? KeyRequest.decode(m.encoded()))?.ids == m.ids, "key request round trip") }
         if let m = try? SnapshotResponse.decode(input) { check((try? SnapshotResponse.decode(m.encoded()))?.rows == m.rows, "snapshot round trip") }
@@ -105,6 +106,7 @@ enum FuzzSeeds {
                 [10] + BarrierCommit(nonce: nonce, digest: digest.digest, generation: 4).encoded(),
                 [10] + SnapshotResponse(generation: 3, namespace: .notebook, part: 0, parts: 7, rows: [note], graveyardSince: 2).encoded(),
                 [10] + BarrierCollected(nonce: nonce, tombstones: [CollectedTombstone(namespace: .notebook, key: key, context: note.context)]).encoded(),
+                [10] + BarrierCollectedRequest(nonce: nonce).encoded(),
                 [10] + KeyRequest(ids: [key]).encoded(),
                 [11] + header.encoded(), [11] + rotated.encoded(), [11] + formatOne.encoded(), [11] + snapshot.encoded(),
                 [8] + OffloadPut(opID: Array(repeating: 1, count: 16), contentHash: hash, key: key, body: Array("a body\n".utf8)).encoded(),

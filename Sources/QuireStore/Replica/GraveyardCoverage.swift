@@ -63,3 +63,28 @@ extension GraveyardCoverage {
         }
     }
 }
+
+extension ReplicaStore {
+    /// The list of round `generation` that came after its commit (asked for
+    /// again): its entries join the graveyard, and the claim the missing
+    /// list broke is mended where nothing else broke it since. The claim
+    /// reached the round before from `previousSince` (nil: it did not);
+    /// `currentGeneration` is this device's now. Returns the claim as left.
+    @discardableResult
+    public func buryLateCollection(_ round: [CollectedTombstone], generation: UInt64, previousSince: UInt64?,
+                                   currentGeneration: UInt64) throws(StoreError) -> GraveyardCoverage? {
+        try write { ctx in
+            try ctx.bury(round)
+            let head = previousSince ?? generation
+            var coverage = try GraveyardCoverage.load(ctx.db)
+            if let claim = coverage, claim.since == generation + 1 {
+                // Later rounds came with their lists: the claim runs on from the round.
+                coverage = GraveyardCoverage(since: head, through: claim.through)
+            } else if coverage == nil, currentGeneration == generation {
+                coverage = GraveyardCoverage(since: head, through: generation)
+            }
+            try GraveyardCoverage.store(coverage, ctx.db)
+            return coverage
+        }
+    }
+}

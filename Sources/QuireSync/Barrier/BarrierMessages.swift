@@ -10,8 +10,10 @@ extension SubKind {
     public static let gcCommit = SubKind("gc_commit")
     /// Just before the commit: every tombstone the round collects.
     public static let gcCollected = SubKind("gc_collected")
+    /// A follower that committed without the list asks the round's leader for it again.
+    public static let gcCollectedRequest = SubKind("gc_collected_req")
 
-    static let barrierKinds: Set<SubKind> = [.gcPropose, .gcAck, .gcCommit, .gcCollected]
+    static let barrierKinds: Set<SubKind> = [.gcPropose, .gcAck, .gcCommit, .gcCollected, .gcCollectedRequest]
 }
 
 /// `gc_propose {nonce (16 random bytes), digest}`.
@@ -108,5 +110,22 @@ public struct BarrierCollected: Equatable, Sendable {
         guard nonce.count == 16 else { throw .invalidValue("a barrier nonce is 16 bytes") }
         return BarrierCollected(nonce: nonce,
                                 tombstones: CollectedTombstone.joined(try f.optional(2).map { v throws(CBORError) in try CollectedTombstone.decode(v) } ?? []))
+    }
+}
+
+/// `gc_collected_req {nonce}`: a follower whose `gc_collected` was lost
+/// while the commit came asks the round's leader for the list again (the
+/// answer is a `gc_collected`). A device from before ignores the kind, and
+/// the follower then claims nothing for the round, as it would have.
+public struct BarrierCollectedRequest: Equatable, Sendable {
+    public var nonce: [UInt8]
+
+    public func encoded() -> [UInt8] { CBORWriter.encode(.map([(.unsigned(1), .bytes(nonce))])) }
+
+    public static func decode(_ bytes: [UInt8]) throws(CBORError) -> BarrierCollectedRequest {
+        let f = try CBORReader.decode(bytes, limits: .init(maxDepth: 2, maxItemLength: 64)).asFieldMap()
+        let nonce = try f.required(1, "nonce").asBytes()
+        guard nonce.count == 16 else { throw .invalidValue("a barrier nonce is 16 bytes") }
+        return BarrierCollectedRequest(nonce: nonce)
     }
 }

@@ -34,10 +34,37 @@ struct BarrierState {
     /// collects, the whole roster's tombstones (`gc_collected`), kept until
     /// its commit: nonce → entries.
     var collections: [[UInt8]: [CollectedTombstone]] = [:]
+    /// The lists of the last rounds this device led, encoded, newest last:
+    /// asked for again by a follower whose copy was lost (`gc_collected_req`).
+    var sentLists: [(nonce: [UInt8], list: [UInt8])] = []
+    static let sentListsKept = 4
+    /// A round this device committed without its list, which it asks the
+    /// leader for until it comes (`AwaitedList`).
+    var awaitedList: AwaitedList?
     /// Nonces of rounds this device has collected for (a replay is refused).
     var committed: Set<[UInt8]> = []
     /// The last outcome, in words (status).
     var lastOutcome: String?
+
+    /// A round committed without its `gc_collected`: once the list comes,
+    /// the graveyard names the round and the claim it broke is mended.
+    struct AwaitedList {
+        let nonce: [UInt8]
+        let leader: DeviceID
+        let generation: UInt64
+        /// Where the claim started when it reached the round before (nil: it did not).
+        let previousSince: UInt64?
+        var askedAtMs: UInt64
+        var asks: Int
+        static let retryMs: UInt64 = 5_000
+        static let maxAsks = 6
+    }
+
+    /// Keeps the list of a round this device leads, dropping the oldest.
+    mutating func keepSentList(nonce: [UInt8], list: [UInt8]) {
+        sentLists.append((nonce, list))
+        if sentLists.count > Self.sentListsKept { sentLists.removeFirst(sentLists.count - Self.sentListsKept) }
+    }
 
     enum AckOutcome: Equatable {
         case waiting

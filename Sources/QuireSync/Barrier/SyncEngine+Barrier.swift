@@ -23,6 +23,7 @@ extension SyncEngine {
 
     func barrierTick(nowMs: UInt64) {
         barrier.expireAcked(nowMs: nowMs, keepMs: 2 * configuration.barrierTimeoutMilliseconds)
+        askForAwaitedList(nowMs: nowMs)
         if let round = barrier.round, nowMs &- round.startedMs >= configuration.barrierTimeoutMilliseconds {
             let silent = round.roster.subtracting(round.acks.keys).map { name(of: $0) }.sorted()
             abandonRound("no answer from \(silent.joined(separator: ", ")) within \(configuration.barrierTimeoutMilliseconds / 1000) s")
@@ -168,8 +169,10 @@ extension SyncEngine {
         let collected = CollectedTombstone.joined(try store.collectableTombstones(), Array(round.tombstones.values.joined()))
         let list = BarrierCollected(nonce: round.nonce, tombstones: collected).encoded()
         let payload = BarrierCommit(nonce: round.nonce, digest: round.digest, generation: generation).encoded()
+        let listFits = list.count <= RowLimits.maxMessageBytes - (64 << 10)
+        if listFits { barrier.keepSentList(nonce: round.nonce, list: list) }
         for id in round.roster.sorted() {
-            if list.count <= RowLimits.maxMessageBytes - (64 << 10) { send(.gcCollected, list, to: id) }
+            if listFits { send(.gcCollected, list, to: id) }
             send(.gcCommit, payload, to: id)
         }
         barrier.round = nil
@@ -209,6 +212,15 @@ extension SyncEngine {
             round = admissibleGraveyard(anchor.graveyard)
             since = anchor.graveyardSince
         }
+        if round == nil {
+            // With neither, the round is committed claiming nothing, and the
+            // list asked for again mends the claim when it comes.
+            let claim = try store.graveyardCoverage()
+            barrier.awaitedList = BarrierState.AwaitedList(
+                nonce: commit.nonce, leader: sender, generation: commit.generation,
+                previousSince: claim.flatMap { $0.through + 1 == commit.generation ? $0.since : nil }, askedAtMs: nowMs, asks: 1)
+            send(.gcCollectedRequest, BarrierCollectedRequest(nonce: commit.nonce).encoded(), to: sender)
+        }
         // The leader's roster is not in the commit; a settled roster is ours.
         try collect(generation: commit.generation, nonce: commit.nonce,
                     roster: roster.members.values.filter { !$0.isRevoked }.map(\.deviceID), round: round, since: since)
@@ -222,10 +234,42 @@ extension SyncEngine {
         return newest.1
     }
 
-    /// Kept for the commit of a round this device acked, from its leader only.
-    func handleCollected(_ collected: BarrierCollected, from sender: DeviceID) {
+    /// Kept for the commit of a round this device acked, from its leader
+    /// only; or, for a round committed without it, buried now.
+    func handleCollected(_ collected: BarrierCollected, from sender: DeviceID) throws {
+        if let awaited = barrier.awaitedList, awaited.nonce == collected.nonce, awaited.leader == sender {
+            barrier.awaitedList = nil
+            let claim = try store.buryLateCollection(admissibleGraveyard(collected.tombstones), generation: awaited.generation,
+                                                     previousSince: awaited.previousSince, currentGeneration: deps.generation())
+            note("barrier: the list of generation \(awaited.generation) came late; the graveyard names "
+                 + (claim.map { "generations \($0.since) through \($0.through)" } ?? "that round, with no claim"))
+            invalidateDigest()
+            return
+        }
         guard let acked = barrier.acked[collected.nonce], acked.leader == sender else { return }
         barrier.collections[collected.nonce] = admissibleGraveyard(collected.tombstones)
+    }
+
+    /// A follower asks again for the list of a round this device led.
+    func handleCollectedRequest(_ request: BarrierCollectedRequest, from sender: DeviceID) {
+        guard let kept = barrier.sentLists.last(where: { $0.nonce == request.nonce }) else { return }
+        send(.gcCollected, kept.list, to: sender)
+    }
+
+    /// Asks again for a list that has not come, a few times, then gives up
+    /// (an older leader, or one that restarted): the round stays unclaimed.
+    func askForAwaitedList(nowMs: UInt64) {
+        guard var awaited = barrier.awaitedList, nowMs &- awaited.askedAtMs >= BarrierState.AwaitedList.retryMs else { return }
+        // Past the round, only a claim that restarted right after it can still be mended.
+        let mendable = deps.generation() == awaited.generation || (try? store.graveyardCoverage())?.since == awaited.generation + 1
+        guard awaited.asks < BarrierState.AwaitedList.maxAsks, mendable else {
+            barrier.awaitedList = nil
+            return
+        }
+        awaited.asks += 1
+        awaited.askedAtMs = nowMs
+        barrier.awaitedList = awaited
+        send(.gcCollectedRequest, BarrierCollectedRequest(nonce: awaited.nonce).encoded(), to: awaited.leader)
     }
 
     /// `round`: every tombstone the round collected (nil: not known);

@@ -75,7 +75,9 @@ extension SyncEngine {
             case .gcCommit:
                 try handleCommit(try BarrierCommit.decode(message.payload), from: sender, nowMs: nowMs)
             case .gcCollected:
-                handleCollected(try BarrierCollected.decode(message.payload), from: sender)
+                try handleCollected(try BarrierCollected.decode(message.payload), from: sender)
+            case .gcCollectedRequest:
+                handleCollectedRequest(try BarrierCollectedRequest.decode(message.payload), from: sender)
             case .snapshotRequest:
                 try handleSnapshotRequest(try SnapshotRequest.decode(message.payload), from: sender)
             case .snapshotResponse:

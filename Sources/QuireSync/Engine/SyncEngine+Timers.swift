@@ -22,6 +22,7 @@ extension SyncEngine {
         if let due = siblings.nextTimerMs { next = min(next, due) }
         if let timeout = pulls.nextTimeoutMs { next = min(next, timeout) }
         if let attempt = barrier.attemptAtMs { next = min(next, attempt) }
+        if let awaited = barrier.awaitedList { next = min(next, awaited.askedAtMs + BarrierState.AwaitedList.retryMs) }
         if deps.cloud != nil { next = min(next, deviceLogDueMs) }
         // A timer already due runs now, but never in a tight loop.
         return max(next, now + 1)
