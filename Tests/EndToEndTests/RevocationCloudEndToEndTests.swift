@@ -139,7 +139,20 @@ final class RevocationCloudEndToEndTests: CloudDrillTestCase {
         stopAll()
         XCTAssertEqual(try notes("tablet"), honest)
 
-        // Every device lost: the rebuild takes the honest anchor, not the forgery.
+        // Every device lost, and the honest anchor gone from the folder too:
+        // only the forgery opens, so nothing is made, and the words say why.
+        let aside = dir + "/honest.qanchor"
+        try FileManager.default.moveItem(atPath: newest.path, toPath: aside)
+        let refused = try quire(["init", "--from-cloud", cloud, "--name", "rebuilt"], home: home("rebuilt"),
+                                env: ["QUIRE_RECOVERY_CODE": String(code)])
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.stderr.contains("holds anchors of this account, but none may be used"), refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("the anchor at generation 9"), refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("nothing was created"), refused.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: home("rebuilt") + "/prefs.json"), "no device was made")
+        try FileManager.default.moveItem(atPath: aside, toPath: newest.path)
+
+        // With it back, the rebuild takes the honest anchor, not the forgery.
         let rebuilt = try quireOK(["init", "--from-cloud", cloud, "--name", "rebuilt"], home: home("rebuilt"),
                                   env: ["QUIRE_RECOVERY_CODE": String(code)])
         XCTAssertTrue(rebuilt.stdout.contains("generation 2"), rebuilt.stdout)
