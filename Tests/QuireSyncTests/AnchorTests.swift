@@ -74,6 +74,12 @@ final class AnchorTests: XCTestCase {
         // A malformed graveyard is refused, not skipped.
         let bad = CBORWriter.encode(.map([(.unsigned(1), .unsigned(8)), (.unsigned(2), .array([])), (.unsigned(3), .array([.array([.unsigned(999), .array([])])]))]))
         XCTAssertThrowsError(try AnchorSnapshot(decoding: bad))
+        // The round that wrote it (field 6): absent before it existed, 16 bytes when there.
+        let nonce = [UInt8](repeating: 5, count: 16)
+        XCTAssertEqual(try AnchorSnapshot(decoding: AnchorSnapshot(generation: 8, rows: [], round: nonce).encoded()).round, nonce)
+        XCTAssertNil(try AnchorSnapshot(decoding: snapshot(8).encoded()).round)
+        let shortNonce = CBORWriter.encode(.map([(.unsigned(1), .unsigned(8)), (.unsigned(2), .array([])), (.unsigned(6), .bytes([1, 2]))]))
+        XCTAssertThrowsError(try AnchorSnapshot(decoding: shortNonce))
     }
 
     func testATamperedHeaderOrBodyOrAWrongKeyNeverOpens() throws {

@@ -156,8 +156,22 @@ extension BarrierTests {
         XCTAssertNil(try store.graveyardCoverage(), "an answer after it gave up is not taken")
     }
 
+    /// The folder still shows another round's anchor at that generation (a
+    /// round abandoned after its anchor landed, and a sync service behind on
+    /// this device): the follower does not cover the round from it, whose
+    /// graveyard may lack what this round collected, and asks the leader.
+    func testAFollowerDoesNotCoverTheRoundFromAnotherRoundsAnchor() throws {
+        let (store, keys) = try followerMissingTheList(anchorKept: true, leaderAnswers: false, anchorOfAnotherRound: true)
+        let follower = (leader + 1) % 3
+        XCTAssertNil(try store.graveyardCoverage(), "not from another round's anchor")
+        XCTAssertNotNil(engines[follower].barrier.awaitedList)
+        tick(60)
+        XCTAssertEqual(try store.graveyardCoverage(), GraveyardCoverage(since: 1, through: 1), "from the list, asked for again")
+        XCTAssertEqual(Set(try store.graveyard().map(\.key)), Set(keys[0...1]))
+    }
+
     /// A round committed by the leader whose `gc_collected` to one follower is lost.
-    func followerMissingTheList(anchorKept: Bool, leaderAnswers: Bool = true) throws -> (ReplicaStore, [RowKey]) {
+    func followerMissingTheList(anchorKept: Bool, leaderAnswers: Bool = true, anchorOfAnotherRound: Bool = false) throws -> (ReplicaStore, [RowKey]) {
         try makeFleet3()
         let keys = try deleteSome()
         for e in engines { try e.attach() }
@@ -168,7 +182,15 @@ extension BarrierTests {
         let toFollower = relay.pending.enumerated().filter { $0.element.channel == channel }.map(\.offset)
         XCTAssertGreaterThanOrEqual(toFollower.count, 2, "the list, then the commit")
         relay.drop(at: toFollower[0])
-        if !anchorKept { try FileManager.default.removeItem(atPath: CloudFolder(path: cloud, accountID: devices[0].identity.userIDHash).anchorPath) }
+        let folder = CloudFolder(path: cloud, accountID: devices[0].identity.userIDHash)
+        if !anchorKept { try FileManager.default.removeItem(atPath: folder.anchorPath) }
+        if anchorOfAnotherRound {
+            let keys = engines[leader].anchorKeys
+            var other = try XCTUnwrap(try folder.newest(keys: keys)).1
+            XCTAssertNotNil(other.round, "the leader names its round")
+            other.round = [UInt8](repeating: 0xAB, count: 16)
+            try folder.write(try AnchorFile.seal(other, accountID: devices[0].identity.userIDHash, keys: keys, at: clock.now()))
+        }
         tick(5, skipping: leaderAnswers ? [] : [leader])
         XCTAssertEqual(generations[follower].get(), 1, "it committed")
         return (devices[follower].store, keys)

@@ -28,10 +28,16 @@ public struct AnchorSnapshot: Equatable, Sendable {
     /// less one can trust the graveyard to name every version the fleet
     /// deleted since its state.
     public var graveyardSince: UInt64?
+    /// The nonce of the barrier round that wrote it (field 6; nil in anchors
+    /// written before it existed). A follower covering a round from the
+    /// anchor takes only that round's: a cloud folder synced by a service
+    /// may still show an abandoned round's anchor at the same generation.
+    public var round: [UInt8]?
 
     public init(generation: UInt64, rows: [Row], graveyard: [CollectedTombstone] = [], roster: [DeviceID]? = nil,
-                graveyardSince: UInt64? = nil) {
+                graveyardSince: UInt64? = nil, round: [UInt8]? = nil) {
         self.graveyardSince = graveyardSince
+        self.round = round
         self.generation = generation
         self.rows = rows
         self.graveyard = graveyard
@@ -49,6 +55,7 @@ public struct AnchorSnapshot: Equatable, Sendable {
         if !graveyard.isEmpty { fields.append((.unsigned(3), CollectedTombstone.encode(graveyard))) }
         if let roster { fields.append((.unsigned(4), .array(roster.map { .bytes($0.bytes) }))) }
         if let graveyardSince { fields.append((.unsigned(5), .unsigned(graveyardSince))) }
+        if let round { fields.append((.unsigned(6), .bytes(round))) }
         return CBORWriter.encode(.map(fields))
     }
 
@@ -81,6 +88,8 @@ public struct AnchorSnapshot: Equatable, Sendable {
                 roster = nil
             }
             graveyardSince = try fields.optional(5)?.asUInt()
+            round = try fields.optional(6)?.asBytes()
+            if let round, round.count != 16 { throw AnchorError.malformed("a round nonce is 16 bytes") }
         } catch let error as AnchorError {
             throw error
         } catch {

@@ -134,6 +134,16 @@ public struct CloudFolder: Sendable {
         try survey(keys: keys).newest
     }
 
+    /// The anchor the barrier round `nonce` wrote at `generation`, if the
+    /// folder shows it and it opens with `keys` (nil otherwise: not there
+    /// yet, replaced, or written by a leader from before field 6).
+    public func anchor(ofRound nonce: [UInt8], generation: UInt64, keys: AnchorKeys) throws(AnchorError) -> AnchorSnapshot? {
+        for candidate in try candidates() where candidate.header.generation == generation {
+            if let opened = try? open(candidate, keys: keys), opened.snapshot.round == nonce { return opened.snapshot }
+        }
+        return nil
+    }
+
     private func open(_ candidate: Candidate, keys: AnchorKeys) throws(AnchorError) -> (header: AnchorHeader, snapshot: AnchorSnapshot) {
         guard let data = FileManager.default.contents(atPath: candidate.path) else { throw .unreadable(candidate.path) }
         return try AnchorFile.open(Array(data), accountID: accountID, keys: keys)

@@ -144,7 +144,8 @@ extension SyncEngine {
             since = min(AnchorSnapshot.graveyardSince(generation: generation, previous: previous?.1),
                         try store.graveyardCoverage()?.extended(to: generation).since ?? generation)
             let bytes = try AnchorFile.seal(AnchorSnapshot(generation: generation, rows: rows, graveyard: graveyard,
-                                                           roster: Array(round.roster) + [me.deviceID], graveyardSince: since),
+                                                           roster: Array(round.roster) + [me.deviceID], graveyardSince: since,
+                                                           round: round.nonce),
                                             accountID: deps.identity.userIDHash, keys: keys, at: clock.now())
             // CRITICAL ORDER: the anchor lands before any commit or any drop.
             // A dangling anchor (round abandoned after this) is harmless; a
@@ -208,7 +209,7 @@ extension SyncEngine {
         // on the way, the anchor of that round (it landed before the commit).
         var round = barrier.collections.removeValue(forKey: commit.nonce)
         var since: UInt64?
-        if round == nil, let anchor = roundAnchor(generation: commit.generation) {
+        if round == nil, let anchor = roundAnchor(generation: commit.generation, nonce: commit.nonce) {
             round = admissibleGraveyard(anchor.graveyard)
             since = anchor.graveyardSince
         }
@@ -226,12 +227,11 @@ extension SyncEngine {
                     roster: roster.members.values.filter { !$0.isRevoked }.map(\.deviceID), round: round, since: since)
     }
 
-    /// The anchor of the round at `generation` this device is committing,
-    /// if the folder holds one it may open (nil: none, or not readable).
-    private func roundAnchor(generation: UInt64) -> AnchorSnapshot? {
-        guard let cloud = deps.cloud, let newest = (try? cloud.newest(keys: anchorKeys)) ?? nil,
-              newest.0.generation == generation else { return nil }
-        return newest.1
+    /// The anchor of the round this device is committing, if the folder
+    /// shows it and this device may open it.
+    private func roundAnchor(generation: UInt64, nonce: [UInt8]) -> AnchorSnapshot? {
+        guard let cloud = deps.cloud else { return nil }
+        return (try? cloud.anchor(ofRound: nonce, generation: generation, keys: anchorKeys)) ?? nil
     }
 
     /// Kept for the commit of a round this device acked, from its leader
