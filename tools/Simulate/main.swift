@@ -28,9 +28,13 @@ let usage = """
       --recreate-deleted-prose  also write a deleted journal day or note again
       --cloud-and-power-faults  also lose the cloud folder on a device, put conflict copies and older or dangling
                               anchors in it, and cut a device's power (unsynced writes lost)
+      --lagging-cloud         the same, and let a device's view of the cloud folder fall behind as a file-sync
+                              service's does: it reads the folder as it was, and what it writes lands when it
+                              catches up, as a conflict copy where the folder changed the same file (implies
+                              --cloud-and-power-faults)
       --counted-copies-kept   also demand that an offloaded body keep the resident copies its offload counted
                               (a counted device pins its copy)
-      --everything            all of the above but --copy-back-as-new-files
+      --everything            all of the above but --copy-back-as-new-files and --lagging-cloud
       --revocations           also lose devices and revoke them from another (the code of 'quire devices revoke'); a
                               thief may turn one on again after the fleet settled: nothing it writes may reach the roster
       --require-heads, --no-require-heads
@@ -133,6 +137,7 @@ func parse(_ args: [String]) -> Arguments {
         case "--small-response-budgets": a.options.allowsSmallResponseBudgets = true
         case "--recreate-deleted-prose": a.options.allowsRecreatingDeletedProse = true
         case "--cloud-and-power-faults": a.options.injectsCloudAndPowerFaults = true
+        case "--lagging-cloud": a.options.injectsCloudAndPowerFaults = true; a.options.cloudViewsLag = true
         case "--revocations": a.options.allowsRevocation = true
         case "--everything": a.options = WorkloadOptions.everything.merging(deviceCount: a.options.deviceCount, stepCount: a.options.stepCount)
         case "--require-heads": a.options.requiresHeads = true

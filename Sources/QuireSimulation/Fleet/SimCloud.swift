@@ -23,6 +23,10 @@ public final class SimCloud: @unchecked Sendable {
     /// True once an older anchor replaced the current one, until a newer lands.
     public private(set) var isRegressed = false
     private var conflictCopies = 0
+    /// Devices whose view fell behind: the folder's files as they were when
+    /// it did (name → bytes), what its catching up is judged against.
+    private var lagBases: [String: [String: [UInt8]]] = [:]
+    public var lagging: Set<String> { Set(lagBases.keys) }
 
     init(base: String, accountID: [UInt8]) {
         path = base + "/cloud"
@@ -43,15 +47,76 @@ public final class SimCloud: @unchecked Sendable {
         return view
     }
 
-    /// The device's view points nowhere (or back at the folder).
+    /// The device's view points nowhere (or back at the folder). A view
+    /// that fell behind goes with what it held.
     func setReachable(_ reachable: Bool, for device: String) {
         let view = view(of: device)
+        lagBases[device] = nil
         try? FileManager.default.removeItem(atPath: view)
         try? FileManager.default.createSymbolicLink(atPath: view, withDestinationPath: reachable ? path : viewsPath + "/nowhere")
         if reachable { unreachable.remove(device) } else { unreachable.insert(device) }
     }
 
-    func healAll() { for device in unreachable { setReachable(true, for: device) } }
+    func healAll() {
+        for device in lagBases.keys.sorted() { _ = catchUp(device) }
+        for device in unreachable { setReachable(true, for: device) }
+    }
+
+    /// The files of a folder (whole, not being written), by name.
+    private static func files(in dir: String) -> [String: [UInt8]] {
+        var out: [String: [UInt8]] = [:]
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [] where !name.contains(".tmp-") {
+            if let bytes = FileManager.default.contents(atPath: dir + "/" + name) { out[name] = Array(bytes) }
+        }
+        return out
+    }
+
+    /// The device's view becomes a copy of the folder as it is now, which it
+    /// alone reads and writes (a file-sync service that stopped syncing).
+    func fallBehind(_ device: String) -> Bool {
+        guard !unreachable.contains(device), lagBases[device] == nil else { return false }
+        let view = view(of: device)
+        let base = Self.files(in: path)
+        try? FileManager.default.removeItem(atPath: view)
+        guard mkdir(view, 0o700) == 0 else { return false }
+        for (name, bytes) in base { _ = FileManager.default.createFile(atPath: view + "/" + name, contents: Data(bytes)) }
+        lagBases[device] = base
+        return true
+    }
+
+    /// The view catches up, as a sync service settles two sides: a file only
+    /// the device changed (written, replaced or removed) takes its version;
+    /// one both changed keeps the folder's, and the device's lands beside it
+    /// as a conflict copy. Then the view is the folder again. Returns what
+    /// landed, in words.
+    func catchUp(_ device: String) -> [String]? {
+        guard let base = lagBases.removeValue(forKey: device) else { return nil }
+        let view = view(of: device)
+        let mine = Self.files(in: view), theirs = Self.files(in: path)
+        var landed: [String] = []
+        for name in Set(base.keys).union(mine.keys).sorted() where mine[name] != base[name] {
+            let file = path + "/" + name
+            if theirs[name] == base[name] {
+                if let bytes = mine[name] {
+                    _ = FileManager.default.createFile(atPath: file, contents: Data(bytes))
+                    landed.append(name)
+                } else {
+                    try? FileManager.default.removeItem(atPath: file)
+                    landed.append("\(name) removed")
+                }
+            } else if let bytes = mine[name] {
+                conflictCopies += 1
+                let dot = name.lastIndex(of: ".") ?? name.endIndex
+                let copy = String(name[..<dot]) + " (\(device)'s conflicted copy \(conflictCopies))" + String(name[dot...])
+                _ = FileManager.default.createFile(atPath: path + "/" + copy, contents: Data(bytes))
+                landed.append("\(name) as \(copy)")
+            }
+        }
+        try? FileManager.default.removeItem(atPath: view)
+        try? FileManager.default.createSymbolicLink(atPath: view, withDestinationPath: path)
+        observe()
+        return landed
+    }
 
     /// Remembers the current anchor if it is new; a newer generation ends a regression.
     func observe() {

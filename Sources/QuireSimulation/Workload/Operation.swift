@@ -107,6 +107,12 @@ public enum CloudFault: Sendable, Equatable {
     /// An anchor at the device's generation + 1 lands for a round that never
     /// commits (the leader lost power right after the upload).
     case dangling(device: Int)
+    /// The device's view falls behind (`--lagging-cloud`): a copy of the
+    /// folder as it is now, which it reads and writes alone.
+    case lagging(device: Int)
+    /// Its view catches up: what it wrote lands (a conflict copy where the
+    /// folder changed the same file meanwhile), and it sees the folder again.
+    case caughtUp(device: Int)
 }
 
 /// What a `write` edits.

@@ -26,6 +26,7 @@ extension Simulation {
         case .unreachable(let slot):
             let d = device(slot)
             guard !cloud.unreachable.contains(d.name) else { return skip(d, "cloud folder already unreachable") }
+            guard !cloud.lagging.contains(d.name) else { return skip(d, "its view of the cloud folder is behind") }
             cloud.setReachable(false, for: d.name)
             fleet.trace.record(d.name, "loses the cloud folder")
         case .reachable(let slot):
@@ -39,6 +40,14 @@ extension Simulation {
         case .olderPutBack(let pick):
             guard let what = cloud.putBackOlder(pick: pick) else { return skip(nil, "no older anchor to put back") }
             fleet.trace.record(nil, "cloud folder: " + what)
+        case .lagging(let slot):
+            let d = device(slot)
+            guard cloud.fallBehind(d.name) else { return skip(d, "its view of the cloud folder is unreachable or behind already") }
+            fleet.trace.record(d.name, "its view of the cloud folder falls behind (a sync service that stopped syncing)")
+        case .caughtUp(let slot):
+            let d = device(slot)
+            guard let landed = cloud.catchUp(d.name) else { return skip(d, "its view of the cloud folder is not behind") }
+            fleet.trace.record(d.name, "its view of the cloud folder catches up" + (landed.isEmpty ? "" : ": " + landed.joined(separator: ", ")))
         case .dangling(let slot):
             let d = device(slot)
             guard let store = d.store else { return skip(d, "powered off") }

@@ -55,6 +55,8 @@ public enum WorkloadGenerator {
         let offload = SeededRandom(seed: SeedMix.mix(seed, 0x4F46_464C))   // "OFFL"
         // Most fleets have a homebase; the rest show that offloads are refused without one.
         let homebaseSlot: Int? = options.offloads && offload.chance(0.85) ? offload.int(0..<deviceCount) : nil
+        // Views of the cloud folder that fall behind, when asked for.
+        let lags = options.injectsCloudAndPowerFaults && options.cloudViewsLag ? SeededRandom(seed: SeedMix.mix(seed, 0x4C41_4753)) : nil   // "LAGS"
         // Revocations too.
         let revocations = SeededRandom(seed: SeedMix.mix(seed, 0x5245_564F))   // "REVO"
         while steps.count < stepCount {
@@ -66,6 +68,11 @@ public enum WorkloadGenerator {
             }
             if options.injectsCloudAndPowerFaults, faults.chance(0.1) {
                 steps.append(Step(cloudOrPowerFault(faults, slots: slots), thenRunMs: UInt64(faults.int(0...200)) * 100))
+            }
+            if let lags, lags.chance(0.08) {
+                let device = lags.int(0..<slots)
+                steps.append(Step(.cloud(lags.chance(0.5) ? .lagging(device: device) : .caughtUp(device: device)),
+                                  thenRunMs: UInt64(lags.int(0...200)) * 100))
             }
             if options.offloads, offload.chance(0.2) {
                 steps.append(Step(offloadOperation(offload, slots: slots, homebase: homebaseSlot, cloudAndPowerFaults: options.injectsCloudAndPowerFaults),

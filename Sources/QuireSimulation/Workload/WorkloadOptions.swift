@@ -39,6 +39,12 @@ public struct WorkloadOptions: Sendable, Equatable {
     /// older anchor put back, an anchor for a round that never committed)
     /// and power losses, drawn from a stream of their own.
     public var injectsCloudAndPowerFaults = false
+    /// With `injectsCloudAndPowerFaults`: a device's view of the cloud folder
+    /// also falls behind, as a file-sync service's does. It reads the folder
+    /// as it was; what it writes reaches the others only when it catches up,
+    /// as a conflict copy where both sides changed a file. Its own stream
+    /// of draws, so histories without it are unchanged.
+    public var cloudViewsLag = false
     /// A homebase (when the seed draws one), offloads, recalls and reads of
     /// offloaded notes (invariant 4).
     public var offloads = true
@@ -96,6 +102,7 @@ public struct WorkloadOptions: Sendable, Equatable {
         if allowsSmallResponseBudgets { out.append("--small-response-budgets") }
         if allowsRecreatingDeletedProse { out.append("--recreate-deleted-prose") }
         if injectsCloudAndPowerFaults { out.append("--cloud-and-power-faults") }
+        if cloudViewsLag { out.append("--lagging-cloud") }
         if allowsRevocation { out.append("--revocations") }
         if let phantomWriteStep { out += ["--phantom-write", String(phantomWriteStep)] }
         if !offloads { out.append("--no-offload") }
