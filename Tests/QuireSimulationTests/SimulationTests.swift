@@ -194,6 +194,9 @@ final class SimulationTests: XCTestCase {
             (6077, ["--cloud-and-power-faults", "--revocations"], "learned 2 roster statements from the copies of the device log",
              "the only device that knew of a revocation was put back from before it: the fleet took the revoked device back "
              + "and recovered from the anchor it forged"),
+            (21664, ["--cloud-and-power-faults", "--revocations"], "cy: holds #w5, which a rollback took back from dee after it had left in a frame",
+             "the oracle's: a delete taken back by a restore had left in a frame that landed just after it, and the barrier collected "
+             + "its tombstone; a delete leaves no version to find, so the note it deleted was still owed"),
         ]
         for history in histories {
             let run = try SimulatorBinary.run(["--replay", String(history.seed)] + history.flags)

@@ -149,6 +149,7 @@ public final class Simulation {
                 fleet.run(ms: step.thenRunMs)
                 pollOffloads()
                 fleet.cloud.observe()
+                try noteEscapedRollbacks()
                 try checker.checkNoResurrection(ledger: ledger, final: false)
                 checker.checkGenerations(ledger: ledger, final: false)
                 try checker.checkNoBodyLost(offloads, final: false)
@@ -236,6 +237,7 @@ public final class Simulation {
         var nextReport: UInt64 = 10_000
         while elapsed < Simulation.settleBudgetMs {
             for _ in 0..<5 { elapsed += fleet.tick() }
+            try noteEscapedRollbacks()
             if fleet.isSettled() && fleet.network.framesInFlight == 0 {
                 fleet.trace.record(nil, "settled after \(elapsed) ms")
                 return true

@@ -105,18 +105,31 @@ extension Simulation {
     /// sibling the write could have reached counts (the model's causal
     /// clock, carried by the frames delivered): a version gone there for
     /// another reason is never credited to a write that never arrived.
+    /// A delete leaves no version of its own: it escaped when such a
+    /// sibling holds the row as a tombstone that removed what it removed,
+    /// and no delete that stands removed that too. Checked after every step
+    /// as well, since a barrier may collect the tombstone before the end.
     func noteEscapedRollbacks() throws {
+        guard !model.rolledBack.isEmpty else { return }
         let stores = fleet.members.compactMap { device in device.store.map { (device, $0) } }
         for id in model.rolledBack.sorted() {
             let w = model.writes[id]
             let holder = try stores.first { device, store in
                 guard device.slot != w.slot, model.stamp(of: device.slot)[w.slot] >= w.causalCount else { return false }
-                return arrived(try store.row(w.row.namespace, w.row.key), w)
+                let row = try store.row(w.row.namespace, w.row.key)
+                return w.isDelete ? escapedDelete(row, w) : arrived(row, w)
             }
             guard let holder else { continue }
             model.unmarkRolledBack([id])
             fleet.trace.record(holder.0.name, "holds #w\(id), which a rollback took back from \(w.deviceName) after it had left in a frame: it stands")
         }
+    }
+
+    /// Whether `row` is a tombstone that removed what the delete `w`
+    /// removed, where no standing delete of the row did.
+    private func escapedDelete(_ row: Row?, _ w: WriteRecord) -> Bool {
+        guard RowObservation.isTombstone(row), keeps(row, w) else { return false }
+        return !model.writes(of: w.row).contains { $0.isDelete && $0.id != w.id && !model.rolledBack.contains($0.id) && !$0.seen.isDisjoint(with: w.seen) }
     }
 
     /// Whether `row` shows that the very version `w` made arrived: its dot
