@@ -25,6 +25,37 @@ final class AnchorTests: XCTestCase {
         return AnchorSnapshot(generation: generation, rows: [plan, note])
     }
 
+    /// A FIFO in the cloud folder under an anchor's, a device log's or the
+    /// commit record's name (anything may land in a shared folder) would
+    /// block a reader forever, and sync with it: each is skipped, or named
+    /// as unusable, at once, and the real anchor is still found.
+    func testAFIFOUnderACloudFolderNameBlocksNoReader() throws {
+        let folder = CloudFolder(path: dir, accountID: account)
+        try folder.write(try AnchorFile.seal(snapshot(3), accountID: account, keys: keys, at: Timestamp(seconds: 5)))
+        let device = DeviceID(bytes: [UInt8](repeating: 7, count: 16))!
+        for name in [CloudFolder.filePrefix(account) + " (fifo).qanchor", folder.deviceLogPath(of: device), folder.commitRecordPath] {
+            XCTAssertEqual(mkfifo(name.hasPrefix("/") ? name : dir + "/" + name, 0o600), 0, name)
+        }
+        let done = DispatchSemaphore(value: 0)
+        let outcome = LockedResult()
+        let (folderCopy, keysCopy, keyCopy) = (folder, keys, key)
+        Thread.detachNewThread {
+            let survey = try? folderCopy.survey(keys: keysCopy)
+            let logs = try? folderCopy.deviceLogs(key: keyCopy)
+            outcome.set((survey?.newest?.header.generation, logs?.unusable ?? [], folderCopy.committedGeneration(keys: keysCopy)))
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + 10) == .success else {
+            for path in [folder.deviceLogPath(of: device), folder.commitRecordPath] { let fd = open(path, O_WRONLY | O_NONBLOCK); if fd >= 0 { close(fd) } }
+            return XCTFail("reading the cloud folder blocked on a FIFO")
+        }
+        let (generation, unusable, committed) = try XCTUnwrap(outcome.get())
+        XCTAssertEqual(generation, 3, "the real anchor is still found")
+        XCTAssertEqual(unusable.count, 1)
+        XCTAssertTrue(unusable.first?.contains("not a regular file") ?? false, "\(unusable)")
+        XCTAssertNil(committed)
+    }
+
     func testDecideIsTheSeedsComparison() {
         XCTAssertEqual(AnchorDecision.decide(local: 3, anchor: nil), .noAnchor)
         XCTAssertEqual(AnchorDecision.decide(local: 3, anchor: 4), .rolledBack(anchor: 4))
@@ -170,4 +201,11 @@ final class AnchorTests: XCTestCase {
         XCTAssertEqual(opened.rows.count, 10_000)
         XCTAssertEqual(opened.rows.map { LeafEncoding.leaf(of: $0) }, rows.map { LeafEncoding.leaf(of: $0) })
     }
+}
+
+final class LockedResult: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: (UInt64?, [String], UInt64?)?
+    func set(_ v: (UInt64?, [String], UInt64?)) { lock.lock(); value = v; lock.unlock() }
+    func get() -> (UInt64?, [String], UInt64?)? { lock.lock(); defer { lock.unlock() }; return value }
 }

@@ -75,7 +75,7 @@ public final class PrefsFile: @unchecked Sendable {
     }
 }
 
-/// Durable whole-file writes.
+/// Durable whole-file writes, and reads that never block.
 public enum AtomicFile {
     public static func write(_ bytes: [UInt8], to path: String, mode: mode_t) throws(StoreError) {
         let tmp = path + ".tmp-\(getpid())"
@@ -106,6 +106,38 @@ public enum AtomicFile {
         let dir = parentDirectory(of: path)
         let dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if dfd >= 0 { fsync(dfd); close(dfd) }
+    }
+
+    /// Reads a regular file, at most `limit` bytes from its start. Anything
+    /// else under that name (a FIFO, a device, a folder) is refused without
+    /// blocking: folders other programs write to, such as a cloud folder,
+    /// may hold anything, and a FIFO would stall its reader forever.
+    public static func readRegular(_ path: String, upTo limit: Int = .max) throws(StoreError) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { throw StoreError(.notFound, "\(path) does not exist") }
+            throw posixError("cannot open \(path)")
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw posixError("cannot read \(path)") }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw StoreError(.corrupt, "\(path) is not a regular file; it is not read") }
+        var bytes = [UInt8](repeating: 0, count: min(limit, max(0, Int(info.st_size))))
+        var filled = 0
+        while true {
+            if filled == bytes.count {
+                guard bytes.count < limit else { break }
+                bytes += [UInt8](repeating: 0, count: min(limit - bytes.count, 64 << 10))   // grew since fstat
+            }
+            let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + filled, $0.count - filled) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw posixError("cannot read \(path)")
+            }
+            if n == 0 { break }
+            filled += n
+        }
+        return Array(bytes[..<filled])
     }
 
     static func posixError(_ what: String) -> StoreError {

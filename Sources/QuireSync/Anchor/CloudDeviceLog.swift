@@ -43,7 +43,7 @@ extension CloudFolder {
     public func writeDeviceLog(_ rows: [Row], device: DeviceID, key: SecretBytes) throws(AnchorError) -> Bool {
         let plain = CBORWriter.encode(.array(rows.filter { $0.namespace == .devices }.sorted { $0.key < $1.key }.map(RowWire.encode)))
         let file = deviceLogPath(of: device)
-        if let existing = FileManager.default.contents(atPath: file).map(Array.init), (try? openDeviceLog(existing, device: device, key: key)) == plain {
+        if let existing = try? AtomicFile.readRegular(file, upTo: RowLimits.maxMessageBytes), (try? openDeviceLog(existing, device: device, key: key)) == plain {
             return false
         }
         var isDir: ObjCBool = false
@@ -75,13 +75,13 @@ extension CloudFolder {
                 continue
             }
             // A log is a few KB a device; a file past the message limit is no copy.
-            let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? nil
-            guard let size, size <= RowLimits.maxMessageBytes else {
-                unusable.append("\(file): " + (size == nil ? "cannot be read" : "\(size!) bytes, more than a device log can hold"))
+            let data: [UInt8]
+            do { data = try AtomicFile.readRegular(file, upTo: RowLimits.maxMessageBytes + 1) } catch {
+                unusable.append("\(file): cannot be read (\(error))")
                 continue
             }
-            guard let data = FileManager.default.contents(atPath: file).map(Array.init) else {
-                unusable.append("\(file): cannot be read")
+            guard data.count <= RowLimits.maxMessageBytes else {
+                unusable.append("\(file): more than \(RowLimits.maxMessageBytes) bytes, more than a device log can hold")
                 continue
             }
             do {

@@ -76,15 +76,11 @@ public struct CloudFolder: Sendable {
     /// The header bytes of a file (the fixed part, then the key block), or
     /// nil if it cannot be read or is no anchor.
     static func readHeader(_ file: String) -> [UInt8]? {
-        guard let handle = FileHandle(forReadingAtPath: file) else { return nil }
-        defer { try? handle.close() }
-        guard var head = ((try? handle.read(upToCount: AnchorHeader.size + 4)) ?? nil).map(Array.init) else { return nil }
-        guard let length = try? AnchorHeader.length(of: head) else { return nil }
-        if length > head.count {
-            guard let rest = (try? handle.read(upToCount: length - head.count)) ?? nil else { return nil }
-            head += Array(rest)
-        }
-        return head.count >= length ? head : nil
+        // Regular files only: a FIFO under an anchor's name would block the reader.
+        guard var head = try? AtomicFile.readRegular(file, upTo: AnchorHeader.size + 4),
+              let length = try? AnchorHeader.length(of: head) else { return nil }
+        if length > head.count { head = (try? AtomicFile.readRegular(file, upTo: length)) ?? [] }
+        return head.count >= length ? Array(head.prefix(length)) : nil
     }
 
     /// One anchor refused on the way down to the newest usable one.
@@ -145,7 +141,7 @@ public struct CloudFolder: Sendable {
     }
 
     private func open(_ candidate: Candidate, keys: AnchorKeys) throws(AnchorError) -> (header: AnchorHeader, snapshot: AnchorSnapshot) {
-        guard let data = FileManager.default.contents(atPath: candidate.path) else { throw .unreadable(candidate.path) }
-        return try AnchorFile.open(Array(data), accountID: accountID, keys: keys)
+        guard let data = try? AtomicFile.readRegular(candidate.path) else { throw .unreadable(candidate.path) }
+        return try AnchorFile.open(data, accountID: accountID, keys: keys)
     }
 }

@@ -32,7 +32,7 @@ extension CloudFolder {
 
     /// The record's key set and sealed value, as stored (nil: no record, or not one).
     private func readCommitRecord() -> (set: [DeviceID], header: [UInt8], sealed: [UInt8])? {
-        guard let data = FileManager.default.contents(atPath: commitRecordPath).map(Array.init) else { return nil }
+        guard let data = try? AtomicFile.readRegular(commitRecordPath, upTo: 1 << 20) else { return nil }
         guard data.count >= 12, Array(data[0..<8]) == CloudFolder.commitMagic else { return ([], [], data) }   // format 1
         let n = Int(data[8..<12].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
         guard n <= 64 << 10, data.count >= 12 + n,

@@ -64,7 +64,7 @@ public enum RecoveryFile {
     public static func accounts(in cloud: String) -> [[UInt8]] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: cloud)) ?? []
         return names.filter { $0.hasPrefix("quire-recovery-") && $0.hasSuffix(".qrecovery") }.compactMap { name in
-            guard let data = FileManager.default.contents(atPath: cloud + "/" + name),
+            guard let data = try? AtomicFile.readRegular(cloud + "/" + name, upTo: 1 << 20),
                   let f = try? CBORReader.decode(Array(data)).asFieldMap(), let id = try? f.required(3, "account").asBytes() else { return nil }
             return id
         }
@@ -73,7 +73,8 @@ public enum RecoveryFile {
     /// Opens the account's keys with a recovery code.
     public static func open(cloud: String, accountID: [UInt8], code: String) throws -> (account: SigningKeyPair, backupKey: SecretBytes) {
         let path = path(cloud: cloud, accountID: accountID)
-        guard let data = FileManager.default.contents(atPath: path) else { throw AnchorError.unreadable("no recovery file at \(path)") }
+        let data: [UInt8]
+        do { data = try AtomicFile.readRegular(path, upTo: 1 << 20) } catch { throw AnchorError.unreadable("no recovery file at \(path) (\(error))") }
         let f: CBORFields
         do { f = try CBORReader.decode(Array(data)).asFieldMap() } catch { throw AnchorError.malformed("\(path) is not a recovery file: \(error)") }
         guard (try? f.required(1, "kind").asText()) == kind, (try? f.required(2, "format").asUInt()) == 1 else {

@@ -22,13 +22,28 @@ enum SyncStatusSection {
         "NOT ADMITTED: a device of the account refused this device: \(why); join again with the new invite in a new device directory (--home)"
     }
 
+    /// Seconds without a snapshot after which a running engine is called
+    /// silent (QUIRE_SYNC_SILENT_AFTER_SECONDS, more than 10, for tests).
+    static let silentAfterSeconds: Int64 = ProcessInfo.processInfo.environment["QUIRE_SYNC_SILENT_AFTER_SECONDS"]
+        .flatMap(Int64.init).map { max($0, 11) } ?? 60
+
     static func describe(home: DeviceHome, now: Int64) -> (json: [String: Any], lines: [String]) {
         guard let s = SyncStatus.load(from: home) else {
             return (["running": false], ["sync: has not run on this device yet ('quire sync' or 'quire mount' runs it)"])
         }
         var lines: [String] = []
         let alive = s.isProcessAlive
-        if alive {
+        // A running engine writes its snapshot at least every 10 seconds;
+        // one silent for a minute is blocked (a cloud folder on a network
+        // mount that does not answer, a disk that hangs) or killed without
+        // its process going away.
+        let silentFor = now - s.updatedAt
+        if alive, silentFor >= Self.silentAfterSeconds {
+            lines.append("sync: process \(s.pid) runs but has said NOTHING since \(DateText.format(s.updatedAt, time: true)) (\(Ago.text(silentFor))): "
+                         + "it may be blocked on a folder or disk "
+                         + "that does not answer (a cloud folder on a network mount?); what follows is from then. If it stays so, stop it "
+                         + "('kill \(s.pid)') and start sync again")
+        } else if alive {
             lines.append("sync: running (process \(s.pid)) on \(s.relay), \(phaseText(s.phase))")
         } else {
             lines.append("sync: not running (last ran on \(s.relay) until \(Ago.text(now - s.updatedAt))); what follows is from then")
@@ -65,7 +80,7 @@ enum SyncStatusSection {
         for event in s.events.suffix(3) { lines.append("  recent: \(event)") }
         var json: [String: Any] = ["barrier": s.barrier as Any, "anchor": s.anchor as Any, "cloudWarnings": s.cloudWarnings ?? [],
                                    "wedged": s.wedgedReason.map { ["since": s.wedgedSince ?? 0, "reason": $0] as [String: Any] } as Any, "running": alive, "phase": s.phase.rawValue, "relay": s.relay, "pid": s.pid,
-                                   "updatedAt": s.updatedAt, "rounds": s.rounds, "rowsApplied": s.rowsApplied,
+                                   "updatedAt": s.updatedAt, "silent": alive && silentFor >= Self.silentAfterSeconds, "rounds": s.rounds, "rowsApplied": s.rowsApplied,
                                    "dropped": s.dropped, "sendErrors": s.sendErrors, "admissionRefused": s.admissionRefused as Any]
         if alive, let c = s.catchUp {
             json["catchUp"] = ["rowsPulled": c.rowsPulled, "bytesPulled": c.bytesPulled, "seconds": c.seconds,
