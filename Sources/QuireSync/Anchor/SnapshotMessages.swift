@@ -42,6 +42,8 @@ public struct SnapshotResponse: Equatable, Sendable {
     /// in full, through this snapshot's (field 8, as the anchor's field 5;
     /// nil: not known, or from senders that predate it).
     public var graveyardSince: UInt64? = nil
+    /// The round that committed the sender's generation (field 9; nil: not known).
+    public var round: [UInt8]? = nil
 
     public func encoded() -> [UInt8] {
         var fields: [(CBOR, CBOR)] = [(.unsigned(1), .unsigned(generation)), (.unsigned(2), .unsigned(UInt64(namespace.rawValue))),
@@ -50,6 +52,7 @@ public struct SnapshotResponse: Equatable, Sendable {
         if !graveyard.isEmpty { fields.append((.unsigned(6), CollectedTombstone.encode(graveyard))) }
         if let roster { fields.append((.unsigned(7), .array(roster.sorted().map { .bytes($0.bytes) }))) }
         if let graveyardSince { fields.append((.unsigned(8), .unsigned(graveyardSince))) }
+        if let round { fields.append((.unsigned(9), .bytes(round))) }
         return CBORWriter.encode(.map(fields))
     }
 
@@ -73,8 +76,10 @@ public struct SnapshotResponse: Equatable, Sendable {
                 roster?.append(id)
             }
         }
+        let round = try f.optional(9)?.asBytes()
+        guard round == nil || round?.count == 16 else { throw .invalidValue("a barrier nonce is 16 bytes") }
         return SnapshotResponse(generation: try f.required(1, "generation").asUInt(), namespace: ns, part: part, parts: parts, rows: rows,
-                                graveyard: graveyard, roster: roster, graveyardSince: try f.optional(8)?.asUInt())
+                                graveyard: graveyard, roster: roster, graveyardSince: try f.optional(8)?.asUInt(), round: round)
     }
 }
 
@@ -87,6 +92,7 @@ struct SnapshotAssembly {
     var graveyard: [Int: [CollectedTombstone]] = [:]
     var roster: [DeviceID]?
     var graveyardSince: UInt64?
+    var round: [UInt8]?
     /// When the last part arrived: the relay is lossy, so a snapshot that
     /// stopped arriving is asked for again.
     var lastPartMs: UInt64 = 0

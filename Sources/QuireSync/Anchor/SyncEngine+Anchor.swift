@@ -104,12 +104,29 @@ extension SyncEngine {
                 return
             }
             let isCommitted = fleetGeneration >= target
-            guard isCommitted, let snapshot = survey.newest?.snapshot else {
+            guard isCommitted, var snapshot = survey.newest?.snapshot else {
                 anchorState = nil
                 note("anchor: the fleet's anchor is at generation \(target), this device at \(local) (\(trigger)), but no device is known to have "
                      + "committed that generation (a round abandoned after its upload?): not recovering from it")
                 if let (id, sibling) = ahead { requestSnapshot(from: id, theirGeneration: sibling.generationGap!) }
                 return
+            }
+            // A sibling at that generation names the round that committed
+            // it: only that round's anchor is the fleet's. Another one at
+            // the same generation is of a round abandoned after its upload,
+            // still shown by a sync service that has not brought the
+            // committed one (recovering from it would take every row
+            // written since for a collected one).
+            if let (id, sibling) = ahead, sibling.generationGap == target, let round = sibling.advertisedRound, snapshot.round != round {
+                guard let committed = (try? cloud.anchor(ofRound: round, generation: target, keys: keys)) ?? nil else {
+                    anchorState = nil
+                    note("anchor: the anchor at generation \(target) in the cloud folder is not of the round \(sibling.member.name) committed "
+                         + "(a round abandoned after its upload, and the folder not yet showing the committed one): not recovering from it; "
+                         + "catching up from that sibling's snapshot")
+                    requestSnapshot(from: id, theirGeneration: target)
+                    return
+                }
+                snapshot = committed
             }
             note("anchor: this device is at generation \(local) but the fleet's anchor is at \(target) (\(trigger)): it was put back from a backup; recovering")
             do {
@@ -118,6 +135,7 @@ extension SyncEngine {
                                                coverage: snapshot.coverage)
                 try store.mintIncarnation(reason: "the cloud anchor is at generation \(target), this device was at \(local): it had been put back from a backup")
                 try deps.setGeneration(target)
+                try noteRound(snapshot.round, of: target)
                 invalidateDigest()
                 anchorState = nil
                 barrier.lastOutcome = "recovered from the cloud anchor at \(DateStamp.format(clock.now())): generation \(local) → \(target), "

@@ -32,11 +32,12 @@ extension SyncEngine {
         // A claim only for rounds up to this generation (a replica put back
         // under newer preferences claims nothing).
         let since = try store.graveyardCoverage().flatMap { $0.through == mine ? $0.since : nil }
+        let round = roundOfGeneration(mine)
         for (i, ns) in namespaces.enumerated() {
             let rows = try store.rows(ns, from: [], to: nil)
             send(.snapshotResponse, SnapshotResponse(generation: mine, namespace: ns, part: i, parts: namespaces.count, rows: rows,
                                                      graveyard: graveyard.filter { $0.namespace == ns }, roster: roster,
-                                                     graveyardSince: since).encoded(), to: sender)
+                                                     graveyardSince: since, round: round).encoded(), to: sender)
         }
         note("served a snapshot at generation \(mine) to \(name(of: sender)), which was at \(request.generation)")
     }
@@ -54,7 +55,10 @@ extension SyncEngine {
         assembly.received[response.part] = response.rows
         assembly.graveyard[response.part] = response.graveyard
         if let roster = response.roster { assembly.roster = roster }
-        if response.part == 0 { assembly.graveyardSince = response.graveyardSince }
+        if response.part == 0 {
+            assembly.graveyardSince = response.graveyardSince
+            assembly.round = response.round
+        }
         assembly.lastPartMs = clock.monotonicMilliseconds()
         snapshotAssembly = assembly
         guard assembly.isComplete else { return }
@@ -71,6 +75,7 @@ extension SyncEngine {
                                            graveyardIsComplete: coverage?.covers(after: local) ?? false, coverage: coverage)
             try store.mintIncarnation(reason: "a sibling at generation \(assembly.generation) served the fleet's state; this device was at \(local)")
             try deps.setGeneration(assembly.generation)
+            try noteRound(assembly.round, of: assembly.generation)
             invalidateDigest()
             anchorState = nil
             wedge.success(.generation)

@@ -278,6 +278,7 @@ extension SyncEngine {
         barrier.committed.insert(nonce)
         let dropped = try store.dropTombstonesForBarrier(roster: roster, generation: generation, round: round, since: since)
         try deps.setGeneration(generation)
+        try noteRound(nonce, of: generation)
         // Start-up checks may now trust this generation's anchor (CommitRecord);
         // if the record cannot be written, a sibling's advertisement still can.
         try? deps.cloud?.recordCommit(generation, keys: anchorKeys)

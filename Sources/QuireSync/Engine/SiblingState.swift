@@ -44,6 +44,8 @@ struct SiblingState {
     var rowCount: UInt64?
     /// Its last digest said it holds tombstones worth a barrier.
     var holdsCollectable = false
+    /// The round that committed its generation, as its last digest said.
+    var advertisedRound: [UInt8]?
 
     mutating func hear(_ digest: StateDigest, bytes: [UInt8]) {
         lastDigest = digest

@@ -52,7 +52,7 @@ extension SyncEngine {
         guard let digest = try? currentDigest() else { return false }
         let echo = DigestMessage.echo(of: siblings[device]?.lastDigestBytes)
         let message = DigestMessage(digest: digest.bytes, echo: echo, recipientSession: link.newestSession(of: device), rows: digest.rows,
-                                    holdsCollectable: holdsCollectableTombstones())
+                                    holdsCollectable: holdsCollectableTombstones(), round: roundOfGeneration(digest.digest.generation))
         let ok = send(.stateDigest, message.encoded(), to: device)
         if ok {
             metrics.digestsSent += 1

@@ -56,6 +56,7 @@ extension SyncEngine {
                 siblings.update(sender) {
                     if let rows = m.rows { $0.rowCount = rows }
                     $0.holdsCollectable = m.holdsCollectable
+                    $0.advertisedRound = m.round
                 }
                 if let seen = m.recipientSession { startSession(after: seen, toldBy: sender) }
                 try handleDigest(m.digest, echo: m.echo, from: sender, nowMs: nowMs)

@@ -93,6 +93,9 @@ public final class SyncEngine: @unchecked Sendable {
     var anchorWarnings: [String] = []
     /// When the device log copies in the cloud folder are read next (Anchor/SyncEngine+DeviceLog).
     var deviceLogDueMs: UInt64 = 0
+    /// The round that committed this device's generation, as last read or
+    /// recorded (`SyncEngine+GenerationRound`).
+    var roundCache: (generation: UInt64, nonce: [UInt8]?)?
     /// Copies of the device log the last read could not use, in words.
     var deviceLogWarnings: [String] = []
 

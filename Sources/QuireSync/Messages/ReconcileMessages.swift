@@ -263,21 +263,26 @@ public struct ReconcileResponse: Equatable, Sendable {
 /// And how many live rows the sender holds (for a catching-up sibling's "what
 /// remains"). And whether the sender holds tombstones worth a barrier
 /// (field 6): the leader may hold none (a device that joined after the
-/// deletes never needed them), and it must still call the round. Fields a
-/// receiver does not know are ignored.
+/// deletes never needed them), and it must still call the round. And the
+/// nonce of the barrier round that committed the sender's generation (field
+/// 7, when it knows it), so a device behind recovers only from that
+/// round's anchor. Fields a receiver does not know are ignored.
 public struct DigestMessage: Equatable, Sendable {
     public var digest: [UInt8]
     public var echo: [UInt8]
     public var recipientSession: SessionSeen?
     public var rows: UInt64?
     public var holdsCollectable: Bool
+    public var round: [UInt8]?
 
-    public init(digest: [UInt8], echo: [UInt8] = [], recipientSession: SessionSeen? = nil, rows: UInt64? = nil, holdsCollectable: Bool = false) {
+    public init(digest: [UInt8], echo: [UInt8] = [], recipientSession: SessionSeen? = nil, rows: UInt64? = nil, holdsCollectable: Bool = false,
+                round: [UInt8]? = nil) {
         self.digest = digest
         self.echo = echo
         self.recipientSession = recipientSession
         self.rows = rows
         self.holdsCollectable = holdsCollectable
+        self.round = round
     }
 
     public static func echo(of digest: [UInt8]?) -> [UInt8] {
@@ -293,6 +298,7 @@ public struct DigestMessage: Equatable, Sendable {
         }
         if let rows { fields.append((.unsigned(5), .unsigned(rows))) }
         if holdsCollectable { fields.append((.unsigned(6), .bool(true))) }
+        if let round { fields.append((.unsigned(7), .bytes(round))) }
         return CBORWriter.encode(.map(fields))
     }
 
@@ -304,8 +310,11 @@ public struct DigestMessage: Equatable, Sendable {
             guard id == nil || id?.count == 8 else { throw .invalidValue("session id") }
             session = SessionSeen(start: start, id: id)
         }
+        let round = try f.optional(7)?.asBytes()
+        guard round == nil || round?.count == 16 else { throw .invalidValue("a barrier nonce is 16 bytes") }
         return DigestMessage(digest: try f.required(1, "digest").asBytes(), echo: try f.optional(2)?.asBytes() ?? [],
-                             recipientSession: session, rows: try f.optional(5)?.asUInt(), holdsCollectable: try f.optional(6)?.asBool() ?? false)
+                             recipientSession: session, rows: try f.optional(5)?.asUInt(), holdsCollectable: try f.optional(6)?.asBool() ?? false,
+                             round: round)
     }
 }
 

@@ -44,6 +44,7 @@ enum CloudRecovery {
         }
         let report = try store.recover(from: snapshot.rows, graveyard: snapshot.graveyard)
         try home.prefs.setGeneration(header.generation)
+        try store.setGenerationRound(snapshot.round.map { GenerationRound(generation: header.generation, nonce: $0) })
         let pointers = snapshot.rows.filter { if case .note(let n)? = $0.content { return n.body == nil } else { return false } }
         if json {
             Output.json(["home": home.path, "device": identity.deviceID.hex, "account": Hex.encode(accountID),
