@@ -197,6 +197,17 @@ final class SimulationTests: XCTestCase {
             (21664, ["--cloud-and-power-faults", "--revocations"], "cy: holds #w5, which a rollback took back from dee after it had left in a frame",
              "the oracle's: a delete taken back by a restore had left in a frame that landed just after it, and the barrier collected "
              + "its tombstone; a delete leaves no version to find, so the note it deleted was still owed"),
+            // A device's view of the cloud folder behind, as a file-sync service's.
+            (629, ["--lagging-cloud", "--revocations"], "ben: log: anchor: the anchor at generation 1 in the cloud folder is not of the round that committed it",
+             "the leader's view of the folder was behind, so its anchor of the committed round never reached the folder, which still held "
+             + "an anchor of a round abandoned at the same generation: a device behind recovered from that one and took four rows written "
+             + "since for collected ones, on every device"),
+            (2563, ["--lagging-cloud", "--revocations"], "ada: log: anchor: the anchor at generation 1 in the cloud folder is not of the round that committed it",
+             "the same, on another device"),
+            (853, ["--lagging-cloud", "--revocations"], "dee: log: anchor: recovered from the cloud anchor at 2027-01-15 08:04:37Z: generation 0 → 3, 4 rows",
+             "the committed round's anchor landed as the sync service's conflict copy beside an abandoned round's at the same generation; "
+             + "a device starting behind with no sibling heard recovered from the abandoned one and brought a collected row back "
+             + "(now the commit record names the round)"),
         ]
         for history in histories {
             let run = try SimulatorBinary.run(["--replay", String(history.seed)] + history.flags)

@@ -322,6 +322,30 @@ final class BackupKeyRotationTests: XCTestCase {
         XCTAssertEqual(folder.committedGeneration(keys: after), 4)
     }
 
+    /// The commit record names the round that committed its generation; a
+    /// record from before (8 bytes sealed) names none and reads as before;
+    /// sealing it again after a revocation keeps the round, and a device
+    /// committing the same generation adds one to a record without it.
+    func testTheCommitRecordNamesTheRoundThatCommittedItsGeneration() throws {
+        let devices = try makeFleet(["a", "b", "c"], in: base)
+        let (a, c) = (devices[0], devices[2])
+        let folder = CloudFolder(path: base, accountID: a.identity.userIDHash)
+        let before = try keys(of: a)
+        let round = [UInt8](repeating: 0x42, count: 16)
+        try folder.recordCommit(3, keys: before)
+        XCTAssertEqual(folder.committedRound(keys: before), CloudFolder.CommittedRound(generation: 3, round: nil), "a record without the round")
+        try folder.recordCommit(3, round: round, keys: before)
+        XCTAssertEqual(folder.committedRound(keys: before), CloudFolder.CommittedRound(generation: 3, round: round), "the round is added")
+        try folder.recordCommit(2, round: [UInt8](repeating: 1, count: 16), keys: before)
+        XCTAssertEqual(folder.committedRound(keys: before)?.round, round, "an older generation changes nothing")
+        try Revoking.revoke(c.id, by: a.identity, store: a.store, at: Timestamp(seconds: 1_800_000_000))
+        let after = try keys(of: a)
+        try folder.recordCommit(1, keys: after, trusting: before)
+        XCTAssertEqual(folder.committedRound(keys: after), CloudFolder.CommittedRound(generation: 3, round: round), "sealed again with its round")
+        try folder.recordCommit(4, round: nil, keys: after)
+        XCTAssertEqual(folder.committedRound(keys: after), CloudFolder.CommittedRound(generation: 4, round: nil), "a higher generation's record drops the round")
+    }
+
     /// `quire init --from-cloud` opens an anchor under rotated keys with the
     /// account key, and refuses one sealed from before a revocation that
     /// another anchor's log holds.

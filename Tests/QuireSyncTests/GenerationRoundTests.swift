@@ -53,6 +53,56 @@ extension BarrierTests {
         XCTAssertEqual(try restored.roots(), try store.roots())
     }
 
+    /// At start-up, with no sibling heard: the folder shows another round's
+    /// anchor at the committed generation, and the committed round's anchor
+    /// only as a sync service's conflict copy beside it. The commit record
+    /// names the round, so the device recovers from the copy (the
+    /// simulator's seed 853 with --lagging-cloud --revocations recovered
+    /// from the other one and brought a collected row back).
+    func testAtStartUpTheCommitRecordsRoundPicksTheCommittedAnchor() throws {
+        let (restored, generation, keys) = try startingBehindBesideAnotherRoundsAnchor(copyKept: true)
+        XCTAssertEqual(generation.get(), 1, "recovered at start-up, from the committed round's copy")
+        XCTAssertTrue(engines[(leader + 1) % 3].status().barrier?.contains("recovered from the cloud anchor") ?? false)
+        XCTAssertNil(try restored.row(.notebook, keys[0])?.content, "the row the committed round collected does not come back")
+    }
+
+    /// The same with the copy gone too: it waits, and says why.
+    func testAtStartUpWithoutTheCommittedRoundsAnchorTheDeviceWaits() throws {
+        let (restored, generation, keys) = try startingBehindBesideAnotherRoundsAnchor(copyKept: false)
+        XCTAssertEqual(generation.get(), 0, "it waits")
+        let words = engines[(leader + 1) % 3].status().anchor ?? ""
+        XCTAssertTrue(words.contains("is not of the round that committed it"), words)
+        XCTAssertNotNil(try restored.row(.notebook, keys[0])?.content, "nothing was recovered: the backup's rows as they were")
+    }
+
+    /// Generation 1 committed (keys[0] collected); the folder's canonical
+    /// anchor replaced by another round's at generation 1 (keys[0] live in
+    /// it, no claim), the committed one kept beside it as a conflict copy or
+    /// not; a device put back from before starts with no sibling heard.
+    func startingBehindBesideAnotherRoundsAnchor(copyKept: Bool) throws -> (ReplicaStore, Generation, [RowKey]) {
+        let (victim, store, keys, backup) = try notesSyncedAndAVictimBackedUp()
+        let before = try store.rows(.notebook, from: [], to: nil)
+        try store.delete(.notebook, keys[0])
+        tick(420)
+        XCTAssertEqual(generations.map { $0.get() }, [1, 1, 1])
+        let folder = CloudFolder(path: cloud, accountID: devices[victim].identity.userIDHash)
+        let keysNow = engines[leader].anchorKeys
+        XCTAssertNotNil(folder.committedRound(keys: keysNow)?.round, "the record names the round")
+        let committedBytes = try Data(contentsOf: URL(fileURLWithPath: folder.anchorPath))
+        var other = try XCTUnwrap(try folder.newest(keys: keysNow)).1
+        other.round = [UInt8](repeating: 0x5B, count: 16)
+        other.rows = other.rows.filter { $0.namespace != .notebook } + before
+        other.graveyard = []
+        other.graveyardSince = nil
+        try folder.write(try AnchorFile.seal(other, accountID: devices[victim].identity.userIDHash, keys: keysNow, at: clock.now()))
+        if copyKept {
+            try committedBytes.write(to: URL(fileURLWithPath: folder.anchorPath.replacingOccurrences(of: ".qanchor", with: " (conflicted copy).qanchor")))
+        }
+        let restored = try restoredReplica(of: victim, from: backup, seed: 4245)
+        let generation = try restartedEngine(of: victim, on: restored, cloud: folder, seed: 96)
+        return (restored, generation, keys)
+    }
+
     /// The round rides the digest (field 7) and the snapshot (field 9);
     /// messages from before read as not known, and a nonce of another
     /// length is refused.

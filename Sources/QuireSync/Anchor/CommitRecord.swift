@@ -18,11 +18,16 @@ import QuireStore
 ///
 /// Format 2 says in clear which key sealed it, as the anchor does:
 /// `"QUIRECR2" ‖ key block length (u32 BE) ‖ CBOR {1: [rotation ids]} ‖
-/// AEAD(generation, u64 BE)`, the associated data being a separator, the
+/// AEAD(generation, u64 BE ‖ the nonce of the round that committed it, 16
+/// bytes, when known)`, the associated data being a separator, the
 /// account id and everything before the AEAD. Format 1 (no magic) is the
 /// AEAD alone under the original key. A record under a key set missing a
 /// rotation this device knows is ignored, like such an anchor: a revoked
-/// device could have written it.
+/// device could have written it. The round lets a device that starts behind
+/// the fleet, with no sibling heard yet, recover only from that round's
+/// anchor: a folder kept by a sync service may show another round's at the
+/// same generation (one abandoned after its upload), and the committed
+/// one as a conflict copy beside it.
 extension CloudFolder {
     public var commitRecordPath: String { path + "/quire-committed-" + Hex.encode(accountID.prefix(6)) }
 
@@ -45,10 +50,17 @@ extension CloudFolder {
         return (set, Array(data[0..<12 + n]), Array(data[(12 + n)...]))
     }
 
-    private func openCommitRecord(with key: SecretBytes, _ record: (set: [DeviceID], header: [UInt8], sealed: [UInt8])) -> UInt64? {
+    private func openCommitRecord(with key: SecretBytes, _ record: (set: [DeviceID], header: [UInt8], sealed: [UInt8])) -> CommittedRound? {
         guard let plain = try? AEAD.open(record.sealed, associatedData: commitAssociatedData + record.header, with: key),
-              plain.count == 8 else { return nil }
-        return plain.reduce(0) { $0 << 8 | UInt64($1) }
+              plain.count == 8 || plain.count == 24 else { return nil }
+        return CommittedRound(generation: plain[0..<8].reduce(0) { $0 << 8 | UInt64($1) }, round: plain.count == 24 ? Array(plain[8...]) : nil)
+    }
+
+    /// What the commit record says: the generation, and the round that
+    /// committed it (nil in records written before it was kept).
+    public struct CommittedRound: Equatable, Sendable {
+        public var generation: UInt64
+        public var round: [UInt8]?
     }
 
     /// Records that a barrier committed `generation`, sealed under the key
@@ -56,18 +68,23 @@ extension CloudFolder {
     /// record under older keys is replaced). `previous`: keys whose records
     /// may also be trusted (the revoking device's keys just before its own
     /// revocation, when it re-seals the record under the new key).
-    public func recordCommit(_ generation: UInt64, keys: AnchorKeys, trusting previous: AnchorKeys? = nil) throws(AnchorError) {
+    public func recordCommit(_ generation: UInt64, round: [UInt8]? = nil, keys: AnchorKeys, trusting previous: AnchorKeys? = nil) throws(AnchorError) {
         guard let writing = keys.writing else { throw .keyNotHeld(keys.missingWords) }
         let existing = readCommitRecord()
-        let current = committedGeneration(keys: keys)
-        let older = previous.flatMap { committedGeneration(keys: $0) }
-        if let current, current >= generation, existing?.set == writing.set { return }
-        let value = max(generation, current ?? 0, older ?? 0)
+        let current = committedRound(keys: keys)
+        let older = previous.flatMap { committedRound(keys: $0) }
+        if let current, current.generation > generation || (current.generation == generation && (current.round != nil || round == nil)),
+           existing?.set == writing.set { return }
+        // The highest generation known, with the round of that generation where one is known.
+        let candidates = [CommittedRound(generation: generation, round: round), current, older].compactMap { $0 }
+        let value = candidates.map(\.generation).max() ?? generation
+        let valueRound = candidates.first { $0.generation == value && $0.round?.count == 16 }?.round
         let block = CBORWriter.encode(.map([(.unsigned(1), .array(writing.set.map { .bytes($0.bytes) }))]))
         let n = UInt32(block.count)
         let header = CloudFolder.commitMagic + [UInt8(n >> 24), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)] + block
         var plain: [UInt8] = []
         for shift in stride(from: 56, through: 0, by: -8) { plain.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+        if let valueRound { plain += valueRound }
         do {
             try AtomicFile.write(header + (try AEAD.seal(plain, associatedData: commitAssociatedData + header, with: writing.key)),
                                  to: commitRecordPath, mode: 0o600)
@@ -78,7 +95,10 @@ extension CloudFolder {
 
     /// The highest committed generation recorded; nil if none, if it does
     /// not open, or if it is sealed under keys from before a rotation `keys` knows.
-    public func committedGeneration(keys: AnchorKeys) -> UInt64? {
+    public func committedGeneration(keys: AnchorKeys) -> UInt64? { committedRound(keys: keys)?.generation }
+
+    /// The record's generation and round (see `committedGeneration`).
+    public func committedRound(keys: AnchorKeys) -> CommittedRound? {
         guard let record = readCommitRecord(), case .acceptable(let key) = keys.judge(record.set) else { return nil }
         return openCommitRecord(with: key, record)
     }

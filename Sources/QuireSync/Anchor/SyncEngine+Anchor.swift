@@ -82,7 +82,8 @@ extension SyncEngine {
         case .rolledBack(let target):
             // The anchor lands before its round commits: act on it only once
             // the round is known to have committed (CommitRecord).
-            let fleetGeneration = max(ahead?.sibling.generationGap ?? 0, cloud.committedGeneration(keys: keys) ?? 0)
+            let record = cloud.committedRound(keys: keys)
+            let fleetGeneration = max(ahead?.sibling.generationGap ?? 0, record?.generation ?? 0)
             // Committed past the newest anchor: that anchor is not the
             // fleet's (the folder was put back, or the newest write has not
             // reached it), and at its generation it may be one of a round
@@ -111,22 +112,32 @@ extension SyncEngine {
                 if let (id, sibling) = ahead { requestSnapshot(from: id, theirGeneration: sibling.generationGap!) }
                 return
             }
-            // A sibling at that generation names the round that committed
-            // it: only that round's anchor is the fleet's. Another one at
-            // the same generation is of a round abandoned after its upload,
-            // still shown by a sync service that has not brought the
-            // committed one (recovering from it would take every row
-            // written since for a collected one).
-            if let (id, sibling) = ahead, sibling.generationGap == target, let round = sibling.advertisedRound, snapshot.round != round {
-                guard let committed = (try? cloud.anchor(ofRound: round, generation: target, keys: keys)) ?? nil else {
+            // A sibling at that generation, or the commit record, names the
+            // round that committed it: only that round's anchor is the
+            // fleet's. Another one at the same generation is of a round
+            // abandoned after its upload, still shown by a sync service
+            // that has not brought the committed one, or has put it beside
+            // as a conflict copy (recovering from it would take every row
+            // written since for a collected one, or bring back what the
+            // committed round collected).
+            let aheadAtTarget = ahead.flatMap { $0.sibling.generationGap == target ? $0 : nil }
+            if let round = aheadAtTarget?.sibling.advertisedRound ?? (record?.generation == target ? record?.round : nil), snapshot.round != round {
+                if let committed = (try? cloud.anchor(ofRound: round, generation: target, keys: keys)) ?? nil {
+                    snapshot = committed
+                } else if let (id, sibling) = aheadAtTarget {
                     anchorState = nil
-                    note("anchor: the anchor at generation \(target) in the cloud folder is not of the round \(sibling.member.name) committed "
+                    note("anchor: the anchor at generation \(target) in the cloud folder is not of the round that committed it "
                          + "(a round abandoned after its upload, and the folder not yet showing the committed one): not recovering from it; "
-                         + "catching up from that sibling's snapshot")
+                         + "catching up from \(sibling.member.name)'s snapshot")
                     requestSnapshot(from: id, theirGeneration: target)
                     return
+                } else {
+                    anchorState = "behind the fleet: it committed generation \(target), this device is at \(local), and the anchor at that "
+                        + "generation in the cloud folder is not of the round that committed it (a round abandoned after its upload, and a "
+                        + "sync service that has not brought the committed one yet); waiting for it, or to hear from a device at generation \(target)"
+                    noteOnce("anchor: " + anchorState!)
+                    return
                 }
-                snapshot = committed
             }
             note("anchor: this device is at generation \(local) but the fleet's anchor is at \(target) (\(trigger)): it was put back from a backup; recovering")
             do {

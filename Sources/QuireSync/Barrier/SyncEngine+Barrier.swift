@@ -281,7 +281,7 @@ extension SyncEngine {
         try noteRound(nonce, of: generation)
         // Start-up checks may now trust this generation's anchor (CommitRecord);
         // if the record cannot be written, a sibling's advertisement still can.
-        try? deps.cloud?.recordCommit(generation, keys: anchorKeys)
+        try? deps.cloud?.recordCommit(generation, round: nonce, keys: anchorKeys)
         deps.cloud?.removeResealed(below: generation)
         // The round's anchor landed under the current key: what was said of older ones no longer holds.
         anchorWarnings.removeAll { !$0.hasPrefix("REFUSED") }
