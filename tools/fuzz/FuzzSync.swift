@@ -87,7 +87,8 @@ enum FuzzSeeds {
                                          items: [.mismatch(prefix), .children(prefix, summaries), .keyList(prefix, [])], isTruncated: false)
         var roots: [Namespace: [UInt8]] = [:]
         for ns in Namespace.allCases { roots[ns] = Array(repeating: ns.rawValue, count: 32) }
-        let digest = DigestMessage(digest: StateDigest(roots: roots, generation: 5).encoded(), echo: Array(repeating: 9, count: 8))
+        let digest = DigestMessage(digest: StateDigest(roots: roots, generation: 5).encoded(), echo: Array(repeating: 9, count: 8),
+                                   round: Array(repeating: 7, count: 16))
         let inner = InnerFrame(sender: key, userIDHash: Array(repeating: 3, count: 32), session: Array(repeating: 1, count: 8),
                                sessionStart: 99, sequence: 1, subKind: .stateDigest, payload: digest.encoded())
         let envelope = Envelope(boxKind: .authenticated, recipient: key, claimedSender: key, box: Array(repeating: 5, count: 80))
@@ -95,7 +96,7 @@ enum FuzzSeeds {
                           data: SyncMessage(subKind: .reconcileRequest, payload: request.encoded()).encodedForChunks())
         let nonce = [UInt8](repeating: 4, count: 16)
         let hash = [UInt8](repeating: 0xCA, count: 32)
-        let snapshot = AnchorSnapshot(generation: 3, rows: [note])
+        let snapshot = AnchorSnapshot(generation: 3, rows: [note], graveyardSince: 2, round: Array(repeating: 8, count: 16))
         let header = AnchorHeader(generation: 3, accountID: Array(repeating: 6, count: 32), writtenAt: Timestamp(seconds: 9))
         let rotated = AnchorHeader(generation: 4, accountID: Array(repeating: 6, count: 32), writtenAt: Timestamp(seconds: 9), keySet: [key],
                                    sealedForAccount: Array(repeating: 8, count: 90))
@@ -104,7 +105,8 @@ enum FuzzSeeds {
                 [4] + response.encoded(), [5] + digest.encoded(), [7] + request.encoded(), [8] + chunk.data,
                 [10] + BarrierPropose(nonce: nonce, digest: digest.digest).encoded(),
                 [10] + BarrierCommit(nonce: nonce, digest: digest.digest, generation: 4).encoded(),
-                [10] + SnapshotResponse(generation: 3, namespace: .notebook, part: 0, parts: 7, rows: [note], graveyardSince: 2).encoded(),
+                [10] + SnapshotResponse(generation: 3, namespace: .notebook, part: 0, parts: 7, rows: [note], graveyardSince: 2,
+                                        round: nonce).encoded(),
                 [10] + BarrierCollected(nonce: nonce, tombstones: [CollectedTombstone(namespace: .notebook, key: key, context: note.context)]).encoded(),
                 [10] + BarrierCollectedRequest(nonce: nonce).encoded(),
                 [10] + KeyRequest(ids: [key]).encoded(),
