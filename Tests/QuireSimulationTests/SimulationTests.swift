@@ -334,6 +334,9 @@ enum ProseRegressions {
     static let histories: [(seed: Int, flags: [String], cause: String, mark: String)] = [
         (500979, ["--everything"], "a journal day deleted and written again reached a sibling that never saw the delete; it restored the "
          + "old paragraphs from its shadow as its own edit, which beat a second delete", "(written again where it is deleted)"),
+        (30416, ["--everything", "--revocations"], "a delete's concurrent edit survived it; devices whose shadow held the deleted version's "
+         + "paragraph restored it as their own edits, which beat a later delete that had seen every write, so the day came back",
+         "cy: deletes saga/7d52c23d → #w13"),
     ]
 }
 

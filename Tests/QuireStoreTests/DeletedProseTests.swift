@@ -92,6 +92,50 @@ final class DeletedProseTests: XCTestCase {
         XCTAssertEqual(try text(c), "written on b\n")
     }
 
+    /// Edit beats delete keeps the concurrent edit's text, not the deleted
+    /// one's. A device that held both versions (its shadow holds the union)
+    /// and then hears that a delete took one must not restore the deleted
+    /// paragraph as an edit of its own: such an edit would outlive a later
+    /// delete that saw every write, and the day would come back (simulator
+    /// seed 30416 with --everything --revocations).
+    func testAParagraphADeleteTookIsNotRestoredFromAShadowThatHeldIt() throws {
+        let deviceC = DeviceID(bytes: [UInt8](repeating: 0xC3, count: 16))!
+        let dee = try store("dee", deviceA, seed: 1), ada = try store("ada", deviceB, seed: 2), fay = try store("fay", deviceC, seed: 3)
+        let first = try dee.saveProse(saga("morning run\n"))
+        try ada.apply([first], from: deviceA)
+        try fay.apply([first], from: deviceA)
+        try confirmHeld(dee)
+        let adas = try ada.saveProse(saga("morning run\n\nada's line\n"), key: dayKey)
+        let fays = try fay.saveProse(saga("morning run\n\nfay's line\n"), key: dayKey)
+        try confirmHeld(ada)
+        try confirmHeld(fay)
+        try dee.apply([adas, fays], from: deviceB)
+        let union = try XCTUnwrap(try text(dee))
+        XCTAssertTrue(union.contains("ada's line") && union.contains("fay's line"), union)
+
+        // Ada deletes the day she saw; Fay's concurrent edit beats the delete.
+        try ada.delete(.saga, dayKey)
+        try ada.apply([fays], from: deviceC)
+        let survived = try XCTUnwrap(try ada.row(.saga, dayKey))
+        XCTAssertEqual(try text(ada), "morning run\n\nfay's line\n")
+
+        try dee.apply([survived], from: deviceB)
+        XCTAssertEqual(try text(dee), "morning run\n\nfay's line\n", "the deleted paragraph stays deleted")
+        XCTAssertEqual(try dee.row(.saga, dayKey)?.heads.map(\.dot.actor.device), [deviceC], "dee made no edit of its own")
+        XCTAssertFalse(try dee.mergeHistory(.saga, dayKey).contains { $0.detail.contains("restored") })
+        XCTAssertEqual(try dee.shadow(.saga, dayKey), Array("morning run\n\nfay's line\n".utf8), "the shadow accepts the text")
+
+        // Fay, having seen every write, deletes the day: it stays deleted everywhere.
+        try fay.apply([survived], from: deviceB)
+        let last = try fay.delete(.saga, dayKey)
+        for s in [dee, ada] {
+            try s.apply([last], from: deviceC)
+            XCTAssertEqual(try s.row(.saga, dayKey)?.isTombstone, true)
+        }
+        XCTAssertEqual(try dee.roots(), try fay.roots())
+        XCTAssertEqual(try ada.roots(), try fay.roots())
+    }
+
     /// A note a sibling deleted while a file was open on it here: the save
     /// writes it again and deletes what the delete took. A note deleted
     /// here is not recorded: nothing here writes it again (files open on

@@ -168,17 +168,22 @@ extension WriteContext {
         try Shadows.load(db, ns, key, path: store.path)
     }
 
-    /// After a sibling's prose row was stored: if it dropped paragraphs this
-    /// device wrote or accepted (`shadow`, read before the row was written),
-    /// without tombstones (a clobber, not a deletion), restore them as a
-    /// local edit; then accept the text. Returns the restoring edit, if one
-    /// was made.
-    mutating func restoreFromShadow(after row: Row, shadow: [UInt8]?) throws(StoreError) -> Row? {
+    /// After a sibling's prose row was stored (`row`, joined with `local`,
+    /// what was stored before): if it dropped paragraphs this device wrote
+    /// or accepted (`shadow`, read before the row was written) without
+    /// tombstones (a clobber, not a deletion), restore them as a local edit;
+    /// then accept the text. Only a version this device did not hold can
+    /// clobber: a join that brings none dropped versions only because a
+    /// delete saw them (edit beats delete keeps the concurrent edit's text,
+    /// not the deleted one's). Returns the restoring edit, if one was made.
+    mutating func restoreFromShadow(after row: Row, local: Row?, shadow: [UInt8]?) throws(StoreError) -> Row? {
         guard let content = row.content, let prose = ProseText.of(content) else { return nil }
         defer {
             let stored = currentProse(row)
             _ = try? setShadow(row.namespace, row.key, stored ?? prose.text, stored: .some(stored))
         }
+        let held = local?.heads ?? []
+        guard row.heads.contains(where: { !held.contains($0) }) else { return nil }
         guard let shadow, shadow != prose.text,
               let shadowText = String(validating: shadow, as: UTF8.self),
               let incoming = ProseText.version(prose.text, prose.deleted) else { return nil }

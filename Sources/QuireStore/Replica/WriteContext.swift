@@ -270,7 +270,7 @@ struct WriteContext {
                 // row back from a delete starts afresh): never restore it.
                 try db.run("DELETE FROM shadows WHERE ns = ? AND key = ?", [.int(Int64(row.namespace.rawValue)), .blob(row.key.bytes)])
             } else {
-                _ = try restoreFromShadow(after: row, shadow: shadow)
+                _ = try restoreFromShadow(after: row, local: local, shadow: shadow)
             }
         }
         try confirmShipped(incoming: incoming)
