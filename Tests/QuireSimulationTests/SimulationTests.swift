@@ -208,6 +208,10 @@ final class SimulationTests: XCTestCase {
              "the committed round's anchor landed as the sync service's conflict copy beside an abandoned round's at the same generation; "
              + "a device starting behind with no sibling heard recovered from the abandoned one and brought a collected row back "
              + "(now the commit record names the round)"),
+            (9515, ["--lagging-cloud", "--revocations"], "ada: the loss of ada took back #w1, #w3, #w14",
+             "the oracle's: a barrier committed while a note's only delete was still on the device a restore then took it back from; "
+             + "the note, absent on the committing device, was counted as collected, so the write that delete saw was still owed "
+             + "when its device was lost"),
         ]
         for history in histories {
             let run = try SimulatorBinary.run(["--replay", String(history.seed)] + history.flags)

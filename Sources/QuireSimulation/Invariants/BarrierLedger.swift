@@ -10,6 +10,11 @@ final class BarrierLedger {
         /// Keys deleted in the history and live nowhere at the commit:
         /// the digests were equal across the roster, so no device held them.
         let keys: Set<RowRef>
+        /// Of those, the ones the committing device's graveyard names: a
+        /// tombstone of them was collected. A key absent there because its
+        /// only delete never reached it is not (a delete taken back with
+        /// its device, the write it saw held by that device alone).
+        let collected: Set<RowRef>
         /// Writes recorded before the commit (a later write of a key may bring it back).
         let writesBefore: Int
     }

@@ -15,8 +15,10 @@ extension Simulation {
             let row = (try? store.row(w.row.namespace, w.row.key)) ?? nil
             if !RowObservation.isLive(row) { keys.insert(w.row) }
         }
+        let buried = Set(((try? store.graveyard()) ?? []).map { RowRef($0.namespace, $0.key) })
         let generation = device.generation.value
-        ledger.noteCommit(.init(device: device.name, generation: generation, keys: keys, writesBefore: model.writes.count))
+        ledger.noteCommit(.init(device: device.name, generation: generation, keys: keys, collected: keys.intersection(buried),
+                                writesBefore: model.writes.count))
         fleet.trace.record(device.name, "barrier committed: generation \(generation), \(keys.count) deleted key(s) gone for good")
     }
 

@@ -45,12 +45,15 @@ extension Simulation {
     /// by agreement), not taken back (seed 2470). A write no delete saw is
     /// not: a barrier that collected its key never held it, and it went
     /// with its device (a lost one, outside the barrier's roster: seeds
-    /// 40067 and 40420 with --revocations).
+    /// 40067 and 40420 with --revocations). Nor is a key absent at the
+    /// commit only because its delete never left the device: the barrier
+    /// collected it only if its graveyard says so (seed 9515 with
+    /// --lagging-cloud --revocations).
     func noteRolledBack(_ heldBefore: [WriteRecord], by d: SimDevice, why: String = "the restore", countingItself: Bool = true) throws {
         var gone: [Int] = []
         for w in heldBefore {
             let deleted = w.isDelete || model.writes(of: w.row).contains { $0.isDelete && $0.seen.contains(w.id) }
-            if deleted, ledger.commits.contains(where: { $0.keys.contains(w.row) && w.id < $0.writesBefore }) { continue }
+            if deleted, ledger.commits.contains(where: { $0.collected.contains(w.row) && w.id < $0.writesBefore }) { continue }
             var holders = fleet.members.filter { $0 !== d }.compactMap(\.store)
             if countingItself, let mine = d.store { holders.insert(mine, at: 0) }
             let stillHeld = try holders.contains { keeps(try $0.row(w.row.namespace, w.row.key), w) }
