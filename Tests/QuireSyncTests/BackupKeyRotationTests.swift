@@ -370,6 +370,46 @@ final class BackupKeyRotationTests: XCTestCase {
         XCTAssertTrue(found.refused.contains { $0.contains("generation 8") && $0.contains("from before the revocation of 'c'") }, "\(found.refused)")
     }
 
+    /// `quire init --from-cloud` rebuilds from the anchor of the round the
+    /// commit record names, even when a sync service left it as a conflict
+    /// copy beside an abandoned round's at the same generation; without it,
+    /// from the newest, and it says why.
+    func testARebuildTakesTheAnchorOfTheRoundTheCommitRecordNames() throws {
+        let devices = try makeFleet(["a", "b", "c"], in: base)
+        let a = devices[0]
+        let cloud = base + "/cloud"
+        try FileManager.default.createDirectory(atPath: cloud, withIntermediateDirectories: true)
+        let folder = CloudFolder(path: cloud, accountID: a.identity.userIDHash)
+        let keys = try keys(of: a)
+        let (committed, abandoned) = ([UInt8](repeating: 0xC0, count: 16), [UInt8](repeating: 0xAB, count: 16))
+        func anchor(_ title: String, round: [UInt8], at seconds: Int64) throws -> [UInt8] {
+            try AnchorFile.seal(AnchorSnapshot(generation: 2, rows: try a.store.rows(.devices, from: [], to: nil) + snapshot(2, title).rows, round: round),
+                                accountID: folder.accountID, keys: keys, at: Timestamp(seconds: seconds))
+        }
+        let copy = folder.anchorPath.replacingOccurrences(of: ".qanchor", with: " (conflicted copy).qanchor")
+        XCTAssertTrue(FileManager.default.createFile(atPath: copy, contents: Data(try anchor("committed", round: committed, at: 20))))
+        try folder.write(try anchor("abandoned", round: abandoned, at: 10))
+        func rebuild() throws -> CloudRebuild.Found {
+            try XCTUnwrap(try CloudRebuild.newest(in: folder, account: a.identity.account.secret!, original: a.identity.backupKey))
+        }
+        func title(_ found: CloudRebuild.Found) -> String? { found.snapshot.rows.first { $0.namespace == .notebook }?.content?.displayName }
+        XCTAssertEqual(title(try rebuild()), "abandoned", "no record: the canonical file")
+
+        try folder.recordCommit(2, round: committed, keys: keys)
+        let found = try rebuild()
+        XCTAssertEqual(found.snapshot.round, committed)
+        XCTAssertEqual(title(found), "committed", "the committed round's anchor, though only a conflict copy")
+        XCTAssertEqual(found.refused + found.cautions, [])
+
+        try FileManager.default.removeItem(atPath: copy)
+        let without = try rebuild()
+        XCTAssertEqual(title(without), "abandoned", "the newest, rather than nothing")
+        XCTAssertTrue(without.cautions.contains { $0.contains("round that committed generation 2 is not in the folder") }, "\(without.cautions)")
+
+        try folder.recordCommit(3, round: committed, keys: keys)
+        XCTAssertTrue(try rebuild().cautions.contains { $0.contains("committed generation 3") && $0.contains("rebuilt from generation 2") })
+    }
+
     /// The revocation is in no anchor (none was written under the new key,
     /// only an older honest one), but in the revoking device's copy of the
     /// device log: the rebuild refuses the forgery for it, and the older

@@ -23,6 +23,8 @@ public enum CloudRebuild {
         public var ring: BackupKeyRing
         /// Anchors above the chosen one that were not used, and why.
         public var refused: [String]
+        /// What the chosen anchor may lack, by the commit record's account.
+        public var cautions: [String] = []
     }
 
     /// Anchors opened, and every one was refused (nothing usable, though
@@ -64,6 +66,7 @@ public enum CloudRebuild {
         let verdicts = log.verdicts()
         let schedule = BackupKeySchedule(log: log, roster: log.roster(verdicts: verdicts), verdicts: verdicts)
         for id in ring.ids where schedule.rotations[id] != nil && !schedule.accepts(ring.keys[id]!, for: id) { ring.remove(id) }
+        var usable: [(header: AnchorHeader, snapshot: AnchorSnapshot)] = []
         for anchor in opened {
             let missing = schedule.required.filter { !anchor.header.keySet.contains($0) }
             guard missing.isEmpty else {
@@ -71,10 +74,32 @@ public enum CloudRebuild {
                                 + missing.map(schedule.words).joined(separator: " and ") + " (a revoked device could have written it)"))
                 continue
             }
-            let above = refused.filter { $0.0 >= anchor.header.generation }.map(\.1)
-            return Found(header: anchor.header, snapshot: anchor.snapshot, ring: ring, refused: above)
+            usable.append(anchor)
         }
-        if !opened.isEmpty { throw EveryAnchorRefused(refused: refused.map(\.1)) }
-        return nil
+        guard var chosen = usable.first else {
+            if !opened.isEmpty { throw EveryAnchorRefused(refused: refused.map(\.1)) }
+            return nil
+        }
+        // At one generation the folder may show an anchor of a round
+        // abandoned after its upload beside (or instead of) the committed
+        // one. The commit record names the round that committed: its anchor
+        // is the one to rebuild from. Without it, the newest still is (an
+        // older generation's would lose more), and the user is told.
+        let record = folder.committedRound(ring: ring, original: original, required: Set(schedule.required))
+        var cautions: [String] = []
+        if let record, record.generation == chosen.header.generation, let round = record.round, chosen.snapshot.round != round {
+            if let committed = usable.first(where: { $0.header.generation == record.generation && $0.snapshot.round == round }) {
+                chosen = committed
+            } else {
+                cautions.append("the anchor of the round that committed generation \(record.generation) is not in the folder; "
+                                + "rebuilt from another round's anchor at that generation (a round abandoned after its upload): "
+                                + "rows deleted after it was written may show again")
+            }
+        } else if let record, record.generation > chosen.header.generation {
+            cautions.append("a barrier committed generation \(record.generation) (the commit record says so), but no anchor of it "
+                            + "opens here; rebuilt from generation \(chosen.header.generation): rows deleted since may show again")
+        }
+        let above = refused.filter { $0.0 >= chosen.header.generation }.map(\.1)
+        return Found(header: chosen.header, snapshot: chosen.snapshot, ring: ring, refused: above, cautions: cautions)
     }
 }

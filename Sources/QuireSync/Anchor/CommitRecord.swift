@@ -103,6 +103,16 @@ extension CloudFolder {
         return openCommitRecord(with: key, record)
     }
 
+    /// The record's generation and round for a device rebuilt from the
+    /// folder (`CloudRebuild`): opened with the rotation keys `ring`
+    /// carries, and ignored unless its key set holds every rotation in
+    /// `required` (as an anchor: a revoked device could have written it).
+    public func committedRound(ring: BackupKeyRing, original: SecretBytes, required: Set<DeviceID>) -> CommittedRound? {
+        guard let record = readCommitRecord(), required.isSubset(of: Set(record.set)),
+              let key = ring.key(for: record.set, original: original) else { return nil }
+        return openCommitRecord(with: key, record)
+    }
+
     /// Rotations the commit record names that `keys`' log does not know.
     func commitRecordUnknownRotations(keys: AnchorKeys) -> [DeviceID] {
         readCommitRecord().map { keys.unknownRotations(in: $0.set) } ?? []

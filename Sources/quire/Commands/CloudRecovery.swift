@@ -34,6 +34,7 @@ enum CloudRecovery {
         }
         let (header, snapshot) = (found.header, found.snapshot)
         for refusal in found.refused { Output.error("not used: " + refusal) }
+        for caution in found.cautions { Output.error("caution: " + caution) }
         let identity = Identity(account: keys.account, deviceSigning: SigningKeyPair(), deviceBox: BoxKeyPair(), backupKey: keys.backupKey)
         let (_, store) = try home.create(name: name, role: role, identity: identity)
         // The rotation keys first: the rebuilt device writes under them.
