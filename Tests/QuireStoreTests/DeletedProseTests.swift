@@ -193,7 +193,7 @@ final class DeletedProseTests: XCTestCase {
         }
         do {
             let c = try Connection(path: dir + "/a.sqlite")
-            try c.execute("DROP TABLE deleted_prose; PRAGMA user_version=\(Schema.all.count - 1)")
+            try c.execute("DROP TABLE barrier_lists; DROP TABLE deleted_prose; PRAGMA user_version=\(Schema.all.count - 2)")
         }
         let a = try store("a", deviceA, seed: 1)
         XCTAssertEqual(try Connection(path: dir + "/a.sqlite").queryOne("PRAGMA user_version") { $0.int(0) }, Int64(Schema.all.count))

@@ -198,7 +198,7 @@ final class GraveyardTests: XCTestCase {
         }
         do {
             let c = try Connection(path: dir + "/replica.sqlite")
-            try c.execute("DROP TABLE holders; DROP TABLE deleted_prose; PRAGMA user_version=\(Schema.all.count - 2)")
+            try c.execute("DROP TABLE holders; DROP TABLE deleted_prose; DROP TABLE barrier_lists; PRAGMA user_version=\(Schema.all.count - 3)")
         }
         let s = try makeStore(dir, device: deviceB, seed: 3)
         XCTAssertEqual(try Connection(path: dir + "/replica.sqlite").queryOne("PRAGMA user_version") { $0.int(0) }, Int64(Schema.all.count))

@@ -204,8 +204,8 @@ final class OffloadStoreTests: XCTestCase {
         }
         do {
             let c = try Connection(path: dir + "/replica.sqlite")
-            // The migrations after it too (`holders`, `deletedProse`).
-            try c.execute("DROP TABLE holders; DROP TABLE deleted_prose; DROP TABLE copy_pins; ALTER TABLE held_bodies DROP COLUMN forPin; PRAGMA user_version=\(Schema.all.count - 3)")
+            // The migrations after it too (`holders`, `deletedProse`, `barrierLists`).
+            try c.execute("DROP TABLE holders; DROP TABLE deleted_prose; DROP TABLE barrier_lists; DROP TABLE copy_pins; ALTER TABLE held_bodies DROP COLUMN forPin; PRAGMA user_version=\(Schema.all.count - 4)")
         }
         let s = try makeStore(dir)
         XCTAssertEqual(try Connection(path: dir + "/replica.sqlite").queryOne("PRAGMA user_version") { $0.int(0) }, Int64(Schema.all.count))

@@ -170,6 +170,32 @@ extension BarrierTests {
         XCTAssertEqual(Set(try store.graveyard().map(\.key)), Set(keys[0...1]))
     }
 
+    /// Both ends of a lost list restart before it is asked for again: the
+    /// leader keeps its lists in the replica and the follower the round it
+    /// asks for, so the list still comes and the claim covers the round.
+    func testALostListIsAskedForAndSentAgainAfterBothRestart() throws {
+        let (store, keys) = try followerMissingTheList(anchorKept: false, leaderAnswers: false)
+        let follower = (leader + 1) % 3
+        XCTAssertNotNil(try store.awaitedList(), "the round asked for is in the replica")
+        for i in [leader, follower] {
+            engines[i].stop()
+            var deps = SyncEngine.Dependencies(store: devices[i].store, identity: devices[i].identity, relay: relay, clock: clock,
+                                               random: SeededRandom(seed: UInt64(i + 50)), generation: { [g = generations[i]] in g.get() })
+            deps.cloud = CloudFolder(path: cloud, accountID: devices[i].identity.userIDHash)
+            deps.setGeneration = { [g = generations[i]] in try g.set($0) }
+            var config = SyncConfiguration()
+            config.barrierMinimumTombstones = 1
+            engines[i] = SyncEngine(deps, configuration: config)
+            XCTAssertNil(engines[i].barrier.awaitedList)
+            try engines[i].attach()
+        }
+        XCTAssertNotNil(engines[follower].barrier.awaitedList, "asked for again after the restart")
+        tick(60)
+        XCTAssertEqual(try store.graveyardCoverage(), GraveyardCoverage(since: 1, through: 1), "from the list the restarted leader kept")
+        XCTAssertEqual(Set(try store.graveyard().map(\.key)), Set(keys[0...1]))
+        XCTAssertNil(try store.awaitedList(), "no longer asked for")
+    }
+
     /// A round committed by the leader whose `gc_collected` to one follower is lost.
     func followerMissingTheList(anchorKept: Bool, leaderAnswers: Bool = true, anchorOfAnotherRound: Bool = false) throws -> (ReplicaStore, [RowKey]) {
         try makeFleet3()

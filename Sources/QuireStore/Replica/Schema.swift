@@ -23,8 +23,16 @@ enum Schema {
                                                  Migration(sql: KeptTable.migration),
                                                  Migration(sql: copyPins),
                                                  Migration(sql: holders),
-                                                 Migration(sql: deletedProse)]
+                                                 Migration(sql: deletedProse),
+                                                 Migration(sql: barrierLists)]
     }
+
+    /// The lists of what the last barrier rounds this device led collected
+    /// (`BarrierLists`), newest at the highest `at`, sent again to a
+    /// follower that asks. Rounds led before the upgrade have none here.
+    static let barrierLists = """
+        CREATE TABLE barrier_lists(nonce BLOB PRIMARY KEY, at INTEGER NOT NULL, list BLOB NOT NULL);
+        """
 
     /// The paragraphs a prose row showed here when it was deleted
     /// (`DeletedProse`): 32-byte paragraph hashes, one after another.

@@ -1,4 +1,5 @@
 import QuireCore
+import QuireStore
 
 /// The tombstone barrier's state on one device, owned in one place: the
 /// round this device leads (if any) and the rounds it answered. Pure: the
@@ -34,9 +35,9 @@ struct BarrierState {
     /// collects, the whole roster's tombstones (`gc_collected`), kept until
     /// its commit: nonce → entries.
     var collections: [[UInt8]: [CollectedTombstone]] = [:]
-    /// The lists of the last rounds this device led, encoded, newest last:
-    /// asked for again by a follower whose copy was lost (`gc_collected_req`).
-    var sentLists: [(nonce: [UInt8], list: [UInt8])] = []
+    /// How many of the lists of the last rounds this device led it keeps
+    /// (in the replica, `BarrierLists`), for a follower whose copy was lost
+    /// and asks again (`gc_collected_req`).
     static let sentListsKept = 4
     /// A round this device committed without its list, which it asks the
     /// leader for until it comes (`AwaitedList`).
@@ -47,7 +48,8 @@ struct BarrierState {
     var lastOutcome: String?
 
     /// A round committed without its `gc_collected`: once the list comes,
-    /// the graveyard names the round and the claim it broke is mended.
+    /// the graveyard names the round and the claim it broke is mended. The
+    /// round is also kept in the replica, so a restart asks again.
     struct AwaitedList {
         let nonce: [UInt8]
         let leader: DeviceID
@@ -58,12 +60,15 @@ struct BarrierState {
         var asks: Int
         static let retryMs: UInt64 = 5_000
         static let maxAsks = 6
-    }
 
-    /// Keeps the list of a round this device leads, dropping the oldest.
-    mutating func keepSentList(nonce: [UInt8], list: [UInt8]) {
-        sentLists.append((nonce, list))
-        if sentLists.count > Self.sentListsKept { sentLists.removeFirst(sentLists.count - Self.sentListsKept) }
+        init(_ list: QuireStore.AwaitedList, askedAtMs: UInt64, asks: Int) {
+            nonce = list.nonce
+            leader = list.leader
+            generation = list.generation
+            previousSince = list.previousSince
+            self.askedAtMs = askedAtMs
+            self.asks = asks
+        }
     }
 
     enum AckOutcome: Equatable {

@@ -171,7 +171,12 @@ extension SyncEngine {
         let list = BarrierCollected(nonce: round.nonce, tombstones: collected).encoded()
         let payload = BarrierCommit(nonce: round.nonce, digest: round.digest, generation: generation).encoded()
         let listFits = list.count <= RowLimits.maxMessageBytes - (64 << 10)
-        if listFits { barrier.keepSentList(nonce: round.nonce, list: list) }
+        if listFits {
+            // Kept to send again to a follower that asks; without it, that follower claims nothing for the round.
+            do { try store.keepSentList(nonce: round.nonce, list: list, keep: BarrierState.sentListsKept) } catch {
+                note("barrier: the list of this round could not be kept to send again (\(error))")
+            }
+        }
         for id in round.roster.sorted() {
             if listFits { send(.gcCollected, list, to: id) }
             send(.gcCommit, payload, to: id)
@@ -217,9 +222,10 @@ extension SyncEngine {
             // With neither, the round is committed claiming nothing, and the
             // list asked for again mends the claim when it comes.
             let claim = try store.graveyardCoverage()
-            barrier.awaitedList = BarrierState.AwaitedList(
-                nonce: commit.nonce, leader: sender, generation: commit.generation,
-                previousSince: claim.flatMap { $0.through + 1 == commit.generation ? $0.since : nil }, askedAtMs: nowMs, asks: 1)
+            let awaited = AwaitedList(nonce: commit.nonce, leader: sender, generation: commit.generation,
+                                      previousSince: claim.flatMap { $0.through + 1 == commit.generation ? $0.since : nil })
+            barrier.awaitedList = BarrierState.AwaitedList(awaited, askedAtMs: nowMs, asks: 1)
+            try store.setAwaitedList(awaited)
             send(.gcCollectedRequest, BarrierCollectedRequest(nonce: commit.nonce).encoded(), to: sender)
         }
         // The leader's roster is not in the commit; a settled roster is ours.
@@ -239,6 +245,7 @@ extension SyncEngine {
     func handleCollected(_ collected: BarrierCollected, from sender: DeviceID) throws {
         if let awaited = barrier.awaitedList, awaited.nonce == collected.nonce, awaited.leader == sender {
             barrier.awaitedList = nil
+            try store.setAwaitedList(nil)
             let claim = try store.buryLateCollection(admissibleGraveyard(collected.tombstones), generation: awaited.generation,
                                                      previousSince: awaited.previousSince, currentGeneration: deps.generation())
             note("barrier: the list of generation \(awaited.generation) came late; the graveyard names "
@@ -252,8 +259,8 @@ extension SyncEngine {
 
     /// A follower asks again for the list of a round this device led.
     func handleCollectedRequest(_ request: BarrierCollectedRequest, from sender: DeviceID) {
-        guard let kept = barrier.sentLists.last(where: { $0.nonce == request.nonce }) else { return }
-        send(.gcCollected, kept.list, to: sender)
+        guard let kept = try? store.sentList(nonce: request.nonce) else { return }
+        send(.gcCollected, kept, to: sender)
     }
 
     /// Asks again for a list that has not come, a few times, then gives up
@@ -264,6 +271,7 @@ extension SyncEngine {
         let mendable = deps.generation() == awaited.generation || (try? store.graveyardCoverage())?.since == awaited.generation + 1
         guard awaited.asks < BarrierState.AwaitedList.maxAsks, mendable else {
             barrier.awaitedList = nil
+            try? store.setAwaitedList(nil)
             return
         }
         awaited.asks += 1

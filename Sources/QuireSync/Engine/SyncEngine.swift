@@ -215,6 +215,10 @@ public final class SyncEngine: @unchecked Sendable {
             // the others (a device that just joined) get an introduction.
             for id in siblings.ids where !link.hasHeard(from: id) { introduce(to: id) }
             let now = clock.monotonicMilliseconds()
+            // A list asked for before a restart is asked for again at once.
+            if let awaited = try store.awaitedList() {
+                barrier.awaitedList = BarrierState.AwaitedList(awaited, askedAtMs: now - min(now, BarrierState.AwaitedList.retryMs), asks: 0)
+            }
             broadcast(force: true, nowMs: now)
             scheduleHeartbeat(nowMs: now)
         } catch {
