@@ -60,26 +60,38 @@ extension BarrierTests {
     /// simulator's seed 853 with --lagging-cloud --revocations recovered
     /// from the other one and brought a collected row back).
     func testAtStartUpTheCommitRecordsRoundPicksTheCommittedAnchor() throws {
-        let (restored, generation, keys) = try startingBehindBesideAnotherRoundsAnchor(copyKept: true)
+        let (restored, generation, keys, _) = try startingBehindBesideAnotherRoundsAnchor(copyKept: true)
         XCTAssertEqual(generation.get(), 1, "recovered at start-up, from the committed round's copy")
         XCTAssertTrue(engines[(leader + 1) % 3].status().barrier?.contains("recovered from the cloud anchor") ?? false)
         XCTAssertNil(try restored.row(.notebook, keys[0])?.content, "the row the committed round collected does not come back")
     }
 
-    /// The same with the copy gone too: it waits, and says why.
+    /// The same with the copy gone too: it waits, and says why. When the
+    /// sync service brings the committed anchor (as a conflict copy), the
+    /// device, still hearing no sibling, finds it on its own within the
+    /// recheck interval and recovers from it.
     func testAtStartUpWithoutTheCommittedRoundsAnchorTheDeviceWaits() throws {
-        let (restored, generation, keys) = try startingBehindBesideAnotherRoundsAnchor(copyKept: false)
+        let (restored, generation, keys, committed) = try startingBehindBesideAnotherRoundsAnchor(copyKept: false)
+        let victim = (leader + 1) % 3
         XCTAssertEqual(generation.get(), 0, "it waits")
-        let words = engines[(leader + 1) % 3].status().anchor ?? ""
+        let words = engines[victim].status().anchor ?? ""
         XCTAssertTrue(words.contains("is not of the round that committed it"), words)
         XCTAssertNotNil(try restored.row(.notebook, keys[0])?.content, "nothing was recovered: the backup's rows as they were")
+
+        let folder = CloudFolder(path: cloud, accountID: devices[victim].identity.userIDHash)
+        try committed.write(to: URL(fileURLWithPath: folder.anchorPath.replacingOccurrences(of: ".qanchor", with: " (conflicted copy).qanchor")))
+        let others = Set(engines.indices).subtracting([victim])
+        tick(Int(SyncEngine.anchorRecheckMilliseconds / 100) + 20, skipping: others)
+        XCTAssertEqual(generation.get(), 1, "recovered once the committed anchor landed, with no sibling heard")
+        XCTAssertNil(try restored.row(.notebook, keys[0])?.content, "the row the committed round collected is gone")
+        XCTAssertNil(engines[victim].status().anchor)
     }
 
     /// Generation 1 committed (keys[0] collected); the folder's canonical
     /// anchor replaced by another round's at generation 1 (keys[0] live in
     /// it, no claim), the committed one kept beside it as a conflict copy or
     /// not; a device put back from before starts with no sibling heard.
-    func startingBehindBesideAnotherRoundsAnchor(copyKept: Bool) throws -> (ReplicaStore, Generation, [RowKey]) {
+    func startingBehindBesideAnotherRoundsAnchor(copyKept: Bool) throws -> (ReplicaStore, Generation, [RowKey], committed: Data) {
         let (victim, store, keys, backup) = try notesSyncedAndAVictimBackedUp()
         let before = try store.rows(.notebook, from: [], to: nil)
         try store.delete(.notebook, keys[0])
@@ -100,7 +112,7 @@ extension BarrierTests {
         }
         let restored = try restoredReplica(of: victim, from: backup, seed: 4245)
         let generation = try restartedEngine(of: victim, on: restored, cloud: folder, seed: 96)
-        return (restored, generation, keys)
+        return (restored, generation, keys, committedBytes)
     }
 
     /// The round rides the digest (field 7) and the snapshot (field 9);

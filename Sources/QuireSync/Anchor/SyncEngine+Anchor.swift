@@ -6,6 +6,28 @@ import QuireStore
 /// device with no sibling online still notices), and whenever a sibling
 /// advertises a higher generation.
 extension SyncEngine {
+    /// How often a device that waits behind the fleet with no sibling
+    /// ahead heard looks at the folder again.
+    static let anchorRecheckMilliseconds: UInt64 = 30_000
+
+    /// A device that waits on the cloud folder (the committed round's
+    /// anchor not there yet, as when a sync service is behind; no anchor
+    /// it may use) looks again now and then: what it waits for may land
+    /// with no sibling ever heard.
+    func recheckAnchorWhileWaiting(nowMs: UInt64) {
+        guard anchorState != nil, deps.cloud != nil, siblings.aheadOf(deps.generation()) == nil else {
+            anchorRecheckAtMs = nil
+            return
+        }
+        guard let due = anchorRecheckAtMs else {
+            anchorRecheckAtMs = nowMs + Self.anchorRecheckMilliseconds
+            return
+        }
+        guard nowMs >= due else { return }
+        anchorRecheckAtMs = nowMs + Self.anchorRecheckMilliseconds
+        checkAnchor(trigger: "looked again while waiting")
+    }
+
     /// Reads the anchor's generation and, if this device is behind it
     /// (rolled back), recovers from the anchor's snapshot: join it in,
     /// remove what the fleet collected, keep this device's unshared
@@ -98,7 +120,7 @@ extension SyncEngine {
                     + "in the cloud folder is at \(target), too old to recover from; waiting to hear from a device at generation "
                     + "\(fleetGeneration). If every device was put back from before it, the fleet's state at it is lost with its "
                     + "anchor, and rows deleted since may come back"
-                note("anchor: the fleet committed generation \(fleetGeneration) but the newest anchor here is at \(target) (this device at \(local), "
+                noteOnce("anchor: the fleet committed generation \(fleetGeneration) but the newest anchor here is at \(target) (this device at \(local), "
                      + "\(trigger)): not recovering from an older anchor; " + (ahead == nil ? "waiting to hear from a sibling at generation \(fleetGeneration)"
                                                                                  : "catching up from a sibling at generation \(fleetGeneration)"))
                 if let (id, sibling) = ahead { requestSnapshot(from: id, theirGeneration: sibling.generationGap!) }

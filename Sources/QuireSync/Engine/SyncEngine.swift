@@ -141,6 +141,8 @@ public final class SyncEngine: @unchecked Sendable {
     /// Why this device cannot tell or reach the fleet's generation, in words (Anchor/).
     var anchorState: String?
     var lastAnchorCheckMs: UInt64?
+    /// When a device waiting behind the fleet looks at the folder again.
+    var anchorRecheckAtMs: UInt64?
     /// A sibling's snapshot being received (Anchor/SyncEngine+Snapshot).
     var snapshotAssembly: SnapshotAssembly?
     /// Errors with no success (status says "wedged" past a while).
@@ -338,6 +340,7 @@ public final class SyncEngine: @unchecked Sendable {
         requestMissingKeys(nowMs: now)
         barrierTick(nowMs: now)
         if now >= deviceLogDueMs { exchangeDeviceLog(nowMs: now) }
+        recheckAnchorWhileWaiting(nowMs: now)
         let expired = link.expireChunks(nowMs: now)
         if expired > 0 { count(.chunkExpired, expired) }
         updatePhase(nowMs: now)
