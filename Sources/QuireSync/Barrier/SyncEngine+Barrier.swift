@@ -218,19 +218,23 @@ extension SyncEngine {
             round = admissibleGraveyard(anchor.graveyard)
             since = anchor.graveyardSince
         }
+        var awaited: AwaitedList?
         if round == nil {
             // With neither, the round is committed claiming nothing, and the
             // list asked for again mends the claim when it comes.
             let claim = try store.graveyardCoverage()
-            let awaited = AwaitedList(nonce: commit.nonce, leader: sender, generation: commit.generation,
-                                      previousSince: claim.flatMap { $0.through + 1 == commit.generation ? $0.since : nil })
-            barrier.awaitedList = BarrierState.AwaitedList(awaited, askedAtMs: nowMs, asks: 1)
-            try store.setAwaitedList(awaited)
+            awaited = AwaitedList(nonce: commit.nonce, leader: sender, generation: commit.generation,
+                                  previousSince: claim.flatMap { $0.through + 1 == commit.generation ? $0.since : nil })
+            barrier.awaitedList = awaited.map { BarrierState.AwaitedList($0, askedAtMs: nowMs, asks: 1) }
             send(.gcCollectedRequest, BarrierCollectedRequest(nonce: commit.nonce).encoded(), to: sender)
         }
         // The leader's roster is not in the commit; a settled roster is ours.
         try collect(generation: commit.generation, nonce: commit.nonce,
                     roster: roster.members.values.filter { !$0.isRevoked }.map(\.deviceID), round: round, since: since)
+        // Kept so a restart asks again; the commit stands without it.
+        if let awaited {
+            do { try store.setAwaitedList(awaited) } catch { note("barrier: the round whose list is asked for could not be kept (\(error))") }
+        }
     }
 
     /// The anchor of the round this device is committing, if the folder
@@ -245,9 +249,9 @@ extension SyncEngine {
     func handleCollected(_ collected: BarrierCollected, from sender: DeviceID) throws {
         if let awaited = barrier.awaitedList, awaited.nonce == collected.nonce, awaited.leader == sender {
             barrier.awaitedList = nil
-            try store.setAwaitedList(nil)
             let claim = try store.buryLateCollection(admissibleGraveyard(collected.tombstones), generation: awaited.generation,
                                                      previousSince: awaited.previousSince, currentGeneration: deps.generation())
+            try? store.setAwaitedList(nil)
             note("barrier: the list of generation \(awaited.generation) came late; the graveyard names "
                  + (claim.map { "generations \($0.since) through \($0.through)" } ?? "that round, with no claim"))
             invalidateDigest()
