@@ -37,4 +37,47 @@ final class SilentSyncEndToEndTests: XCTestCase {
         XCTAssertTrue(eventually(30) { status().contains("sync: running (process \(daemon.pid))") }, status())
         XCTAssertTrue(daemon.isRunning)
     }
+
+    /// The same hang with a short limit on the folder's operations
+    /// (`CloudIO`): the engine gives up on the folder instead of waiting
+    /// for it, so notes still travel over the relay both ways while the
+    /// folder hangs, and the status names the folder that does not answer.
+    func testAHangingCloudFolderDoesNotStopSyncOverTheRelay() throws {
+        let host = try MountedDevice()
+        defer { host.close() }
+        let cloud = host.path("notebook/cloud")
+        XCTAssertEqual(mkdir(cloud, 0o755), 0)
+        let dir = makeShortDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let relay = "local:\(dir)/relay"
+        func home(_ name: String) -> String { dir + "/" + name }
+        let env = ["QUIRE_PASSPHRASE": "a long shared secret", "QUIRE_CLOUD_TIMEOUT_SECONDS": "2"]
+        try quireOK(["init", "--name", "a", "--relay", relay, "--cloud", cloud, "--kdf", "interactive"], home: home("a"))
+        try quireOK(["invite", "--out", dir + "/invite", "--kdf", "interactive"], home: home("a"), env: env)
+        try quireOK(["init", "--join", dir + "/invite", "--name", "b", "--relay", relay, "--cloud", cloud], home: home("b"), env: env)
+        let a = try SyncDaemon(home: home("a"), relay: relay, env: env)
+        defer { a.stop() }
+        let b = try SyncDaemon(home: home("b"), relay: relay, env: env)
+        defer { b.stop() }
+        func body(_ title: String, on name: String) -> String? {
+            try? quire(["get", "notebook", title], home: home(name)).stdout
+        }
+        try quireOK(["put", "notebook", "before"], home: home("a"), stdin: Array("before the hang\n".utf8))
+        XCTAssertTrue(eventually(30) { body("before", on: "b")?.contains("before the hang") ?? false }, b.output)
+
+        let server = try XCTUnwrap(host.daemonPID)
+        XCTAssertEqual(kill(server, SIGSTOP), 0)
+        defer { kill(server, SIGCONT) }
+        // Each engine reads the folder within 30 s (its device log); that read hangs, then gives up after 2 s.
+        let status = { (try? quire(["status"], home: home("a"), env: env).stdout) ?? "" }
+        XCTAssertTrue(eventually(60) { status().contains("cloud folder: has not answered since") }, status() + a.output)
+        try quireOK(["put", "notebook", "during a"], home: home("a"), stdin: Array("written on a while the folder hangs\n".utf8))
+        try quireOK(["put", "notebook", "during b"], home: home("b"), stdin: Array("written on b while the folder hangs\n".utf8))
+        XCTAssertTrue(eventually(30) { body("during a", on: "b")?.contains("while the folder hangs") ?? false }, b.output)
+        XCTAssertTrue(eventually(30) { body("during b", on: "a")?.contains("while the folder hangs") ?? false }, a.output)
+        XCTAssertTrue(a.isRunning && b.isRunning)
+
+        XCTAssertEqual(kill(server, SIGCONT), 0)
+        XCTAssertTrue(eventually(90) { !status().contains("cloud folder: has not answered since") }, status())
+    }
 }

@@ -45,10 +45,10 @@ public enum AnchorRekey {
             let encodedHeader = header2.encoded()
             let bytes = encodedHeader + (try AEAD.seal(snapshot.encoded(), associatedData: encodedHeader, with: writing.key))
             let path = cloud.rekeyedPath(device: device)
-            do { try AtomicFile.write(bytes, to: path, mode: 0o600) } catch { throw AnchorError.unwritable("\(path): \(error)") }
+            do { try CloudIO.write(bytes, to: path, mode: 0o600) } catch { throw AnchorError.unwritable("\(path): \(error)") }
             done.append("the anchor at generation \(header.generation)")
         }
-        if FileManager.default.fileExists(atPath: cloud.commitRecordPath) || localGeneration > 0 {
+        if try CloudIO.exists(cloud.commitRecordPath) || localGeneration > 0 {
             try cloud.recordCommit(localGeneration, keys: after, trusting: before)
             done.append("the commit record")
         }
@@ -69,7 +69,7 @@ extension CloudFolder {
     public func removeResealed(below generation: UInt64) {
         guard let all = try? candidates() else { return }
         for candidate in all where candidate.path.contains("-resealed-") && candidate.header.generation < generation {
-            unlink(candidate.path)
+            try? CloudIO.remove(candidate.path)
         }
     }
 }

@@ -43,16 +43,15 @@ extension CloudFolder {
     public func writeDeviceLog(_ rows: [Row], device: DeviceID, key: SecretBytes) throws(AnchorError) -> Bool {
         let plain = CBORWriter.encode(.array(rows.filter { $0.namespace == .devices }.sorted { $0.key < $1.key }.map(RowWire.encode)))
         let file = deviceLogPath(of: device)
-        if let existing = try? AtomicFile.readRegular(file, upTo: RowLimits.maxMessageBytes), (try? openDeviceLog(existing, device: device, key: key)) == plain {
+        if let existing = try? CloudIO.read(file, upTo: RowLimits.maxMessageBytes), (try? openDeviceLog(existing, device: device, key: key)) == plain {
             return false
         }
-        var isDir: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir), isDir.boolValue else {
-            throw .unwritable("\(path) is not a folder (is the cloud folder mounted?)")
-        }
         do {
+            guard try CloudIO.isFolder(path) else { throw AnchorError.unwritable("\(path) is not a folder (is the cloud folder mounted?)") }
             let sealed = try AEAD.seal(plain, associatedData: deviceLogAssociatedData(device), with: key)
-            try AtomicFile.write(CloudFolder.deviceLogMagic + sealed, to: file, mode: 0o600)
+            try CloudIO.write(CloudFolder.deviceLogMagic + sealed, to: file, mode: 0o600)
+        } catch let error as AnchorError {
+            throw error
         } catch {
             throw .unwritable("\(file): \(error)")
         }
@@ -63,7 +62,9 @@ extension CloudFolder {
     /// not be used, with why (named in the status; never fatal).
     public func deviceLogs(key: SecretBytes) throws(AnchorError) -> (rows: [Row], unusable: [String]) {
         let names: [String]
-        do { names = try FileManager.default.contentsOfDirectory(atPath: path) } catch {
+        do { names = try CloudIO.list(path) } catch let error as CloudIO.NotAnswering {
+            throw .unreadable("\(path): \(error)")
+        } catch {
             throw .unreadable("\(path): \(error.localizedDescription)")
         }
         var rows: [Row] = [], unusable: [String] = []
@@ -76,7 +77,7 @@ extension CloudFolder {
             }
             // A log is a few KB a device; a file past the message limit is no copy.
             let data: [UInt8]
-            do { data = try AtomicFile.readRegular(file, upTo: RowLimits.maxMessageBytes + 1) } catch {
+            do { data = try CloudIO.read(file, upTo: RowLimits.maxMessageBytes + 1) } catch {
                 unusable.append("\(file): cannot be read (\(error))")
                 continue
             }

@@ -27,11 +27,14 @@ public struct CloudFolder: Sendable {
     /// Writes an anchor and returns once it has landed: temporary file,
     /// fsync, rename, fsync of the folder.
     public func write(_ bytes: [UInt8]) throws(AnchorError) {
-        var isDir: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir), isDir.boolValue else {
-            throw .unwritable("\(path) is not a folder (is the cloud folder mounted?)")
+        do {
+            guard try CloudIO.isFolder(path) else { throw AnchorError.unwritable("\(path) is not a folder (is the cloud folder mounted?)") }
+            try CloudIO.write(bytes, to: anchorPath, mode: 0o600)
+        } catch let error as AnchorError {
+            throw error
+        } catch {
+            throw .unwritable("\(error)")
         }
-        do { try AtomicFile.write(bytes, to: anchorPath, mode: 0o600) } catch { throw .unwritable("\(error)") }
     }
 
     public struct Candidate: Sendable {
@@ -43,13 +46,15 @@ public struct CloudFolder: Sendable {
     /// account, highest generation first (headers only: no key needed).
     public func candidates() throws(AnchorError) -> [Candidate] {
         let names: [String]
-        do { names = try FileManager.default.contentsOfDirectory(atPath: path) } catch {
+        do { names = try CloudIO.list(path) } catch let error as CloudIO.NotAnswering {
+            throw .unreadable("\(path): \(error)")
+        } catch {
             throw .unreadable("\(path): \(error.localizedDescription)")
         }
         let prefix = CloudFolder.filePrefix(accountID)
         var out: [Candidate] = []
         for name in names where name.hasPrefix(prefix) && !name.contains(".tmp-") {
-            guard let head = CloudFolder.readHeader(path + "/" + name),
+            guard let head = try CloudFolder.readHeader(path + "/" + name),
                   let header = try? AnchorFile.header(of: head, accountID: accountID) else { continue }
             out.append(Candidate(path: path + "/" + name, header: header))
         }
@@ -74,12 +79,19 @@ public struct CloudFolder: Sendable {
     }
 
     /// The header bytes of a file (the fixed part, then the key block), or
-    /// nil if it cannot be read or is no anchor.
-    static func readHeader(_ file: String) -> [UInt8]? {
+    /// nil if it cannot be read or is no anchor; throws when the folder
+    /// does not answer (no anchor is not the same as none seen).
+    static func readHeader(_ file: String) throws(AnchorError) -> [UInt8]? {
         // Regular files only: a FIFO under an anchor's name would block the reader.
-        guard var head = try? AtomicFile.readRegular(file, upTo: AnchorHeader.size + 4),
-              let length = try? AnchorHeader.length(of: head) else { return nil }
-        if length > head.count { head = (try? AtomicFile.readRegular(file, upTo: length)) ?? [] }
+        func read(_ limit: Int) throws(AnchorError) -> [UInt8]? {
+            do { return try CloudIO.read(file, upTo: limit) } catch let error as CloudIO.NotAnswering {
+                throw .unreadable("\(file): \(error)")
+            } catch {
+                return nil
+            }
+        }
+        guard var head = try read(AnchorHeader.size + 4), let length = try? AnchorHeader.length(of: head) else { return nil }
+        if length > head.count { head = try read(length) ?? [] }
         return head.count >= length ? Array(head.prefix(length)) : nil
     }
 
@@ -141,7 +153,8 @@ public struct CloudFolder: Sendable {
     }
 
     private func open(_ candidate: Candidate, keys: AnchorKeys) throws(AnchorError) -> (header: AnchorHeader, snapshot: AnchorSnapshot) {
-        guard let data = try? AtomicFile.readRegular(candidate.path) else { throw .unreadable(candidate.path) }
+        let data: [UInt8]
+        do { data = try CloudIO.read(candidate.path) } catch { throw .unreadable("\(candidate.path): \(error)") }
         return try AnchorFile.open(data, accountID: accountID, keys: keys)
     }
 }

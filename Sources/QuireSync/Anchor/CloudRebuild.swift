@@ -43,7 +43,7 @@ public enum CloudRebuild {
         var refused: [(UInt64, String)] = []
         for candidate in try folder.candidates() {
             do {
-                guard let data = try? AtomicFile.readRegular(candidate.path) else { throw AnchorError.unreadable(candidate.path) }
+                guard let data = try? CloudIO.read(candidate.path) else { throw AnchorError.unreadable(candidate.path) }
                 var key = original
                 if !candidate.header.keySet.isEmpty {
                     let carried = try BackupKeyRing.open(candidate.header.sealedForAccount, with: accountBox)

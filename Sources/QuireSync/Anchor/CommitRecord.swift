@@ -37,7 +37,7 @@ extension CloudFolder {
 
     /// The record's key set and sealed value, as stored (nil: no record, or not one).
     private func readCommitRecord() -> (set: [DeviceID], header: [UInt8], sealed: [UInt8])? {
-        guard let data = try? AtomicFile.readRegular(commitRecordPath, upTo: 1 << 20) else { return nil }
+        guard let data = try? CloudIO.read(commitRecordPath, upTo: 1 << 20) else { return nil }
         guard data.count >= 12, Array(data[0..<8]) == CloudFolder.commitMagic else { return ([], [], data) }   // format 1
         let n = Int(data[8..<12].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
         guard n <= 64 << 10, data.count >= 12 + n,
@@ -86,8 +86,8 @@ extension CloudFolder {
         for shift in stride(from: 56, through: 0, by: -8) { plain.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
         if let valueRound { plain += valueRound }
         do {
-            try AtomicFile.write(header + (try AEAD.seal(plain, associatedData: commitAssociatedData + header, with: writing.key)),
-                                 to: commitRecordPath, mode: 0o600)
+            try CloudIO.write(header + (try AEAD.seal(plain, associatedData: commitAssociatedData + header, with: writing.key)),
+                              to: commitRecordPath, mode: 0o600)
         } catch {
             throw .unwritable("\(commitRecordPath): \(error)")
         }

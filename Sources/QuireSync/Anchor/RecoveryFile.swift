@@ -57,14 +57,14 @@ public enum RecoveryFile {
             (.unsigned(4), .bytes(salt)), (.unsigned(5), .unsigned(strength.operations)),
             (.unsigned(6), .unsigned(UInt64(strength.memoryBytes))), (.unsigned(7), .bytes(sealed)),
         ]))
-        try AtomicFile.write(file, to: path(cloud: cloud, accountID: identity.userIDHash), mode: 0o600)
+        try CloudIO.write(file, to: path(cloud: cloud, accountID: identity.userIDHash), mode: 0o600)
     }
 
     /// The recovery files in a cloud folder, by account id.
     public static func accounts(in cloud: String) -> [[UInt8]] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: cloud)) ?? []
+        let names = (try? CloudIO.list(cloud)) ?? []
         return names.filter { $0.hasPrefix("quire-recovery-") && $0.hasSuffix(".qrecovery") }.compactMap { name in
-            guard let data = try? AtomicFile.readRegular(cloud + "/" + name, upTo: 1 << 20),
+            guard let data = try? CloudIO.read(cloud + "/" + name, upTo: 1 << 20),
                   let f = try? CBORReader.decode(Array(data)).asFieldMap(), let id = try? f.required(3, "account").asBytes() else { return nil }
             return id
         }
@@ -74,7 +74,7 @@ public enum RecoveryFile {
     public static func open(cloud: String, accountID: [UInt8], code: String) throws -> (account: SigningKeyPair, backupKey: SecretBytes) {
         let path = path(cloud: cloud, accountID: accountID)
         let data: [UInt8]
-        do { data = try AtomicFile.readRegular(path, upTo: 1 << 20) } catch { throw AnchorError.unreadable("no recovery file at \(path) (\(error))") }
+        do { data = try CloudIO.read(path, upTo: 1 << 20) } catch { throw AnchorError.unreadable("no recovery file at \(path) (\(error))") }
         let f: CBORFields
         do { f = try CBORReader.decode(Array(data)).asFieldMap() } catch { throw AnchorError.malformed("\(path) is not a recovery file: \(error)") }
         guard (try? f.required(1, "kind").asText()) == kind, (try? f.required(2, "format").asUInt()) == 1 else {

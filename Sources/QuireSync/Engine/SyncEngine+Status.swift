@@ -35,6 +35,10 @@ extension SyncEngine {
     /// Anchors refused and backup keys missing, for the status (nil: nothing to say).
     var currentCloudWarnings: [String]? {
         var out = anchorWarnings + keyProblems + deviceLogWarnings
+        if deps.cloud != nil, let since = CloudIO.stuckSince {
+            out.insert("has not answered since \(DateStamp.format(since)) (a network mount or sync service that hangs?): sync over "
+                       + "the relay goes on; what needs the folder (the anchor, the barrier, the device log's copies) waits for it", at: 0)
+        }
         if backupKeyIsReal, phase != .revoked, !keySchedule.missing(in: rotationKeys).isEmpty { out.append(anchorKeys.missingWords) }
         return out.isEmpty ? nil : out
     }
