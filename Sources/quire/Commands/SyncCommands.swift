@@ -43,7 +43,11 @@ enum SyncCommands {
         when this device holds at least 64 tombstones or one a day old. Drills
         shorten these with QUIRE_BARRIER_MIN_TOMBSTONES, QUIRE_BARRIER_DEBOUNCE_MS
         and QUIRE_QUIET_WINDOW_MS. A device whose errors persist with no success
-        for 10 minutes (QUIRE_WEDGED_AFTER_MS) says it is wedged, and why.
+        for 10 minutes (QUIRE_WEDGED_AFTER_MS) says it is wedged, and why. Each
+        file operation on the cloud folder is waited for at most 60 s
+        (QUIRE_CLOUD_TIMEOUT_SECONDS): a folder that hangs (a network mount)
+        stops only what needs it, and 'quire status' says so; sync over the
+        relay goes on.
 
         Only one sync may run per device directory (the mount runs one too).
         """
