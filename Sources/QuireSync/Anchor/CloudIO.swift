@@ -33,7 +33,7 @@ public enum CloudIO {
 
     /// When the operation the folder has not answered began, while it has
     /// run past the limit (nil: the folder answers).
-    public static var stuckSince: Timestamp? { gate.stuckSince(limit: limitSeconds) }
+    public static var stuckSince: Timestamp? { gate.stuck(limit: limitSeconds)?.since }
 
     /// The worker and what it is doing now.
     final class Gate: @unchecked Sendable {
@@ -50,19 +50,12 @@ public enum CloudIO {
             }
         }
         func finished() { lock.withLock { busySince = nil; startedAt = nil } }
-        /// When the running operation started, if it has run past the limit.
-        func stuckSince(limit: Int) -> Timestamp? {
+        /// How long the running operation has run, and since when, once past the limit.
+        func stuck(limit: Int) -> (seconds: Int, since: Timestamp)? {
             lock.withLock {
-                guard let since = busySince, (DispatchTime.now().uptimeNanoseconds &- since) / 1_000_000_000 >= UInt64(limit) else { return nil }
-                return startedAt
-            }
-        }
-        /// Seconds the running operation has run, when past the limit.
-        func stuckFor(limit: Int) -> Int? {
-            lock.withLock {
-                guard let since = busySince else { return nil }
+                guard let since = busySince, let startedAt else { return nil }
                 let seconds = Int((DispatchTime.now().uptimeNanoseconds &- since) / 1_000_000_000)
-                return seconds >= limit ? seconds : nil
+                return seconds >= limit ? (seconds, startedAt) : nil
             }
         }
     }
@@ -83,7 +76,7 @@ public enum CloudIO {
     /// Runs `operation` on the folder's thread and waits for it, at most the limit.
     static func perform<T: Sendable>(_ operation: @escaping @Sendable () throws -> T) throws -> T {
         let limit = limitSeconds
-        if let seconds = gate.stuckFor(limit: limit) { throw NotAnswering(seconds: seconds) }
+        if let stuck = gate.stuck(limit: limit) { throw NotAnswering(seconds: stuck.seconds) }
         let outcome = Outcome<T>()
         let done = DispatchSemaphore(value: 0)
         let gate = self.gate
