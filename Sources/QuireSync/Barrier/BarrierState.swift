@@ -51,24 +51,12 @@ struct BarrierState {
     /// the graveyard names the round and the claim it broke is mended. The
     /// round is also kept in the replica, so a restart asks again.
     struct AwaitedList {
-        let nonce: [UInt8]
-        let leader: DeviceID
-        let generation: UInt64
-        /// Where the claim started when it reached the round before (nil: it did not).
-        let previousSince: UInt64?
+        /// Which round, from which leader (kept in the replica too).
+        let round: QuireStore.AwaitedList
         var askedAtMs: UInt64
         var asks: Int
         static let retryMs: UInt64 = 5_000
         static let maxAsks = 6
-
-        init(_ list: QuireStore.AwaitedList, askedAtMs: UInt64, asks: Int) {
-            nonce = list.nonce
-            leader = list.leader
-            generation = list.generation
-            previousSince = list.previousSince
-            self.askedAtMs = askedAtMs
-            self.asks = asks
-        }
     }
 
     enum AckOutcome: Equatable {

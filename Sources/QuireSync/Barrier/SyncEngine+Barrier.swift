@@ -225,7 +225,7 @@ extension SyncEngine {
             let claim = try store.graveyardCoverage()
             awaited = AwaitedList(nonce: commit.nonce, leader: sender, generation: commit.generation,
                                   previousSince: claim.flatMap { $0.through + 1 == commit.generation ? $0.since : nil })
-            barrier.awaitedList = awaited.map { BarrierState.AwaitedList($0, askedAtMs: nowMs, asks: 1) }
+            barrier.awaitedList = awaited.map { BarrierState.AwaitedList(round: $0, askedAtMs: nowMs, asks: 1) }
             send(.gcCollectedRequest, BarrierCollectedRequest(nonce: commit.nonce).encoded(), to: sender)
         }
         // The leader's roster is not in the commit; a settled roster is ours.
@@ -247,12 +247,12 @@ extension SyncEngine {
     /// Kept for the commit of a round this device acked, from its leader
     /// only; or, for a round committed without it, buried now.
     func handleCollected(_ collected: BarrierCollected, from sender: DeviceID) throws {
-        if let awaited = barrier.awaitedList, awaited.nonce == collected.nonce, awaited.leader == sender {
+        if let awaited = barrier.awaitedList, awaited.round.nonce == collected.nonce, awaited.round.leader == sender {
             barrier.awaitedList = nil
-            let claim = try store.buryLateCollection(admissibleGraveyard(collected.tombstones), generation: awaited.generation,
-                                                     previousSince: awaited.previousSince, currentGeneration: deps.generation())
+            let claim = try store.buryLateCollection(admissibleGraveyard(collected.tombstones), generation: awaited.round.generation,
+                                                     previousSince: awaited.round.previousSince, currentGeneration: deps.generation())
             try? store.setAwaitedList(nil)
-            note("barrier: the list of generation \(awaited.generation) came late; the graveyard names "
+            note("barrier: the list of generation \(awaited.round.generation) came late; the graveyard names "
                  + (claim.map { "generations \($0.since) through \($0.through)" } ?? "that round, with no claim"))
             invalidateDigest()
             return
@@ -272,7 +272,7 @@ extension SyncEngine {
     func askForAwaitedList(nowMs: UInt64) {
         guard var awaited = barrier.awaitedList, nowMs &- awaited.askedAtMs >= BarrierState.AwaitedList.retryMs else { return }
         // Past the round, only a claim that restarted right after it can still be mended.
-        let mendable = deps.generation() == awaited.generation || (try? store.graveyardCoverage())?.since == awaited.generation + 1
+        let mendable = deps.generation() == awaited.round.generation || (try? store.graveyardCoverage())?.since == awaited.round.generation + 1
         guard awaited.asks < BarrierState.AwaitedList.maxAsks, mendable else {
             barrier.awaitedList = nil
             try? store.setAwaitedList(nil)
@@ -281,7 +281,7 @@ extension SyncEngine {
         awaited.asks += 1
         awaited.askedAtMs = nowMs
         barrier.awaitedList = awaited
-        send(.gcCollectedRequest, BarrierCollectedRequest(nonce: awaited.nonce).encoded(), to: awaited.leader)
+        send(.gcCollectedRequest, BarrierCollectedRequest(nonce: awaited.round.nonce).encoded(), to: awaited.round.leader)
     }
 
     /// `round`: every tombstone the round collected (nil: not known);

@@ -219,7 +219,7 @@ public final class SyncEngine: @unchecked Sendable {
             let now = clock.monotonicMilliseconds()
             // A list asked for before a restart is asked for again at once.
             if let awaited = try store.awaitedList() {
-                barrier.awaitedList = BarrierState.AwaitedList(awaited, askedAtMs: now - min(now, BarrierState.AwaitedList.retryMs), asks: 0)
+                barrier.awaitedList = BarrierState.AwaitedList(round: awaited, askedAtMs: now - min(now, BarrierState.AwaitedList.retryMs), asks: 0)
             }
             broadcast(force: true, nowMs: now)
             scheduleHeartbeat(nowMs: now)
