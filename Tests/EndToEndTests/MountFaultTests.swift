@@ -127,6 +127,26 @@ final class MountFaultTests: XCTestCase {
         XCTAssertFalse(device.isMounted)
     }
 
+    func testAFolderThatHoldsFilesIsMountedOverOnlyWhenAskedTo() throws {
+        device = try MountedDevice()
+        XCTAssertEqual(try device.unmount().status, 0)
+        let hidden = device.mountpoint + "/my own file.txt"
+        XCTAssertTrue(FileManager.default.createFile(atPath: hidden, contents: Data("mine\n".utf8)))
+        let refused = try quire(["mount", device.mountpoint, "-o", "nosync"], home: device.home)
+        XCTAssertEqual(refused.status, 1, refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("is not empty (it holds 'my own file.txt')"), refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("-o nonempty"), refused.stderr)
+        XCTAssertFalse(device.isMounted)
+        XCTAssertEqual(try String(contentsOfFile: hidden, encoding: .utf8), "mine\n")
+        // Asked to, it mounts over the file, which shows again after the unmount.
+        try device.mount(["-o", "nosync,nonempty"])
+        XCTAssertTrue(device.isMounted)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: hidden))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: device.path("notebook")))
+        XCTAssertEqual(try device.unmount().status, 0)
+        XCTAssertEqual(try String(contentsOfFile: hidden, encoding: .utf8), "mine\n")
+    }
+
     func testDaemonModesOptionsAndUnmounting() throws {
         device = try MountedDevice()
         let table = try String(contentsOfFile: "/proc/self/mounts", encoding: .utf8)

@@ -19,8 +19,9 @@ enum MountCommands {
             Every change made there is an edit of the replica, synced like any
             other. Goes to the background once mounted (its messages go to the
             device's quire.log); unmount with 'quire unmount DIR' or
-            'fusermount3 -u DIR'. A stale mount left at DIR by a killed daemon
-            is cleaned up first, and said so. While 'quire sync' runs for this
+            'fusermount3 -u DIR'. DIR must be an empty folder (see -o nonempty).
+            A stale mount left at DIR by a killed daemon is cleaned up first,
+            and said so. While 'quire sync' runs for this
             device, the mount leaves syncing to it and takes over once it stops.
 
               -f, --foreground   stay in the foreground (Ctrl-C unmounts)
@@ -33,6 +34,8 @@ enum MountCommands {
                   recall_timeout=S   seconds a read of an offloaded note waits
                                      for its holder (default: prefs, 10)
                   nosync             do not sync with siblings while mounted
+                  nonempty           mount over a folder that holds files
+                                     (hidden until unmount; refused without it)
                   fsname=NAME        first column of /proc/mounts (default: the
                                      device directory)
                   nosuid, nodev, noexec, noatime, auto_unmount, max_read=N, ...

@@ -31,7 +31,7 @@ enum MountDaemon {
 
     private static func serve(mountpoint: String, options: MountOptions, invocation: Invocation, notifier: Notifier) throws {
         let home = invocation.home
-        try prepare(mountpoint, home: home, notifier: notifier)
+        try prepare(mountpoint, home: home, allowsNonEmpty: options.allowsNonEmpty, notifier: notifier)
         let (identity, store) = try invocation.open()
         let log = MountLog(path: home.logPath)
         let prefs = try? home.prefs.load()
@@ -103,10 +103,11 @@ enum MountDaemon {
         if case .signal(let signal) = ending { log.info("unmounted \(mountpoint) on signal \(signal)") }
     }
 
-    /// The mountpoint must be a directory with nothing of ours on it; a
-    /// stale mount (daemon killed: "Transport endpoint is not connected")
-    /// is removed and reported.
-    private static func prepare(_ mountpoint: String, home: DeviceHome, notifier: Notifier) throws {
+    /// The mountpoint must be an empty directory with nothing of ours on it
+    /// (files in it would be hidden while mounted: refused unless `-o
+    /// nonempty`); a stale mount (daemon killed: "Transport endpoint is not
+    /// connected") is removed and reported.
+    private static func prepare(_ mountpoint: String, home: DeviceHome, allowsNonEmpty: Bool, notifier: Notifier) throws {
         if FuseMounts.isStale(mountpoint) {
             do { try FuseMounts.unmountLazily(mountpoint) } catch {
                 throw CommandFailure("\(mountpoint) is a stale mount (its daemon is gone) and could not be removed: \(error); try 'fusermount3 -u -z \(mountpoint)'")
@@ -123,6 +124,17 @@ enum MountDaemon {
             throw CommandFailure("cannot mount at \(mountpoint): \(String(cString: strerror(errno)))")
         }
         guard info.st_mode & S_IFMT == S_IFDIR else { throw CommandFailure("cannot mount at \(mountpoint): not a directory") }
+        if !allowsNonEmpty {
+            let entries: [String]
+            do { entries = try FileManager.default.contentsOfDirectory(atPath: mountpoint) } catch {
+                throw CommandFailure("cannot mount at \(mountpoint): it cannot be listed (\(error.localizedDescription))")
+            }
+            if let first = entries.sorted().first {
+                let more = entries.count > 1 ? " and \(entries.count - 1) more" : ""
+                throw CommandFailure("\(mountpoint) is not empty (it holds '\(first)'\(more)): mounted over, they would be hidden "
+                                     + "until unmount; choose an empty folder, or pass -o nonempty to mount over them anyway")
+            }
+        }
     }
 
 }

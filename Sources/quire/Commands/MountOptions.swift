@@ -5,6 +5,8 @@ struct MountOptions: Equatable {
     var isReadOnly = false
     var isDebug = false
     var startsSync = true
+    /// Mount over a folder that holds files (they are hidden until unmount).
+    var allowsNonEmpty = false
     var recallTimeout: Double?
     var fileSystemName: String?
     /// Handed to libfuse unchanged (kernel mount flags and FUSE knobs).
@@ -19,7 +21,7 @@ struct MountOptions: Equatable {
     /// fstab and mount(8) words with no meaning to the filesystem itself.
     static let ignoredOptions: Set<String> = [
         "defaults", "auto", "noauto", "user", "users", "nouser", "owner", "group", "_netdev", "nofail",
-        "default_permissions", "rw", "quiet", "nonempty",
+        "default_permissions", "rw", "quiet",
     ]
 
     static func parse(_ groups: [String]) throws(UsageError) -> MountOptions {
@@ -34,6 +36,7 @@ struct MountOptions: Equatable {
                 case "rw": options.isReadOnly = false
                 case "debug": options.isDebug = true
                 case "nosync": options.startsSync = false
+                case "nonempty": options.allowsNonEmpty = true
                 case "recall_timeout":
                     guard let value, let seconds = Double(value), seconds > 0 else {
                         throw UsageError("-o recall_timeout expects seconds, e.g. recall_timeout=10")
