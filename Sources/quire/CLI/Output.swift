@@ -23,15 +23,38 @@ enum Output {
         FileHandle.standardOutput.write(Data("\n".utf8))
     }
 
-    /// Reads all of standard input, or a file.
-    static func readInput(file: String?) throws(CommandFailure) -> [UInt8] {
-        if let file, file != "-" {
-            guard let data = FileManager.default.contents(atPath: file) else {
-                throw CommandFailure("cannot read \(file): \(String(cString: strerror(errno)))")
-            }
-            return Array(data)
+    /// Reads all of standard input, or a file; with `limit`, no further
+    /// than that many bytes (the caller refuses a longer input).
+    static func readInput(file: String?, limit: Int? = nil) throws(CommandFailure) -> [UInt8] {
+        if let file, file != "-" { return try readFile(file, limit: limit) }
+        return try read(FileHandle.standardInput, limit: limit, name: "standard input")
+    }
+
+    /// A whole file read to its end, a pipe or FIFO too (`--file <(...)`,
+    /// `/dev/stdin`); `what` names it in the error ("invite file").
+    static func readFile(_ path: String, what: String? = nil, limit: Int? = nil) throws(CommandFailure) -> [UInt8] {
+        let name = what.map { "\($0) \(path)" } ?? path
+        var info = stat()
+        if stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR { throw CommandFailure("cannot read \(name): it is a folder") }
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw CommandFailure("cannot read \(name): \(String(cString: strerror(errno)))")
         }
-        return Array(FileHandle.standardInput.readDataToEndOfFile())
+        defer { try? handle.close() }
+        return try read(handle, limit: limit, name: name)
+    }
+
+    private static func read(_ handle: FileHandle, limit: Int?, name: String) throws(CommandFailure) -> [UInt8] {
+        var bytes: [UInt8] = []
+        do {
+            while limit.map({ bytes.count < $0 }) ?? true {
+                let want = min(1 << 20, (limit ?? Int.max) - bytes.count)
+                guard let data = try handle.read(upToCount: want), !data.isEmpty else { break }
+                bytes += data
+            }
+        } catch {
+            throw CommandFailure("cannot read \(name): \(error.localizedDescription)")
+        }
+        return bytes
     }
 
     static var isTerminal: Bool { isatty(STDOUT_FILENO) != 0 }

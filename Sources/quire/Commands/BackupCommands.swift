@@ -64,9 +64,9 @@ enum BackupCommands {
     ) { args, inv in
         try args.expectPositional(0...0, "")
         guard let source = args.value("from") else { throw UsageError("quire restore needs --from FILE") }
-        guard let data = FileManager.default.contents(atPath: source) else { throw CommandFailure("cannot read \(source)") }
+        let data = try Output.readFile(source, what: "backup file")
         let archive: DeviceBackup
-        do { archive = try DeviceBackup(decoding: Array(data), source: source) } catch { throw CommandFailure("\(error)") }
+        do { archive = try DeviceBackup(decoding: data, source: source) } catch { throw CommandFailure("\(error)") }
         let home = inv.home
         if home.exists, let (identity, _) = try? home.open(), identity.deviceID != archive.deviceID {
             throw CommandFailure("\(home.path) holds another device (\(identity.deviceID.hex.prefix(12))); this backup is of "

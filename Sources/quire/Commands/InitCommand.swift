@@ -110,10 +110,7 @@ enum InitCommand {
         if source.hasPrefix(Invite.prefix) {
             text = source
         } else {
-            guard let data = FileManager.default.contents(atPath: source) else {
-                throw CommandFailure("cannot read invite file \(source): \(String(cString: strerror(errno)))")
-            }
-            text = String(decoding: data, as: UTF8.self)
+            text = String(decoding: try Output.readFile(source, what: "invite file"), as: UTF8.self)
         }
         if inv.home.exists { throw CommandFailure("\(inv.home.path) already holds a quire device; choose another --home") }
         let passphrase = try Passphrase.read(file: args.value("passphrase-file"), confirm: false)

@@ -81,9 +81,7 @@ enum InviteCommand {
 enum Passphrase {
     static func read(file: String?, confirm: Bool) throws -> String {
         if let file {
-            guard let data = FileManager.default.contents(atPath: file) else {
-                throw CommandFailure("cannot read passphrase file \(file): \(String(cString: strerror(errno)))")
-            }
+            let data = try Output.readFile(file, what: "passphrase file")
             let first = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).first ?? ""
             return String(first).trimmingCharacters(in: CharacterSet(charactersIn: "\r"))
         }

@@ -135,19 +135,12 @@ enum RowCommands {
     /// past the limit: a larger body is refused without holding it all.
     static func readBody(file: String?, _ ns: Namespace, _ name: String) throws -> [UInt8] {
         let limit = RowLimits.maxBodyBytes
-        if let file, file != "-" {
-            if let size = (try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? Int, size > limit {
-                throw tooLarge(ns, name, size: size)
-            }
-            return try Output.readInput(file: file)
+        if let file, file != "-", let size = (try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? Int, size > limit {
+            throw tooLarge(ns, name, size: size)
         }
-        var bytes: [UInt8] = []
-        while bytes.count <= limit {
-            let data = FileHandle.standardInput.readData(ofLength: min(1 << 20, limit + 1 - bytes.count))
-            if data.isEmpty { return bytes }
-            bytes += data
-        }
-        throw tooLarge(ns, name, size: nil)
+        let bytes = try Output.readInput(file: file, limit: limit + 1)
+        guard bytes.count <= limit else { throw tooLarge(ns, name, size: nil) }
+        return bytes
     }
 
     static let get = Command(
