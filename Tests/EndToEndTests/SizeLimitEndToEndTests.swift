@@ -53,32 +53,6 @@ final class SizeLimitEndToEndTests: XCTestCase {
         XCTAssertEqual(try quire(["get", "notebook", "Big"], home: home("a")).stdoutBytes.count, limit)
     }
 
-    /// `--file` may be a pipe (`<(...)`, a FIFO, /dev/stdin), whose size
-    /// says nothing; what cannot be read is named with the reason.
-    func testPutReadsAFileThatIsAPipeAndNamesWhatItCannotRead() throws {
-        try quireOK(["init", "--name", "a"], home: home("a"))
-        let fifo = dir + "/fifo"
-        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
-        let piped = shell("printf 'from a pipe\\n' > '\(fifo)' & '\(QuireBinary.path)' --home '\(home("a"))' put notebook Piped --file '\(fifo)'; echo \"exit $?\"")
-        XCTAssertTrue(piped.output.hasSuffix("exit 0\n"), piped.output)
-        XCTAssertEqual(try quire(["get", "notebook", "Piped"], home: home("a")).stdout, "from a pipe\n")
-        let stdin = shell("echo typed | '\(QuireBinary.path)' --home '\(home("a"))' put saga 2026-01-03 --file /dev/stdin; echo \"exit $?\"")
-        XCTAssertTrue(stdin.output.hasSuffix("exit 0\n"), stdin.output)
-        XCTAssertEqual(try quire(["get", "saga", "2026-01-03"], home: home("a")).stdout, "typed\n")
-        // A pipe over the limit is refused after reading one byte past it.
-        let big = shell("head -c \(limit + 4096) /dev/zero > '\(fifo)' & '\(QuireBinary.path)' --home '\(home("a"))' put notebook Big --file '\(fifo)'; echo \"exit $?\"")
-        XCTAssertTrue(big.output.contains("notebook/Big not written: its text is over the 16 MiB limit"), big.output)
-        XCTAssertTrue(big.output.hasSuffix("exit 1\n"), big.output)
-        let missing = try quire(["put", "notebook", "None", "--file", dir + "/missing.txt"], home: home("a"))
-        XCTAssertEqual(missing.status, 1)
-        XCTAssertEqual(missing.stderr, "quire: cannot read \(dir)/missing.txt: No such file or directory\n")
-        let folder = try quire(["put", "notebook", "None", "--file", dir], home: home("a"))
-        XCTAssertEqual(folder.stderr, "quire: cannot read \(dir): it is a folder\n")
-        let backup = try quire(["restore", "--from", dir + "/missing.qbackup"], home: home("b"))
-        XCTAssertEqual(backup.stderr, "quire: cannot read backup file \(dir)/missing.qbackup: No such file or directory\n")
-        XCTAssertEqual(try quire(["ls", "notebook"], home: home("a")).stdout.split(separator: "\n").count, 1)
-    }
-
     /// Device a holds a 3 MiB note (over the 2 MiB response budget) and a
     /// note over the limit (written before the limit existed) first in key
     /// order, then 30 small ones; b pulls. Everything but the one over the

@@ -260,9 +260,23 @@ enum RowCommands {
         let (_, store) = try inv.open()
         let name = args.positional.count > 1 ? args.positional[1] : nil
         guard let key = try resolve(store, ns, name: name, key: args.value("key"), creating: false, forceNew: false) else {
-            throw CommandFailure("no \(ns.name) row named '\(name ?? "")'")
+            let near = (try? nearNames(store, ns, name ?? "")) ?? []
+            let hint = near.isEmpty ? "" : " (did you mean " + near.map { "'\($0)'" }.joined(separator: " or ") + "?)"
+            throw CommandFailure("no \(ns.name) row named '\(name ?? "")'\(hint)")
         }
         return (ns, store, key)
+    }
+
+    /// Names of live rows a mistyped name may have meant: the same but for
+    /// case, a file name's extension or the folders before it
+    /// (`notebook/Ideas.md` for `Ideas`); at most three.
+    static func nearNames(_ store: ReplicaStore, _ ns: Namespace, _ typed: String) throws -> [String] {
+        var base = String(typed.split(separator: "/").last ?? "")
+        for ext in [".md", ".ics", ".vcf"] where base.lowercased().hasSuffix(ext) { base = String(base.dropLast(ext.count)) }
+        let wanted = base.lowercased()
+        guard !wanted.isEmpty else { return [] }
+        let names = try store.summaries(ns).map(\.name).filter { $0.lowercased() == wanted && $0 != typed }
+        return Array(Set(names).sorted().prefix(3))
     }
 
     static func namespace(_ name: String) throws(UsageError) -> Namespace {

@@ -1,0 +1,59 @@
+import Foundation
+import QuireCore
+import XCTest
+
+/// What the command line reads and how it answers a name it cannot find,
+/// with the real `quire` binary.
+final class CLIInputEndToEndTests: XCTestCase {
+    var dir = ""
+    let limit = RowLimits.maxBodyBytes
+
+    override func setUp() { dir = makeShortDirectory() }
+    override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
+
+    func home(_ name: String) -> String { dir + "/" + name }
+
+    /// `--file` may be a pipe (`<(...)`, a FIFO, /dev/stdin), whose size
+    /// says nothing; what cannot be read is named with the reason.
+    func testPutReadsAFileThatIsAPipeAndNamesWhatItCannotRead() throws {
+        try quireOK(["init", "--name", "a"], home: home("a"))
+        let fifo = dir + "/fifo"
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        let piped = shell("printf 'from a pipe\\n' > '\(fifo)' & '\(QuireBinary.path)' --home '\(home("a"))' put notebook Piped --file '\(fifo)'; echo \"exit $?\"")
+        XCTAssertTrue(piped.output.hasSuffix("exit 0\n"), piped.output)
+        XCTAssertEqual(try quire(["get", "notebook", "Piped"], home: home("a")).stdout, "from a pipe\n")
+        let stdin = shell("echo typed | '\(QuireBinary.path)' --home '\(home("a"))' put saga 2026-01-03 --file /dev/stdin; echo \"exit $?\"")
+        XCTAssertTrue(stdin.output.hasSuffix("exit 0\n"), stdin.output)
+        XCTAssertEqual(try quire(["get", "saga", "2026-01-03"], home: home("a")).stdout, "typed\n")
+        // A pipe over the limit is refused after reading one byte past it.
+        let big = shell("head -c \(limit + 4096) /dev/zero > '\(fifo)' & '\(QuireBinary.path)' --home '\(home("a"))' put notebook Big --file '\(fifo)'; echo \"exit $?\"")
+        XCTAssertTrue(big.output.contains("notebook/Big not written: its text is over the 16 MiB limit"), big.output)
+        XCTAssertTrue(big.output.hasSuffix("exit 1\n"), big.output)
+        let missing = try quire(["put", "notebook", "None", "--file", dir + "/missing.txt"], home: home("a"))
+        XCTAssertEqual(missing.status, 1)
+        XCTAssertEqual(missing.stderr, "quire: cannot read \(dir)/missing.txt: No such file or directory\n")
+        let folder = try quire(["put", "notebook", "None", "--file", dir], home: home("a"))
+        XCTAssertEqual(folder.stderr, "quire: cannot read \(dir): it is a folder\n")
+        let backup = try quire(["restore", "--from", dir + "/missing.qbackup"], home: home("b"))
+        XCTAssertEqual(backup.stderr, "quire: cannot read backup file \(dir)/missing.qbackup: No such file or directory\n")
+        XCTAssertEqual(try quire(["ls", "notebook"], home: home("a")).stdout.split(separator: "\n").count, 1)
+    }
+
+    /// A name that misses only by case, an extension or the folders before
+    /// it is offered; nothing is offered for a name nothing is near.
+    func testARowNotFoundOffersTheNameMeantByCaseOrExtension() throws {
+        try quireOK(["init", "--name", "a"], home: home("a"))
+        try quireOK(["put", "notebook", "Shopping List"], home: home("a"), stdin: Array("milk\n".utf8))
+        try quireOK(["put", "contacts", "Ada", "--email", "ada@example.org"], home: home("a"))
+        let wrongCase = try quire(["get", "notebook", "shopping list"], home: home("a"))
+        XCTAssertEqual(wrongCase.status, 1)
+        XCTAssertEqual(wrongCase.stderr, "quire: no notebook row named 'shopping list' (did you mean 'Shopping List'?)\n")
+        let asFile = try quire(["rm", "notebook", "notebook/Shopping List.md"], home: home("a"))
+        XCTAssertEqual(asFile.stderr, "quire: no notebook row named 'notebook/Shopping List.md' (did you mean 'Shopping List'?)\n")
+        XCTAssertEqual(try quire(["get", "contacts", "ada.vcf"], home: home("a")).stderr,
+                       "quire: no contacts row named 'ada.vcf' (did you mean 'Ada'?)\n")
+        XCTAssertEqual(try quire(["get", "notebook", "Groceries"], home: home("a")).stderr, "quire: no notebook row named 'Groceries'\n")
+        // Nothing was deleted by the miss.
+        XCTAssertEqual(try quire(["get", "notebook", "Shopping List"], home: home("a")).stdout, "milk\n")
+    }
+}
