@@ -146,6 +146,20 @@ final class MountSemanticsTests: XCTestCase {
         let afterBackup = try device.rows("notebook").filter { !$0.isTombstone }
         XCTAssertEqual(afterBackup.map(\.key), [key], "\(afterBackup)")
         XCTAssertEqual(try device.text("notebook/Kept.md"), "emacs\n")
+        // A JetBrains IDE's safe write: the new text in x___jb_tmp___, x
+        // renamed to x___jb_old___, the temp file renamed to x, the old one
+        // removed. The row stays, and no temp row leaves a tombstone.
+        let tombstones = try device.rows("notebook").filter(\.isTombstone).count
+        XCTAssertEqual(Syscall.writeFile(device.path("notebook/Kept.md___jb_tmp___"), "jetbrains\n").errno, 0)
+        XCTAssertEqual(rename(device.path("notebook/Kept.md"), device.path("notebook/Kept.md___jb_old___")), 0)
+        XCTAssertEqual(rename(device.path("notebook/Kept.md___jb_tmp___"), device.path("notebook/Kept.md")), 0)
+        XCTAssertEqual(unlink(device.path("notebook/Kept.md___jb_old___")), 0)
+        XCTAssertEqual(try device.text("notebook/Kept.md"), "jetbrains\n")
+        Thread.sleep(forTimeInterval: 6)
+        let afterSafeWrite = try device.rows("notebook")
+        XCTAssertEqual(afterSafeWrite.filter { !$0.isTombstone }.map(\.key), [key], "\(afterSafeWrite)")
+        XCTAssertEqual(afterSafeWrite.filter(\.isTombstone).count, tombstones, "\(afterSafeWrite)")
+        XCTAssertEqual(try device.text("notebook/Kept.md"), "jetbrains\n")
         // A note renamed to a backup name and never written again is deleted.
         XCTAssertEqual(Syscall.writeFile(device.path("notebook/Gone.md"), "bye\n").errno, 0)
         let goneKey = try XCTUnwrap(try device.rows("notebook").first { $0.name == "Gone" }?.key)

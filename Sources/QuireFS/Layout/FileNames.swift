@@ -75,10 +75,13 @@ enum FileNames {
     /// hidden file (vim `.x.swp`/`.x.swx`, emacs `.#x`, macOS `._x` and
     /// `.DS_Store`, gedit `.goutputstream-*`), backups ending in `~`, emacs
     /// autosaves `#x#`, `*.swp`/`*.swx`, sed -i's `sedXXXXXX`, Python's
-    /// `tmpXXXXXXXX`, and vim's write probe `4913`
-    /// (and the numbers it tries after it: 4913 + 123·k).
+    /// `tmpXXXXXXXX`, vim's write probe `4913` (and the numbers it tries
+    /// after it: 4913 + 123·k), and the "safe write" of JetBrains IDEs
+    /// (`x___jb_tmp___` renamed over `x` once `x` became `x___jb_old___`:
+    /// as rows, the note would be deleted and made anew at every save).
     static func isJunk(_ name: String) -> Bool {
         if name.hasPrefix(".") || name.hasSuffix("~") { return true }
+        if name.hasSuffix("___jb_tmp___") || name.hasSuffix("___jb_old___") || name.hasSuffix("___jb_bak___") { return true }
         if name.hasSuffix(".swp") || name.hasSuffix(".swx") { return true }
         if name.utf8.count >= 2, name.hasPrefix("#"), name.hasSuffix("#") { return true }
         // Temp files renamed over their target right after: sed -i's
