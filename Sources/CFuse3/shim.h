@@ -7,3 +7,9 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <errno.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+// The caller's thread id, which the kernel puts in each FUSE request the
+// thread makes (glibc's gettid() needs _GNU_SOURCE, which Swift does not set).
+static inline int quire_fuse_thread_id(void) { return (int)syscall(SYS_gettid); }

@@ -79,11 +79,14 @@ public final class ChangeFeed: @unchecked Sendable {
         if wasRunning { finished.wait() }
     }
 
-    /// One round: read the feed, apply it, send the invalidations. Returns
-    /// when the next round is due with no news (a detached row's grace).
+    /// One round: read the feed, apply it, send the invalidations, tell
+    /// file watchers. Returns when the next round is due with no news (a
+    /// detached row's grace).
     @discardableResult
     public func poll() -> Date? {
-        let (work, due) = fileSystem.takeChanges()
+        let (work, news, due) = fileSystem.takeChanges()
+        // Removals first: the kernel must still have the name to unlink it.
+        tell(news.filter { if case .removed = $0 { true } else { false } })
         for invalidation in work {
             switch invalidation {
             case .entry(let parent, let name):
@@ -95,7 +98,48 @@ public final class ChangeFeed: @unchecked Sendable {
                 try? session.invalidateInode(FuseInode(inode))
             }
         }
+        tell(news.filter { if case .removed = $0 { false } else { true } })
         return due
+    }
+
+    /// Whether `folder` is in this mount now: the session serves, and the
+    /// folder is on the device of the mount's root (inode 1).
+    private func isServedHere(_ folder: String) -> Bool {
+        guard session.kernelHolds(.root) else { return false }
+        var root = stat(), here = stat()
+        guard stat(fileSystem.configuration.mountpoint, &root) == 0, root.st_ino == 1, stat(folder, &here) == 0 else { return false }
+        return here.st_dev == root.st_dev
+    }
+
+    private func announcing(_ what: WatcherNotices.Announcement, _ slot: WatcherNotices.Slot, _ call: () -> Void) {
+        let thread = FuseRequest.callingThreadID
+        fileSystem.locked { fileSystem.watcherNotices.begin(what, slot, thread: thread) }
+        call()
+        fileSystem.locked { fileSystem.watcherNotices.end(slot) }
+    }
+
+    /// The calls that raise the watchers' events (see `WatcherNotices`).
+    /// Failures are nobody's concern: the folder is right either way.
+    private func tell(_ news: [WatcherNews]) {
+        for item in news {
+            // Each call goes by path: never into a folder the mount no longer
+            // covers (unmounted meanwhile, and a file of that name beneath).
+            guard isServedHere(item.parentPath) else { return }
+            switch item {
+            case .removed(let parent, let child, let name, let path):
+                guard session.kernelHolds(FuseInode(child)) else { continue }
+                announcing(.removing(child: child), .init(parent: parent, name: name)) { _ = unlink(path) }
+            case .changed(let inode, let path, let mode):
+                guard session.kernelHolds(FuseInode(inode)) else { continue }
+                _ = chmod(path, mode_t(mode))
+            case .created(let parent, let name, let ref, let path):
+                guard session.kernelHolds(FuseInode(parent)) else { continue }
+                announcing(.creating(ref), .init(parent: parent, name: name)) {
+                    let descriptor = open(path, O_CREAT | O_RDONLY | O_CLOEXEC, 0o644)
+                    if descriptor >= 0 { close(descriptor) }
+                }
+            }
+        }
     }
 }
 
@@ -103,7 +147,7 @@ extension QuireFileSystem {
     /// Applies everything the store changed since the last round and hands
     /// back the invalidations to send (ours and the feed's), and when the
     /// earliest detached row's grace ends.
-    func takeChanges() -> (work: [Invalidation], due: Date?) {
+    func takeChanges() -> (work: [Invalidation], news: [WatcherNews], due: Date?) {
         // Read outside the lock: a sync import of thousands of rows must not
         // hold up every request on the mount while SQLite reads it. Only
         // this thread moves `lastSeenSequence`, so the range read stays ours.
@@ -120,7 +164,7 @@ extension QuireFileSystem {
             for summary in summaries { applyExternal(summary) }
             lastSeenSequence = max(lastSeenSequence, sequence)
             for ref in names.expiredDetached(at: Date(), grace: ChangeFeed.detachGrace) { finishDetach(ref) }
-            return (kernelCache.take(), names.nextDetachDeadline(grace: ChangeFeed.detachGrace))
+            return (kernelCache.take(), watcherNotices.take(), names.nextDetachDeadline(grace: ChangeFeed.detachGrace))
         }
     }
 
@@ -132,9 +176,11 @@ extension QuireFileSystem {
         if let listed = names.listing(ref.namespace)?.rows[ref.key]?.seq, listed > summary.seq { return }
         if let own = kernelCache.ownWriteVersion(ref), own > summary.seq { return }
         kernelCache.rowChanged(ref)
-        kernelCache.invalidate(names.apply(summary))
+        let (invalidations, nameChanges) = names.applyReporting(summary)
+        kernelCache.invalidate(invalidations)
         // Our own write: the kernel already has these bytes.
         if kernelCache.isOwnWrite(ref, version: summary.seq) { return }
+        tellWatchers(ref, nameChanges, isTombstone: summary.isTombstone)
         // Someone else changed the row: a clean working copy follows it; a
         // dirty one keeps the user's edit (committed at its flush).
         if var copy = openFiles.copy(ref), !copy.isDirty {
@@ -149,3 +195,34 @@ extension QuireFileSystem {
         kernelCache.invalidateInodes(names.inodes.inodesOfRow[ref] ?? [])
     }
 }
+
+extension QuireFileSystem {
+    /// Queues what watchers are told of a change made elsewhere: names
+    /// that went and came (a sibling's rename is both; so is a name that
+    /// gained a key marker), and a file whose name stayed but whose text or
+    /// times changed.
+    func tellWatchers(_ ref: RowRef, _ changes: [NameChange], isTombstone: Bool) {
+        for change in changes where change.old != change.new {
+            let changed = RowRef(namespace: ref.namespace, key: change.key)
+            if let old = change.old {
+                let folder = Folder(ref.namespace, old.folder)
+                watcherNotices.queue(.removed(parent: names.directoryInode(folder), child: names.inodes.listedInode(of: changed),
+                                              name: old.name, path: mountPath(folder) + "/" + old.name.text))
+            }
+            if let new = change.new, !names.isFolder(changed) {
+                let folder = Folder(ref.namespace, new.folder)
+                watcherNotices.queue(.created(parent: names.directoryInode(folder), name: new.name, ref: changed,
+                                              path: mountPath(folder) + "/" + new.name.text))
+            }
+        }
+        guard !isTombstone, !changes.contains(where: { $0.key == ref.key }), let inode = names.inodes.primaryInode(of: ref) else { return }
+        let mode: UInt32 = MountLayout.isReadOnly(ref.namespace) ? 0o444 : 0o644
+        watcherNotices.queue(.changed(inode: inode, path: mountPath(names.folder(of: ref)) + "/" + displayName(ref), mode: mode))
+    }
+
+    /// A folder's absolute path in the mount.
+    func mountPath(_ folder: Folder) -> String {
+        folder == .root ? configuration.mountpoint : configuration.mountpoint + "/" + folderPath(folder)
+    }
+}
+

@@ -98,6 +98,8 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     var openFiles = OpenFileTable()
     /// What the kernel may cache, and the invalidations to send.
     var kernelCache = KernelCacheTracker()
+    /// What file watchers are told of changes made elsewhere.
+    var watcherNotices = WatcherNotices()
     /// Per row, the bytes this device last showed (opened for reading or
     /// wrote): the baseline a save-by-rename's deletions are computed against.
     var lastShown = ShownBaselines()

@@ -20,6 +20,9 @@ public struct FuseRequest: Hashable, Sendable {
         self.umask = umask
     }
 
+    /// The `pid` the requests this thread makes carry: its thread id.
+    public static var callingThreadID: Int32 { quire_fuse_thread_id() }
+
     init(_ request: fuse_req_t?) {
         guard let context = fuse_req_ctx(request)?.pointee else {
             self.init(uid: 0, gid: 0, pid: 0)

@@ -247,6 +247,17 @@ public final class FuseSession: Sendable {
         }
     }
 
+    /// Whether the kernel holds a reference to `inode` (an entry a reply
+    /// handed it, not yet forgotten): only then can it have the inode's
+    /// names cached, or an inotify watch on it. The root while the session
+    /// serves; nothing once it stopped.
+    public func kernelHolds(_ inode: FuseInode) -> Bool {
+        state.withLock { state in
+            guard let handle = state.handle, state.phase == .running else { return false }
+            return inode == .root || handle.core.takeUnretainedValue().lookups.count(of: inode.rawValue) > 0
+        }
+    }
+
     private func notify(_ body: (OpaquePointer) -> Int32) throws(FuseError) {
         let result = state.withLock { state -> Int32 in
             guard let handle = state.handle, state.phase == .running || state.phase == .mounted else { return -ENOTCONN }

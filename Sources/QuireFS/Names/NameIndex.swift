@@ -40,10 +40,13 @@ struct NameIndex {
     mutating func install(_ listing: NamespaceListing) { listings[listing.namespace] = listing }
 
     /// A stored row changed (ours or anyone's): the names that moved.
-    mutating func apply(_ summary: RowSummary) -> [Invalidation] {
+    mutating func apply(_ summary: RowSummary) -> [Invalidation] { applyReporting(summary).invalidations }
+
+    /// The same, with the names that came and went (what file watchers are told).
+    mutating func applyReporting(_ summary: RowSummary) -> (invalidations: [Invalidation], changes: [NameChange]) {
         // Mutated in place: a copy would duplicate 10,000-entry tables per write.
-        guard let changes = listings[summary.namespace]?.apply(summary) else { return [] }
-        return invalidations(summary.namespace, changes)
+        guard let changes = listings[summary.namespace]?.apply(summary) else { return ([], []) }
+        return (invalidations(summary.namespace, changes), changes)
     }
 
     /// A row left the listing (replaced by a save by rename).

@@ -55,7 +55,14 @@ extension QuireFileSystem {
     public func lookup(parent: FuseInode, name typed: String, request: FuseRequest) throws -> FuseEntry {
         let name = CanonicalName(typed)
         return try locked { () throws(FuseError) -> FuseEntry in
-            spelled(typed, name, try lookUp(name, in: parent.rawValue))
+            // The change feed telling watchers of a name that came or went (WatcherNotices).
+            switch watcherNotices.announced(.init(parent: parent.rawValue, name: name), to: request.pid) {
+            case .creating?: throw .noEntry
+            case .removing(let child)?:
+                let attributes = FuseAttributes(inode: FuseInode(child), kind: .regular, permissions: 0o644, uid: owner.uid, gid: owner.gid)
+                return FuseEntry(attributes, attributeTimeout: 0, entryTimeout: 0)
+            case nil: return spelled(typed, name, try lookUp(name, in: parent.rawValue))
+            }
         }
     }
 

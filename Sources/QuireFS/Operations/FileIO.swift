@@ -80,10 +80,24 @@ extension QuireFileSystem {
                        request: FuseRequest) throws -> FuseCreateReply {
         let name = CanonicalName(typed)
         return try locked { () throws(FuseError) -> FuseCreateReply in
+            if case .creating(let ref)? = watcherNotices.announced(.init(parent: parent.rawValue, name: name), to: request.pid) {
+                return try announcedCreate(ref, name, in: parent.rawValue, flags: flags)
+            }
             var reply = try createFile(parent.rawValue, name, mode: mode, flags: flags)
             reply.entry = spelled(typed, name, reply.entry)
             return reply
         }
+    }
+
+    /// The change feed's own O_CREAT open of a name a sibling made, which
+    /// raises IN_CREATE for file watchers (`WatcherNotices`): the row as it
+    /// is, on a handle that reads nothing and writes nothing.
+    private func announcedCreate(_ ref: RowRef, _ name: CanonicalName, in parent: UInt64, flags: FuseOpenFlags) throws(FuseError) -> FuseCreateReply {
+        guard try resolve(name, in: try folder(parent)) == .row(ref), !names.isFolder(ref), let inode = inode(of: .row(ref)) else {
+            throw .noEntry
+        }
+        let handle = openFiles.add(OpenFile(target: .control([]), inode: inode, flags: flags, shown: []))
+        return FuseCreateReply(entry: try entry(inode), open: FuseOpenReply(handle: handle, options: [.directIO, .noFlush]))
     }
 
     private func createFile(_ parent: UInt64, _ name: CanonicalName, mode: UInt32, flags: FuseOpenFlags) throws(FuseError) -> FuseCreateReply {

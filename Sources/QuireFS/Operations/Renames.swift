@@ -10,6 +10,8 @@ extension QuireFileSystem {
     public func unlink(parent: FuseInode, name typed: String, request: FuseRequest) throws {
         let name = CanonicalName(typed)
         try locked { () throws(FuseError) in
+            // The change feed telling watchers of a name that went: it is gone already.
+            if case .removing? = watcherNotices.announced(.init(parent: parent.rawValue, name: name), to: request.pid) { return }
             try unlink(name, in: parent.rawValue)
             forgetCanonicalForm(of: typed, name, in: parent.rawValue)
         }

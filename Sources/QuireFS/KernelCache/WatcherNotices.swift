@@ -1,0 +1,82 @@
+import QuireCore
+
+/// One thing inotify watchers of the mount are told of a change made
+/// elsewhere (a sibling's edit, `quire put`).
+enum WatcherNews: Hashable {
+    /// A name went away: the feed unlinks it, and the mount answers that
+    /// one unlink (and the lookup before it) as if the file were still
+    /// there, removing nothing (IN_DELETE).
+    case removed(parent: UInt64, child: UInt64, name: CanonicalName, path: String)
+    /// A file's text or times changed: a chmod to the mode it has (modes
+    /// never change here), which raises IN_ATTRIB.
+    case changed(inode: UInt64, path: String, mode: UInt32)
+    /// A name appeared: the feed opens it with O_CREAT, and the mount
+    /// answers that one create with the row (IN_CREATE).
+    case created(parent: UInt64, name: CanonicalName, ref: RowRef, path: String)
+}
+
+extension WatcherNews {
+    /// The folder the call is made in.
+    var parentPath: String {
+        switch self {
+        case .removed(_, _, _, let path), .changed(_, let path, _), .created(_, _, _, let path):
+            String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+        }
+    }
+}
+
+/// What the change feed tells file watchers (editors, Obsidian, indexers)
+/// of changes that did not pass through the kernel.
+///
+/// The kernel raises inotify events only for calls made through it, so a
+/// sibling's edit shown in the mount raised none: an editor with the note
+/// open never heard of it, and one that kept a deleted note open saved it
+/// back as new. (`notify_delete` no longer raises IN_DELETE on current
+/// kernels.) So the feed makes the calls itself, from its own thread, never
+/// inside a request: an unlink of a name that went (before the kernel is
+/// told to drop the name), a chmod that changes nothing, and an O_CREAT open
+/// of a name that came. The mount answers the feed's thread, for that name
+/// and while the call runs, as the call needs (`Announcement`), and changes
+/// nothing in the store.
+///
+/// News is made only where a watcher can be: for a file the kernel holds
+/// (it looked it up), a name in a folder it holds. A catch-up of thousands
+/// of rows nobody listed costs nothing.
+struct WatcherNotices {
+    struct Slot: Hashable {
+        var parent: UInt64
+        var name: CanonicalName
+    }
+
+    /// A name the feed is calling on now.
+    enum Announcement {
+        /// Opened with O_CREAT: a lookup finds nothing, the create the row.
+        case creating(RowRef)
+        /// Unlinked: a lookup finds `child` still, the unlink removes nothing.
+        case removing(child: UInt64)
+    }
+
+    private var queued: [WatcherNews] = []
+    private var announcing: [Slot: (what: Announcement, thread: Int32)] = [:]
+
+    mutating func queue(_ news: WatcherNews) { queued.append(news) }
+
+    /// The queued news, each item once.
+    mutating func take() -> [WatcherNews] {
+        var seen = Set<WatcherNews>()
+        let work = queued.filter { seen.insert($0).inserted }
+        queued.removeAll()
+        return work
+    }
+
+    mutating func begin(_ what: Announcement, _ slot: Slot, thread: Int32) { announcing[slot] = (what, thread) }
+
+    mutating func end(_ slot: Slot) { announcing.removeValue(forKey: slot) }
+
+    /// What the feed is announcing under `slot`, when the request comes
+    /// from the feed's thread (anyone else sees the folder as it is).
+    func announced(_ slot: Slot, to caller: Int32) -> Announcement? {
+        guard let entry = announcing[slot], entry.thread == caller, caller != 0 else { return nil }
+        return entry.what
+    }
+}

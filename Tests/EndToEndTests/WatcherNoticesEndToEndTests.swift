@@ -1,0 +1,91 @@
+import Foundation
+import Glibc
+import XCTest
+
+/// inotify on a mount: a sibling's changes raise the events an editor or
+/// an indexer watching the folder waits for (`WatcherNotices`), and telling
+/// them writes nothing.
+final class WatcherNoticesEndToEndTests: TwoMountedDevicesTestCase {
+    func testASiblingsChangesRaiseInotifyEventsAndWriteNothing() throws {
+        try makeTwoMountedDevices()
+        let a = mount("a") + "/notebook", b = mount("b") + "/notebook"
+        for (name, text) in [("Kept", "kept\n"), ("Gone", "gone\n"), ("Moved", "moved\n")] {
+            XCTAssertEqual(Syscall.writeFile("\(a)/\(name).md", text).errno, 0)
+        }
+        XCTAssertTrue(eventually(15) { ["Kept", "Gone", "Moved"].allSatisfy { FileManager.default.fileExists(atPath: "\(b)/\($0).md") } })
+        // An editor that shows the folder has looked its files up.
+        for name in ["Kept", "Gone", "Moved"] { XCTAssertEqual(try String(contentsOfFile: "\(b)/\(name).md", encoding: .utf8).isEmpty, false) }
+
+        let watch = try InotifyWatch(b)
+        XCTAssertEqual(Syscall.writeFile("\(a)/Kept.md", "kept, edited on a\n").errno, 0)
+        XCTAssertEqual(Syscall.writeFile("\(a)/New.md", "new on a\n").errno, 0)
+        XCTAssertEqual(unlink("\(a)/Gone.md"), 0)
+        XCTAssertEqual(rename("\(a)/Moved.md", "\(a)/Moved again.md"), 0)
+        XCTAssertTrue(eventually(15) {
+            (try? String(contentsOfFile: "\(b)/Kept.md", encoding: .utf8)) == "kept, edited on a\n"
+                && FileManager.default.fileExists(atPath: "\(b)/New.md") && FileManager.default.fileExists(atPath: "\(b)/Moved again.md")
+                && !FileManager.default.fileExists(atPath: "\(b)/Gone.md") && !FileManager.default.fileExists(atPath: "\(b)/Moved.md")
+        })
+        var events: [String: UInt32] = [:]
+        XCTAssertTrue(eventually(10) {
+            for (name, mask) in watch.read() { events[name, default: 0] |= mask }
+            return events["Kept.md", default: 0] & UInt32(IN_ATTRIB | IN_MODIFY) != 0
+                && events["New.md", default: 0] & UInt32(IN_CREATE) != 0
+                && events["Gone.md", default: 0] & UInt32(IN_DELETE) != 0
+                && events["Moved.md", default: 0] & UInt32(IN_DELETE | IN_MOVED_FROM) != 0
+                && events["Moved again.md", default: 0] & UInt32(IN_CREATE | IN_MOVED_TO) != 0
+        }, "events seen: \(events)")
+
+        // A write made on b itself raises the kernel's own events only.
+        XCTAssertEqual(Syscall.writeFile("\(b)/Local.md", "typed on b\n").errno, 0)
+        Thread.sleep(forTimeInterval: 1)
+        var local: UInt32 = 0
+        for (name, mask) in watch.read() where name == "Local.md" { local |= mask }
+        XCTAssertNotEqual(local & UInt32(IN_CLOSE_WRITE), 0)
+        XCTAssertEqual(local & UInt32(IN_ATTRIB), 0, "the feed told of b's own write")
+
+        // Telling wrote nothing: both devices hold the same rows, the new
+        // note once, and b's mount shows exactly what a's does.
+        XCTAssertTrue(eventually(15) {
+            (try? quire(["digest"], home: self.home("a")).stdout) == (try? quire(["digest"], home: self.home("b")).stdout)
+        })
+        let rows = try quire(["ls", "notebook", "--tombstones"], home: home("b")).stdout
+        XCTAssertEqual(rows.split(separator: "\n").filter { $0.hasSuffix("  New") }.count, 1, rows)
+        XCTAssertEqual(rows.split(separator: "\n").filter { $0.contains("deleted") }.count, 1, "Gone's tombstone alone: \(rows)")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: b).sorted(),
+                       try FileManager.default.contentsOfDirectory(atPath: a).sorted())
+        XCTAssertEqual(try String(contentsOfFile: "\(b)/New.md", encoding: .utf8), "new on a\n")
+    }
+}
+
+/// An inotify watch on one folder, read without blocking.
+private final class InotifyWatch {
+    let descriptor: Int32
+
+    init(_ folder: String) throws {
+        descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard descriptor >= 0, inotify_add_watch(descriptor, folder, 0xfff /* IN_ALL_EVENTS */) >= 0 else {
+            throw MountTestError("inotify on \(folder): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    deinit { close(descriptor) }
+
+    /// The events queued now: (name, mask) in order.
+    func read() -> [(String, UInt32)] {
+        var events: [(String, UInt32)] = []
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            guard count > 0 else { return events }
+            var at = 0
+            while at + 16 <= count {
+                func word(_ offset: Int) -> UInt32 { buffer[(at + offset)..<(at + offset + 4)].reversed().reduce(0) { $0 << 8 | UInt32($1) } }
+                let mask = word(4), length = Int(word(12))
+                let name = String(decoding: buffer[(at + 16)..<(at + 16 + length)].prefix { $0 != 0 }, as: UTF8.self)
+                events.append((name, mask))
+                at += 16 + length
+            }
+        }
+    }
+}
