@@ -100,7 +100,9 @@ final class VaultEndToEndTests: TwoMountedDevicesTestCase {
         let fromSibling = shell("rsync -a --stats '\(vault)/' '\(mount("b"))/notebook/rsync/'")
         XCTAssertTrue(fromSibling.output.contains("Number of regular files transferred: 0"), fromSibling.output)
 
-        // Obsidian saves its settings by temp file and rename.
+        // Obsidian saves its settings by temp file and rename; the temp file
+        // is a local one, so a save leaves no tombstone.
+        let tombstones = try quire(["ls", "notebook", "--tombstones"], home: home("a")).stdout.components(separatedBy: " deleted ").count
         let settings = mount("a") + "/notebook/rsync/.obsidian/workspace.json"
         XCTAssertEqual(Syscall.writeFile(settings + ".tmp", "{\"main\":{\"new\":1}}").errno, 0)
         XCTAssertEqual(Syscall.rename(settings + ".tmp", settings), 0)
@@ -108,6 +110,7 @@ final class VaultEndToEndTests: TwoMountedDevicesTestCase {
             FileManager.default.contents(atPath: self.mount("b") + "/notebook/rsync/.obsidian/workspace.json") == Data("{\"main\":{\"new\":1}}".utf8)
         })
         XCTAssertFalse(FileManager.default.fileExists(atPath: mount("b") + "/notebook/rsync/.obsidian/workspace.json.tmp"))
+        XCTAssertEqual(try quire(["ls", "notebook", "--tombstones"], home: home("a")).stdout.components(separatedBy: " deleted ").count, tombstones)
     }
 
     /// A folder renamed on one device while a note inside it is edited on

@@ -76,12 +76,17 @@ enum FileNames {
     /// `.DS_Store`, gedit `.goutputstream-*`), backups ending in `~`, emacs
     /// autosaves `#x#`, `*.swp`/`*.swx`, sed -i's `sedXXXXXX`, Python's
     /// `tmpXXXXXXXX`, vim's write probe `4913` (and the numbers it tries
-    /// after it: 4913 + 123·k), and the "safe write" of JetBrains IDEs
+    /// after it: 4913 + 123·k), the "safe write" of JetBrains IDEs
     /// (`x___jb_tmp___` renamed over `x` once `x` became `x___jb_old___`:
-    /// as rows, the note would be deleted and made anew at every save).
+    /// as rows, the note would be deleted and made anew at every save), and
+    /// `x.ext.tmp`, the temp file many programs (Obsidian's settings among
+    /// them) write before renaming it to `x.ext`: as a row, each save left a
+    /// tombstone and showed the temp file to siblings for a moment.
     static func isJunk(_ name: String) -> Bool {
         if name.hasPrefix(".") || name.hasSuffix("~") { return true }
         if name.hasSuffix("___jb_tmp___") || name.hasSuffix("___jb_old___") || name.hasSuffix("___jb_bak___") { return true }
+        if name.hasSuffix(".tmp"), let dot = name.dropLast(4).lastIndex(of: "."), dot > name.startIndex,
+           name.index(after: dot) < name.index(name.endIndex, offsetBy: -4) { return true }
         if name.hasSuffix(".swp") || name.hasSuffix(".swx") { return true }
         if name.utf8.count >= 2, name.hasPrefix("#"), name.hasSuffix("#") { return true }
         // Temp files renamed over their target right after: sed -i's
