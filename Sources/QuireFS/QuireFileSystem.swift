@@ -103,6 +103,8 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     /// Per row, the bytes this device last showed (opened for reading or
     /// wrote): the baseline a save-by-rename's deletions are computed against.
     var lastShown = ShownBaselines()
+    /// Notebook rows deleted by name a moment ago: created again, the same row.
+    var recentlyRemoved = RecentlyRemoved()
     /// Rendered rows no handle holds, checked against the stored change
     /// number at each open.
     var cleanCopies = CleanCopies()

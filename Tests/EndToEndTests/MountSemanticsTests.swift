@@ -109,6 +109,23 @@ final class MountSemanticsTests: XCTestCase {
         XCTAssertEqual(try device.rows("plans").count, 0)
     }
 
+    /// git checkout replaces a changed file by unlinking it and creating it
+    /// anew: the note keeps its row (key, history), and leaves no tombstone.
+    func testGitCheckoutOfANoteKeepsItsRow() throws {
+        device = try MountedDevice()
+        let git = "git -c user.email=q@example.org -c user.name=q --git-dir='\(device.directory)/repo.git' --work-tree='\(device.path("notebook"))'"
+        XCTAssertEqual(Syscall.writeFile(device.path("notebook/Plan.md"), "one\n\ntwo\n").errno, 0)
+        for step in ["init -q", "add Plan.md", "commit -qm first"] { XCTAssertEqual(shell("\(git) \(step)").status, 0, step) }
+        let key = try XCTUnwrap(try device.rows("notebook").first { $0.name == "Plan" }?.key)
+        XCTAssertEqual(Syscall.writeFile(device.path("notebook/Plan.md"), "one\n\ntwo\n\nthree\n").errno, 0)
+        let checkout = shell("\(git) checkout -q HEAD -- Plan.md")
+        XCTAssertEqual(checkout.status, 0, checkout.output)
+        XCTAssertEqual(try device.text("notebook/Plan.md"), "one\n\ntwo\n")
+        let rows = try device.rows("notebook")
+        XCTAssertEqual(rows.map(\.key), [key], "\(rows)")
+        XCTAssertFalse(rows[0].isTombstone)
+    }
+
     func testSaveByRenameKeepsTheRowAndMakesOneVersion() throws {
         device = try MountedDevice { home in
             XCTAssertEqual(try quire(["put", "notebook", "Kept"], home: home, stdin: Array("one two\n".utf8)).status, 0)

@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import QuireCore
 import QuireFuse
@@ -160,7 +161,14 @@ extension QuireFileSystem {
             switch namespace {
             case .saga: ref = RowRef(namespace: namespace, key: SagaEntry.key(for: title))
             case .settings: ref = RowRef(namespace: namespace, key: Setting.key(for: title))
-            default: ref = RowRef(namespace: namespace, key: RowKey(bytes: (0..<16).map { _ in UInt8.random(in: 0...255) })!)
+            default:
+                // Removed a moment ago under this name: the same row, written again.
+                if let removal = recentlyRemoved.take(name, in: folder, at: Date()), try listing(namespace).rows[removal.ref.key] == nil {
+                    ref = removal.ref
+                    shown = removal.text ?? []
+                } else {
+                    ref = RowRef(namespace: namespace, key: RowKey(bytes: (0..<16).map { _ in UInt8.random(in: 0...255) })!)
+                }
             }
             if try listing(namespace).rows[ref.key] != nil { isNew = false }
         }

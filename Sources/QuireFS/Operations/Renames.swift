@@ -45,6 +45,9 @@ extension QuireFileSystem {
                 throw refuse(.permissionDenied, "\(namespace.name)/\(name) cannot be deleted: memory is append-only (record an event that buries it)")
             }
             let wasNew = openFiles.copy(ref)?.isNew == true
+            // The text it shows, before the handles let go of it (nil: not held here).
+            let text = namespace == .notebook && !wasNew
+                ? lastShown[ref] ?? openFiles.copy(ref)?.content ?? (try? store.row(namespace, ref.key))?.content.flatMap(RowFormat.render) : nil
             orphanOpenFiles(of: ref)
             if wasNew {
                 names.removePending(ref)
@@ -55,6 +58,7 @@ extension QuireFileSystem {
             } catch {
                 throw storeFailure(error, doing: "delete \(folderPath(folder))/\(name)")
             }
+            if namespace == .notebook { recentlyRemoved.record(.init(ref: ref, text: text, at: Date()), name: name, in: folder) }
         }
     }
 

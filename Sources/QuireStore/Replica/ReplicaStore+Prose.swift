@@ -143,9 +143,13 @@ extension WriteContext {
                 content = ProseText.replacing(content, text: text, deleted: Array(deleted))
             }
         } else if let key, let existing = loaded, existing.isTombstone, let edit = ProseText.of(content) {
-            // Written again after a delete: the old text stays deleted (DeletedProse).
+            // Written again after a delete: the old text stays deleted
+            // (DeletedProse), and so do the paragraphs the writer was shown
+            // and left out (a file removed and created anew by name).
             let written = Paragraphs.hashes(of: String(decoding: edit.text, as: UTF8.self))
-            let removed = try DeletedProse.load(db, content.namespace, key).subtracting(written)
+            var old = try DeletedProse.load(db, content.namespace, key)
+            if let shown { old.formUnion(Paragraphs.hashes(of: String(decoding: shown, as: UTF8.self))) }
+            let removed = old.subtracting(written)
             if !removed.isEmpty {
                 content = ProseText.replacing(content, text: edit.text, deleted: Array(Set(edit.deleted).union(removed.map(\.bytes))))
             }

@@ -1,0 +1,79 @@
+import Foundation
+import QuireCore
+@testable import QuireFS
+import QuireStore
+import XCTest
+
+/// A file removed and created anew under its name (git checkout, some
+/// editors) is the same row written again (`RecentlyRemoved`).
+final class RemovedAndCreatedAgainTests: XCTestCase {
+    func deletedParagraphs(_ store: ReplicaStore, _ key: RowKey) throws -> Set<ParagraphHash> {
+        guard case .note(let note)? = try store.row(.notebook, key)?.content else { return [] }
+        return Set(note.deletedParagraphs.compactMap { ParagraphHash(bytes: $0) })
+    }
+
+    func testANoteRemovedAndCreatedAgainByNameKeepsItsRowAndDeletesTheRemovedParagraphs() throws {
+        var key: RowKey?
+        let mount = try DirectMount { key = try $0.putNote("Plan", "one\n\ntwo\n").key }
+        // As git checkout does: unlink, then O_CREAT|O_EXCL and write.
+        try mount.unlink("notebook/Plan.md")
+        let file = try mount.create("notebook/Plan.md", O_WRONLY | O_CREAT | O_EXCL)
+        try mount.write(file, "two\n\nthree\n")
+        try mount.close(file)
+        XCTAssertEqual(try mount.text("notebook/Plan.md"), "two\n\nthree\n")
+        let rows = try mount.store.summaries(.notebook, includeTombstones: true)
+        XCTAssertEqual(rows.map(\.key), [try XCTUnwrap(key)], "one row, the old one: \(rows)")
+        XCTAssertEqual(rows.first?.isTombstone, false)
+        XCTAssertEqual(try deletedParagraphs(mount.store, key!), [Paragraphs.paragraphHash("one")])
+        // Another name is another row.
+        try mount.unlink("notebook/Plan.md")
+        try mount.writeFile("notebook/Other.md", "other\n")
+        let after = try mount.store.summaries(.notebook, includeTombstones: true)
+        XCTAssertEqual(after.filter { !$0.isTombstone }.map(\.name), ["Other"])
+        XCTAssertNotEqual(after.first { !$0.isTombstone }?.key, key)
+    }
+
+    /// A sibling edited the note while this device replaced it by removing
+    /// and creating it: one note comes of it on both, with the sibling's new
+    /// paragraph and without the removed one (not a second note beside it).
+    func testASiblingsConcurrentEditMergesIntoTheNoteCreatedAgain() throws {
+        var key: RowKey?
+        let mount = try DirectMount { key = try $0.putNote("Plan", "one\n\ntwo\n").key }
+        let sibling = try ReplicaStore(path: mount.directory + "/sibling.sqlite", deviceID: DeviceID(bytes: [UInt8](repeating: 0xD2, count: 16))!, create: true)
+        func sync(_ from: ReplicaStore, into to: ReplicaStore) throws {
+            try to.apply(try from.rows(.notebook, from: [], to: nil) + (try from.tombstones(.notebook)))
+        }
+        try sync(mount.store, into: sibling)
+        guard case .note(var note)? = try sibling.row(.notebook, try XCTUnwrap(key))?.content else { return XCTFail("no row on the sibling") }
+        note.body = Array("one\n\ntwo\n\nfour\n".utf8)
+        try sibling.saveProse(.note(note), key: key)
+
+        try mount.unlink("notebook/Plan.md")
+        try mount.writeFile("notebook/Plan.md", "two\n\nthree\n")
+        for _ in 0..<3 {
+            try sync(sibling, into: mount.store)
+            try sync(mount.store, into: sibling)
+        }
+        mount.feed()
+        XCTAssertEqual(try mount.store.roots(), try sibling.roots())
+        for store in [mount.store, sibling] {
+            let live = try store.summaries(.notebook)
+            XCTAssertEqual(live.map(\.key), [key!], "one note: \(live)")
+            let text = try store.row(.notebook, key!)?.content.flatMap(RowFormat.render).map { String(decoding: $0, as: UTF8.self) } ?? ""
+            for kept in ["two", "three", "four"] { XCTAssertTrue(text.contains(kept), "\(kept) in \(text.debugDescription)") }
+            XCTAssertFalse(text.contains("one"), text)
+        }
+    }
+
+    func testARemovalIsRememberedForItsWindowAndOnce() {
+        var removed = RecentlyRemoved()
+        let ref = RowRef(namespace: .notebook, key: RowKey(bytes: [UInt8](repeating: 7, count: 16))!)
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        removed.record(.init(ref: ref, text: nil, at: start), name: CanonicalName("A.md"), in: .namespace(.notebook))
+        XCTAssertNil(removed.take(CanonicalName("A.md"), in: .subfolder(ref.key), at: start), "another folder")
+        XCTAssertEqual(removed.take(CanonicalName("A.md"), in: .namespace(.notebook), at: start + 9)?.ref, ref)
+        XCTAssertNil(removed.take(CanonicalName("A.md"), in: .namespace(.notebook), at: start + 9), "taken once")
+        removed.record(.init(ref: ref, text: nil, at: start), name: CanonicalName("A.md"), in: .namespace(.notebook))
+        XCTAssertNil(removed.take(CanonicalName("A.md"), in: .namespace(.notebook), at: start + RecentlyRemoved.window + 1), "too late")
+    }
+}
