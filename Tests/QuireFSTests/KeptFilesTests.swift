@@ -61,7 +61,10 @@ final class KeptFilesTests: XCTestCase {
         let mount = try DirectMount()
         try mount.writeFile("notebook/Todo.md", "first list\n")
         try mount.unlink("notebook/Todo.md")
-        try mount.writeFile("notebook/Todo.md", "second list\n")
+        // Another row given the name (created under it, the same row again:
+        // RemovedAndCreatedAgainTests).
+        try mount.writeFile("notebook/Todo 2.md", "second list\n")
+        try mount.rename("notebook/Todo 2.md", "notebook/Todo.md")
         try mount.unlink("notebook/Todo.md")
         let names = try mount.list(".quire/trash")
         XCTAssertEqual(names.count, 2)

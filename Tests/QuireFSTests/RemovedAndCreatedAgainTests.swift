@@ -25,6 +25,11 @@ final class RemovedAndCreatedAgainTests: XCTestCase {
         XCTAssertEqual(rows.map(\.key), [try XCTUnwrap(key)], "one row, the old one: \(rows)")
         XCTAssertEqual(rows.first?.isTombstone, false)
         XCTAssertEqual(try deletedParagraphs(mount.store, key!), [Paragraphs.paragraphHash("one")])
+        // The removed text is an earlier version of the note now, not a deleted file.
+        XCTAssertEqual(try mount.list(".quire/trash"), [])
+        let versions = try mount.list(".quire/versions")
+        XCTAssertEqual(versions.count, 1, "\(versions)")
+        XCTAssertEqual(try mount.text(".quire/versions/" + versions[0]), "one\n\ntwo\n")
         // Another name is another row.
         try mount.unlink("notebook/Plan.md")
         try mount.writeFile("notebook/Other.md", "other\n")
