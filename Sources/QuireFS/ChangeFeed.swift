@@ -124,7 +124,7 @@ public final class ChangeFeed: @unchecked Sendable {
         for item in news {
             // Each call goes by path: never into a folder the mount no longer
             // covers (unmounted meanwhile, and a file of that name beneath).
-            guard isServedHere(item.parentPath) else { return }
+            guard isServedHere(item.parentPath) else { continue }
             switch item {
             case .removed(let parent, let child, let name, let path):
                 guard session.kernelHolds(FuseInode(child)) else { continue }
@@ -176,11 +176,12 @@ extension QuireFileSystem {
         if let listed = names.listing(ref.namespace)?.rows[ref.key]?.seq, listed > summary.seq { return }
         if let own = kernelCache.ownWriteVersion(ref), own > summary.seq { return }
         kernelCache.rowChanged(ref)
+        let wasFolder = names.isFolder(ref)
         let (invalidations, nameChanges) = names.applyReporting(summary)
         kernelCache.invalidate(invalidations)
         // Our own write: the kernel already has these bytes.
         if kernelCache.isOwnWrite(ref, version: summary.seq) { return }
-        tellWatchers(ref, nameChanges, isTombstone: summary.isTombstone)
+        tellWatchers(ref, nameChanges, isTombstone: summary.isTombstone, wasFolder: wasFolder)
         // Someone else changed the row: a clean working copy follows it; a
         // dirty one keeps the user's edit (committed at its flush).
         if var copy = openFiles.copy(ref), !copy.isDirty {
@@ -200,16 +201,17 @@ extension QuireFileSystem {
     /// Queues what watchers are told of a change made elsewhere: names
     /// that went and came (a sibling's rename is both; so is a name that
     /// gained a key marker), and a file whose name stayed but whose text or
-    /// times changed.
-    func tellWatchers(_ ref: RowRef, _ changes: [NameChange], isTombstone: Bool) {
+    /// times changed. Not folders: the calls are a file's.
+    func tellWatchers(_ ref: RowRef, _ changes: [NameChange], isTombstone: Bool, wasFolder: Bool) {
         for change in changes where change.old != change.new {
             let changed = RowRef(namespace: ref.namespace, key: change.key)
+            if names.isFolder(changed) || (changed == ref && wasFolder) { continue }
             if let old = change.old {
                 let folder = Folder(ref.namespace, old.folder)
                 watcherNotices.queue(.removed(parent: names.directoryInode(folder), child: names.inodes.listedInode(of: changed),
                                               name: old.name, path: mountPath(folder) + "/" + old.name.text))
             }
-            if let new = change.new, !names.isFolder(changed) {
+            if let new = change.new {
                 let folder = Folder(ref.namespace, new.folder)
                 watcherNotices.queue(.created(parent: names.directoryInode(folder), name: new.name, ref: changed,
                                               path: mountPath(folder) + "/" + new.name.text))

@@ -73,6 +73,10 @@ struct WatcherNotices {
 
     mutating func end(_ slot: Slot) { announcing.removeValue(forKey: slot) }
 
+    /// Whether `caller` is the feed's thread making one of its calls (an
+    /// open it makes of a name the kernel looked up meanwhile loads nothing).
+    func isCalling(_ caller: Int32) -> Bool { caller != 0 && announcing.values.contains { $0.thread == caller } }
+
     /// What the feed is announcing under `slot`, when the request comes
     /// from the feed's thread (anyone else sees the folder as it is).
     func announced(_ slot: Slot, to caller: Int32) -> Announcement? {

@@ -44,6 +44,4 @@ struct RecentlyRemoved {
               now.timeIntervalSince(removal.at) < Self.window else { return nil }
         return removal
     }
-
-    var count: Int { removals.count }
 }

@@ -44,6 +44,10 @@ extension QuireFileSystem {
                 // Nothing happens at close for a local file: spare the kernel the flush.
                 return FuseOpenReply(handle: openFiles.add(OpenFile(target: .scratch(descriptor), inode: inode.rawValue, flags: flags, shown: [])),
                                      options: [.noFlush])
+            case .row where watcherNotices.isCalling(request.pid):
+                // The feed's O_CREAT open, of a name the kernel looked up meanwhile.
+                return FuseOpenReply(handle: openFiles.add(OpenFile(target: .control([]), inode: inode.rawValue, flags: flags, shown: [])),
+                                     options: [.directIO, .noFlush])
             case .row(let ref):
                 return try openRow(ref, inode: inode.rawValue, flags: flags)
             case .conflictCopy(let ref, let dot):
