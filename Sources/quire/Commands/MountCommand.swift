@@ -91,11 +91,17 @@ enum MountCommands {
             throw CommandFailure("\(mountpoint) is a \(entry.type) mount, not a quire one; use umount")
         }
         let daemon = MountProcess.daemonProcess(home: inv.home, mountpoint: mountpoint)
-        do { try FuseMounts.unmount(mountpoint, lazily: lazy) } catch {
-            if (error as? FuseError) == .busy {
-                throw CommandFailure("\(mountpoint) is busy: files in it are still open (close them, or use --lazy)")
+        // Busy for a moment is not busy: a file held open briefly (an
+        // indexer, the daemon telling file watchers of a sibling's change).
+        for attempt in 1... {
+            do {
+                try FuseMounts.unmount(mountpoint, lazily: lazy)
+                break
+            } catch {
+                guard (error as? FuseError) == .busy else { throw CommandFailure("cannot unmount \(mountpoint): \(error)") }
+                if attempt == 5 { throw CommandFailure("\(mountpoint) is busy: files in it are still open (close them, or use --lazy)") }
+                usleep(100_000)
             }
-            throw CommandFailure("cannot unmount \(mountpoint): \(error)")
         }
         // The daemon commits what is left and checkpoints before it exits.
         if let daemon, !lazy, !MountProcess.waitForExit(daemon, seconds: 30) {
