@@ -102,13 +102,12 @@ public final class ChangeFeed: @unchecked Sendable {
         return due
     }
 
-    /// Whether `folder` is in this mount now: the session serves, and the
-    /// folder is on the device of the mount's root (inode 1).
-    private func isServedHere(_ folder: String) -> Bool {
-        guard session.kernelHolds(.root) else { return false }
-        var root = stat(), here = stat()
-        guard stat(fileSystem.configuration.mountpoint, &root) == 0, root.st_ino == 1, stat(folder, &here) == 0 else { return false }
-        return here.st_dev == root.st_dev
+    /// The device of the mount's root while the session serves it (nil:
+    /// unmounted, or something else is there now).
+    private func servedDevice() -> dev_t? {
+        var root = stat()
+        guard session.kernelHolds(.root), stat(fileSystem.configuration.mountpoint, &root) == 0, root.st_ino == 1 else { return nil }
+        return root.st_dev
     }
 
     private func announcing(_ what: WatcherNotices.Announcement, _ slot: WatcherNotices.Slot, _ call: () -> Void) {
@@ -121,10 +120,17 @@ public final class ChangeFeed: @unchecked Sendable {
     /// The calls that raise the watchers' events (see `WatcherNotices`).
     /// Failures are nobody's concern: the folder is right either way.
     private func tell(_ news: [WatcherNews]) {
+        guard !news.isEmpty, let device = servedDevice() else { return }
+        var served: [String: Bool] = [:]
         for item in news {
             // Each call goes by path: never into a folder the mount no longer
             // covers (unmounted meanwhile, and a file of that name beneath).
-            guard isServedHere(item.parentPath) else { continue }
+            let folder = item.parentPath
+            if served[folder] == nil {
+                var here = stat()
+                served[folder] = stat(folder, &here) == 0 && here.st_dev == device
+            }
+            guard served[folder] == true else { continue }
             switch item {
             case .removed(let parent, let child, let name, let path):
                 guard session.kernelHolds(FuseInode(child)) else { continue }
@@ -134,9 +140,17 @@ public final class ChangeFeed: @unchecked Sendable {
                 _ = chmod(path, mode_t(mode))
             case .created(let parent, let name, let ref, let path):
                 guard session.kernelHolds(FuseInode(parent)) else { continue }
-                announcing(.creating(ref), .init(parent: parent, name: name)) {
-                    let descriptor = open(path, O_CREAT | O_RDONLY | O_CLOEXEC, 0o644)
-                    if descriptor >= 0 { close(descriptor) }
+                let slot = WatcherNotices.Slot(parent: parent, name: name)
+                // Someone who looked the name up since it came has the kernel
+                // hold it, and the open opens it: drop that entry, and try
+                // again if that happened once more in between.
+                for _ in 0..<3 {
+                    try? session.invalidateEntry(parent: FuseInode(parent), name: name.text)
+                    announcing(.creating(ref), slot) {
+                        let descriptor = open(path, O_CREAT | O_RDONLY | O_CLOEXEC, 0o644)
+                        if descriptor >= 0 { close(descriptor) }
+                    }
+                    if fileSystem.locked({ fileSystem.watcherNotices.takeCreated(slot) }) { break }
                 }
             }
         }

@@ -58,6 +58,8 @@ struct WatcherNotices {
 
     private var queued: [WatcherNews] = []
     private var announcing: [Slot: (what: Announcement, thread: Int32)] = [:]
+    /// Names whose announcing create reached the mount (the kernel created them).
+    private var created: Set<Slot> = []
 
     mutating func queue(_ news: WatcherNews) { queued.append(news) }
 
@@ -72,6 +74,13 @@ struct WatcherNotices {
     mutating func begin(_ what: Announcement, _ slot: Slot, thread: Int32) { announcing[slot] = (what, thread) }
 
     mutating func end(_ slot: Slot) { announcing.removeValue(forKey: slot) }
+
+    /// The mount answered the feed's create of `slot`.
+    mutating func noteCreated(_ slot: Slot) { created.insert(slot) }
+
+    /// Whether the feed's last open of `slot` created it (else the kernel
+    /// had the name already, and the open raised no IN_CREATE).
+    mutating func takeCreated(_ slot: Slot) -> Bool { created.remove(slot) != nil }
 
     /// Whether `caller` is the feed's thread making one of its calls (an
     /// open it makes of a name the kernel looked up meanwhile loads nothing).
