@@ -41,6 +41,22 @@ final class KeptVersionsTests: XCTestCase {
 
     // MARK: What is kept
 
+    /// What the mount reads when a removed file is created again: the
+    /// text of this device's deletion, only while that is the row's last kept text.
+    func testTheDeletedTextIsTheTrashsCopyOfThisDevicesDeletion() throws {
+        let s = try makeStore(temporaryDirectory(), clock: ManualClock())
+        let row = try s.put(note("Ideas", "first words\n"))
+        XCTAssertNil(try s.deletedText(row.key), "live")
+        _ = try edit(s, row.key, body: "second words\n")
+        XCTAssertNil(try s.deletedText(row.key), "an edit's kept text is no deletion")
+        try s.delete(.notebook, row.key)
+        XCTAssertEqual(try s.deletedText(row.key), Array("second words\n".utf8))
+        let unkept = try s.put(note("Other", "other words\n"))
+        s.keptLimits = KeptLimits(days: 0)
+        try s.delete(.notebook, unkept.key)
+        XCTAssertNil(try s.deletedText(unkept.key), "the trash is off")
+    }
+
     func testALocalEditKeepsTheTextItReplacedAndADeleteGoesToTheTrash() throws {
         let clock = ManualClock()
         let s = try makeStore(temporaryDirectory(), clock: clock)

@@ -19,7 +19,8 @@ struct RecentlyRemoved {
 
     struct Removal {
         var ref: RowRef
-        /// The text it showed (nil: not held here, say offloaded).
+        /// What this device showed of it (nil: the trash's copy is read if
+        /// the name is created again).
         var text: [UInt8]?
         var at: Date
     }

@@ -170,7 +170,7 @@ extension QuireFileSystem {
                 // Removed a moment ago under this name: the same row, written again.
                 if let removal = recentlyRemoved.take(name, in: folder, at: Date()), try listing(namespace).rows[removal.ref.key] == nil {
                     ref = removal.ref
-                    shown = removal.text ?? []
+                    shown = removal.text ?? (try? store.deletedText(ref.key)).flatMap { $0 } ?? []
                 } else {
                     ref = RowRef(namespace: namespace, key: RowKey(bytes: (0..<16).map { _ in UInt8.random(in: 0...255) })!)
                 }

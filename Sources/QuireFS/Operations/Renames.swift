@@ -45,9 +45,9 @@ extension QuireFileSystem {
                 throw refuse(.permissionDenied, "\(namespace.name)/\(name) cannot be deleted: memory is append-only (record an event that buries it)")
             }
             let wasNew = openFiles.copy(ref)?.isNew == true
-            // The text it shows, before the handles let go of it (nil: not held here).
-            let text = namespace == .notebook && !wasNew
-                ? lastShown[ref] ?? openFiles.copy(ref)?.content ?? (try? store.row(namespace, ref.key))?.content.flatMap(RowFormat.render) : nil
+            // What this device showed of it, while the tables still say (else
+            // the trash has it, read only if the name is created again).
+            let text = lastShown[ref] ?? openFiles.copy(ref)?.content
             orphanOpenFiles(of: ref)
             if wasNew {
                 names.removePending(ref)

@@ -171,6 +171,18 @@ extension ReplicaStore {
         try read { () throws(StoreError) -> [UInt8] in try KeptTable.bytes(db, id, path: path) }
     }
 
+    /// The text a row had when this device deleted it, from the trash (nil:
+    /// its last kept text is not that deletion, or none was kept: the trash
+    /// is off, the body was offloaded, or it was pruned).
+    public func deletedText(_ key: RowKey) throws(StoreError) -> [UInt8]? {
+        try read { () throws(StoreError) -> [UInt8]? in
+            guard let (id, reason) = try db.queryOne(
+                "SELECT id, reason FROM kept WHERE key = ? AND kind != \(NoteKind.folder.rawValue) ORDER BY id DESC LIMIT 1",
+                [.blob(key.bytes)], { ($0.int(0), $0.int(1)) }), reason == KeptReason.deletedHere.rawValue else { return nil }
+            return try KeptTable.bytes(db, id, path: path)
+        }
+    }
+
     /// Counts and disk use of trash and versions, and the limits (one
     /// aggregate: `.quire/status` asks at every read).
     public func keptUsage() throws(StoreError) -> KeptUsage {
