@@ -89,7 +89,8 @@ struct WatcherNotices {
     /// What the feed is announcing under `slot`, when the request comes
     /// from the feed's thread (anyone else sees the folder as it is).
     func announced(_ slot: Slot, to caller: Int32) -> Announcement? {
-        guard let entry = announcing[slot], entry.thread == caller, caller != 0 else { return nil }
+        // Asked at every lookup and create: nothing to hash while the feed calls nothing.
+        guard !announcing.isEmpty, let entry = announcing[slot], entry.thread == caller, caller != 0 else { return nil }
         return entry.what
     }
 }
