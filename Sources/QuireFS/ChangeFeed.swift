@@ -81,7 +81,7 @@ public final class ChangeFeed: @unchecked Sendable {
 
     /// One round: read the feed, apply it, send the invalidations, tell
     /// file watchers. Returns when the next round is due with no news (a
-    /// detached row's grace).
+    /// detached row's or provisional file's grace).
     @discardableResult
     public func poll() -> Date? {
         let (work, news, due) = fileSystem.takeChanges()
@@ -160,7 +160,7 @@ public final class ChangeFeed: @unchecked Sendable {
 extension QuireFileSystem {
     /// Applies everything the store changed since the last round and hands
     /// back the invalidations to send (ours and the feed's), and when the
-    /// earliest detached row's grace ends.
+    /// earliest detached row's or provisional file's grace ends.
     func takeChanges() -> (work: [Invalidation], news: [WatcherNews], due: Date?) {
         // Read outside the lock: a sync import of thousands of rows must not
         // hold up every request on the mount while SQLite reads it. Only
@@ -177,8 +177,11 @@ extension QuireFileSystem {
         return locked {
             for summary in summaries { applyExternal(summary) }
             lastSeenSequence = max(lastSeenSequence, sequence)
-            for ref in names.expiredDetached(at: Date(), grace: ChangeFeed.detachGrace) { finishDetach(ref) }
-            return (kernelCache.take(), watcherNotices.take(), names.nextDetachDeadline(grace: ChangeFeed.detachGrace))
+            let now = Date()
+            for ref in names.expiredDetached(at: now, grace: ChangeFeed.detachGrace) { finishDetach(ref) }
+            promoteProvisionalFiles(at: now)
+            let due = [names.nextDetachDeadline(grace: ChangeFeed.detachGrace), provisional.nextDeadline].compactMap { $0 }.min()
+            return (kernelCache.take(), watcherNotices.take(), due)
         }
     }
 

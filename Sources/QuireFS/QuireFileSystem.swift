@@ -105,6 +105,8 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     var lastShown = ShownBaselines()
     /// Notebook rows deleted by name a moment ago: created again, the same row.
     var recentlyRemoved = RecentlyRemoved()
+    /// New files named as temp files are, local until their grace ends.
+    var provisional = ProvisionalFiles()
     /// Rendered rows no handle holds, checked against the stored change
     /// number at each open.
     var cleanCopies = CleanCopies()
@@ -167,6 +169,7 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
                 do { try commit(ref, shown: nil) } catch { keepUnsaved(ref, because: "\(error)") }
             }
             for ref in names.detached.keys.sorted(by: { $0.key < $1.key }) { finishDetach(ref) }
+            promoteProvisionalFiles(at: Date(), all: true)
             try? store.sync()
         }
         log.info("unmounted \(configuration.mountpoint)")
@@ -191,6 +194,7 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
         locked {
             for namespace in MountLayout.namespaces { _ = try? listing(namespace) }
             adoptLocalNotebookFiles()
+            resumeProvisionalFiles()
         }
     }
 

@@ -37,6 +37,14 @@ final class DirectMount: @unchecked Sendable {
 
     deinit { try? FileManager.default.removeItem(atPath: directory) }
 
+    /// The filesystem a next mount of this device starts with: the same
+    /// replica and scratch area, listed and tidied as before serving.
+    func nextMount() throws -> QuireFileSystem {
+        let next = try QuireFileSystem(store: store, configuration: fileSystem.configuration)
+        next.preloadListings()
+        return next
+    }
+
     // MARK: Names
 
     func folderInode(_ folder: String) throws -> FuseInode {

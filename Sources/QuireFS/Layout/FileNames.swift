@@ -106,6 +106,27 @@ enum FileNames {
         return false
     }
 
+    /// A name that save-by-rename temp files are given, which may also be a
+    /// real file's: `x.XXXXXX` (six letters or digits: mkstemp's, so
+    /// GLib's `g_file_set_contents` and Qt's `QSaveFile`), `x.NNNNNNN`
+    /// (six to ten digits: npm's write-file-atomic) and `x.tmp`
+    /// (LibreOffice's `luXXXX.tmp`). Returns the stem `x`, or nil. The
+    /// mount keeps such a file local for a moment (`ProvisionalFiles`):
+    /// renamed over a note it was never a row; left where it is, it
+    /// becomes one. Notes (`.md`) never match: their suffix is `md`.
+    static func saveTempStem(_ name: String) -> String? {
+        let bytes = Array(name.utf8)
+        guard let dot = bytes.lastIndex(of: UInt8(ascii: ".")), dot > 0 else { return nil }
+        let suffix = bytes[(dot + 1)...]
+        let stem = String(decoding: bytes[..<dot], as: UTF8.self)
+        func isDigit(_ c: UInt8) -> Bool { c >= 0x30 && c <= 0x39 }
+        func isAlphanumeric(_ c: UInt8) -> Bool { isDigit(c) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) }
+        if suffix.elementsEqual("tmp".utf8) { return stem }
+        if suffix.count == 6 && suffix.allSatisfy(isAlphanumeric) { return stem }
+        if (6...10).contains(suffix.count) && suffix.allSatisfy(isDigit) { return stem }
+        return nil
+    }
+
     /// What a name in a namespace folder stands for.
     enum Meaning: Equatable {
         /// A row; `title` is the display name the file name decodes to,

@@ -38,6 +38,11 @@ struct RecentlyRemoved {
         removals[Slot(folder: folder, name: name)] = removal
     }
 
+    /// Whether a row was removed under `name` in `folder` within the window.
+    func holds(_ name: CanonicalName, in folder: Folder, at now: Date) -> Bool {
+        removals[Slot(folder: folder, name: name)].map { now.timeIntervalSince($0.at) < Self.window } ?? false
+    }
+
     /// The row removed under `name` in `folder` within the window, taken
     /// (a name is created again once).
     mutating func take(_ name: CanonicalName, in folder: Folder, at now: Date) -> Removal? {

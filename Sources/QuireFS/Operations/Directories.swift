@@ -25,8 +25,11 @@ extension QuireFileSystem {
                let found = names.resolveRow(name, title: name.text, kind: .folder, in: folder), found != .none {
                 return found
             }
-            // A name a .quireignore rule keeps here (a row that synced before the rule still shows, above).
-            if scratch.status(folder, name) != nil, isIgnored(name, in: folder) { return .scratch(folder, name) }
+            // A name a .quireignore rule keeps here (a row that synced before
+            // the rule still shows, above), or a temp file's, waiting.
+            if scratch.status(folder, name) != nil, FileNames.saveTempStem(name.text) != nil || isIgnored(name, in: folder) {
+                return .scratch(folder, name)
+            }
             return .none
         }
     }

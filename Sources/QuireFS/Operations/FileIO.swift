@@ -131,6 +131,14 @@ extension QuireFileSystem {
             if isIgnored(name, in: folder), try resolve(name, in: folder) == .none {
                 return try createScratch(folder, name, mode: mode, flags: flags)
             }
+            // A temp file's name (not a row this mount is bringing back): local for a moment.
+            if try startsProvisional(name, in: folder), try resolve(name, in: folder) == .none,
+               names.detachedRow(titled: title, in: folder) == nil, !recentlyRemoved.holds(name, in: folder, at: Date()) {
+                let reply = try createScratch(folder, name, mode: mode, flags: flags)
+                provisional.add(ScratchPlace(folder: folder, name: name), at: Date())
+                wakeFeed?()
+                return reply
+            }
             return try createRow(folder, namespace: namespace, name: name, title: title, kind: kind, flags: flags)
         }
     }
@@ -299,7 +307,10 @@ extension QuireFileSystem {
             switch file.target {
             case .scratch(let descriptor):
                 close(descriptor)
-                if case .scratch(_, let name)? = names.inodes.object(file.inode) { scratchChanged(name) }
+                if case .scratch(let folder, let name)? = names.inodes.object(file.inode) {
+                    scratchChanged(name)
+                    provisional.closed(ScratchPlace(folder: folder, name: name), at: Date())
+                }
             case .control, .orphan: break
             case .row(let ref): releaseWorkingCopy(ref)
             }

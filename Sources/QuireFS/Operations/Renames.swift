@@ -128,7 +128,7 @@ extension QuireFileSystem {
 
     // MARK: Applying a plan
 
-    private func apply(_ plan: RenamePlan) throws(FuseError) {
+    func apply(_ plan: RenamePlan) throws(FuseError) {
         // The bytes the plan moves, read before anything changes.
         var bytes: [RenamePlan.Bytes: [UInt8]] = [:]
         for source in plan.byteSources {

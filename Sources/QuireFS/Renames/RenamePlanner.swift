@@ -334,13 +334,25 @@ enum RenamePlanner {
                 default: ref = RowRef(namespace: namespace, key: facts.freshKey)
                 }
             }
-            plan.store = .replace(target: ref, title: title, bytes: .scratch(source), removing: nil, sourceName: source.name.text,
-                                  placement: namespace == .notebook ? Placement(kind: kind, folder: request.to.folderKey) : nil)
-            plan.scratch = [.remove(source)]
-            plan.tables = [.repoint(inode: sourceInode, to: .row(ref)), .adoptScratchHandles(inode: sourceInode, to: ref)]
+            let reclaim = plan.reclaim
+            plan = newRow(from: source, ref: ref, title: title, kind: kind, inode: sourceInode, folder: request.to)
+            plan.reclaim = reclaim
         case .scratch:
             throw RenameRefusal(.crossDevice)
         }
+        return plan
+    }
+
+    /// The scratch file `source` becomes the row `ref` under `folder` (its
+    /// own, unless a rename moves it), its inode and open files with it.
+    static func newRow(from source: ScratchPlace, ref: RowRef, title: String, kind: NoteKind, inode: UInt64,
+                       folder: Folder? = nil) -> RenamePlan {
+        let folder = folder ?? source.folder
+        var plan = RenamePlan()
+        plan.store = .replace(target: ref, title: title, bytes: .scratch(source), removing: nil, sourceName: source.name.text,
+                              placement: ref.namespace == .notebook ? Placement(kind: kind, folder: folder.folderKey) : nil)
+        plan.scratch = [.remove(source)]
+        plan.tables = [.repoint(inode: inode, to: .row(ref)), .adoptScratchHandles(inode: inode, to: ref)]
         return plan
     }
 }

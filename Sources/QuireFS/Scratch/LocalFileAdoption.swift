@@ -1,3 +1,4 @@
+import Foundation
 import QuireCore
 import QuireStore
 
@@ -9,7 +10,8 @@ extension QuireFileSystem {
     func adoptLocalNotebookFiles() {
         let folder = Folder.namespace(.notebook)
         for name in scratch.names(folder) {
-            guard case .row(let title, let kind) = FileNames.meaning(of: name, in: .notebook) else { continue }
+            // An ignored file stays on this device, whichever build kept it.
+            guard case .row(let title, let kind) = FileNames.meaning(of: name, in: .notebook), !isIgnored(name, in: folder) else { continue }
             do {
                 let bytes = try scratch.contents(folder, name)
                 guard bytes.count <= RowLimits.maxBodyBytes else {
@@ -30,6 +32,21 @@ extension QuireFileSystem {
                 log.info("notebook/\(name), kept on this device by an older version, is a synced \(kind == .note ? "note" : "attachment") now")
             } catch {
                 log.problem("notebook/\(name) stays on this device: it could not become a synced file (\(error))")
+            }
+        }
+    }
+
+    /// Temp-named files a mount that stopped without unmounting left in
+    /// the notebook's folders wait again, and become rows unless renamed.
+    /// Run before serving.
+    func resumeProvisionalFiles() {
+        guard let listing = names.listing(.notebook) else { return }
+        let folders = [Folder.namespace(.notebook)] + listing.rows.values.filter(\.isFolder).map { Folder.subfolder($0.key) }
+        let now = Date()
+        for folder in folders {
+            for name in scratch.names(folder) where FileNames.saveTempStem(name.text) != nil && !isIgnored(name, in: folder) {
+                guard case .row = FileNames.meaning(of: name, in: .notebook) else { continue }
+                provisional.add(ScratchPlace(folder: folder, name: name), at: now)
             }
         }
     }

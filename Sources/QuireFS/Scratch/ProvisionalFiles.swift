@@ -1,0 +1,89 @@
+import Foundation
+import QuireCore
+import QuireFuse
+import QuireStore
+
+/// New notebook files named as save-by-rename temp files are
+/// (`FileNames.saveTempStem`): `Plan.md.aB3dE9` from GLib or Qt, `Plan.md.
+/// 3841176092` from npm. As rows they were committed at close, sent to
+/// siblings, and left a tombstone at every save when the rename replaced
+/// the note with them. They start in the scratch area instead: renamed
+/// over a note (or to a new name), they are one new version of it and
+/// were never rows; still there `grace` seconds after their last close,
+/// they become rows in place (same name, same inode), so a real file that
+/// only looks like a temp file syncs a moment late, never not at all.
+struct ProvisionalFiles {
+    static let grace: TimeInterval = 3
+
+    /// Since when each has been closed (or created).
+    private var waiting: [ScratchPlace: Date] = [:]
+
+    var isEmpty: Bool { waiting.isEmpty }
+
+    mutating func add(_ place: ScratchPlace, at now: Date) { waiting[place] = now }
+
+    /// A close restarts the wait: the grace counts from the last one.
+    mutating func closed(_ place: ScratchPlace, at now: Date) {
+        if waiting[place] != nil { waiting[place] = now }
+    }
+
+    mutating func remove(_ place: ScratchPlace) { waiting[place] = nil }
+
+    /// The files whose grace ended at `now`, taken out.
+    mutating func takeDue(at now: Date) -> [ScratchPlace] {
+        let due = waiting.filter { now.timeIntervalSince($0.value) >= Self.grace }.keys
+            .sorted { ($0.folder.scratchDirectoryName, $0.name.text) < ($1.folder.scratchDirectoryName, $1.name.text) }
+        for place in due { waiting[place] = nil }
+        return due
+    }
+
+    var nextDeadline: Date? { waiting.values.min().map { $0.addingTimeInterval(Self.grace) } }
+
+    var all: [ScratchPlace] { Array(waiting.keys) }
+}
+
+extension QuireFileSystem {
+    /// Whether a new file named `name` in `folder` starts provisional: a
+    /// temp file's name, whose stem has an extension of its own
+    /// (`Plan.md.aB3dE9`) or names a file here (`todo.aB3dE9` beside
+    /// `todo`); `x.tmp` always.
+    func startsProvisional(_ name: CanonicalName, in folder: Folder) throws(FuseError) -> Bool {
+        guard folder.namespace == .notebook, let stem = FileNames.saveTempStem(name.text) else { return false }
+        if name.text.hasSuffix(".tmp") { return true }
+        if let dot = stem.lastIndex(of: "."), dot > stem.startIndex, stem.index(after: dot) < stem.endIndex { return true }
+        return try resolve(CanonicalName(stem), in: folder) != .none
+    }
+
+    /// Provisional files whose grace ended become rows; called by the
+    /// change feed (which is woken when one is added), and at unmount for
+    /// all of them.
+    func promoteProvisionalFiles(at now: Date, all: Bool = false) {
+        let due = all ? provisional.all : provisional.takeDue(at: now)
+        if all { for place in due { provisional.remove(place) } }
+        for place in due { promote(place, at: now, force: all) }
+    }
+
+    private func promote(_ place: ScratchPlace, at now: Date, force: Bool) {
+        let path = folderPath(place.folder) + "/" + place.name.text
+        // Renamed or removed meanwhile: nothing to do.
+        guard scratch.status(place.folder, place.name) != nil,
+              (try? resolve(place.name, in: place.folder)) == .scratch(place.folder, place.name) else { return }
+        let inode = names.inodes.inode(forScratch: place.folder, place.name)
+        // Still being written: it waits for its last close.
+        if !force && !openFiles.handles(where: { $0.inode == inode }).isEmpty {
+            provisional.add(place, at: now)
+            return
+        }
+        guard !isIgnored(place.name, in: place.folder),
+              case .row(let title, let kind) = FileNames.meaning(of: place.name, in: .notebook) else { return }
+        let plan = RenamePlanner.newRow(from: place, ref: RowRef(namespace: .notebook, key: RowKey.random(using: SystemRandom())),
+                                        title: title, kind: kind, inode: inode)
+        do {
+            try apply(plan)
+            kernelCache.invalidateInodes([inode])
+            log.info("\(path) stayed where it was written: a synced file now")
+        } catch {
+            log.problem("\(path) stays on this device: it could not become a synced file (\(error))")
+        }
+    }
+}

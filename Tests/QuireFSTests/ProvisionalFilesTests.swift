@@ -1,0 +1,135 @@
+import Foundation
+import Glibc
+import QuireCore
+@testable import QuireFS
+import QuireFuse
+import QuireStore
+import XCTest
+
+/// Files named as save-by-rename temp files (`Plan.md.aB3dE9`) stay local
+/// until renamed over a note, or become rows once their grace ends.
+final class ProvisionalFilesTests: XCTestCase {
+    private func tombstones(_ mount: DirectMount) throws -> [String] {
+        try mount.store.tombstones(.notebook).map { $0.key.hex }
+    }
+
+    private func rowKey(_ mount: DirectMount, _ title: String) throws -> RowKey? {
+        try mount.store.summaries(.notebook).first { $0.name == title }?.key
+    }
+
+    private func promote(_ mount: DirectMount, after seconds: TimeInterval) {
+        mount.fileSystem.locked { mount.fileSystem.promoteProvisionalFiles(at: Date(timeIntervalSinceNow: seconds)) }
+    }
+
+    func testTempNamesAndTheirStems() {
+        XCTAssertEqual(FileNames.saveTempStem("Plan.md.aB3dE9"), "Plan.md", "mkstemp's six letters and digits (GLib, Qt)")
+        XCTAssertEqual(FileNames.saveTempStem("Plan.md.3841176092"), "Plan.md", "npm write-file-atomic's number")
+        XCTAssertEqual(FileNames.saveTempStem("lu3245f8z3ke.tmp"), "lu3245f8z3ke", "LibreOffice")
+        XCTAssertEqual(FileNames.saveTempStem("todo.000123"), "todo")
+        for name in ["Plan.md", "photo.jpeg", "Plan.md.aB3dE", "Plan.md.aB3dE9x", "Plan.md.12345678901", "Plan.md.aB-dE9", ".aB3dE9",
+                     "Plan.md.", "README"] {
+            XCTAssertNil(FileNames.saveTempStem(name), name)
+        }
+    }
+
+    /// GLib's g_file_set_contents and Qt's QSaveFile over a note: one new
+    /// version of it, and the temp file never a row (no tombstone).
+    func testATempFileRenamedOverANoteWasNeverARow() throws {
+        let mount = try DirectMount()
+        try mount.writeFile("notebook/Plan.md", "first\n")
+        let key = try XCTUnwrap(rowKey(mount, "Plan"))
+        let temp = try mount.create("notebook/Plan.md.aB3dE9", O_RDWR | O_EXCL)
+        try mount.write(temp, "second\n")
+        try mount.close(temp)
+        XCTAssertEqual(try mount.list("notebook"), ["Plan.md", "Plan.md.aB3dE9"], "listed here like any file")
+        XCTAssertEqual(try mount.liveTitles(.notebook), ["Plan"], "not a row while it waits")
+        try mount.rename("notebook/Plan.md.aB3dE9", "notebook/Plan.md")
+        XCTAssertEqual(try mount.text("notebook/Plan.md"), "second\n")
+        XCTAssertEqual(try rowKey(mount, "Plan"), key, "the note keeps its key")
+        XCTAssertEqual(try tombstones(mount), [], "the temp file left no tombstone")
+        XCTAssertEqual(try mount.list("notebook"), ["Plan.md"])
+        promote(mount, after: 60)
+        XCTAssertEqual(try mount.liveTitles(.notebook), ["Plan"], "nothing left to promote")
+
+        // npm's write-file-atomic, and a new note saved by GLib (no target yet).
+        let npm = try mount.create("notebook/Plan.md.3841176092", O_WRONLY | O_EXCL)
+        try mount.write(npm, "third\n")
+        try mount.close(npm)
+        try mount.rename("notebook/Plan.md.3841176092", "notebook/Plan.md")
+        try mount.writeFile("notebook/Fresh.md.Zz09Aa", "new\n")
+        try mount.rename("notebook/Fresh.md.Zz09Aa", "notebook/Fresh.md")
+        XCTAssertEqual(try mount.stored(.notebook, "Plan"), "third\n")
+        XCTAssertEqual(try mount.stored(.notebook, "Fresh"), "new\n")
+        XCTAssertEqual(try rowKey(mount, "Plan"), key)
+        XCTAssertEqual(try tombstones(mount), [])
+        XCTAssertEqual(try mount.liveTitles(.notebook), ["Fresh", "Plan"])
+    }
+
+    /// A file that only looks like a temp file becomes a row when its grace
+    /// ends after its last close: same name, same inode, same bytes.
+    func testAFileLeftWhereItWasWrittenBecomesARow() throws {
+        let mount = try DirectMount()
+        try mount.mkdir("notebook/Archive")
+        let file = try mount.create("notebook/Archive/backup.tar.123456", O_RDWR)
+        let inode = file.inode
+        try mount.write(file, "bytes of an archive")
+        promote(mount, after: 60)
+        XCTAssertEqual(try mount.liveTitles(.notebook), ["Archive"], "open: it waits for its last close")
+        try mount.close(file)
+        promote(mount, after: 1)
+        XCTAssertEqual(try mount.liveTitles(.notebook), ["Archive"], "its grace counts from the close")
+        XCTAssertNotNil(mount.fileSystem.locked { mount.fileSystem.provisional.nextDeadline }, "the feed is told when to look again")
+        promote(mount, after: ProvisionalFiles.grace + 1)
+        XCTAssertEqual(try mount.liveTitles(.notebook), ["Archive", "backup.tar.123456"])
+        XCTAssertEqual(try mount.lookup("notebook/Archive/backup.tar.123456").attributes.inode, inode, "the kernel's inode still names it")
+        XCTAssertEqual(try mount.text("notebook/Archive/backup.tar.123456"), "bytes of an archive")
+        let summary = try XCTUnwrap(mount.store.summaries(.notebook).first { $0.name == "backup.tar.123456" })
+        let folder = try XCTUnwrap(rowKey(mount, "Archive"))
+        XCTAssertEqual(summary.place.folder, folder, "in the folder it was written in")
+        XCTAssertEqual(summary.place.kind, .file)
+        XCTAssertNil(mount.fileSystem.locked { mount.fileSystem.provisional.nextDeadline })
+    }
+
+    /// Names that are not temp files' are rows at once; one whose stem has
+    /// no extension is a temp file's only beside a file of that stem.
+    func testOnlyTempFileNamesWait() throws {
+        let mount = try DirectMount()
+        try mount.writeFile("notebook/Board.canvas", "{}")
+        try mount.writeFile("notebook/todo.aB3dE9", "no todo here: a file")
+        XCTAssertEqual(try mount.liveTitles(.notebook), ["Board.canvas", "todo.aB3dE9"])
+        try mount.writeFile("notebook/todo", "a list")
+        try mount.writeFile("notebook/todo.Qq1234", "the list, saved by GLib")
+        XCTAssertFalse(try mount.liveTitles(.notebook).contains("todo.Qq1234"), "beside todo: a temp file")
+        try mount.rename("notebook/todo.Qq1234", "notebook/todo")
+        XCTAssertEqual(try mount.stored(.notebook, "todo"), "the list, saved by GLib")
+        XCTAssertEqual(try tombstones(mount), [])
+    }
+
+    /// Unmounting leaves no file behind in the scratch area: a waiting one
+    /// becomes a row then.
+    func testUnmountTurnsWaitingFilesIntoRows() throws {
+        let mount = try DirectMount()
+        try mount.writeFile("notebook/photo.jpg.ABCDEF", "jpeg")
+        XCTAssertEqual(try mount.liveTitles(.notebook), [])
+        mount.fileSystem.destroy()
+        XCTAssertEqual(try mount.liveTitles(.notebook), ["photo.jpg.ABCDEF"])
+        XCTAssertEqual(try mount.stored(.notebook, "photo.jpg.ABCDEF"), "jpeg")
+    }
+
+    /// An ignored file kept in the notebook's top folder stays local at the
+    /// next mount (the adoption of an older build's local files skipped no
+    /// ignore rule, and synced it).
+    func testAnIgnoredFileStaysLocalAtTheNextMount() throws {
+        let mount = try DirectMount()
+        try mount.writeFile("notebook/.quireignore", "*.log\nsecret.txt\n")
+        try mount.writeFile("notebook/build.log", "local")
+        try mount.writeFile("notebook/secret.txt", "local too")
+        try mount.writeFile("notebook/kept.txt", "synced")
+        mount.fileSystem.destroy()
+        XCTAssertEqual(try mount.liveTitles(.notebook), ["kept.txt"])
+        let next = try mount.nextMount()
+        XCTAssertEqual(try mount.liveTitles(.notebook), ["kept.txt"], "still local after the next mount")
+        let ignored = next.locked { next.ignoredNotebookFiles() }
+        XCTAssertEqual(ignored.count, 2, "\(ignored)")
+    }
+}
