@@ -126,6 +126,48 @@ final class MountSemanticsTests: XCTestCase {
         XCTAssertFalse(rows[0].isTombstone)
     }
 
+    /// GLib's g_file_set_contents (Qt's QSaveFile names its temp file the
+    /// same way) and npm's write-file-atomic, the real libraries: the temp
+    /// file (`Plan.md.XXXXXX`, `Plan.md.NNNNNNNNN`) is never a row, so a
+    /// save leaves no tombstone. A file that only looks like one becomes a
+    /// row when it stays.
+    func testGLibAndNpmSavesLeaveNoTempRow() throws {
+        device = try MountedDevice()
+        let folder = device.path("notebook")
+        XCTAssertEqual(Syscall.writeFile(folder + "/Plan.md", "one\n").errno, 0)
+        let key = try XCTUnwrap(try device.rows("notebook").first { $0.name == "Plan" }?.key)
+        for round in 1...3 {
+            let glib = shell("/usr/bin/python3 -c \"from gi.repository import GLib; GLib.file_set_contents('\(folder)/Plan.md', b'glib \(round)\\n')\"")
+            XCTAssertEqual(glib.status, 0, glib.output)
+            XCTAssertEqual(try device.text("notebook/Plan.md"), "glib \(round)\n")
+            let npm = shell("NODE_PATH=/usr/share/nodejs node -e \"require('write-file-atomic').sync('\(folder)/Plan.md', 'npm \(round)\\n')\"")
+            XCTAssertEqual(npm.status, 0, npm.output)
+            XCTAssertEqual(try device.text("notebook/Plan.md"), "npm \(round)\n")
+        }
+        let asynchronous = "require('write-file-atomic')('\(folder)/New.md', 'new\\n', e => process.exit(e ? 1 : 0))"
+        XCTAssertEqual(shell("NODE_PATH=/usr/share/nodejs node -e \"\(asynchronous)\"").status, 0)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder).sorted(), ["New.md", "Plan.md"])
+        let rows = try device.rows("notebook")
+        XCTAssertEqual(rows.filter(\.isTombstone).count, 0, "no temp file was a row: \(rows)")
+        XCTAssertEqual(rows.first { $0.name == "Plan" }?.key, key)
+        XCTAssertEqual(Set(rows.map(\.name)), ["Plan", "New"])
+        XCTAssertEqual(try device.text("notebook/New.md"), "new\n")
+
+        // A file named like a temp file that stays is synced a moment later;
+        // a descriptor open on it meanwhile reads on.
+        XCTAssertEqual(Syscall.writeFile(folder + "/backup.tar.AbC123", "archive\n").errno, 0)
+        let reader = open(folder + "/backup.tar.AbC123", O_RDONLY)
+        XCTAssertGreaterThanOrEqual(reader, 0)
+        defer { Glibc.close(reader) }
+        XCTAssertFalse(try device.rows("notebook").contains { $0.name == "backup.tar.AbC123" }, "waits first")
+        XCTAssertTrue(eventually(10) { ((try? device.rows("notebook")) ?? []).contains { $0.name == "backup.tar.AbC123" } })
+        XCTAssertEqual(try device.text("notebook/backup.tar.AbC123"), "archive\n")
+        var buffer = [UInt8](repeating: 0, count: 64)
+        XCTAssertEqual(pread(reader, &buffer, 64, 0), 8)
+        XCTAssertEqual(String(decoding: buffer.prefix(8), as: UTF8.self), "archive\n")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: device.home + "/scratch/notebook/backup.tar.AbC123"), "the row holds it now")
+    }
+
     func testSaveByRenameKeepsTheRowAndMakesOneVersion() throws {
         device = try MountedDevice { home in
             XCTAssertEqual(try quire(["put", "notebook", "Kept"], home: home, stdin: Array("one two\n".utf8)).status, 0)

@@ -10,8 +10,9 @@ import QuireStore
 /// the note with them. They start in the scratch area instead: renamed
 /// over a note (or to a new name), they are one new version of it and
 /// were never rows; still there `grace` seconds after their last close,
-/// they become rows in place (same name, same inode), so a real file that
-/// only looks like a temp file syncs a moment late, never not at all.
+/// they become rows under their name (files open on them follow), so a
+/// real file that only looks like a temp file syncs a moment late, never
+/// not at all.
 struct ProvisionalFiles {
     static let grace: TimeInterval = 3
 
@@ -69,8 +70,9 @@ extension QuireFileSystem {
         guard scratch.status(place.folder, place.name) != nil,
               (try? resolve(place.name, in: place.folder)) == .scratch(place.folder, place.name) else { return }
         let inode = names.inodes.inode(forScratch: place.folder, place.name)
-        // Still being written: it waits for its last close.
-        if !force && !openFiles.handles(where: { $0.inode == inode }).isEmpty {
+        // Still open for writing: it waits for its last close. Readers
+        // follow it into the row.
+        if !force && !openFiles.handles(where: { $0.inode == inode && $0.flags.isWritable }).isEmpty {
             provisional.add(place, at: now)
             return
         }
