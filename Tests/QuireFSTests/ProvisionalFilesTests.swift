@@ -119,6 +119,22 @@ final class ProvisionalFilesTests: XCTestCase {
         XCTAssertEqual(try mount.stored(.notebook, "photo.jpg.ABCDEF"), "jpeg")
     }
 
+    /// A sibling's file of the same name arriving while one waits: both
+    /// are kept, each a row.
+    func testASiblingsFileOfTheNameMeanwhileKeepsBoth() throws {
+        let mount = try DirectMount()
+        try mount.writeFile("notebook/data.csv.123456", "ours")
+        try mount.store.put(.note(Note(title: "data.csv.123456", body: Array("theirs".utf8), createdAt: Timestamp(seconds: 1_700_000_000),
+                                       updatedAt: Timestamp(seconds: 1_700_000_000), kind: .file)))
+        mount.feed()
+        promote(mount, after: ProvisionalFiles.grace + 1)
+        let rows = try mount.store.summaries(.notebook).filter { $0.name == "data.csv.123456" }
+        XCTAssertEqual(rows.count, 2)
+        let names = try mount.list("notebook")
+        let texts = try names.map { try mount.text("notebook/" + $0) ?? "" }
+        XCTAssertEqual(texts.sorted(), ["ours", "theirs"], "\(names)")
+    }
+
     /// An ignored file kept in the notebook's top folder stays local at the
     /// next mount (the adoption of an older build's local files skipped no
     /// ignore rule, and synced it).

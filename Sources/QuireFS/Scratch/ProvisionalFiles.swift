@@ -66,9 +66,9 @@ extension QuireFileSystem {
 
     private func promote(_ place: ScratchPlace, at now: Date, force: Bool) {
         let path = folderPath(place.folder) + "/" + place.name.text
-        // Renamed or removed meanwhile: nothing to do.
-        guard scratch.status(place.folder, place.name) != nil,
-              (try? resolve(place.name, in: place.folder)) == .scratch(place.folder, place.name) else { return }
+        // Renamed or removed meanwhile: nothing to do. (A sibling's row
+        // of the name meanwhile: both stay, one with a key marker.)
+        guard scratch.status(place.folder, place.name) != nil else { return }
         let inode = names.inodes.inode(forScratch: place.folder, place.name)
         // Still open for writing: it waits for its last close. Readers
         // follow it into the row.
