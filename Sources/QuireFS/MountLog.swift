@@ -6,16 +6,22 @@ import Foundation
 public final class MountLog: @unchecked Sendable {
     public let path: String?
     private let lock = NSLock()
-    private var recent: [String] = []
+    private var recent: [(line: String, kind: String?, count: Int)] = []
     private let keep = 50
 
     public init(path: String?) { self.path = path }
 
-    /// A problem: logged and shown in `.quire/status`.
-    public func problem(_ text: String) {
+    /// A problem: logged and shown in `.quire/status`. Problems of one
+    /// `kind` (a program's link calls refused one per file: git's) show
+    /// as the latest with a count, so a burst cannot push the others out.
+    public func problem(_ text: String, kind: String? = nil) {
         let line = Self.stamp() + " " + text
         lock.lock()
-        recent.append(line)
+        var count = 1
+        if let kind, let earlier = recent.firstIndex(where: { $0.kind == kind }) {
+            count += recent.remove(at: earlier).count
+        }
+        recent.append((line, kind, count))
         if recent.count > keep { recent.removeFirst(recent.count - keep) }
         lock.unlock()
         append(line)
@@ -27,7 +33,7 @@ public final class MountLog: @unchecked Sendable {
     public var recentProblems: [String] {
         lock.lock()
         defer { lock.unlock() }
-        return recent
+        return recent.map { $0.count > 1 ? $0.line + " (and \($0.count - 1) more like it before)" : $0.line }
     }
 
     private func append(_ line: String) {

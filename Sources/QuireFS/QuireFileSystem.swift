@@ -354,8 +354,8 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
         }
     }
 
-    func refuse(_ error: FuseError, _ message: String) -> FuseError {
-        log.problem(message)
+    func refuse(_ error: FuseError, _ message: String, kind: String? = nil) -> FuseError {
+        log.problem(message, kind: kind)
         return error
     }
 }

@@ -168,6 +168,33 @@ final class MountSemanticsTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: device.home + "/scratch/notebook/backup.tar.AbC123"), "the row holds it now")
     }
 
+    /// A git repository kept inside the notebook (as Obsidian's git plugin
+    /// keeps one): its lock files (`index.lock` renamed over `index`) and
+    /// object temp files are never rows, so commits leave no tombstones,
+    /// and linking an object's temp file to its name is never refused.
+    func testAGitRepositoryInsideTheNotebookLeavesNoTombstones() throws {
+        device = try MountedDevice()
+        let git = "cd '\(device.path("notebook"))' && git -c user.email=q@example.org -c user.name=q"
+        XCTAssertEqual(shell("\(git) init -q").status, 0)
+        let afterInit = try device.rows("notebook").filter(\.isTombstone).count
+        for round in 1...3 {
+            XCTAssertEqual(Syscall.writeFile(device.path("notebook/Plan \(round).md"), "round \(round)\n").errno, 0)
+            let commit = shell("\(git) add -A && \(git) commit -qm 'round \(round)'")
+            XCTAssertEqual(commit.status, 0, commit.output)
+        }
+        let log = shell("\(git) log --oneline | wc -l")
+        XCTAssertEqual(log.output.trimmingCharacters(in: .whitespacesAndNewlines), "3", log.output)
+        let fsck = shell("\(git) fsck --strict 2>&1")
+        XCTAssertEqual(fsck.status, 0, fsck.output)
+        let rows = try device.rows("notebook")
+        XCTAssertEqual(rows.filter(\.isTombstone).count, afterInit, "\(rows.filter(\.isTombstone).map(\.name))")
+        XCTAssertFalse(rows.contains { $0.name.hasSuffix(".lock") || $0.name.hasPrefix("tmp_obj_") }, "\(rows.map(\.name))")
+        // git links each object's temp file to its name in the same folder:
+        // a temp file's link is a save, never refused.
+        let status = try device.text(".quire/status")
+        XCTAssertFalse(status.contains("link to "), status)
+    }
+
     func testSaveByRenameKeepsTheRowAndMakesOneVersion() throws {
         device = try MountedDevice { home in
             XCTAssertEqual(try quire(["put", "notebook", "Kept"], home: home, stdin: Array("one two\n".utf8)).status, 0)

@@ -22,13 +22,15 @@ final class ProvisionalFilesTests: XCTestCase {
     }
 
     func testTempNamesAndTheirStems() {
-        XCTAssertEqual(FileNames.saveTempStem("Plan.md.aB3dE9"), "Plan.md", "mkstemp's six letters and digits (GLib, Qt)")
-        XCTAssertEqual(FileNames.saveTempStem("Plan.md.3841176092"), "Plan.md", "npm write-file-atomic's number")
-        XCTAssertEqual(FileNames.saveTempStem("lu3245f8z3ke.tmp"), "lu3245f8z3ke", "LibreOffice")
-        XCTAssertEqual(FileNames.saveTempStem("todo.000123"), "todo")
+        XCTAssertEqual(FileNames.tempName("Plan.md.aB3dE9"), .besideItsStem("Plan.md"), "mkstemp's six letters and digits (GLib, Qt)")
+        XCTAssertEqual(FileNames.tempName("Plan.md.3841176092"), .besideItsStem("Plan.md"), "npm write-file-atomic's number")
+        XCTAssertEqual(FileNames.tempName("todo.000123"), .besideItsStem("todo"))
+        XCTAssertEqual(FileNames.tempName("lu3245f8z3ke.tmp"), .always, "LibreOffice")
+        XCTAssertEqual(FileNames.tempName("index.lock"), .always, "git")
+        XCTAssertEqual(FileNames.tempName("tmp_obj_Ab12Cd"), .always, "git")
         for name in ["Plan.md", "photo.jpeg", "Plan.md.aB3dE", "Plan.md.aB3dE9x", "Plan.md.12345678901", "Plan.md.aB-dE9", ".aB3dE9",
-                     "Plan.md.", "README"] {
-            XCTAssertNil(FileNames.saveTempStem(name), name)
+                     "Plan.md.", "README", "Cargo.lockfile", "lock"] {
+            XCTAssertNil(FileNames.tempName(name), name)
         }
     }
 

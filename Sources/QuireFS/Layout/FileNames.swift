@@ -106,24 +106,35 @@ enum FileNames {
         return false
     }
 
-    /// A name that save-by-rename temp files are given, which may also be a
-    /// real file's: `x.XXXXXX` (six letters or digits: mkstemp's, so
-    /// GLib's `g_file_set_contents` and Qt's `QSaveFile`), `x.NNNNNNN`
-    /// (six to ten digits: npm's write-file-atomic) and `x.tmp`
-    /// (LibreOffice's `luXXXX.tmp`). Returns the stem `x`, or nil. The
-    /// mount keeps such a file local for a moment (`ProvisionalFiles`):
-    /// renamed over a note it was never a row; left where it is, it
-    /// becomes one. Notes (`.md`) never match: their suffix is `md`.
-    static func saveTempStem(_ name: String) -> String? {
+    /// How a name may be a temp file's, which may also be a real file's.
+    enum TempName: Equatable {
+        /// `x.tmp` (LibreOffice's `luXXXX.tmp`), `x.lock` (git's lock
+        /// files: `index.lock`, `HEAD.lock`, renamed over their file or
+        /// removed), git's `tmp_obj_XXXXXX` (and `tmp_idx_`, `tmp_pack_`).
+        case always
+        /// `x.XXXXXX` (six letters or digits: mkstemp's, so GLib's
+        /// `g_file_set_contents` and Qt's `QSaveFile`) and `x.NNNNNNN` (six
+        /// to ten digits: npm's write-file-atomic): a temp file's when the
+        /// stem `x` has an extension of its own (`Plan.md.aB3dE9`) or names
+        /// a file beside it.
+        case besideItsStem(String)
+    }
+
+    /// Whether `name` is one temp files are given. The mount keeps such a
+    /// file local for a moment (`ProvisionalFiles`): renamed over a note it
+    /// was never a row; left where it is, it becomes one. Notes (`.md`)
+    /// never match.
+    static func tempName(_ name: String) -> TempName? {
         let bytes = Array(name.utf8)
+        if name.hasPrefix("tmp_obj_") || name.hasPrefix("tmp_idx_") || name.hasPrefix("tmp_pack_") { return .always }
         guard let dot = bytes.lastIndex(of: UInt8(ascii: ".")), dot > 0 else { return nil }
         let suffix = bytes[(dot + 1)...]
-        let stem = String(decoding: bytes[..<dot], as: UTF8.self)
         func isDigit(_ c: UInt8) -> Bool { c >= 0x30 && c <= 0x39 }
         func isAlphanumeric(_ c: UInt8) -> Bool { isDigit(c) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) }
-        if suffix.elementsEqual("tmp".utf8) { return stem }
-        if suffix.count == 6 && suffix.allSatisfy(isAlphanumeric) { return stem }
-        if (6...10).contains(suffix.count) && suffix.allSatisfy(isDigit) { return stem }
+        if suffix.elementsEqual("tmp".utf8) || suffix.elementsEqual("lock".utf8) { return .always }
+        if (suffix.count == 6 && suffix.allSatisfy(isAlphanumeric)) || ((6...10).contains(suffix.count) && suffix.allSatisfy(isDigit)) {
+            return .besideItsStem(String(decoding: bytes[..<dot], as: UTF8.self))
+        }
         return nil
     }
 

@@ -27,7 +27,7 @@ extension QuireFileSystem {
             }
             // A name a .quireignore rule keeps here (a row that synced before
             // the rule still shows, above), or a temp file's, waiting.
-            if scratch.status(folder, name) != nil, FileNames.saveTempStem(name.text) != nil || isIgnored(name, in: folder) {
+            if scratch.status(folder, name) != nil, FileNames.tempName(name.text) != nil || isIgnored(name, in: folder) {
                 return .scratch(folder, name)
             }
             return .none
@@ -340,6 +340,8 @@ extension QuireFileSystem {
         case .namespace(let namespace)?: return namespace.name
         case .control?: return MountLayout.controlFolderName
         case .row(let ref)? where names.isFolder(ref): return folderPath(.subfolder(ref.key))
+        case .row(let ref)?: return rowPath(ref)
+        case .scratch(let folder, let name)?: return folderPath(folder) + "/" + name.text
         default: return "inode \(inode)"
         }
     }

@@ -18,10 +18,10 @@ extension QuireFileSystem {
         return try locked { () throws(FuseError) -> FuseEntry in
             let target = try folder(newParent.rawValue)
             guard case .scratch(let source, let name)? = names.inodes.object(inode.rawValue) else {
-                throw refuse(.notPermitted, "link to \(typedNew): \(describe(inode.rawValue)) is a row, and a row has one name; copy it instead")
+                throw refuse(.notPermitted, "link to \(typedNew): \(describe(inode.rawValue)) is a row, and a row has one name; copy it instead", kind: "link")
             }
             guard source == target else {
-                throw refuse(.notPermitted, "link to \(typedNew): links across folders are not kept; copy the file instead")
+                throw refuse(.notPermitted, "link to \(typedNew): links across folders are not kept; copy the file instead", kind: "link")
             }
             if (try? lookUp(newName, in: newParent.rawValue)) != nil { throw .exists }
             let bytes = try scratch.contents(source, name)
@@ -41,11 +41,11 @@ extension QuireFileSystem {
     /// a fifo or a device in, on this device or a sibling.
     public func makeSymbolicLink(parent: FuseInode, name: String, target: String, request: FuseRequest) throws -> FuseEntry {
         let place = locked { describe(parent.rawValue) }
-        throw refuse(.notPermitted, "symlink \(place)/\(name) refused: symbolic links are not kept (copy the file instead)")
+        throw refuse(.notPermitted, "symlink \(place)/\(name) refused: symbolic links are not kept (copy the file instead)", kind: "symlink")
     }
 
     public func makeNode(parent: FuseInode, name: String, mode: UInt32, device: UInt64, request: FuseRequest) throws -> FuseEntry {
         let place = locked { describe(parent.rawValue) }
-        throw refuse(.notPermitted, "mknod \(place)/\(name) refused: fifos, sockets and device nodes are not kept")
+        throw refuse(.notPermitted, "mknod \(place)/\(name) refused: fifos, sockets and device nodes are not kept", kind: "mknod")
     }
 }

@@ -44,7 +44,7 @@ extension QuireFileSystem {
         let folders = [Folder.namespace(.notebook)] + listing.rows.values.filter(\.isFolder).map { Folder.subfolder($0.key) }
         let now = Date()
         for folder in folders {
-            for name in scratch.names(folder) where FileNames.saveTempStem(name.text) != nil && !isIgnored(name, in: folder) {
+            for name in scratch.names(folder) where FileNames.tempName(name.text) != nil && !isIgnored(name, in: folder) {
                 guard case .row = FileNames.meaning(of: name, in: .notebook) else { continue }
                 provisional.add(ScratchPlace(folder: folder, name: name), at: now)
             }

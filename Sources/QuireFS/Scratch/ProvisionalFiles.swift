@@ -3,16 +3,16 @@ import QuireCore
 import QuireFuse
 import QuireStore
 
-/// New notebook files named as save-by-rename temp files are
-/// (`FileNames.saveTempStem`): `Plan.md.aB3dE9` from GLib or Qt, `Plan.md.
-/// 3841176092` from npm. As rows they were committed at close, sent to
-/// siblings, and left a tombstone at every save when the rename replaced
-/// the note with them. They start in the scratch area instead: renamed
-/// over a note (or to a new name), they are one new version of it and
-/// were never rows; still there `grace` seconds after their last close,
-/// they become rows under their name (files open on them follow), so a
-/// real file that only looks like a temp file syncs a moment late, never
-/// not at all.
+/// New notebook files named as temp files are (`FileNames.tempName`):
+/// `Plan.md.aB3dE9` from GLib or Qt, `Plan.md.3841176092` from npm, git's
+/// `index.lock`. As rows they were committed at close, sent to siblings,
+/// and left a tombstone at every save when the rename replaced the note
+/// with them (or the program removed them). They start in the scratch area
+/// instead: renamed over a note (or to a new name), they are one new
+/// version of it and were never rows; removed, they leave nothing; still
+/// there `grace` seconds after their last close, they become rows under
+/// their name (files open on them follow), so a real file that only looks
+/// like a temp file syncs a moment late, never not at all.
 struct ProvisionalFiles {
     static let grace: TimeInterval = 3
 
@@ -44,13 +44,10 @@ struct ProvisionalFiles {
 }
 
 extension QuireFileSystem {
-    /// Whether a new file named `name` in `folder` starts provisional: a
-    /// temp file's name, whose stem has an extension of its own
-    /// (`Plan.md.aB3dE9`) or names a file here (`todo.aB3dE9` beside
-    /// `todo`); `x.tmp` always.
+    /// Whether a new file named `name` in `folder` starts provisional.
     func startsProvisional(_ name: CanonicalName, in folder: Folder) throws(FuseError) -> Bool {
-        guard folder.namespace == .notebook, let stem = FileNames.saveTempStem(name.text) else { return false }
-        if name.text.hasSuffix(".tmp") { return true }
+        guard folder.namespace == .notebook, let kind = FileNames.tempName(name.text) else { return false }
+        guard case .besideItsStem(let stem) = kind else { return true }
         if let dot = stem.lastIndex(of: "."), dot > stem.startIndex, stem.index(after: dot) < stem.endIndex { return true }
         return try resolve(CanonicalName(stem), in: folder) != .none
     }
