@@ -195,6 +195,24 @@ final class MountSemanticsTests: XCTestCase {
         XCTAssertFalse(status.contains("link to "), status)
     }
 
+    /// A SQLite database kept in the notebook (a Calibre library's
+    /// metadata.db): its journal and WAL files come and go with each
+    /// transaction and are never rows; the database file is one.
+    func testASQLiteDatabaseInsideTheNotebookLeavesNoTombstones() throws {
+        device = try MountedDevice()
+        let database = device.path("notebook/library.db")
+        for (step, sql) in ["create table books(title text)", "insert into books values ('one')",
+                            "pragma journal_mode=wal; insert into books values ('two')", "insert into books values ('three')"].enumerated() {
+            let run = shell("sqlite3 '\(database)' \"\(sql)\"")
+            XCTAssertEqual(run.status, 0, "step \(step): \(run.output)")
+        }
+        let count = shell("sqlite3 '\(database)' 'pragma integrity_check; select count(*) from books'")
+        XCTAssertEqual(count.output.split(separator: "\n").map(String.init), ["ok", "3"], count.output)
+        let rows = try device.rows("notebook")
+        XCTAssertEqual(rows.filter(\.isTombstone).map(\.name), [], "\(rows)")
+        XCTAssertEqual(rows.map(\.name), ["library.db"])
+    }
+
     func testSaveByRenameKeepsTheRowAndMakesOneVersion() throws {
         device = try MountedDevice { home in
             XCTAssertEqual(try quire(["put", "notebook", "Kept"], home: home, stdin: Array("one two\n".utf8)).status, 0)
