@@ -122,6 +122,21 @@ final class ProvisionalFilesTests: XCTestCase {
         XCTAssertEqual(try mount.stored(.notebook, "photo.jpg.ABCDEF"), "jpeg")
     }
 
+    /// A mount that stopped without unmounting (killed) left waiting files
+    /// in the scratch area: the next mount lets them wait again.
+    func testAMountKilledMeanwhileLeavesThemToTheNext() throws {
+        let mount = try DirectMount()
+        try mount.mkdir("notebook/Books")
+        try mount.writeFile("notebook/Books/list.txt.a1B2c3", "kept")
+        try mount.writeFile("notebook/top.csv.000042", "kept too")
+        let next = try mount.nextMount()
+        XCTAssertEqual(try mount.liveTitles(.notebook), ["Books", "top.csv.000042"], "the top folder's are adopted at once, as before")
+        XCTAssertNotNil(next.locked { next.provisional.nextDeadline }, "the subfolder's waits")
+        next.locked { next.promoteProvisionalFiles(at: Date(timeIntervalSinceNow: ProvisionalFiles.grace + 1)) }
+        XCTAssertEqual(try mount.liveTitles(.notebook), ["Books", "list.txt.a1B2c3", "top.csv.000042"])
+        XCTAssertEqual(try mount.stored(.notebook, "list.txt.a1B2c3"), "kept")
+    }
+
     /// A sibling's file of the same name arriving while one waits: both
     /// are kept, each a row.
     func testASiblingsFileOfTheNameMeanwhileKeepsBoth() throws {
