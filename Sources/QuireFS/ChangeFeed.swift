@@ -86,7 +86,7 @@ public final class ChangeFeed: @unchecked Sendable {
     public func poll() -> Date? {
         let (work, news, due) = fileSystem.takeChanges()
         // Removals first: the kernel must still have the name to unlink it.
-        tell(news.filter { if case .removed = $0 { true } else { false } })
+        tell(WatcherNews.ordered(news.filter { if case .removed = $0 { true } else { false } }))
         for invalidation in work {
             switch invalidation {
             case .entry(let parent, let name):
@@ -98,7 +98,7 @@ public final class ChangeFeed: @unchecked Sendable {
                 try? session.invalidateInode(FuseInode(inode))
             }
         }
-        tell(news.filter { if case .removed = $0 { false } else { true } })
+        tell(WatcherNews.ordered(news.filter { if case .removed = $0 { false } else { true } }))
         return due
     }
 
@@ -132,23 +132,30 @@ public final class ChangeFeed: @unchecked Sendable {
             }
             guard served[folder] == true else { continue }
             switch item {
-            case .removed(let parent, let child, let name, let path):
+            case .removed(let parent, let child, let name, let path, let isFolder):
                 guard session.kernelHolds(FuseInode(child)) else { continue }
-                announcing(.removing(child: child), .init(parent: parent, name: name)) { _ = unlink(path) }
+                announcing(.removing(child: child, isFolder: isFolder), .init(parent: parent, name: name)) {
+                    _ = isFolder ? rmdir(path) : unlink(path)
+                }
+                if isFolder { fileSystem.locked { fileSystem.names.inodes.retire(child) } }
             case .changed(let inode, let path, let mode):
                 guard session.kernelHolds(FuseInode(inode)) else { continue }
                 _ = chmod(path, mode_t(mode))
-            case .created(let parent, let name, let ref, let path):
+            case .created(let parent, let name, let ref, let path, let isFolder):
                 guard session.kernelHolds(FuseInode(parent)) else { continue }
                 let slot = WatcherNotices.Slot(parent: parent, name: name)
                 // Someone who looked the name up since it came has the kernel
-                // hold it, and the open opens it: drop that entry, and try
-                // again if that happened once more in between.
+                // hold it, and the open opens it (the mkdir fails): drop that
+                // entry, and try again if that happened once more in between.
                 for _ in 0..<3 {
                     try? session.invalidateEntry(parent: FuseInode(parent), name: name.text)
                     announcing(.creating(ref), slot) {
-                        let descriptor = open(path, O_CREAT | O_RDONLY | O_CLOEXEC, 0o644)
-                        if descriptor >= 0 { close(descriptor) }
+                        if isFolder {
+                            _ = mkdir(path, 0o755)
+                        } else {
+                            let descriptor = open(path, O_CREAT | O_RDONLY | O_CLOEXEC, 0o644)
+                            if descriptor >= 0 { close(descriptor) }
+                        }
                     }
                     if fileSystem.locked({ fileSystem.watcherNotices.takeCreated(slot) }) { break }
                 }
@@ -218,20 +225,22 @@ extension QuireFileSystem {
     /// Queues what watchers are told of a change made elsewhere: names
     /// that went and came (a sibling's rename is both; so is a name that
     /// gained a key marker), and a file whose name stayed but whose text or
-    /// times changed. Not folders: the calls are a file's.
+    /// times changed. Folders that came or went too, not folders renamed
+    /// (see `WatcherNotices`).
     func tellWatchers(_ ref: RowRef, _ changes: [NameChange], isTombstone: Bool, wasFolder: Bool) {
         for change in changes where change.old != change.new {
             let changed = RowRef(namespace: ref.namespace, key: change.key)
-            if names.isFolder(changed) || (changed == ref && wasFolder) { continue }
+            let isFolder = names.isFolder(changed) || (changed == ref && wasFolder)
+            if isFolder && change.old != nil && change.new != nil { continue }
             if let old = change.old {
                 let folder = Folder(ref.namespace, old.folder)
                 watcherNotices.queue(.removed(parent: names.directoryInode(folder), child: names.inodes.listedInode(of: changed),
-                                              name: old.name, path: mountPath(folder) + "/" + old.name.text))
+                                              name: old.name, path: mountPath(folder) + "/" + old.name.text, isFolder: isFolder))
             }
             if let new = change.new {
                 let folder = Folder(ref.namespace, new.folder)
                 watcherNotices.queue(.created(parent: names.directoryInode(folder), name: new.name, ref: changed,
-                                              path: mountPath(folder) + "/" + new.name.text))
+                                              path: mountPath(folder) + "/" + new.name.text, isFolder: isFolder))
             }
         }
         guard !isTombstone, !changes.contains(where: { $0.key == ref.key }), let inode = names.inodes.primaryInode(of: ref) else { return }

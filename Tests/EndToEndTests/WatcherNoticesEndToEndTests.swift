@@ -36,20 +36,38 @@ final class WatcherNoticesEndToEndTests: TwoMountedDevicesTestCase {
                 && events["Moved again.md", default: 0] & UInt32(IN_CREATE | IN_MOVED_TO) != 0
         }, "events seen: \(events)")
 
-        // Folders are not announced, and a sibling's folder moves and
-        // deletes leave the mount whole.
+        // A sibling's new folder and its removal are announced too (an
+        // explorer such as Obsidian's shows the folder and watches it), and
+        // its folder moves and deletes leave the mount whole.
         XCTAssertEqual(mkdir("\(a)/Box", 0o755), 0)
         XCTAssertEqual(Syscall.writeFile("\(a)/Box/In.md", "in the box\n").errno, 0)
         XCTAssertTrue(eventually(15) { FileManager.default.fileExists(atPath: "\(b)/Box/In.md") })
         XCTAssertEqual(try String(contentsOfFile: "\(b)/Box/In.md", encoding: .utf8), "in the box\n")
+        let folderCreated = UInt32(IN_CREATE) | UInt32(IN_ISDIR), folderDeleted = UInt32(IN_DELETE) | UInt32(IN_ISDIR)
+        XCTAssertTrue(eventually(10) {
+            for (name, mask) in watch.read() { events[name, default: 0] |= mask }
+            return events["Box", default: 0] & folderCreated == folderCreated
+        }, "events seen: \(events)")
+        // A shell on b keeps the folder as its working folder meanwhile.
+        let pin = open("\(b)/Box", O_RDONLY | O_DIRECTORY)
+        XCTAssertGreaterThanOrEqual(pin, 0)
+        defer { close(pin) }
         XCTAssertEqual(rename("\(a)/Box/In.md", "\(a)/Out.md"), 0)
         XCTAssertEqual(rmdir("\(a)/Box"), 0)
         XCTAssertTrue(eventually(15) { FileManager.default.fileExists(atPath: "\(b)/Out.md") && !FileManager.default.fileExists(atPath: "\(b)/Box") })
         XCTAssertEqual(try String(contentsOfFile: "\(b)/Out.md", encoding: .utf8), "in the box\n")
         XCTAssertTrue(eventually(10) {
             for (name, mask) in watch.read() { events[name, default: 0] |= mask }
-            return events["Out.md", default: 0] & UInt32(IN_CREATE) != 0
+            return events["Out.md", default: 0] & UInt32(IN_CREATE) != 0 && events["Box", default: 0] & folderDeleted == folderDeleted
         }, "events seen: \(events)")
+        // Made again under its name (the same row key): the folder works on
+        // b although the kernel keeps the removed one's inode for the shell.
+        XCTAssertEqual(mkdir("\(a)/Box", 0o755), 0)
+        XCTAssertEqual(Syscall.writeFile("\(a)/Box/Again.md", "back\n").errno, 0)
+        XCTAssertTrue(eventually(15) { (try? String(contentsOfFile: "\(b)/Box/Again.md", encoding: .utf8)) == "back\n" })
+        XCTAssertEqual(Syscall.writeFile("\(b)/Box/From b.md", "typed on b\n").errno, 0)
+        XCTAssertTrue(eventually(15) { (try? String(contentsOfFile: "\(a)/Box/From b.md", encoding: .utf8)) == "typed on b\n" })
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: "\(b)/Box").sorted(), ["Again.md", "From b.md"])
 
         // A write made on b itself raises the kernel's own events only.
         XCTAssertEqual(Syscall.writeFile("\(b)/Local.md", "typed on b\n").errno, 0)
@@ -66,7 +84,7 @@ final class WatcherNoticesEndToEndTests: TwoMountedDevicesTestCase {
         })
         let rows = try quire(["ls", "notebook", "--tombstones"], home: home("b")).stdout
         XCTAssertEqual(rows.split(separator: "\n").filter { $0.hasSuffix("  New") }.count, 1, rows)
-        XCTAssertEqual(rows.split(separator: "\n").filter { $0.contains("deleted") }.count, 2, "Gone's and Box's tombstones alone: \(rows)")
+        XCTAssertEqual(rows.split(separator: "\n").filter { $0.contains("deleted") }.count, 1, "Gone's tombstone alone (Box came back): \(rows)")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: b).sorted(),
                        try FileManager.default.contentsOfDirectory(atPath: a).sorted())
         XCTAssertEqual(try String(contentsOfFile: "\(b)/New.md", encoding: .utf8), "new on a\n")

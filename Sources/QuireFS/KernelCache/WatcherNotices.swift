@@ -3,23 +3,36 @@ import QuireCore
 /// One thing inotify watchers of the mount are told of a change made
 /// elsewhere (a sibling's edit, `quire put`).
 enum WatcherNews: Hashable {
-    /// A name went away: the feed unlinks it, and the mount answers that
-    /// one unlink (and the lookup before it) as if the file were still
-    /// there, removing nothing (IN_DELETE).
-    case removed(parent: UInt64, child: UInt64, name: CanonicalName, path: String)
+    /// A name went away: the feed unlinks it (a folder: removes it), and
+    /// the mount answers that one call (and the lookup before it) as if
+    /// the file were still there, removing nothing (IN_DELETE).
+    case removed(parent: UInt64, child: UInt64, name: CanonicalName, path: String, isFolder: Bool)
     /// A file's text or times changed: a chmod to the mode it has (modes
     /// never change here), which raises IN_ATTRIB.
     case changed(inode: UInt64, path: String, mode: UInt32)
-    /// A name appeared: the feed opens it with O_CREAT, and the mount
-    /// answers that one create with the row (IN_CREATE).
-    case created(parent: UInt64, name: CanonicalName, ref: RowRef, path: String)
+    /// A name appeared: the feed opens it with O_CREAT (a folder: makes
+    /// it), and the mount answers that one call with the row (IN_CREATE).
+    case created(parent: UInt64, name: CanonicalName, ref: RowRef, path: String, isFolder: Bool)
 }
 
 extension WatcherNews {
+    /// The order the calls are made in: a new folder before what comes
+    /// into it (parents first), a folder that went after what went with it.
+    static func ordered(_ news: [WatcherNews]) -> [WatcherNews] {
+        func rank(_ item: WatcherNews) -> Int {
+            switch item {
+            case .created(_, _, _, let path, true): return -1_000_000 + path.utf8.count
+            case .removed(_, _, _, let path, true): return 1_000_000 - path.utf8.count
+            default: return 0
+            }
+        }
+        return news.enumerated().sorted { (rank($0.element), $0.offset) < (rank($1.element), $1.offset) }.map(\.element)
+    }
+
     /// The folder the call is made in.
     var parentPath: String {
         switch self {
-        case .removed(_, _, _, let path), .changed(_, let path, _), .created(_, _, _, let path):
+        case .removed(_, _, _, let path, _), .changed(_, let path, _), .created(_, _, _, let path, _):
             String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
         }
     }
@@ -35,7 +48,9 @@ extension WatcherNews {
 /// kernels.) So the feed makes the calls itself, from its own thread, never
 /// inside a request: an unlink of a name that went (before the kernel is
 /// told to drop the name), a chmod that changes nothing, and an O_CREAT open
-/// of a name that came. The mount answers the feed's thread, for that name
+/// of a name that came (for a folder: an rmdir and a mkdir, never for a
+/// folder renamed: an rmdir kills its inode in the kernel, and the folder
+/// keeps that inode under its new name). The mount answers the feed's thread, for that name
 /// and while the call runs, as the call needs (`Announcement`), and changes
 /// nothing in the store.
 ///
@@ -52,8 +67,9 @@ struct WatcherNotices {
     enum Announcement {
         /// Opened with O_CREAT: a lookup finds nothing, the create the row.
         case creating(RowRef)
-        /// Unlinked: a lookup finds `child` still, the unlink removes nothing.
-        case removing(child: UInt64)
+        /// Unlinked (or removed, a folder): a lookup finds `child` still,
+        /// the call removes nothing.
+        case removing(child: UInt64, isFolder: Bool)
     }
 
     private var queued: [WatcherNews] = []

@@ -194,6 +194,16 @@ struct InodeTable {
         bind(inode, to: .scratch(folder, CanonicalName("\u{0}removed-\(inode)")))
     }
 
+    /// The kernel was told the folder `inode` is gone (an rmdir): it keeps
+    /// that inode dead while anything holds it (a shell's working folder),
+    /// so the number stands for nothing until the kernel forgets it, and
+    /// the row gets another if it comes back (a folder's key is derived from
+    /// its name).
+    mutating func retire(_ inode: UInt64) {
+        guard !Self.isFixed(inode), case .row? = objects[inode] else { return }
+        bind(inode, to: .scratch(.root, CanonicalName("\u{0}retired-\(inode)")))
+    }
+
     /// A node of the kept trees, under the number `KeptNode` gives it.
     mutating func bindKept(_ inode: UInt64, _ node: KeptNode) { bind(inode, to: .kept(node)) }
 

@@ -61,8 +61,9 @@ extension QuireFileSystem {
             // The change feed telling watchers of a name that came or went (WatcherNotices).
             switch watcherNotices.announced(.init(parent: parent.rawValue, name: name), to: request.pid) {
             case .creating?: throw .noEntry
-            case .removing(let child)?:
-                let attributes = FuseAttributes(inode: FuseInode(child), kind: .regular, permissions: 0o644, uid: owner.uid, gid: owner.gid)
+            case .removing(let child, let isFolder)?:
+                let attributes = isFolder ? directoryAttributes(child, writable: true, nested: true)
+                    : FuseAttributes(inode: FuseInode(child), kind: .regular, permissions: 0o644, uid: owner.uid, gid: owner.gid)
                 return FuseEntry(attributes, attributeTimeout: 0, entryTimeout: 0)
             case nil: return spelled(typed, name, try lookUp(name, in: parent.rawValue))
             }
@@ -276,7 +277,14 @@ extension QuireFileSystem {
     public func makeDirectory(parent: FuseInode, name typed: String, mode: UInt32, request: FuseRequest) throws -> FuseEntry {
         let name = CanonicalName(typed)
         return try locked { () throws(FuseError) -> FuseEntry in
-            spelled(typed, name, try makeFolder(name, in: parent.rawValue))
+            let slot = WatcherNotices.Slot(parent: parent.rawValue, name: name)
+            if case .creating(let ref)? = watcherNotices.announced(slot, to: request.pid) {
+                // The change feed telling watchers of a sibling's new folder.
+                guard try resolve(name, in: try folder(parent.rawValue)) == .row(ref), names.isFolder(ref) else { throw .noEntry }
+                watcherNotices.noteCreated(slot)
+                return try entry(names.inodes.inode(for: ref))
+            }
+            return spelled(typed, name, try makeFolder(name, in: parent.rawValue))
         }
     }
 
@@ -309,6 +317,8 @@ extension QuireFileSystem {
     public func removeDirectory(parent: FuseInode, name typed: String, request: FuseRequest) throws {
         let name = CanonicalName(typed)
         try locked { () throws(FuseError) in
+            // The change feed telling watchers of a folder that went: it is gone already.
+            if case .removing? = watcherNotices.announced(.init(parent: parent.rawValue, name: name), to: request.pid) { return }
             try removeFolder(name, in: parent.rawValue)
             forgetCanonicalForm(of: typed, name, in: parent.rawValue)
         }
