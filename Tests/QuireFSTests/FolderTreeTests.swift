@@ -41,6 +41,27 @@ final class FolderTreeTests: XCTestCase {
         XCTAssertThrowsError(try mount.mkdir("plans/Later")) { XCTAssertEqual($0 as? FuseError, .notPermitted) }
     }
 
+    /// A folder removed and made again is the same row (its key comes
+    /// from its name), under another inode number: the kernel keeps the
+    /// removed one's inode dead for whoever still holds it (a shell in it).
+    func testAFolderMadeAgainGetsAnotherInode() throws {
+        let mount = try DirectMount()
+        try mount.mkdir("notebook/Box")
+        let first = try mount.lookup("notebook/Box").attributes.inode
+        let key = try XCTUnwrap(mount.store.summaries(.notebook).first { $0.name == "Box" }?.key)
+        try mount.rmdir("notebook/Box")
+        XCTAssertFalse(mount.exists("notebook/Box"))
+        XCTAssertThrowsError(try mount.fileSystem.getAttributes(first, handle: nil, request: mount.caller), "the old number stands for nothing")
+        try mount.mkdir("notebook/Box")
+        XCTAssertEqual(try mount.store.summaries(.notebook).first { $0.name == "Box" }?.key, key)
+        let second = try mount.lookup("notebook/Box").attributes.inode
+        XCTAssertNotEqual(second, first)
+        try mount.writeFile("notebook/Box/In.md", "in\n")
+        XCTAssertEqual(try mount.list("notebook/Box"), ["In.md"])
+        mount.fileSystem.forgotten(first)
+        XCTAssertEqual(try mount.lookup("notebook/Box").attributes.inode, second)
+    }
+
     /// A folder move is one row: every row under it keeps its key, and
     /// nothing under it is written.
     func testMovingAFolderChangesOneRowAndKeepsEveryKey() throws {

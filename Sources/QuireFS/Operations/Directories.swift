@@ -342,6 +342,9 @@ extension QuireFileSystem {
             throw storeFailure(error, doing: "remove the folder \(describe(parent))/\(name)")
         }
         scratch.removeDirectory(inside)
+        // The kernel keeps the removed folder's inode dead: made again (the
+        // same derived key), the folder needs another number.
+        for inode in names.inodes.inodesOfRow[ref] ?? [] { names.inodes.retire(inode) }
     }
 
     func describe(_ inode: UInt64) -> String {
