@@ -60,6 +60,15 @@ final class FolderTreeTests: XCTestCase {
         XCTAssertEqual(try mount.list("notebook/Box"), ["In.md"])
         mount.fileSystem.forgotten(first)
         XCTAssertEqual(try mount.lookup("notebook/Box").attributes.inode, second)
+        // The same for an empty folder a rename replaced.
+        try mount.mkdir("notebook/Empty")
+        let empty = try mount.lookup("notebook/Empty").attributes.inode
+        try mount.mkdir("notebook/Mover")
+        try mount.rename("notebook/Mover", "notebook/Empty")
+        try mount.rename("notebook/Empty", "notebook/Moved")
+        try mount.mkdir("notebook/Empty")
+        XCTAssertNotEqual(try mount.lookup("notebook/Empty").attributes.inode, empty)
+        XCTAssertEqual(try mount.list("notebook"), ["Box", "Empty", "Moved"])
     }
 
     /// A folder move is one row: every row under it keeps its key, and

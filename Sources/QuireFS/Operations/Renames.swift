@@ -264,6 +264,8 @@ extension QuireFileSystem {
             if let replacing {
                 scratch.removeDirectory(.subfolder(replacing.key))
                 kernelCache.invalidate(names.unlist(replacing))
+                // Replaced, its inode is dead in the kernel (see `retire`).
+                for inode in names.inodes.inodesOfRow[replacing] ?? [] { names.inodes.retire(inode) }
             }
             recordWrite(ref, edit)
         } catch {
