@@ -52,6 +52,12 @@ final class FolderTreeTests: XCTestCase {
         try mount.rmdir("notebook/Box")
         XCTAssertFalse(mount.exists("notebook/Box"))
         XCTAssertThrowsError(try mount.fileSystem.getAttributes(first, handle: nil, request: mount.caller), "the old number stands for nothing")
+        // A shell still in it lists it, or makes a file in it: ENOENT, as on any filesystem.
+        XCTAssertThrowsError(try mount.fileSystem.openDirectory(first, flags: FuseOpenFlags(rawValue: O_RDONLY), request: mount.caller)) {
+            XCTAssertEqual($0 as? FuseError, .noEntry)
+        }
+        XCTAssertThrowsError(try mount.fileSystem.create(parent: first, name: "x.md", mode: 0o100644, flags: FuseOpenFlags(rawValue: O_WRONLY),
+                                                         request: mount.caller)) { XCTAssertEqual($0 as? FuseError, .noEntry) }
         try mount.mkdir("notebook/Box")
         XCTAssertEqual(try mount.store.summaries(.notebook).first { $0.name == "Box" }?.key, key)
         let second = try mount.lookup("notebook/Box").attributes.inode

@@ -42,12 +42,15 @@ extension QuireFileSystem {
         }
     }
 
-    /// The folder an inode is, or ENOTDIR.
+    /// The folder an inode is, or ENOTDIR (ENOENT: a folder deleted
+    /// meanwhile, which a shell inside it still names).
     func folder(_ inode: UInt64) throws(FuseError) -> Folder {
         switch names.inodes.object(inode) {
         case .root?: return .root
         case .namespace(let namespace)?: return .namespace(namespace)
         case .row(let ref)? where names.isFolder(ref) && !names.isDetached(ref): return .subfolder(ref.key)
+        case .row(let ref)? where (try? listing(ref.namespace))?.rows[ref.key] == nil && openFiles.copy(ref) == nil: throw .noEntry
+        case .scratch(_, let name)? where name.text.hasPrefix("\u{0}"): throw .noEntry
         case .control?: throw .permissionDenied
         case .kept(let node)?: throw refuseKeptChange(node, "a change")
         case nil: throw .noEntry
@@ -218,7 +221,9 @@ extension QuireFileSystem {
             entries += keptTopEntries()
         case .kept(let node)?: entries += try keptEntries(node)
         case nil: throw .noEntry
-        default: throw .notDirectory
+        default:
+            _ = try folder(inode)   // ENOENT for a folder deleted meanwhile
+            throw .notDirectory
         }
         return entries
     }
