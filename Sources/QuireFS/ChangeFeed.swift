@@ -85,8 +85,14 @@ public final class ChangeFeed: @unchecked Sendable {
     @discardableResult
     public func poll() -> Date? {
         let (work, news, due) = fileSystem.takeChanges()
-        // Removals first: the kernel must still have the name to unlink it.
-        tell(WatcherNews.ordered(news.filter { if case .removed = $0 { true } else { false } }))
+        // Removals and renames first: the kernel must still have the name.
+        let first = news.filter {
+            switch $0 {
+            case .removed, .renamed: true
+            case .changed, .created: false
+            }
+        }
+        tell(WatcherNews.ordered(first))
         for invalidation in work {
             switch invalidation {
             case .entry(let parent, let name):
@@ -98,7 +104,7 @@ public final class ChangeFeed: @unchecked Sendable {
                 try? session.invalidateInode(FuseInode(inode))
             }
         }
-        tell(WatcherNews.ordered(news.filter { if case .removed = $0 { false } else { true } }))
+        tell(WatcherNews.ordered(news.filter { !first.contains($0) }))
         return due
     }
 
@@ -110,11 +116,11 @@ public final class ChangeFeed: @unchecked Sendable {
         return root.st_dev
     }
 
-    private func announcing(_ what: WatcherNotices.Announcement, _ slot: WatcherNotices.Slot, _ call: () -> Void) {
+    private func announcing(_ announcements: [(WatcherNotices.Announcement, WatcherNotices.Slot)], _ call: () -> Void) {
         let thread = FuseRequest.callingThreadID
-        fileSystem.locked { fileSystem.watcherNotices.begin(what, slot, thread: thread) }
+        fileSystem.locked { for (what, slot) in announcements { fileSystem.watcherNotices.begin(what, slot, thread: thread) } }
         call()
-        fileSystem.locked { fileSystem.watcherNotices.end(slot) }
+        fileSystem.locked { for (_, slot) in announcements { fileSystem.watcherNotices.end(slot) } }
     }
 
     /// The calls that raise the watchers' events (see `WatcherNotices`).
@@ -122,45 +128,79 @@ public final class ChangeFeed: @unchecked Sendable {
     private func tell(_ news: [WatcherNews]) {
         guard !news.isEmpty, let device = servedDevice() else { return }
         var served: [String: Bool] = [:]
+        // Each call goes by path: never into a folder the mount no longer
+        // covers (unmounted meanwhile, and a file of that name beneath).
+        func isServed(_ folder: String) -> Bool {
+            if let known = served[folder] { return known }
+            var here = stat()
+            let answer = stat(folder, &here) == 0 && here.st_dev == device
+            served[folder] = answer
+            return answer
+        }
         for item in news {
-            // Each call goes by path: never into a folder the mount no longer
-            // covers (unmounted meanwhile, and a file of that name beneath).
-            let folder = item.parentPath
-            if served[folder] == nil {
-                var here = stat()
-                served[folder] = stat(folder, &here) == 0 && here.st_dev == device
-            }
-            guard served[folder] == true else { continue }
             switch item {
             case .removed(let parent, let child, let name, let path, let isFolder):
-                guard session.kernelHolds(FuseInode(child)) else { continue }
-                announcing(.removing(child: child, isFolder: isFolder), .init(parent: parent, name: name)) {
-                    _ = isFolder ? rmdir(path) : unlink(path)
-                }
-                if isFolder { fileSystem.locked { fileSystem.names.inodes.retire(child) } }
+                guard isServed(item.parentPath) else { continue }
+                remove(parent: parent, child: child, name: name, path: path, isFolder: isFolder)
             case .changed(let inode, let path, let mode):
-                guard session.kernelHolds(FuseInode(inode)) else { continue }
+                guard isServed(item.parentPath), session.kernelHolds(FuseInode(inode)) else { continue }
                 _ = chmod(path, mode_t(mode))
             case .created(let parent, let name, let ref, let path, let isFolder):
-                guard session.kernelHolds(FuseInode(parent)) else { continue }
-                let slot = WatcherNotices.Slot(parent: parent, name: name)
-                // Someone who looked the name up since it came has the kernel
-                // hold it, and the open opens it (the mkdir fails): drop that
-                // entry, and try again if that happened once more in between.
-                for _ in 0..<3 {
-                    try? session.invalidateEntry(parent: FuseInode(parent), name: name.text)
-                    announcing(.creating(ref), slot) {
-                        if isFolder {
-                            _ = mkdir(path, 0o755)
-                        } else {
-                            let descriptor = open(path, O_CREAT | O_RDONLY | O_CLOEXEC, 0o644)
-                            if descriptor >= 0 { close(descriptor) }
-                        }
-                    }
-                    if fileSystem.locked({ fileSystem.watcherNotices.takeCreated(slot) }) { break }
+                guard isServed(item.parentPath) else { continue }
+                create(parent: parent, name: name, ref: ref, path: path, isFolder: isFolder)
+            case .renamed(let parent, let child, let name, let path, let newParent, let newName, let newPath, let ref):
+                let fromServed = isServed(item.parentPath), toServed = isServed(WatcherNews.folderPath(of: newPath))
+                // Told as one where the kernel holds the file and both folders
+                // (the old one may have gone meanwhile); else as what it can be.
+                if fromServed && toServed && session.kernelHolds(FuseInode(child)) && session.kernelHolds(FuseInode(newParent))
+                    && rename(parent: parent, child: child, name: name, path: path, newParent: newParent, newName: newName, newPath: newPath) {
+                    continue
                 }
+                if fromServed { remove(parent: parent, child: child, name: name, path: path, isFolder: false) }
+                if toServed { create(parent: newParent, name: newName, ref: ref, path: newPath, isFolder: false) }
             }
         }
+    }
+
+    private func remove(parent: UInt64, child: UInt64, name: CanonicalName, path: String, isFolder: Bool) {
+        guard session.kernelHolds(FuseInode(child)) else { return }
+        announcing([(.removing(child: child, isFolder: isFolder), .init(parent: parent, name: name))]) {
+            _ = isFolder ? rmdir(path) : unlink(path)
+        }
+        if isFolder { fileSystem.locked { fileSystem.names.inodes.retire(child) } }
+    }
+
+    private func create(parent: UInt64, name: CanonicalName, ref: RowRef, path: String, isFolder: Bool) {
+        guard session.kernelHolds(FuseInode(parent)) else { return }
+        let slot = WatcherNotices.Slot(parent: parent, name: name)
+        // Someone who looked the name up since it came has the kernel
+        // hold it, and the open opens it (the mkdir fails): drop that
+        // entry, and try again if that happened once more in between.
+        for _ in 0..<3 {
+            try? session.invalidateEntry(parent: FuseInode(parent), name: name.text)
+            announcing([(.creating(ref), slot)]) {
+                if isFolder {
+                    _ = mkdir(path, 0o755)
+                } else {
+                    let descriptor = open(path, O_CREAT | O_RDONLY | O_CLOEXEC, 0o644)
+                    if descriptor >= 0 { close(descriptor) }
+                }
+            }
+            if fileSystem.locked({ fileSystem.watcherNotices.takeAnswered(slot) }) { return }
+        }
+    }
+
+    /// A file's rename, told as one: whether it reached the mount.
+    private func rename(parent: UInt64, child: UInt64, name: CanonicalName, path: String,
+                        newParent: UInt64, newName: CanonicalName, newPath: String) -> Bool {
+        let from = WatcherNotices.Slot(parent: parent, name: name), to = WatcherNotices.Slot(parent: newParent, name: newName)
+        // As for a create: the new name must be one the kernel does not hold.
+        for _ in 0..<3 {
+            try? session.invalidateEntry(parent: FuseInode(newParent), name: newName.text)
+            announcing([(.renaming(child: child), from), (.vacant, to)]) { _ = Glibc.rename(path, newPath) }
+            if fileSystem.locked({ fileSystem.watcherNotices.takeAnswered(from) }) { return true }
+        }
+        return false
     }
 }
 
@@ -223,16 +263,28 @@ extension QuireFileSystem {
 
 extension QuireFileSystem {
     /// Queues what watchers are told of a change made elsewhere: names
-    /// that went and came (a sibling's rename is both; so is a name that
-    /// gained a key marker), and a file whose name stayed but whose text or
-    /// times changed. Folders that came or went too, not folders renamed
-    /// (see `WatcherNotices`).
+    /// that went, came or changed (a sibling's rename; a name that gained
+    /// a key marker), and a file whose name stayed but whose text or times
+    /// changed. Folders that came or went too, not folders renamed (see
+    /// `WatcherNotices`).
     func tellWatchers(_ ref: RowRef, _ changes: [NameChange], isTombstone: Bool, wasFolder: Bool) {
         for change in changes where change.old != change.new {
             let changed = RowRef(namespace: ref.namespace, key: change.key)
             let isFolder = names.isFolder(changed) || (changed == ref && wasFolder)
             if isFolder && change.old != nil && change.new != nil { continue }
-            if let old = change.old {
+            // A name in a folder that went meanwhile went with it (its rmdir
+            // tells watchers): it has no path to call on any more.
+            let old = change.old.flatMap { slot in
+                slot.folder.map { names.isFolder(RowRef(namespace: ref.namespace, key: $0)) } ?? true ? slot : nil
+            }
+            if let old, let new = change.new {
+                let folder = Folder(ref.namespace, old.folder), newFolder = Folder(ref.namespace, new.folder)
+                watcherNotices.queue(.renamed(parent: names.directoryInode(folder), child: names.inodes.listedInode(of: changed), name: old.name,
+                                              path: mountPath(folder) + "/" + old.name.text, newParent: names.directoryInode(newFolder),
+                                              newName: new.name, newPath: mountPath(newFolder) + "/" + new.name.text, ref: changed))
+                continue
+            }
+            if let old {
                 let folder = Folder(ref.namespace, old.folder)
                 watcherNotices.queue(.removed(parent: names.directoryInode(folder), child: names.inodes.listedInode(of: changed),
                                               name: old.name, path: mountPath(folder) + "/" + old.name.text, isFolder: isFolder))

@@ -10,6 +10,12 @@ enum WatcherNews: Hashable {
     /// A file's text or times changed: a chmod to the mode it has (modes
     /// never change here), which raises IN_ATTRIB.
     case changed(inode: UInt64, path: String, mode: UInt32)
+    /// A file's name changed (a sibling's rename, or a key marker it
+    /// gained): the feed renames it, and the mount answers that rename
+    /// (and the lookups before it) as if the file still had the old name,
+    /// moving nothing (IN_MOVED_FROM and IN_MOVED_TO, one cookie).
+    case renamed(parent: UInt64, child: UInt64, name: CanonicalName, path: String,
+                 newParent: UInt64, newName: CanonicalName, newPath: String, ref: RowRef)
     /// A name appeared: the feed opens it with O_CREAT (a folder: makes
     /// it), and the mount answers that one call with the row (IN_CREATE).
     case created(parent: UInt64, name: CanonicalName, ref: RowRef, path: String, isFolder: Bool)
@@ -32,10 +38,20 @@ extension WatcherNews {
     /// The folder the call is made in.
     var parentPath: String {
         switch self {
-        case .removed(_, _, _, let path, _), .changed(_, let path, _), .created(_, _, _, let path, _):
-            String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+        case .removed(_, _, _, let path, _), .changed(_, let path, _), .created(_, _, _, let path, _), .renamed(_, _, _, let path, _, _, _, _):
+            Self.folderPath(of: path)
         }
     }
+
+    /// The row a name came to or moved with.
+    var ref: RowRef? {
+        switch self {
+        case .created(_, _, let ref, _, _), .renamed(_, _, _, _, _, _, _, let ref): ref
+        case .removed, .changed: nil
+        }
+    }
+
+    static func folderPath(of path: String) -> String { String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)]) }
 }
 
 /// What the change feed tells file watchers (editors, Obsidian, indexers)
@@ -47,12 +63,13 @@ extension WatcherNews {
 /// back as new. (`notify_delete` no longer raises IN_DELETE on current
 /// kernels.) So the feed makes the calls itself, from its own thread, never
 /// inside a request: an unlink of a name that went (before the kernel is
-/// told to drop the name), a chmod that changes nothing, and an O_CREAT open
-/// of a name that came (for a folder: an rmdir and a mkdir, never for a
-/// folder renamed: an rmdir kills its inode in the kernel, and the folder
-/// keeps that inode under its new name). The mount answers the feed's thread, for that name
-/// and while the call runs, as the call needs (`Announcement`), and changes
-/// nothing in the store.
+/// told to drop the name), a rename of a file whose name changed, a chmod
+/// that changes nothing, and an O_CREAT open of a name that came (for a
+/// folder: an rmdir and a mkdir, never for a folder renamed: an rmdir
+/// kills its inode in the kernel, and the folder keeps that inode under its
+/// new name). The mount answers the feed's thread, for that name and while
+/// the call runs, as the call needs (`Announcement`), and changes nothing
+/// in the store.
 ///
 /// News is made only where a watcher can be: for a file the kernel holds
 /// (it looked it up), a name in a folder it holds. A catch-up of thousands
@@ -70,14 +87,37 @@ struct WatcherNotices {
         /// Unlinked (or removed, a folder): a lookup finds `child` still,
         /// the call removes nothing.
         case removing(child: UInt64, isFolder: Bool)
+        /// Renamed from here: a lookup finds `child` still, the rename moves nothing.
+        case renaming(child: UInt64)
+        /// Renamed to here: a lookup finds nothing.
+        case vacant
     }
 
     private var queued: [WatcherNews] = []
     private var announcing: [Slot: (what: Announcement, thread: Int32)] = [:]
-    /// Names whose announcing create reached the mount (the kernel created them).
-    private var created: Set<Slot> = []
+    /// Names whose announcing create, mkdir or rename reached the mount
+    /// (the kernel made the call).
+    private var answered: Set<Slot> = []
 
-    mutating func queue(_ news: WatcherNews) { queued.append(news) }
+    /// Queues `news`; a file renamed again in the same round (a folder that
+    /// went moved it to the top, then its own move came) is told once,
+    /// from where the watchers last saw it.
+    mutating func queue(_ news: WatcherNews) {
+        if case .renamed(let parent, _, let name, _, let newParent, let newName, let newPath, let ref) = news,
+           let earlier = queued.lastIndex(where: { $0.ref == ref }) {
+            switch queued[earlier] {
+            case .created(let p, let n, _, _, false) where p == parent && n == name:
+                queued[earlier] = .created(parent: newParent, name: newName, ref: ref, path: newPath, isFolder: false)
+                return
+            case .renamed(let p, let child, let n, let path, let np, let nn, _, _) where np == parent && nn == name:
+                queued[earlier] = .renamed(parent: p, child: child, name: n, path: path, newParent: newParent, newName: newName,
+                                           newPath: newPath, ref: ref)
+                return
+            default: break
+            }
+        }
+        queued.append(news)
+    }
 
     /// The queued news, each item once.
     mutating func take() -> [WatcherNews] {
@@ -91,12 +131,13 @@ struct WatcherNotices {
 
     mutating func end(_ slot: Slot) { announcing.removeValue(forKey: slot) }
 
-    /// The mount answered the feed's create of `slot`.
-    mutating func noteCreated(_ slot: Slot) { created.insert(slot) }
+    /// The mount answered the feed's create, mkdir or rename of `slot`.
+    mutating func noteAnswered(_ slot: Slot) { answered.insert(slot) }
 
-    /// Whether the feed's last open of `slot` created it (else the kernel
-    /// had the name already, and the open raised no IN_CREATE).
-    mutating func takeCreated(_ slot: Slot) -> Bool { created.remove(slot) != nil }
+    /// Whether the feed's last call on `slot` reached the mount (else the
+    /// kernel had the new name already: the open just opened, the mkdir
+    /// or rename failed or did nothing, and no event was raised).
+    mutating func takeAnswered(_ slot: Slot) -> Bool { answered.remove(slot) != nil }
 
     /// Whether `caller` is the feed's thread making one of its calls (an
     /// open it makes of a name the kernel looked up meanwhile loads nothing).

@@ -63,10 +63,13 @@ extension QuireFileSystem {
         return try locked { () throws(FuseError) -> FuseEntry in
             // The change feed telling watchers of a name that came or went (WatcherNotices).
             switch watcherNotices.announced(.init(parent: parent.rawValue, name: name), to: request.pid) {
-            case .creating?: throw .noEntry
+            case .creating?, .vacant?: throw .noEntry
             case .removing(let child, let isFolder)?:
                 let attributes = isFolder ? directoryAttributes(child, writable: true, nested: true)
                     : FuseAttributes(inode: FuseInode(child), kind: .regular, permissions: 0o644, uid: owner.uid, gid: owner.gid)
+                return FuseEntry(attributes, attributeTimeout: 0, entryTimeout: 0)
+            case .renaming(let child)?:
+                let attributes = FuseAttributes(inode: FuseInode(child), kind: .regular, permissions: 0o644, uid: owner.uid, gid: owner.gid)
                 return FuseEntry(attributes, attributeTimeout: 0, entryTimeout: 0)
             case nil: return spelled(typed, name, try lookUp(name, in: parent.rawValue))
             }
@@ -286,7 +289,7 @@ extension QuireFileSystem {
             if case .creating(let ref)? = watcherNotices.announced(slot, to: request.pid) {
                 // The change feed telling watchers of a sibling's new folder.
                 guard try resolve(name, in: try folder(parent.rawValue)) == .row(ref), names.isFolder(ref) else { throw .noEntry }
-                watcherNotices.noteCreated(slot)
+                watcherNotices.noteAnswered(slot)
                 return try entry(names.inodes.inode(for: ref))
             }
             return spelled(typed, name, try makeFolder(name, in: parent.rawValue))

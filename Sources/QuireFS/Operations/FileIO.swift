@@ -102,7 +102,7 @@ extension QuireFileSystem {
             throw .noEntry
         }
         let handle = openFiles.add(OpenFile(target: .control([]), inode: inode, flags: flags, shown: []))
-        watcherNotices.noteCreated(.init(parent: parent, name: name))
+        watcherNotices.noteAnswered(.init(parent: parent, name: name))
         return FuseCreateReply(entry: try entry(inode), open: FuseOpenReply(handle: handle, options: [.directIO, .noFlush]))
     }
 

@@ -66,6 +66,12 @@ extension QuireFileSystem {
                        flags: FuseRenameFlags, request: FuseRequest) throws {
         let name = CanonicalName(typed), newName = CanonicalName(typedNew)
         try locked { () throws(FuseError) in
+            // The change feed telling watchers of a sibling's rename: it happened already.
+            let from = WatcherNotices.Slot(parent: parent.rawValue, name: name)
+            if case .renaming? = watcherNotices.announced(from, to: request.pid) {
+                watcherNotices.noteAnswered(from)
+                return
+            }
             try rename(name, in: parent.rawValue, to: newName, in: newParent.rawValue, flags: flags)
             // The kernel moved its entry to the typed new name. The NFC
             // forms of both names it may cache are stale when they were
