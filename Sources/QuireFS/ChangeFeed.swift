@@ -86,10 +86,11 @@ public final class ChangeFeed: @unchecked Sendable {
     public func poll() -> Date? {
         let (work, news, due) = fileSystem.takeChanges()
         // Removals and renames first: the kernel must still have the name.
-        let first = news.filter {
-            switch $0 {
-            case .removed, .renamed: true
-            case .changed, .created: false
+        var first: [WatcherNews] = [], then: [WatcherNews] = []
+        for item in news {
+            switch item {
+            case .removed, .renamed: first.append(item)
+            case .changed, .created: then.append(item)
             }
         }
         tell(WatcherNews.ordered(first))
@@ -104,7 +105,7 @@ public final class ChangeFeed: @unchecked Sendable {
                 try? session.invalidateInode(FuseInode(inode))
             }
         }
-        tell(WatcherNews.ordered(news.filter { !first.contains($0) }))
+        tell(WatcherNews.ordered(then))
         return due
     }
 

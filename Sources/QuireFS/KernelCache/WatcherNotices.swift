@@ -94,6 +94,8 @@ struct WatcherNotices {
     }
 
     private var queued: [WatcherNews] = []
+    /// Where each row's latest created or renamed news is in `queued`.
+    private var lastOfRow: [RowRef: Int] = [:]
     private var announcing: [Slot: (what: Announcement, thread: Int32)] = [:]
     /// Names whose announcing create, mkdir or rename reached the mount
     /// (the kernel made the call).
@@ -104,7 +106,7 @@ struct WatcherNotices {
     /// from where the watchers last saw it.
     mutating func queue(_ news: WatcherNews) {
         if case .renamed(let parent, _, let name, _, let newParent, let newName, let newPath, let ref) = news,
-           let earlier = queued.lastIndex(where: { $0.ref == ref }) {
+           let earlier = lastOfRow[ref] {
             switch queued[earlier] {
             case .created(let p, let n, _, _, false) where p == parent && n == name:
                 queued[earlier] = .created(parent: newParent, name: newName, ref: ref, path: newPath, isFolder: false)
@@ -117,6 +119,7 @@ struct WatcherNotices {
             }
         }
         queued.append(news)
+        if let ref = news.ref { lastOfRow[ref] = queued.count - 1 }
     }
 
     /// The queued news, each item once.
@@ -124,6 +127,7 @@ struct WatcherNotices {
         var seen = Set<WatcherNews>()
         let work = queued.filter { seen.insert($0).inserted }
         queued.removeAll()
+        lastOfRow.removeAll()
         return work
     }
 
