@@ -19,8 +19,6 @@ struct ProvisionalFiles {
     /// Since when each has been closed (or created).
     private var waiting: [ScratchPlace: Date] = [:]
 
-    var isEmpty: Bool { waiting.isEmpty }
-
     mutating func add(_ place: ScratchPlace, at now: Date) { waiting[place] = now }
 
     /// A close restarts the wait: the grace counts from the last one.
