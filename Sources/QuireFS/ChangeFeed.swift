@@ -168,7 +168,6 @@ public final class ChangeFeed: @unchecked Sendable {
         announcing([(.removing(child: child, isFolder: isFolder), .init(parent: parent, name: name))]) {
             _ = isFolder ? rmdir(path) : unlink(path)
         }
-        if isFolder { fileSystem.locked { fileSystem.names.inodes.retire(child) } }
     }
 
     private func create(parent: UInt64, name: CanonicalName, ref: RowRef, path: String, isFolder: Bool) {

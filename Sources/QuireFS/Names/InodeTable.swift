@@ -204,6 +204,11 @@ struct InodeTable {
         bind(inode, to: .scratch(.root, CanonicalName("\u{0}retired-\(inode)")))
     }
 
+    /// Every number of a folder row the kernel was told is gone.
+    mutating func retire(_ ref: RowRef) {
+        for inode in inodesOfRow[ref] ?? [] { retire(inode) }
+    }
+
     /// A node of the kept trees, under the number `KeptNode` gives it.
     mutating func bindKept(_ inode: UInt64, _ node: KeptNode) { bind(inode, to: .kept(node)) }
 

@@ -325,8 +325,12 @@ extension QuireFileSystem {
     public func removeDirectory(parent: FuseInode, name typed: String, request: FuseRequest) throws {
         let name = CanonicalName(typed)
         try locked { () throws(FuseError) in
-            // The change feed telling watchers of a folder that went: it is gone already.
-            if case .removing? = watcherNotices.announced(.init(parent: parent.rawValue, name: name), to: request.pid) { return }
+            // The change feed telling watchers of a folder that went: it is
+            // gone already, and the kernel now keeps its inode dead.
+            if case .removing(let child, _)? = watcherNotices.announced(.init(parent: parent.rawValue, name: name), to: request.pid) {
+                names.inodes.retire(child)
+                return
+            }
             try removeFolder(name, in: parent.rawValue)
             forgetCanonicalForm(of: typed, name, in: parent.rawValue)
         }
@@ -352,7 +356,7 @@ extension QuireFileSystem {
         scratch.removeDirectory(inside)
         // The kernel keeps the removed folder's inode dead: made again (the
         // same derived key), the folder needs another number.
-        for inode in names.inodes.inodesOfRow[ref] ?? [] { names.inodes.retire(inode) }
+        names.inodes.retire(ref)
     }
 
     func describe(_ inode: UInt64) -> String {

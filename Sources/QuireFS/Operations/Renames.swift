@@ -271,7 +271,7 @@ extension QuireFileSystem {
                 scratch.removeDirectory(.subfolder(replacing.key))
                 kernelCache.invalidate(names.unlist(replacing))
                 // Replaced, its inode is dead in the kernel (see `retire`).
-                for inode in names.inodes.inodesOfRow[replacing] ?? [] { names.inodes.retire(inode) }
+                names.inodes.retire(replacing)
             }
             recordWrite(ref, edit)
         } catch {
