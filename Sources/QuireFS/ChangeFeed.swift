@@ -140,9 +140,9 @@ public final class ChangeFeed: @unchecked Sendable {
         }
         for item in news {
             switch item {
-            case .removed(let parent, let child, let name, let path, let isFolder):
+            case .removed(let parent, let child, let name, let path, let isFolder, let row):
                 guard isServed(item.parentPath) else { continue }
-                remove(parent: parent, child: child, name: name, path: path, isFolder: isFolder)
+                remove(parent: parent, child: child, row: row, name: name, path: path, isFolder: isFolder)
             case .changed(let inode, let path, let mode):
                 guard isServed(item.parentPath), session.kernelHolds(FuseInode(inode)) else { continue }
                 _ = chmod(path, mode_t(mode))
@@ -154,18 +154,19 @@ public final class ChangeFeed: @unchecked Sendable {
                 // Told as one where the kernel holds the file and both folders
                 // (the old one may have gone meanwhile); else as what it can be.
                 if fromServed && toServed && session.kernelHolds(FuseInode(child)) && session.kernelHolds(FuseInode(newParent))
-                    && rename(parent: parent, child: child, name: name, path: path, newParent: newParent, newName: newName, newPath: newPath) {
+                    && rename(parent: parent, child: child, row: ref, name: name, path: path, newParent: newParent, newName: newName,
+                              newPath: newPath) {
                     continue
                 }
-                if fromServed { remove(parent: parent, child: child, name: name, path: path, isFolder: false) }
+                if fromServed { remove(parent: parent, child: child, row: ref, name: name, path: path, isFolder: false) }
                 if toServed { create(parent: newParent, name: newName, ref: ref, path: newPath, isFolder: false) }
             }
         }
     }
 
-    private func remove(parent: UInt64, child: UInt64, name: CanonicalName, path: String, isFolder: Bool) {
+    private func remove(parent: UInt64, child: UInt64, row: RowRef, name: CanonicalName, path: String, isFolder: Bool) {
         guard session.kernelHolds(FuseInode(child)) else { return }
-        announcing([(.removing(child: child, isFolder: isFolder), .init(parent: parent, name: name))]) {
+        announcing([(.removing(child: child, row: row, isFolder: isFolder), .init(parent: parent, name: name))]) {
             _ = isFolder ? rmdir(path) : unlink(path)
         }
     }
@@ -191,13 +192,13 @@ public final class ChangeFeed: @unchecked Sendable {
     }
 
     /// A file's rename, told as one: whether it reached the mount.
-    private func rename(parent: UInt64, child: UInt64, name: CanonicalName, path: String,
+    private func rename(parent: UInt64, child: UInt64, row: RowRef, name: CanonicalName, path: String,
                         newParent: UInt64, newName: CanonicalName, newPath: String) -> Bool {
         let from = WatcherNotices.Slot(parent: parent, name: name), to = WatcherNotices.Slot(parent: newParent, name: newName)
         // As for a create: the new name must be one the kernel does not hold.
         for _ in 0..<3 {
             try? session.invalidateEntry(parent: FuseInode(newParent), name: newName.text)
-            announcing([(.renaming(child: child), from), (.vacant, to)]) { _ = Glibc.rename(path, newPath) }
+            announcing([(.renaming(child: child, row: row), from), (.vacant, to)]) { _ = Glibc.rename(path, newPath) }
             if fileSystem.locked({ fileSystem.watcherNotices.takeAnswered(from) }) { return true }
         }
         return false
@@ -277,17 +278,22 @@ extension QuireFileSystem {
             let old = change.old.flatMap { slot in
                 slot.folder.map { names.isFolder(RowRef(namespace: ref.namespace, key: $0)) } ?? true ? slot : nil
             }
-            if let old, let new = change.new {
+            // The file as the kernel holds it: the row's inode, never a
+            // number derived from its key, which may stand for another file
+            // now (a save by rename moves the temp file's number to the note
+            // it replaced). Without one, the kernel holds no file of the row.
+            let child = names.inodes.primaryInode(of: changed)
+            if let old, let new = change.new, let child {
                 let folder = Folder(ref.namespace, old.folder), newFolder = Folder(ref.namespace, new.folder)
-                watcherNotices.queue(.renamed(parent: names.directoryInode(folder), child: names.inodes.listedInode(of: changed), name: old.name,
+                watcherNotices.queue(.renamed(parent: names.directoryInode(folder), child: child, name: old.name,
                                               path: mountPath(folder) + "/" + old.name.text, newParent: names.directoryInode(newFolder),
                                               newName: new.name, newPath: mountPath(newFolder) + "/" + new.name.text, ref: changed))
                 continue
             }
-            if let old {
+            if let old, let child {
                 let folder = Folder(ref.namespace, old.folder)
-                watcherNotices.queue(.removed(parent: names.directoryInode(folder), child: names.inodes.listedInode(of: changed),
-                                              name: old.name, path: mountPath(folder) + "/" + old.name.text, isFolder: isFolder))
+                watcherNotices.queue(.removed(parent: names.directoryInode(folder), child: child,
+                                              name: old.name, path: mountPath(folder) + "/" + old.name.text, isFolder: isFolder, row: changed))
             }
             if let new = change.new {
                 let folder = Folder(ref.namespace, new.folder)

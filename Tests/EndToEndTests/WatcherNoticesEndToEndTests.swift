@@ -94,6 +94,24 @@ final class WatcherNoticesEndToEndTests: TwoMountedDevicesTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: b).sorted(),
                        try FileManager.default.contentsOfDirectory(atPath: a).sorted())
         XCTAssertEqual(try String(contentsOfFile: "\(b)/New.md", encoding: .utf8), "new on a\n")
+
+        // Saves by rename on b through a temp file that is a row for a
+        // moment (its name is not one that waits in scratch), each read back
+        // at once, as an editor does: the feed tells nothing of the temp
+        // files (its unlink of one reached the note's inode, with a size of
+        // 0, and a read racing it came back empty).
+        var text = "saved by rename\n"
+        for round in 0..<30 {
+            text += "round \(round)\n"
+            let temp = "\(b)/Local.md.tmp\(1000 + round)"
+            XCTAssertEqual(Syscall.writeFile(temp, text).errno, 0)
+            XCTAssertEqual(rename(temp, "\(b)/Local.md"), 0)
+            XCTAssertEqual(try String(contentsOfFile: "\(b)/Local.md", encoding: .utf8), text, "round \(round)")
+        }
+        Thread.sleep(forTimeInterval: 1)
+        var removedTemps: [String] = []
+        for (name, mask) in watch.read() where name.hasPrefix("Local.md.tmp") && mask & UInt32(IN_DELETE) != 0 { removedTemps.append(name) }
+        XCTAssertEqual(removedTemps, [], "the kernel moved each temp file itself: nothing to tell")
     }
 }
 

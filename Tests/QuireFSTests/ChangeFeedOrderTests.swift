@@ -19,6 +19,76 @@ final class ChangeFeedOrderTests: XCTestCase {
         XCTAssertFalse(mount.exists("notebook/A.md"))
         XCTAssertTrue(mount.exists("notebook/B.md"))
     }
+
+    /// A save by rename whose temp file was committed as a row (its name is
+    /// not one that waits in scratch), with the feed's round read between
+    /// the temp file's close and the rename. The temp row's tombstone is the
+    /// rename's own: its name comes back in no listing and watchers are told
+    /// of no removal (the feed's unlink of it reached the kernel's inode of
+    /// the note, with a size of 0, and a reader racing it read nothing).
+    func testASaveByRenameReadByTheFeedMidwayTellsWatchersNothing() throws {
+        let mount = try DirectMount { try $0.putNote("A", "one\n") }
+        let note = try mount.lookup("notebook/A.md").attributes.inode
+        mount.feed()
+        try mount.writeFile("notebook/A.md.tmp1234", "one\n\ntwo\n")
+        XCTAssertEqual(try mount.liveTitles(.notebook), ["A", "A.md.tmp1234"], "the temp file is a row of its own")
+        let since = mount.fileSystem.locked { mount.fileSystem.lastSeenSequence }
+        let stale = try mount.store.changes(since: since)
+        XCTAssertEqual(stale.map(\.name), ["A.md.tmp1234"])
+        let temp = try mount.lookup("notebook/A.md.tmp1234").attributes.inode
+        try mount.rename("notebook/A.md.tmp1234", "notebook/A.md")
+        mount.fileSystem.locked { for summary in stale { mount.fileSystem.applyExternal(summary) } }
+        XCTAssertEqual(try mount.list("notebook"), ["A.md"], "the temp name stays gone")
+        let round = mount.fileSystem.takeChanges()
+        XCTAssertEqual(round.news, [], "the kernel made the rename: nothing to tell")
+        XCTAssertEqual(try mount.list("notebook"), ["A.md"])
+        XCTAssertEqual(try mount.lookup("notebook/A.md").attributes.inode, temp, "the kernel moved the temp file's inode to the note's name")
+        XCTAssertNotEqual(temp, note)
+        XCTAssertEqual(try mount.lookup("notebook/A.md").attributes.size, 9)
+        XCTAssertEqual(try mount.text("notebook/A.md"), "one\n\ntwo\n")
+    }
+}
+
+/// The feed's own calls that raise watchers' events are answered with the
+/// file as it is, and only for the file the news is about.
+final class AnnouncedLookupTests: XCTestCase {
+    private func announce(_ mount: DirectMount, _ what: WatcherNotices.Announcement, as name: String) {
+        let slot = WatcherNotices.Slot(parent: InodeTable.folderInode(.notebook), name: CanonicalName(name))
+        mount.fileSystem.locked { mount.fileSystem.watcherNotices.begin(what, slot, thread: mount.caller.pid) }
+    }
+
+    private func done(_ mount: DirectMount, _ name: String) {
+        let slot = WatcherNotices.Slot(parent: InodeTable.folderInode(.notebook), name: CanonicalName(name))
+        mount.fileSystem.locked { mount.fileSystem.watcherNotices.end(slot) }
+    }
+
+    func testTheOldNameOfARenamedFileShowsItsSize() throws {
+        let mount = try DirectMount { try $0.putNote("A", "one two three\n") }
+        let entry = try mount.lookup("notebook/A.md")
+        guard case .row(let row)? = mount.fileSystem.locked({ mount.fileSystem.names.inodes.object(entry.attributes.inode.rawValue) }) else {
+            return XCTFail("no row")
+        }
+        announce(mount, .renaming(child: entry.attributes.inode.rawValue, row: row), as: "Old.md")
+        defer { done(mount, "Old.md") }
+        let old = try mount.lookup("notebook/Old.md")
+        XCTAssertEqual(old.attributes.inode, entry.attributes.inode)
+        XCTAssertEqual(old.attributes.size, 14, "the kernel applies these to the file it holds: never a size of 0")
+        XCTAssertEqual(old.attributeTimeout, 0)
+    }
+
+    func testANumberThatStandsForAnotherFileIsNotTheOneThatWent() throws {
+        let mount = try DirectMount { store in
+            try store.putNote("A", "alive\n")
+            try store.putNote("Gone", "gone\n")
+        }
+        let alive = try mount.lookup("notebook/A.md").attributes.inode.rawValue
+        let goneInode = try mount.lookup("notebook/Gone.md").attributes.inode.rawValue
+        guard case .row(let gone)? = mount.fileSystem.locked({ mount.fileSystem.names.inodes.object(goneInode) }) else { return XCTFail("no row") }
+        announce(mount, .removing(child: alive, row: gone, isFolder: false), as: "Gone.md")
+        XCTAssertThrowsError(try mount.lookup("notebook/Gone.md"), "the kernel must not unlink A.md's inode under another name")
+        done(mount, "Gone.md")
+        XCTAssertEqual(try mount.text("notebook/A.md"), "alive\n")
+    }
 }
 
 /// What a write of ours leaves for the kernel to drop.

@@ -6,7 +6,9 @@ enum WatcherNews: Hashable {
     /// A name went away: the feed unlinks it (a folder: removes it), and
     /// the mount answers that one call (and the lookup before it) as if
     /// the file were still there, removing nothing (IN_DELETE).
-    case removed(parent: UInt64, child: UInt64, name: CanonicalName, path: String, isFolder: Bool)
+    /// `child` is the row's inode (never a number that may stand for
+    /// another file now).
+    case removed(parent: UInt64, child: UInt64, name: CanonicalName, path: String, isFolder: Bool, row: RowRef)
     /// A file's text or times changed: a chmod to the mode it has (modes
     /// never change here), which raises IN_ATTRIB.
     case changed(inode: UInt64, path: String, mode: UInt32)
@@ -28,7 +30,7 @@ extension WatcherNews {
         func rank(_ item: WatcherNews) -> Int {
             switch item {
             case .created(_, _, _, let path, true): return -1_000_000 + path.utf8.count
-            case .removed(_, _, _, let path, true): return 1_000_000 - path.utf8.count
+            case .removed(_, _, _, let path, true, _): return 1_000_000 - path.utf8.count
             default: return 0
             }
         }
@@ -38,7 +40,7 @@ extension WatcherNews {
     /// The folder the call is made in.
     var parentPath: String {
         switch self {
-        case .removed(_, _, _, let path, _), .changed(_, let path, _), .created(_, _, _, let path, _), .renamed(_, _, _, let path, _, _, _, _):
+        case .removed(_, _, _, let path, _, _), .changed(_, let path, _), .created(_, _, _, let path, _), .renamed(_, _, _, let path, _, _, _, _):
             Self.folderPath(of: path)
         }
     }
@@ -84,11 +86,12 @@ struct WatcherNotices {
     enum Announcement {
         /// Opened with O_CREAT: a lookup finds nothing, the create the row.
         case creating(RowRef)
-        /// Unlinked (or removed, a folder): a lookup finds `child` still,
-        /// the call removes nothing.
-        case removing(child: UInt64, isFolder: Bool)
-        /// Renamed from here: a lookup finds `child` still, the rename moves nothing.
-        case renaming(child: UInt64)
+        /// Unlinked (or removed, a folder): a lookup finds `child` (the
+        /// inode of `row`) still, the call removes nothing.
+        case removing(child: UInt64, row: RowRef, isFolder: Bool)
+        /// Renamed from here: a lookup finds `child` (the inode of `row`)
+        /// still, the rename moves nothing.
+        case renaming(child: UInt64, row: RowRef)
         /// Renamed to here: a lookup finds nothing.
         case vacant
     }

@@ -128,10 +128,15 @@ extension QuireFileSystem {
     /// the listing now shows the row under that name, the kernel's entry is
     /// right and is not dropped (dropping it cost a lookup at the next open
     /// and made the kernel forget the inode of every file just created).
-    func recordWrite(_ ref: RowRef, _ edit: ReplicaStore.MountEdit, kernelKnows: CanonicalName? = nil) {
+    /// `removed`: a row the same transaction made a tombstone of (the
+    /// source of a save by rename): ours too, so the change feed neither
+    /// lists it again from a round read before the rename nor tells
+    /// watchers of a removal the kernel made itself.
+    func recordWrite(_ ref: RowRef, _ edit: ReplicaStore.MountEdit, kernelKnows: CanonicalName? = nil, removed: RowRef? = nil) {
         kernelCache.rowChanged(ref)
         guard let seq = edit.seq else { return }
         kernelCache.recordOwnWrite(ref, version: seq)
+        if let removed, removed != ref { kernelCache.recordOwnWrite(removed, version: seq) }
         let folder = names.folder(of: ref)
         var invalidations = names.apply(RowSummary(row: edit.row, seq: seq))
         if let name = kernelKnows, folder == names.folder(of: ref),

@@ -64,16 +64,26 @@ extension QuireFileSystem {
             // The change feed telling watchers of a name that came or went (WatcherNotices).
             switch watcherNotices.announced(.init(parent: parent.rawValue, name: name), to: request.pid) {
             case .creating?, .vacant?: throw .noEntry
-            case .removing(let child, let isFolder)?:
-                let attributes = isFolder ? directoryAttributes(child, writable: true, nested: true)
-                    : FuseAttributes(inode: FuseInode(child), kind: .regular, permissions: 0o644, uid: owner.uid, gid: owner.gid)
-                return FuseEntry(attributes, attributeTimeout: 0, entryTimeout: 0)
-            case .renaming(let child)?:
-                let attributes = FuseAttributes(inode: FuseInode(child), kind: .regular, permissions: 0o644, uid: owner.uid, gid: owner.gid)
-                return FuseEntry(attributes, attributeTimeout: 0, entryTimeout: 0)
+            case .removing(let child, let row, let isFolder)?:
+                return try announcedEntry(child, of: row, isFolder: isFolder)
+            case .renaming(let child, let row)?:
+                return try announcedEntry(child, of: row, isFolder: false)
             case nil: return spelled(typed, name, try lookUp(name, in: parent.rawValue))
             }
         }
+    }
+
+    /// What the feed's own lookup of a name it is telling watchers of
+    /// answers: `child`, the inode of `row`, with its attributes as they
+    /// are. The kernel applies them to the inode it holds: a size of 0
+    /// there made a reader racing the feed read an empty file. A number
+    /// that stands for something else by now is not the file the news is
+    /// about, and the kernel must not unlink or move that one.
+    private func announcedEntry(_ child: UInt64, of row: RowRef, isFolder: Bool) throws(FuseError) -> FuseEntry {
+        guard names.inodes.object(child) == .row(row) else { throw .noEntry }
+        let attributes = (try? attributes(child)) ?? (isFolder ? directoryAttributes(child, writable: true, nested: true)
+            : FuseAttributes(inode: FuseInode(child), kind: .regular, permissions: 0o644, uid: owner.uid, gid: owner.gid))
+        return FuseEntry(attributes, attributeTimeout: 0, entryTimeout: 0)
     }
 
     func lookUp(_ name: CanonicalName, in parent: UInt64) throws(FuseError) -> FuseEntry {
@@ -327,7 +337,8 @@ extension QuireFileSystem {
         try locked { () throws(FuseError) in
             // The change feed telling watchers of a folder that went: it is
             // gone already, and the kernel now keeps its inode dead.
-            if case .removing(let child, _)? = watcherNotices.announced(.init(parent: parent.rawValue, name: name), to: request.pid) {
+            if case .removing(let child, let row, _)? = watcherNotices.announced(.init(parent: parent.rawValue, name: name), to: request.pid) {
+                guard names.inodes.object(child) == .row(row) else { throw .noEntry }
                 names.inodes.retire(child)
                 return
             }

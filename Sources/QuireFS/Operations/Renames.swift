@@ -232,7 +232,7 @@ extension QuireFileSystem {
         } catch {
             throw storeFailure(error, doing: "save \(namespace.name)/\(sourceName) over its target")
         }
-        recordWrite(targetRef, edit)
+        recordWrite(targetRef, edit, removed: source)
         lastShown[targetRef] = edit.row.content.flatMap(RowFormat.render) ?? bytes
     }
 
@@ -273,7 +273,7 @@ extension QuireFileSystem {
                 // Replaced, its inode is dead in the kernel (see `retire`).
                 names.inodes.retire(replacing)
             }
-            recordWrite(ref, edit)
+            recordWrite(ref, edit, removed: replacing)
         } catch {
             throw storeFailure(error, doing: "move the folder \(rowPath(ref))")
         }
