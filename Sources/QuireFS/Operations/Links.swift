@@ -39,7 +39,12 @@ extension QuireFileSystem {
 
     /// A row is bytes and a name: there is nothing to keep a link target,
     /// a fifo or a device in, on this device or a sibling.
+    ///
+    /// Emacs locks a file it edits with a symlink `.#name`; refused with
+    /// EPERM it makes a plain lock file instead (a local scratch file
+    /// here), so that refusal is no problem to report at every edit.
     public func makeSymbolicLink(parent: FuseInode, name: String, target: String, request: FuseRequest) throws -> FuseEntry {
+        if name.hasPrefix(".#") { throw FuseError.notPermitted }
         let place = locked { describe(parent.rawValue) }
         throw refuse(.notPermitted, "symlink \(place)/\(name) refused: symbolic links are not kept (copy the file instead)", kind: "symlink")
     }
