@@ -46,6 +46,23 @@ final class CBORTests: XCTestCase {
         }
     }
 
+    /// Paragraph tombstones have one form (each hash once, in byte order),
+    /// however they were given, and the form survives a round trip.
+    func testParagraphTombstonesHaveOneForm() throws {
+        let given: [[UInt8]] = [[3], [1, 2], [1], [3], [1, 2, 0]]
+        let canonical: [[UInt8]] = [[1], [1, 2], [1, 2, 0], [3]]
+        let note = Note(title: "n", body: Array("x".utf8), createdAt: Timestamp(seconds: 1), updatedAt: Timestamp(seconds: 1),
+                        deletedParagraphs: given)
+        XCTAssertEqual(note.deletedParagraphs, canonical)
+        XCTAssertEqual(SagaEntry(date: "2026-01-01", text: [], updatedAt: Timestamp(seconds: 1), deletedParagraphs: given).deletedParagraphs, canonical)
+        XCTAssertEqual(Note(title: "n", body: [], createdAt: Timestamp(seconds: 1), updatedAt: Timestamp(seconds: 1),
+                            deletedParagraphs: canonical).deletedParagraphs, canonical)
+        guard case .note(let decoded) = try RowContent.decode(.notebook, fields: CBORReader.decode(CBORWriter.encode(RowContent.note(note).fields()))) else {
+            return XCTFail("not a note")
+        }
+        XCTAssertEqual(decoded.deletedParagraphs, canonical)
+    }
+
     func testDepthLimit() {
         let deep = [UInt8](repeating: 0x81, count: 100) + [0x00]
         XCTAssertThrowsError(try CBORReader.decode(deep)) { XCTAssertEqual($0 as? CBORError, .tooDeep) }

@@ -51,7 +51,7 @@ public struct Note: Equatable, Sendable {
         self.contentHash = Note.bodyDigest(body)
         self.createdAt = createdAt
         self.updatedAt = updatedAt
-        self.deletedParagraphs = Array(Set(deletedParagraphs)).sorted { $0.lexicographicallyPrecedes($1) }
+        self.deletedParagraphs = ParagraphHashes.canonical(deletedParagraphs)
         self.editedBy = editedBy
     }
 
@@ -64,7 +64,7 @@ public struct Note: Equatable, Sendable {
         self.contentHash = checkedHash
         self.createdAt = createdAt
         self.updatedAt = updatedAt
-        self.deletedParagraphs = Array(Set(deletedParagraphs)).sorted { $0.lexicographicallyPrecedes($1) }
+        self.deletedParagraphs = ParagraphHashes.canonical(deletedParagraphs)
         self.editedBy = editedBy
     }
 
@@ -141,7 +141,7 @@ public struct SagaEntry: Equatable, Sendable {
         self.date = date
         self.text = text
         self.updatedAt = updatedAt
-        self.deletedParagraphs = Array(Set(deletedParagraphs)).sorted { $0.lexicographicallyPrecedes($1) }
+        self.deletedParagraphs = ParagraphHashes.canonical(deletedParagraphs)
         self.editedBy = editedBy
     }
 
@@ -348,5 +348,17 @@ public struct Row: Equatable, Sendable {
 
     public static func == (a: Row, b: Row) -> Bool {
         a.namespace == b.namespace && a.key == b.key && a.context == b.context && a.heads == b.heads
+    }
+}
+
+/// A prose row's paragraph tombstones in their one stored form: each hash
+/// once, in byte order.
+enum ParagraphHashes {
+    /// The list grows with every deleted paragraph and is decoded at every
+    /// read of the row, stored in this form already: checked in one pass,
+    /// hashed and sorted only when it is not.
+    static func canonical(_ hashes: [[UInt8]]) -> [[UInt8]] {
+        if zip(hashes, hashes.dropFirst()).allSatisfy({ $0.lexicographicallyPrecedes($1) }) { return hashes }
+        return Array(Set(hashes)).sorted { $0.lexicographicallyPrecedes($1) }
     }
 }
