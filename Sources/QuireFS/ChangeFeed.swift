@@ -105,6 +105,7 @@ public final class ChangeFeed: @unchecked Sendable {
                 try? session.invalidateInode(FuseInode(inode))
             }
         }
+        fileSystem.locked { fileSystem.kernelCache.delivered() }
         tell(WatcherNews.ordered(then))
         return due
     }

@@ -262,7 +262,9 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
         }
         let size: Int
         switch ref.namespace {
-        case .notebook, .saga: size = listed.size
+        // An open file's text is what reads serve: the listing may show an
+        // older version for a moment (the feed applies the new one next).
+        case .notebook, .saga: size = openFiles.copy(ref)?.content.count ?? listed.size
         default: size = try renderedSize(ref, seq: listed.seq)
         }
         return FuseAttributes(inode: FuseInode(inode), kind: .regular, permissions: permissions, uid: owner.uid, gid: owner.gid,

@@ -167,7 +167,11 @@ final class DirectMount: @unchecked Sendable {
     /// What the change feed does when the store commits: apply what
     /// changed elsewhere (returns the invalidations it would send).
     @discardableResult
-    func feed() -> [Invalidation] { fileSystem.takeChanges().work }
+    func feed() -> [Invalidation] {
+        let work = fileSystem.takeChanges().work
+        fileSystem.locked { fileSystem.kernelCache.delivered() }
+        return work
+    }
 
     // MARK: The store
 

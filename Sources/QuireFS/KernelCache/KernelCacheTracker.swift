@@ -28,8 +28,19 @@ struct KernelCacheTracker {
     /// Change numbers of our own writes: the kernel already has those bytes.
     private var ownWrites: [RowRef: Int64] = [:]
     private var queued: [Invalidation] = []
+    /// Inodes whose invalidation is queued or on its way, by the round it
+    /// was queued in: until the kernel has it, its size and pages may be an
+    /// older version's than the row's, and a read would end where that
+    /// version ended (see `mayHoldOlder`).
+    private var undelivered: [UInt64: Int] = [:]
+    private var round = 0
+    private var roundTaken = 0
 
     var hasQueuedWork: Bool { !queued.isEmpty }
+
+    /// Whether the kernel may still hold an older version's size or pages
+    /// of `inode` than the one an open would serve now.
+    func mayHoldOlder(_ inode: UInt64) -> Bool { undelivered[inode] != nil }
 
     // MARK: Pages
 
@@ -72,7 +83,10 @@ struct KernelCacheTracker {
     // MARK: Invalidations
 
     mutating func invalidate(_ invalidation: Invalidation) {
-        if case .inode(let inode) = invalidation { cachedVersion.removeValue(forKey: inode) }
+        if case .inode(let inode) = invalidation {
+            cachedVersion.removeValue(forKey: inode)
+            undelivered[inode] = round
+        }
         queued.append(invalidation)
     }
 
@@ -88,13 +102,23 @@ struct KernelCacheTracker {
         var seen = Set<Invalidation>()
         let work = queued.filter { seen.insert($0).inserted }
         queued.removeAll()
+        roundTaken = round
+        round += 1
         return work
+    }
+
+    /// The work last taken reached the kernel.
+    mutating func delivered() {
+        undelivered = undelivered.filter { $0.value > roundTaken }
     }
 
     // MARK: Forgetting
 
     /// The kernel forgot `inode`: it holds no pages for it any more.
-    mutating func forget(_ inode: UInt64) { cachedVersion.removeValue(forKey: inode) }
+    mutating func forget(_ inode: UInt64) {
+        cachedVersion.removeValue(forKey: inode)
+        undelivered.removeValue(forKey: inode)
+    }
 
     var trackedInodes: Int { cachedVersion.count }
 }

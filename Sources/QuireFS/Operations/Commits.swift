@@ -13,10 +13,19 @@ extension QuireFileSystem {
     /// (a saga date or setting name written again after a rename got the
     /// new text over the old row's tail).
     func workingCopy(_ ref: RowRef) throws(FuseError) -> WorkingCopy {
+        var newerThanListed = false
+        return try workingCopy(ref, newerThanListed: &newerThanListed)
+    }
+
+    /// `newerThanListed`: the copy was loaded from a version of the row the
+    /// listing does not show yet (the change feed applies it next round):
+    /// the kernel was told the listed version's size.
+    func workingCopy(_ ref: RowRef, newerThanListed: inout Bool) throws(FuseError) -> WorkingCopy {
         if let copy = openFiles.copy(ref) { return copy }
         // A warm open of an unchanged row: one indexed read, no render.
         let stored: Int64?
         do { stored = try store.changeNumber(ref.namespace, ref.key) } catch { throw storeFailure(error, doing: "read \(ref.namespace.name)/\(ref.key.hex)") }
+        if let stored, let listed = try listing(ref.namespace).rows[ref.key]?.seq { newerThanListed = stored > listed }
         if let stored, !names.isDetached(ref), var copy = cleanCopies.copy(ref, seq: stored) {
             copy.seq = (try? listing(ref.namespace).rows[ref.key]?.seq) ?? 0   // what the kernel cache tracks
             return copy

@@ -62,23 +62,42 @@ extension QuireFileSystem {
         if flags.isWritable && MountLayout.isReadOnly(ref.namespace) {
             throw refuse(.permissionDenied, "\(ref.namespace.name)/\(displayName(ref)) is read-only: memory is append-only")
         }
-        var copy = try workingCopy(ref)
-        let shown = copy.content
-        // What this device last showed of the row (issue: no word lost).
-        if !copy.isDirty { lastShown[ref] = shown }
+        var newerThanListed = false
+        var copy = try workingCopy(ref, newerThanListed: &newerThanListed)
+        let shown = shownBaseline(ref, copy, readable: flags.isReadable && !(flags.isTruncating && flags.isWritable))
         if flags.isTruncating && flags.isWritable && !copy.content.isEmpty {
             copy.content = []
             copy.isDirty = true
             copy.modifiedAt = .now
         }
         openFiles.keep(copy, for: ref)
+        // The kernel may hold an older version's size than this text (the
+        // feed's word of the change has not reached it yet): its page cache
+        // would end a read there, cutting the text, and the editor's next
+        // save would delete the cut paragraphs. This file reads past it.
+        let kernelIsBehind = newerThanListed || kernelCache.mayHoldOlder(inode)
         // Keep the kernel's pages when they hold exactly this version.
-        let keepsCache = kernelCache.opened(inode, version: copy.isDirty ? nil : copy.seq)
+        let keepsCache = kernelCache.opened(inode, version: copy.isDirty || kernelIsBehind ? nil : copy.seq)
         let handle = openFiles.add(OpenFile(target: .row(ref), inode: inode, flags: flags, shown: shown))
         // A reader's close commits nothing: no flush round trip.
         var options: FuseOpenReply.Options = flags.isWritable ? [] : [.noFlush]
         if keepsCache { options.insert(.keepCache) }
+        if kernelIsBehind { options.insert(.directIO) }
         return FuseOpenReply(handle: handle, options: options)
+    }
+
+    /// What an open file is shown of its row: the baseline its save's
+    /// paragraph deletions are counted against (issue: no word lost).
+    /// A file that can read is shown the text as it is now, which becomes
+    /// what this device last showed of the row. One that reads nothing (a
+    /// truncating or write-only open) was shown nothing: an editor read the
+    /// note earlier, closed it, and writes it whole now, so its baseline is
+    /// what this device last showed, not the text at this open, which may
+    /// hold a sibling's paragraphs that landed in between (as its deletions).
+    func shownBaseline(_ ref: RowRef, _ copy: WorkingCopy, readable: Bool) -> [UInt8] {
+        guard readable else { return lastShown[ref] ?? copy.content }
+        if !copy.isDirty { lastShown[ref] = copy.content }
+        return copy.content
     }
 
     public func create(parent: FuseInode, name typed: String, mode: UInt32, flags: FuseOpenFlags,
@@ -191,7 +210,7 @@ extension QuireFileSystem {
             names.addPending(name, in: folder, ref)
         } else {
             copy = try workingCopy(ref)
-            shown = copy.content
+            shown = shownBaseline(ref, copy, readable: false)
             copy.content = []
         }
         copy.isDirty = true

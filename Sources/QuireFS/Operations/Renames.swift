@@ -144,12 +144,17 @@ extension QuireFileSystem {
             }
         }
         if let ref = plan.reclaim { names.reattach(ref) }
+        // A row whose stored text is not the bytes the kernel saw written
+        // (a sibling's paragraphs merged in): its inodes, the one the kernel
+        // moved to its name included, hold a stale size and pages.
+        var mergedInto: RowRef? = nil
         switch plan.store {
         case .replace(let target, let title, let source, let removing, let sourceName, let placement)?:
             var time: Int64? = nil
             if case .scratch(let place) = source { time = scratch.modificationTime(place.folder, place.name) }
-            try replace(target, titled: title, with: bytes[source]!, removing: removing, sourceName: sourceName,
-                        placement: placement, modifiedAt: time)
+            let stored = try replace(target, titled: title, with: bytes[source]!, removing: removing, sourceName: sourceName,
+                                     placement: placement, modifiedAt: time)
+            if stored != bytes[source]! { mergedInto = target }
         case .retitle(let ref, let title, let placement)?:
             try retitle(ref, to: title, placement: placement)
         case .moveFolder(let ref, let title, let into, let replacing)?:
@@ -168,6 +173,7 @@ extension QuireFileSystem {
             }
         }
         for change in plan.tables { apply(change, bytes: bytes) }
+        if let mergedInto { kernelCache.invalidateInodes(names.inodes.inodesOfRow[mergedInto] ?? []) }
     }
 
     private func apply(_ change: RenamePlan.TableChange, bytes: [RenamePlan.Bytes: [UInt8]]) {
@@ -201,9 +207,10 @@ extension QuireFileSystem {
     // MARK: Store changes
 
     /// `bytes` become a new version of `targetRef` (created if needed), and
-    /// `source` becomes a tombstone. One transaction.
+    /// `source` becomes a tombstone. One transaction. Returns the text the
+    /// row shows now.
     private func replace(_ targetRef: RowRef, titled newTitle: String?, with bytes: [UInt8], removing source: RowRef?,
-                         sourceName: String, placement: Placement?, modifiedAt: Int64?) throws(FuseError) {
+                         sourceName: String, placement: Placement?, modifiedAt: Int64?) throws(FuseError) -> [UInt8] {
         let namespace = targetRef.namespace
         // The new bytes replace the body: the old one is not read here.
         let previous = try storedContent(targetRef, withBody: false)
@@ -233,7 +240,9 @@ extension QuireFileSystem {
             throw storeFailure(error, doing: "save \(namespace.name)/\(sourceName) over its target")
         }
         recordWrite(targetRef, edit, removed: source)
-        lastShown[targetRef] = edit.row.content.flatMap(RowFormat.render) ?? bytes
+        let shows = edit.row.content.flatMap(RowFormat.render) ?? bytes
+        lastShown[targetRef] = shows
+        return shows
     }
 
     /// A new title for a stored row. A contact's or plan's file name is a

@@ -1,0 +1,93 @@
+import Glibc
+import QuireCore
+@testable import QuireFS
+import QuireStore
+import XCTest
+
+/// A sibling's version of a note landing while an editor has it read but
+/// not yet saved (two devices editing one note, online): the editor's save
+/// keeps the sibling's paragraphs, and no read is cut short by a size the
+/// kernel was told of an older version.
+final class EditsBetweenReadAndSaveTests: XCTestCase {
+    /// Another writer's version of `title` (a sibling's, as the store holds it after a join).
+    private func landsElsewhere(_ mount: DirectMount, _ title: String, _ text: String) throws {
+        let key = try XCTUnwrap(mount.store.summaries(.notebook).first { $0.name == title }?.key)
+        _ = try mount.store.saveProse(.note(Note(title: title, body: Array(text.utf8), createdAt: Timestamp(seconds: 1_700_000_000),
+                                                 updatedAt: Timestamp(seconds: 1_700_000_100))), key: key)
+    }
+
+    /// The editor read the note, closed it, and writes it whole later, in
+    /// place (O_TRUNC) or after renaming the old file to a backup (vim).
+    /// The truncating open shows the editor nothing: what it left out is
+    /// counted against what it read, not against the text at that open.
+    func testAParagraphThatLandsBetweenAnEditorsReadAndItsSaveStays() throws {
+        let mount = try DirectMount { try $0.putNote("A", "one\n\ntwo\n") }
+        XCTAssertEqual(try mount.text("notebook/A.md"), "one\n\ntwo\n")
+        try landsElsewhere(mount, "A", "one\n\ntwo\n\nthree\n")
+        mount.feed()
+        let file = try mount.open("notebook/A.md", O_WRONLY | O_TRUNC)
+        try mount.write(file, "one\n\ntwo\n\nmine\n")
+        try mount.close(file)
+        let text = try XCTUnwrap(mount.stored(.notebook, "A"))
+        for word in ["one", "two", "three", "mine"] { XCTAssertTrue(text.contains(word), "\(word) in \(text)") }
+
+        // vim: the note renamed to its backup name, the text written as a new file of its name.
+        XCTAssertEqual(try mount.text("notebook/A.md"), text)
+        try landsElsewhere(mount, "A", text + "\nfour\n")
+        mount.feed()
+        try mount.rename("notebook/A.md", "notebook/A.md~")
+        try mount.writeFile("notebook/A.md", text + "\nmine again\n")
+        try mount.unlink("notebook/A.md~")
+        let after = try XCTUnwrap(mount.stored(.notebook, "A"))
+        for word in ["three", "four", "mine again"] { XCTAssertTrue(after.contains(word), "\(word) in \(after)") }
+    }
+
+    /// A version the listing does not show yet (the feed applies it next
+    /// round), or whose invalidation has not reached the kernel: the kernel
+    /// holds the older version's size, so the open reads past it (direct
+    /// I/O) and its stat agrees with what it reads.
+    func testAnOpenOfAVersionTheKernelWasNotToldOfReadsItWhole() throws {
+        let mount = try DirectMount { try $0.putNote("A", "one\n") }
+        XCTAssertEqual(try mount.text("notebook/A.md"), "one\n")
+        try landsElsewhere(mount, "A", "one\n\ntwo\n")
+        let racing = try mount.open("notebook/A.md", O_RDONLY)
+        XCTAssertTrue(racing.options.contains(.directIO), "\(racing.options)")
+        XCTAssertFalse(racing.options.contains(.keepCache))
+        XCTAssertEqual(try mount.size(racing), 9, "stat agrees with the text the file reads")
+        XCTAssertEqual(try mount.read(racing), "one\n\ntwo\n")
+        try mount.close(racing)
+        // Applied, its invalidation on the way to the kernel: still behind.
+        _ = mount.fileSystem.takeChanges()
+        let meanwhile = try mount.open("notebook/A.md", O_RDONLY)
+        XCTAssertTrue(meanwhile.options.contains(.directIO))
+        try mount.close(meanwhile)
+        // Delivered: pages and size are the kernel's to keep again.
+        mount.fileSystem.locked { mount.fileSystem.kernelCache.delivered() }
+        let settled = try mount.open("notebook/A.md", O_RDONLY)
+        XCTAssertFalse(settled.options.contains(.directIO))
+        try mount.close(settled)
+        let again = try mount.open("notebook/A.md", O_RDONLY)
+        XCTAssertTrue(again.options.contains(.keepCache), "an unchanged note keeps its pages")
+        try mount.close(again)
+    }
+
+    /// A save by rename whose text was merged with a sibling's paragraph:
+    /// the file the kernel moved to the name was written with fewer bytes
+    /// than the note holds now, so its size and pages are dropped.
+    func testASaveByRenameMergedWithASiblingsParagraphIsReadWhole() throws {
+        let mount = try DirectMount { try $0.putNote("A", "one\n") }
+        XCTAssertEqual(try mount.text("notebook/A.md"), "one\n")
+        try landsElsewhere(mount, "A", "one\n\ntwo\n")
+        mount.feed()
+        try mount.writeFile("notebook/A.md.tmp1", "one\n\nmine\n")
+        try mount.rename("notebook/A.md.tmp1", "notebook/A.md")
+        let inode = try mount.lookup("notebook/A.md").attributes.inode.rawValue
+        XCTAssertTrue(mount.fileSystem.locked { mount.fileSystem.kernelCache.mayHoldOlder(inode) })
+        let file = try mount.open("notebook/A.md", O_RDONLY)
+        XCTAssertTrue(file.options.contains(.directIO))
+        let text = try mount.read(file)
+        try mount.close(file)
+        for word in ["one", "two", "mine"] { XCTAssertTrue(text.contains(word), "\(word) in \(text)") }
+        XCTAssertEqual(try mount.lookup("notebook/A.md").attributes.size, UInt64(text.utf8.count))
+    }
+}
