@@ -42,6 +42,31 @@ final class EditsBetweenReadAndSaveTests: XCTestCase {
         for word in ["three", "four", "mine again"] { XCTAssertTrue(after.contains(word), "\(word) in \(after)") }
     }
 
+    /// An editor keeps its text after a save (vim, VS Code) and saves
+    /// again without reading: the sibling's paragraph its first save was
+    /// merged with was never in its buffer, so it is no deletion of its.
+    func testASaveThatWasMergedLeavesTheNextSaveItsOwnBaseline() throws {
+        let mount = try DirectMount { try $0.putNote("A", "one\n") }
+        XCTAssertEqual(try mount.text("notebook/A.md"), "one\n")
+        try landsElsewhere(mount, "A", "one\n\ntwo\n")
+        mount.feed()
+        var buffer = "one\n"
+        for (n, word) in ["mine", "more", "most"].enumerated() {
+            buffer += "\n\(word)\n"
+            if n == 1 {
+                try mount.writeFile("notebook/A.md.tmp\(n)", buffer)
+                try mount.rename("notebook/A.md.tmp\(n)", "notebook/A.md")
+            } else {
+                let file = try mount.open("notebook/A.md", O_WRONLY | O_TRUNC)
+                try mount.write(file, buffer)
+                try mount.close(file)
+            }
+            mount.feed()
+            let text = try XCTUnwrap(mount.stored(.notebook, "A"))
+            for kept in ["one", "two", word] { XCTAssertTrue(text.contains(kept), "save \(n): \(kept) in \(text)") }
+        }
+    }
+
     /// A version the listing does not show yet (the feed applies it next
     /// round), or whose invalidation has not reached the kernel: the kernel
     /// holds the older version's size, so the open reads past it (direct

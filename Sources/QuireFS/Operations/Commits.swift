@@ -109,7 +109,10 @@ extension QuireFileSystem {
         }
         let edit: ReplicaStore.MountEdit
         do { edit = try store.putFromMount(content, key: ref.key, shown: shown ?? lastShown[ref]) } catch { throw storeFailure(error, doing: "save \(name)") }
-        lastShown[ref] = edit.row.content.flatMap(RowFormat.render) ?? copy.content
+        // The writer was shown what it wrote, not what the store merged in
+        // (an editor keeps its own text and saves it again): a sibling's
+        // paragraph merged into this version is no deletion of its next save.
+        lastShown[ref] = copy.content
         copy.isDirty = false
         copy.isNew = false
         copy.setModificationTime = nil

@@ -240,9 +240,9 @@ extension QuireFileSystem {
             throw storeFailure(error, doing: "save \(namespace.name)/\(sourceName) over its target")
         }
         recordWrite(targetRef, edit, removed: source)
-        let shows = edit.row.content.flatMap(RowFormat.render) ?? bytes
-        lastShown[targetRef] = shows
-        return shows
+        // Shown to the writer: its own bytes (see `commit`).
+        lastShown[targetRef] = bytes
+        return edit.row.content.flatMap(RowFormat.render) ?? bytes
     }
 
     /// A new title for a stored row. A contact's or plan's file name is a
