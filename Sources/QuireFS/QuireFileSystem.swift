@@ -103,6 +103,7 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     /// Per row, the bytes this device last showed (opened for reading or
     /// wrote): the baseline a save-by-rename's deletions are computed against.
     var lastShown = ShownBaselines()
+    var processGroups = ProcessGroups()
     /// Notebook rows deleted by name a moment ago: created again, the same row.
     var recentlyRemoved = RecentlyRemoved()
     /// New files named as temp files are, local until their grace ends.

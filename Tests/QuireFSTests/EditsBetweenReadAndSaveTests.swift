@@ -1,6 +1,8 @@
+import Foundation
 import Glibc
 import QuireCore
 @testable import QuireFS
+import QuireFuse
 import QuireStore
 import XCTest
 
@@ -65,6 +67,35 @@ final class EditsBetweenReadAndSaveTests: XCTestCase {
             let text = try XCTUnwrap(mount.stored(.notebook, "A"))
             for kept in ["one", "two", word] { XCTAssertTrue(text.contains(kept), "save \(n): \(kept) in \(text)") }
         }
+    }
+
+    /// Another program (an indexer, a file manager, Obsidian beside vim)
+    /// reads the note after a sibling's paragraph landed: the editor, which
+    /// read it before, was not shown that paragraph, and its save keeps it.
+    func testAnotherProgramsReadIsNotTheEditorsBaseline() throws {
+        let mount = try DirectMount { try $0.putNote("A", "one\n") }
+        let indexer = Process()
+        indexer.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        indexer.arguments = ["30"]
+        try indexer.run()
+        defer { indexer.terminate() }
+        XCTAssertEqual(try mount.text("notebook/A.md"), "one\n", "the editor reads")
+        try landsElsewhere(mount, "A", "one\n\ntwo\n")
+        mount.feed()
+        let other = FuseRequest(uid: getuid(), gid: getgid(), pid: indexer.processIdentifier)
+        let inode = try mount.lookup("notebook/A.md").attributes.inode
+        let reply = try mount.fileSystem.open(inode, flags: FuseOpenFlags(rawValue: O_RDONLY), request: other)
+        XCTAssertEqual(String(decoding: try mount.fileSystem.read(inode, handle: reply.handle, offset: 0, size: 1 << 16, request: other), as: UTF8.self),
+                       "one\n\ntwo\n", "the indexer reads")
+        try mount.fileSystem.release(inode, handle: reply.handle, flags: FuseOpenFlags(rawValue: O_RDONLY), request: other)
+        let file = try mount.open("notebook/A.md", O_WRONLY | O_TRUNC)
+        try mount.write(file, "one\n\nmine\n")
+        try mount.close(file)
+        let text = try XCTUnwrap(mount.stored(.notebook, "A"))
+        for word in ["one", "two", "mine"] { XCTAssertTrue(text.contains(word), "\(word) in \(text)") }
+        // A program that read nothing of it saves against what the device showed.
+        XCTAssertEqual(ProcessGroups.threadGroup(getpid()), getpid())
+        XCTAssertNil(ProcessGroups.threadGroup(-1))
     }
 
     /// A version the listing does not show yet (the feed applies it next

@@ -47,6 +47,8 @@ struct OpenFile {
     /// against this, never against the live row, so a sync import that lands
     /// while the file is open is not mistaken for a deletion.
     var shown: [UInt8]
+    /// The process that opened it (see `ShownBaselines`); nil: unknown.
+    var process: Int32? = nil
 }
 
 /// The files open through the mount and the working copies they share.

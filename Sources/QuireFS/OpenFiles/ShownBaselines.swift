@@ -1,25 +1,96 @@
+import Foundation
 import QuireCore
 
-/// What this device last showed of each prose row (the bytes an open read,
-/// or the last write): the baseline a save-by-rename's paragraph deletions
-/// are computed against. Bounded: a mount that `cat`s 10,000 notes must not
-/// keep 10,000 bodies. An evicted row falls back to its stored text as the
-/// baseline, which errs towards keeping paragraphs, never losing them.
+/// What this device last showed of each prose row: the baseline a save's
+/// paragraph deletions are counted against (issue: no word lost).
+///
+/// Kept for the device (the bytes any open last read, or the last write)
+/// and for each process: an editor that read a note and saves it later was
+/// shown what it read, not what an indexer or a file manager read in
+/// between, after a sibling's paragraphs landed (those would be counted as
+/// the editor's deletions). A save by a process with no baseline of its own
+/// falls back to the device's.
+///
+/// Bounded: a mount that `cat`s 10,000 notes must not keep 10,000 bodies.
+/// An evicted row falls back to its stored text as the baseline.
 struct ShownBaselines {
     static let capacity = 256
-    private var bytes: [RowRef: [UInt8]] = [:]
-    private var order: [RowRef] = []
+    private var device = BoundedTexts<RowRef>(capacity: capacity)
+    private var processes = BoundedTexts<ProcessShown>(capacity: capacity)
 
+    private struct ProcessShown: Hashable {
+        var ref: RowRef
+        var process: Int32
+    }
+
+    /// The device's baseline.
     subscript(ref: RowRef) -> [UInt8]? {
-        get { bytes[ref] }
+        get { device[ref] }
         set {
-            guard ref.namespace == .notebook || ref.namespace == .saga else { return }
-            guard let newValue else { bytes[ref] = nil; return }
-            if bytes.updateValue(newValue, forKey: ref) == nil { order.append(ref) }
-            if order.count > ShownBaselines.capacity * 2 { order = order.filter { bytes[$0] != nil } }
-            while bytes.count > ShownBaselines.capacity, !order.isEmpty {
-                bytes[order.removeFirst()] = nil
+            guard Self.keeps(ref) else { return }
+            device[ref] = newValue
+        }
+    }
+
+    /// The baseline of a save by `process` (nil: unknown).
+    func baseline(_ ref: RowRef, process: Int32?) -> [UInt8]? {
+        if let process, let own = processes[ProcessShown(ref: ref, process: process)] { return own }
+        return device[ref]
+    }
+
+    /// `process` was shown `text` (it read it, or wrote it), and so was the device.
+    mutating func record(_ ref: RowRef, _ text: [UInt8], process: Int32?) {
+        guard Self.keeps(ref) else { return }
+        device[ref] = text
+        if let process { processes[ProcessShown(ref: ref, process: process)] = text }
+    }
+
+    private static func keeps(_ ref: RowRef) -> Bool { ref.namespace == .notebook || ref.namespace == .saga }
+}
+
+/// Texts by key, the oldest dropped past `capacity`.
+struct BoundedTexts<Key: Hashable> {
+    let capacity: Int
+    private var texts: [Key: [UInt8]] = [:]
+    private var order: [Key] = []
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    subscript(key: Key) -> [UInt8]? {
+        get { texts[key] }
+        set {
+            guard let newValue else { texts[key] = nil; return }
+            if texts.updateValue(newValue, forKey: key) == nil { order.append(key) }
+            if order.count > capacity * 2 { order = order.filter { texts[$0] != nil } }
+            while texts.count > capacity, !order.isEmpty {
+                texts[order.removeFirst()] = nil
             }
         }
+    }
+}
+
+/// Which process a request comes from. The kernel names the calling
+/// thread, and one program may read a note on one thread and save it on
+/// another (node's thread pool does): its thread group is the program.
+struct ProcessGroups {
+    private var groupOfThread: [Int32: Int32] = [:]
+
+    /// The thread group (process id) of `thread`, from `/proc`; nil when
+    /// it is gone already or unknown.
+    mutating func process(of thread: Int32) -> Int32? {
+        guard thread > 0 else { return nil }
+        if let known = groupOfThread[thread] { return known }
+        guard let group = Self.threadGroup(thread) else { return nil }
+        if groupOfThread.count >= 4096 { groupOfThread.removeAll() }
+        groupOfThread[thread] = group
+        return group
+    }
+
+    static func threadGroup(_ thread: Int32) -> Int32? {
+        guard let status = try? String(contentsOfFile: "/proc/\(thread)/status", encoding: .utf8) else { return nil }
+        for line in status.split(separator: "\n") where line.hasPrefix("Tgid:") {
+            return Int32(line.dropFirst(5).trimmingCharacters(in: .whitespaces))
+        }
+        return nil
     }
 }

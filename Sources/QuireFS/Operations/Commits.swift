@@ -70,8 +70,9 @@ extension QuireFileSystem {
     }
 
     /// Commits a dirty working copy as one new version of its row.
-    /// `shown` is what the committing handle was shown (see `OpenFile.shown`).
-    func commit(_ ref: RowRef, shown: [UInt8]?) throws(FuseError) {
+    /// `shown` is what the committing handle was shown (see `OpenFile.shown`),
+    /// `process` the one that opened it.
+    func commit(_ ref: RowRef, shown: [UInt8]?, process: Int32? = nil) throws(FuseError) {
         guard var copy = openFiles.copy(ref), copy.isDirty else { return }
         let name = rowPath(ref)
         var previous: RowContent? = nil
@@ -112,7 +113,7 @@ extension QuireFileSystem {
         // The writer was shown what it wrote, not what the store merged in
         // (an editor keeps its own text and saves it again): a sibling's
         // paragraph merged into this version is no deletion of its next save.
-        lastShown[ref] = copy.content
+        lastShown.record(ref, copy.content, process: process)
         copy.isDirty = false
         copy.isNew = false
         copy.setModificationTime = nil

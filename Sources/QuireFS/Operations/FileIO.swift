@@ -49,7 +49,7 @@ extension QuireFileSystem {
                 return FuseOpenReply(handle: openFiles.add(OpenFile(target: .control([]), inode: inode.rawValue, flags: flags, shown: [])),
                                      options: [.directIO, .noFlush])
             case .row(let ref):
-                return try openRow(ref, inode: inode.rawValue, flags: flags)
+                return try openRow(ref, inode: inode.rawValue, flags: flags, process: processGroups.process(of: request.pid))
             case .conflictCopy(let ref, let dot):
                 return try openConflictCopy(inode.rawValue, ref, dot, flags: flags)
             case .kept(let node):
@@ -58,13 +58,13 @@ extension QuireFileSystem {
         }
     }
 
-    private func openRow(_ ref: RowRef, inode: UInt64, flags: FuseOpenFlags) throws(FuseError) -> FuseOpenReply {
+    private func openRow(_ ref: RowRef, inode: UInt64, flags: FuseOpenFlags, process: Int32?) throws(FuseError) -> FuseOpenReply {
         if flags.isWritable && MountLayout.isReadOnly(ref.namespace) {
             throw refuse(.permissionDenied, "\(ref.namespace.name)/\(displayName(ref)) is read-only: memory is append-only")
         }
         var newerThanListed = false
         var copy = try workingCopy(ref, newerThanListed: &newerThanListed)
-        let shown = shownBaseline(ref, copy, readable: flags.isReadable && !(flags.isTruncating && flags.isWritable))
+        let shown = shownBaseline(ref, copy, readable: flags.isReadable && !(flags.isTruncating && flags.isWritable), process: process)
         if flags.isTruncating && flags.isWritable && !copy.content.isEmpty {
             copy.content = []
             copy.isDirty = true
@@ -78,7 +78,7 @@ extension QuireFileSystem {
         let kernelIsBehind = newerThanListed || kernelCache.mayHoldOlder(inode)
         // Keep the kernel's pages when they hold exactly this version.
         let keepsCache = kernelCache.opened(inode, version: copy.isDirty || kernelIsBehind ? nil : copy.seq)
-        let handle = openFiles.add(OpenFile(target: .row(ref), inode: inode, flags: flags, shown: shown))
+        let handle = openFiles.add(OpenFile(target: .row(ref), inode: inode, flags: flags, shown: shown, process: process))
         // A reader's close commits nothing: no flush round trip.
         var options: FuseOpenReply.Options = flags.isWritable ? [] : [.noFlush]
         if keepsCache { options.insert(.keepCache) }
@@ -89,14 +89,15 @@ extension QuireFileSystem {
     /// What an open file is shown of its row: the baseline its save's
     /// paragraph deletions are counted against (issue: no word lost).
     /// A file that can read is shown the text as it is now, which becomes
-    /// what this device last showed of the row. One that reads nothing (a
-    /// truncating or write-only open) was shown nothing: an editor read the
-    /// note earlier, closed it, and writes it whole now, so its baseline is
-    /// what this device last showed, not the text at this open, which may
-    /// hold a sibling's paragraphs that landed in between (as its deletions).
-    func shownBaseline(_ ref: RowRef, _ copy: WorkingCopy, readable: Bool) -> [UInt8] {
-        guard readable else { return lastShown[ref] ?? copy.content }
-        if !copy.isDirty { lastShown[ref] = copy.content }
+    /// what this device, and `process`, last showed of the row. One that
+    /// reads nothing (a truncating or write-only open) was shown nothing: an
+    /// editor read the note earlier, closed it, and writes it whole now, so
+    /// its baseline is what its process was last shown (else the device),
+    /// not the text at this open, which may hold a sibling's paragraphs that
+    /// landed in between (as its deletions).
+    func shownBaseline(_ ref: RowRef, _ copy: WorkingCopy, readable: Bool, process: Int32?) -> [UInt8] {
+        guard readable else { return lastShown.baseline(ref, process: process) ?? copy.content }
+        if !copy.isDirty { lastShown.record(ref, copy.content, process: process) }
         return copy.content
     }
 
@@ -107,7 +108,7 @@ extension QuireFileSystem {
             if case .creating(let ref)? = watcherNotices.announced(.init(parent: parent.rawValue, name: name), to: request.pid) {
                 return try announcedCreate(ref, name, in: parent.rawValue, flags: flags)
             }
-            var reply = try createFile(parent.rawValue, name, mode: mode, flags: flags)
+            var reply = try createFile(parent.rawValue, name, mode: mode, flags: flags, process: processGroups.process(of: request.pid))
             reply.entry = spelled(typed, name, reply.entry)
             return reply
         }
@@ -125,7 +126,8 @@ extension QuireFileSystem {
         return FuseCreateReply(entry: try entry(inode), open: FuseOpenReply(handle: handle, options: [.directIO, .noFlush]))
     }
 
-    private func createFile(_ parent: UInt64, _ name: CanonicalName, mode: UInt32, flags: FuseOpenFlags) throws(FuseError) -> FuseCreateReply {
+    private func createFile(_ parent: UInt64, _ name: CanonicalName, mode: UInt32, flags: FuseOpenFlags,
+                            process: Int32?) throws(FuseError) -> FuseCreateReply {
         let folder = try folder(parent)
         // The stored (NFC) form must fit too: it can be longer than the typed one.
         guard name.text.utf8.count <= FileNames.maximumNameBytes else {
@@ -158,7 +160,7 @@ extension QuireFileSystem {
                 wakeFeed?()
                 return reply
             }
-            return try createRow(folder, namespace: namespace, name: name, title: title, kind: kind, flags: flags)
+            return try createRow(folder, namespace: namespace, name: name, title: title, kind: kind, flags: flags, process: process)
         }
     }
 
@@ -170,14 +172,14 @@ extension QuireFileSystem {
     }
 
     private func createRow(_ folder: Folder, namespace: Namespace, name: CanonicalName, title: String, kind: NoteKind,
-                           flags: FuseOpenFlags) throws(FuseError) -> FuseCreateReply {
+                           flags: FuseOpenFlags, process: Int32?) throws(FuseError) -> FuseCreateReply {
         // The name in another form (created meanwhile, or from a sibling):
         // the existing file is opened, never a twin made beside it.
         if case .row(let existing) = try resolve(name, in: folder) {
             if flags.rawValue & O_EXCL != 0 { throw .exists }
             if names.isFolder(existing) { throw .isDirectory }
             let inode = names.inodes.inode(for: existing)
-            let open = try openRow(existing, inode: inode, flags: flags)
+            let open = try openRow(existing, inode: inode, flags: flags, process: process)
             return FuseCreateReply(entry: try entry(inode), open: open)
         }
         // An editor that renamed this file to its backup name writes it
@@ -210,7 +212,7 @@ extension QuireFileSystem {
             names.addPending(name, in: folder, ref)
         } else {
             copy = try workingCopy(ref)
-            shown = shownBaseline(ref, copy, readable: false)
+            shown = shownBaseline(ref, copy, readable: false, process: process)
             copy.content = []
         }
         copy.isDirty = true
@@ -221,7 +223,7 @@ extension QuireFileSystem {
         // A new row starts without session attributes: a saga date or
         // setting name created again gets its old inode number back.
         if isNew { transientAttributes.removeValue(forKey: inode) }
-        let handle = openFiles.add(OpenFile(target: .row(ref), inode: inode, flags: flags, shown: shown))
+        let handle = openFiles.add(OpenFile(target: .row(ref), inode: inode, flags: flags, shown: shown, process: process))
         return FuseCreateReply(entry: try entry(inode), open: FuseOpenReply(handle: handle))
     }
 
@@ -282,7 +284,7 @@ extension QuireFileSystem {
         try locked { () throws(FuseError) in
             guard let file = openFiles[handle] else { throw .badFileHandle }
             guard case .row(let ref) = file.target else { return }
-            try commit(ref, shown: file.shown)
+            try commit(ref, shown: file.shown, process: file.process)
             openFiles.setShown(handle, openFiles.copy(ref)?.content ?? [])
         }
     }
@@ -305,7 +307,7 @@ extension QuireFileSystem {
             case .control, .orphan:
                 return .nothing
             case .row(let ref):
-                try commit(ref, shown: file.shown)
+                try commit(ref, shown: file.shown, process: file.process)
                 openFiles.setShown(handle, openFiles.copy(ref)?.content ?? [])
                 return .replica(name: "\(ref.namespace.name)/\(displayName(ref))")
             }

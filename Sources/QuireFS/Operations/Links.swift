@@ -28,7 +28,8 @@ extension QuireFileSystem {
             let temporary = CanonicalName(".quire-link-" + Hex.encode((0..<8).map { _ in UInt8.random(in: 0...255) }))
             try scratch.replaceContents(source, temporary, with: bytes)
             do throws(FuseError) {
-                try rename(temporary, in: newParent.rawValue, to: newName, in: newParent.rawValue, flags: .noReplace)
+                try rename(temporary, in: newParent.rawValue, to: newName, in: newParent.rawValue, flags: .noReplace,
+                           process: processGroups.process(of: request.pid))
             } catch {
                 try? scratch.remove(source, temporary)
                 throw error

@@ -72,7 +72,8 @@ extension QuireFileSystem {
                 watcherNotices.noteAnswered(from)
                 return
             }
-            try rename(name, in: parent.rawValue, to: newName, in: newParent.rawValue, flags: flags)
+            try rename(name, in: parent.rawValue, to: newName, in: newParent.rawValue, flags: flags,
+                       process: processGroups.process(of: request.pid))
             // The kernel moved its entry to the typed new name. The NFC
             // forms of both names it may cache are stale when they were
             // not the typed ones (the old one is gone, the new one showed
@@ -86,8 +87,9 @@ extension QuireFileSystem {
         }
     }
 
+    /// `process`: the one renaming (a save by rename's baseline is what it was shown).
     func rename(_ name: CanonicalName, in parent: UInt64, to newName: CanonicalName, in newParent: UInt64,
-                        flags: FuseRenameFlags) throws(FuseError) {
+                flags: FuseRenameFlags, process: Int32? = nil) throws(FuseError) {
         let request = RenameRequest(from: try folder(parent), name: name, to: try folder(newParent), newName: newName, flags: flags)
         // Only a name with the marker can be a copy: a save by rename pays nothing.
         if let copy = conflictCopy(named: name, in: request.from), try resolve(name, in: request.from) == .none {
@@ -101,7 +103,7 @@ extension QuireFileSystem {
         } catch {
             throw error.message.map { refuse(error.error, $0) } ?? error.error
         }
-        try apply(plan)
+        try apply(plan, process: process)
     }
 
     /// What the planner needs to know about the two names.
@@ -134,7 +136,7 @@ extension QuireFileSystem {
 
     // MARK: Applying a plan
 
-    func apply(_ plan: RenamePlan) throws(FuseError) {
+    func apply(_ plan: RenamePlan, process: Int32? = nil) throws(FuseError) {
         // The bytes the plan moves, read before anything changes.
         var bytes: [RenamePlan.Bytes: [UInt8]] = [:]
         for source in plan.byteSources {
@@ -153,7 +155,7 @@ extension QuireFileSystem {
             var time: Int64? = nil
             if case .scratch(let place) = source { time = scratch.modificationTime(place.folder, place.name) }
             let stored = try replace(target, titled: title, with: bytes[source]!, removing: removing, sourceName: sourceName,
-                                     placement: placement, modifiedAt: time)
+                                     placement: placement, modifiedAt: time, process: process)
             if stored != bytes[source]! { mergedInto = target }
         case .retitle(let ref, let title, let placement)?:
             try retitle(ref, to: title, placement: placement)
@@ -210,7 +212,7 @@ extension QuireFileSystem {
     /// `source` becomes a tombstone. One transaction. Returns the text the
     /// row shows now.
     private func replace(_ targetRef: RowRef, titled newTitle: String?, with bytes: [UInt8], removing source: RowRef?,
-                         sourceName: String, placement: Placement?, modifiedAt: Int64?) throws(FuseError) -> [UInt8] {
+                         sourceName: String, placement: Placement?, modifiedAt: Int64?, process: Int32?) throws(FuseError) -> [UInt8] {
         let namespace = targetRef.namespace
         // The new bytes replace the body: the old one is not read here.
         let previous = try storedContent(targetRef, withBody: false)
@@ -235,13 +237,13 @@ extension QuireFileSystem {
             // The editor wrote the temp file from what this device last
             // showed of the target: deletions are computed against that.
             edit = try store.replaceFromMount(target: targetRef.key, with: content, removing: source?.key,
-                                              shown: lastShown[targetRef])
+                                              shown: lastShown.baseline(targetRef, process: process))
         } catch {
             throw storeFailure(error, doing: "save \(namespace.name)/\(sourceName) over its target")
         }
         recordWrite(targetRef, edit, removed: source)
         // Shown to the writer: its own bytes (see `commit`).
-        lastShown[targetRef] = bytes
+        lastShown.record(targetRef, bytes, process: process)
         return edit.row.content.flatMap(RowFormat.render) ?? bytes
     }
 
