@@ -256,6 +256,7 @@ extension QuireFileSystem {
                 copy.title = content.displayName
                 copy.place(content)
                 copy.seq = summary.seq
+                copy.storedSeq = (try? store.changeNumber(ref.namespace, ref.key)).flatMap { $0 } ?? summary.seq
                 openFiles.keep(copy, for: ref)
             }
         }

@@ -111,6 +111,10 @@ final class EditsBetweenReadAndSaveTests: XCTestCase {
         XCTAssertFalse(racing.options.contains(.keepCache))
         XCTAssertEqual(try mount.size(racing), 9, "stat agrees with the text the file reads")
         XCTAssertEqual(try mount.read(racing), "one\n\ntwo\n")
+        // Another open while that one holds the text: just as far behind.
+        let beside = try mount.open("notebook/A.md", O_RDONLY)
+        XCTAssertTrue(beside.options.contains(.directIO), "\(beside.options)")
+        try mount.close(beside)
         try mount.close(racing)
         // Applied, its invalidation on the way to the kernel: still behind.
         _ = mount.fileSystem.takeChanges()

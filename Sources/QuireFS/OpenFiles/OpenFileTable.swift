@@ -17,8 +17,13 @@ struct WorkingCopy {
     /// Created through the mount and never committed: no row exists yet.
     var isNew = false
     var modifiedAt: FuseTimestamp = .now
-    /// The change number of the stored version `content` came from.
+    /// The change number of the version `content` came from, as the
+    /// listing showed it when loaded: what the kernel cache tracks.
     var seq: Int64 = 0
+    /// The store's change number of that version, which can be ahead of
+    /// the listing's for a moment (the feed applies it next round): the
+    /// kernel was told the listed version's size.
+    var storedSeq: Int64 = 0
 }
 
 /// One open file.

@@ -13,21 +13,13 @@ extension QuireFileSystem {
     /// (a saga date or setting name written again after a rename got the
     /// new text over the old row's tail).
     func workingCopy(_ ref: RowRef) throws(FuseError) -> WorkingCopy {
-        var newerThanListed = false
-        return try workingCopy(ref, newerThanListed: &newerThanListed)
-    }
-
-    /// `newerThanListed`: the copy was loaded from a version of the row the
-    /// listing does not show yet (the change feed applies it next round):
-    /// the kernel was told the listed version's size.
-    func workingCopy(_ ref: RowRef, newerThanListed: inout Bool) throws(FuseError) -> WorkingCopy {
         if let copy = openFiles.copy(ref) { return copy }
         // A warm open of an unchanged row: one indexed read, no render.
         let stored: Int64?
         do { stored = try store.changeNumber(ref.namespace, ref.key) } catch { throw storeFailure(error, doing: "read \(ref.namespace.name)/\(ref.key.hex)") }
-        if let stored, let listed = try listing(ref.namespace).rows[ref.key]?.seq { newerThanListed = stored > listed }
         if let stored, !names.isDetached(ref), var copy = cleanCopies.copy(ref, seq: stored) {
             copy.seq = (try? listing(ref.namespace).rows[ref.key]?.seq) ?? 0   // what the kernel cache tracks
+            copy.storedSeq = stored
             return copy
         }
         let row: Row?
@@ -47,7 +39,7 @@ extension QuireFileSystem {
             if let now = try? store.row(ref.namespace, ref.key)?.content, let rendered = RowFormat.render(now) { bytes = rendered }
         }
         let seq = (try? listing(ref.namespace).rows[ref.key]?.seq) ?? nil
-        var copy = WorkingCopy(title: content.displayName, content: bytes ?? [], seq: seq ?? 0)
+        var copy = WorkingCopy(title: content.displayName, content: bytes ?? [], seq: seq ?? 0, storedSeq: stored ?? 0)
         copy.place(content)
         if let stored { cleanCopies.keep(copy, seq: stored, for: ref) }
         return copy
@@ -117,7 +109,10 @@ extension QuireFileSystem {
         copy.isDirty = false
         copy.isNew = false
         copy.setModificationTime = nil
-        if let seq = edit.seq { copy.seq = seq }
+        if let seq = edit.seq {
+            copy.seq = seq
+            copy.storedSeq = seq
+        }
         let createdAs = names.pendingName(of: ref)
         names.removePending(ref)
         // What the row now renders to is the file's content (a vCard comes

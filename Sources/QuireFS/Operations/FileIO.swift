@@ -62,8 +62,7 @@ extension QuireFileSystem {
         if flags.isWritable && MountLayout.isReadOnly(ref.namespace) {
             throw refuse(.permissionDenied, "\(ref.namespace.name)/\(displayName(ref)) is read-only: memory is append-only")
         }
-        var newerThanListed = false
-        var copy = try workingCopy(ref, newerThanListed: &newerThanListed)
+        var copy = try workingCopy(ref)
         let shown = shownBaseline(ref, copy, readable: flags.isReadable && !(flags.isTruncating && flags.isWritable), process: process)
         if flags.isTruncating && flags.isWritable && !copy.content.isEmpty {
             copy.content = []
@@ -72,10 +71,12 @@ extension QuireFileSystem {
         }
         openFiles.keep(copy, for: ref)
         // The kernel may hold an older version's size than this text (the
-        // feed's word of the change has not reached it yet): its page cache
-        // would end a read there, cutting the text, and the editor's next
-        // save would delete the cut paragraphs. This file reads past it.
-        let kernelIsBehind = newerThanListed || kernelCache.mayHoldOlder(inode)
+        // listing shows that version still, or the feed's word of the change
+        // has not reached the kernel yet): its page cache would end a read
+        // there, cutting the text, and the editor's next save would delete
+        // the cut paragraphs. This file reads past it.
+        let listed = names.listing(ref.namespace)?.rows[ref.key]?.seq ?? 0
+        let kernelIsBehind = (!copy.isDirty && copy.storedSeq > listed) || kernelCache.mayHoldOlder(inode)
         // Keep the kernel's pages when they hold exactly this version.
         let keepsCache = kernelCache.opened(inode, version: copy.isDirty || kernelIsBehind ? nil : copy.seq)
         let handle = openFiles.add(OpenFile(target: .row(ref), inode: inode, flags: flags, shown: shown, process: process))

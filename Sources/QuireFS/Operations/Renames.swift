@@ -392,6 +392,7 @@ extension QuireFileSystem {
             copy.isNew = false
             copy.title = names.listing(ref.namespace)?.rows[ref.key]?.title ?? copy.title
             copy.seq = names.listing(ref.namespace)?.rows[ref.key]?.seq ?? copy.seq
+            copy.storedSeq = copy.seq
             openFiles.keep(copy, for: ref)
         }
         for handle in toB where openFiles.copy(b) != nil { openFiles.retarget(handle, to: .row(b)) }
