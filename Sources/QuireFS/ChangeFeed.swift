@@ -251,7 +251,10 @@ extension QuireFileSystem {
         // Someone else changed the row: a clean working copy follows it; a
         // dirty one keeps the user's edit (committed at its flush).
         if var copy = openFiles.copy(ref), !copy.isDirty {
-            if let content = try? store.row(ref.namespace, ref.key)?.content, let bytes = RowFormat.render(content) {
+            openFiles.keepTextOfDirectReaders(of: ref)
+            if openFiles.openCount(of: ref) == 0 {
+                openFiles.dropCopyIfUnheld(ref)
+            } else if let content = try? store.row(ref.namespace, ref.key)?.content, let bytes = RowFormat.render(content) {
                 copy.content = bytes
                 copy.title = content.displayName
                 copy.place(content)

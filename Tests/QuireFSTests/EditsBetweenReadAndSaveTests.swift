@@ -131,6 +131,28 @@ final class EditsBetweenReadAndSaveTests: XCTestCase {
         try mount.close(again)
     }
 
+    /// A reader with direct I/O reads in pieces (Python's read() asks for
+    /// the size it was told, then for more until the end): a sibling's
+    /// version landing between two pieces must not give it the rest of
+    /// another text, which cut a paragraph in two.
+    func testADirectReaderKeepsTheTextItStartedReading() throws {
+        let mount = try DirectMount { try $0.putNote("A", "one\n") }
+        XCTAssertEqual(try mount.text("notebook/A.md"), "one\n")
+        try landsElsewhere(mount, "A", "one\n\ntwo\n")
+        let reader = try mount.open("notebook/A.md", O_RDONLY)
+        XCTAssertTrue(reader.options.contains(.directIO))
+        func piece(_ offset: UInt64, _ size: Int) throws -> String {
+            String(decoding: try mount.fileSystem.read(reader.inode, handle: reader.handle, offset: offset, size: size, request: mount.caller),
+                   as: UTF8.self)
+        }
+        XCTAssertEqual(try piece(0, 5), "one\n\n")
+        try landsElsewhere(mount, "A", "one\n\ntwo and more\n\nthree\n")
+        mount.feed()
+        XCTAssertEqual(try piece(5, 100), "two\n", "the rest of the text it started reading")
+        try mount.close(reader)
+        XCTAssertEqual(try mount.text("notebook/A.md"), "one\n\ntwo and more\n\nthree\n", "a new open reads the new version")
+    }
+
     /// A save by rename whose text was merged with a sibling's paragraph:
     /// the file the kernel moved to the name was written with fewer bytes
     /// than the note holds now, so its size and pages are dropped.

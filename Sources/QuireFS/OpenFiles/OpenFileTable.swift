@@ -54,6 +54,9 @@ struct OpenFile {
     var shown: [UInt8]
     /// The process that opened it (see `ShownBaselines`); nil: unknown.
     var process: Int32? = nil
+    /// Opened with direct I/O: its reads bypass the kernel's page cache,
+    /// each one a request of its own.
+    var isDirect = false
 }
 
 /// The files open through the mount and the working copies they share.
@@ -159,6 +162,18 @@ struct OpenFileTable {
         guard let copy = copies.removeValue(forKey: ref) else { return nil }
         for handle in handles(on: ref) { retarget(handle, to: .orphan(copy.content, modifiedAt: copy.modifiedAt)) }
         return copy
+    }
+
+    /// Readers with direct I/O on `ref` keep the text they have read from
+    /// (as orphans): a program reads a file in pieces, and the next piece
+    /// of another version cuts a paragraph in two, which its next save
+    /// would keep. Readers through the page cache follow: the kernel reads
+    /// a note whole into it, and drops it when told the row changed.
+    mutating func keepTextOfDirectReaders(of ref: RowRef) {
+        guard let copy = copies[ref] else { return }
+        for handle in handles(on: ref) where !files[handle]!.flags.isWritable && files[handle]!.isDirect {
+            retarget(handle, to: .orphan(copy.content, modifiedAt: copy.modifiedAt))
+        }
     }
 
     /// Copies of every dirty row (for unmount).

@@ -79,7 +79,8 @@ extension QuireFileSystem {
         let kernelIsBehind = (!copy.isDirty && copy.storedSeq > listed) || kernelCache.mayHoldOlder(inode)
         // Keep the kernel's pages when they hold exactly this version.
         let keepsCache = kernelCache.opened(inode, version: copy.isDirty || kernelIsBehind ? nil : copy.seq)
-        let handle = openFiles.add(OpenFile(target: .row(ref), inode: inode, flags: flags, shown: shown, process: process))
+        let handle = openFiles.add(OpenFile(target: .row(ref), inode: inode, flags: flags, shown: shown, process: process,
+                                            isDirect: kernelIsBehind))
         // A reader's close commits nothing: no flush round trip.
         var options: FuseOpenReply.Options = flags.isWritable ? [] : [.noFlush]
         if keepsCache { options.insert(.keepCache) }
