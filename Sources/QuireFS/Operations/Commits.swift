@@ -101,7 +101,9 @@ extension QuireFileSystem {
             throw error.fuseError
         }
         let edit: ReplicaStore.MountEdit
-        do { edit = try store.putFromMount(content, key: ref.key, shown: shown ?? lastShown[ref]) } catch { throw storeFailure(error, doing: "save \(name)") }
+        do { edit = try store.putFromMount(content, key: ref.key, shown: shown ?? lastShown.baseline(ref, process: process)) } catch {
+            throw storeFailure(error, doing: "save \(name)")
+        }
         // The writer was shown what it wrote, not what the store merged in
         // (an editor keeps its own text and saves it again): a sibling's
         // paragraph merged into this version is no deletion of its next save.
@@ -188,10 +190,10 @@ extension QuireFileSystem {
 
     /// The last handle on a row went away (or none ever held the copy):
     /// commit what is unsaved and drop the copy.
-    func releaseWorkingCopy(_ ref: RowRef) {
+    func releaseWorkingCopy(_ ref: RowRef, process: Int32? = nil) {
         guard openFiles.openCount(of: ref) == 0, let copy = openFiles.copy(ref) else { return }
         if copy.isDirty {
-            do { try commit(ref, shown: nil) } catch { keepUnsaved(ref, because: "\(error)") }
+            do { try commit(ref, shown: nil, process: process) } catch { keepUnsaved(ref, because: "\(error)") }
         }
         if openFiles.dropCopyIfUnheld(ref)?.isNew == true {
             // Created, never committed (its text was refused): it never existed.

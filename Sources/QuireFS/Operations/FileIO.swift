@@ -335,7 +335,7 @@ extension QuireFileSystem {
                     provisional.closed(ScratchPlace(folder: folder, name: name), at: Date())
                 }
             case .control, .orphan: break
-            case .row(let ref): releaseWorkingCopy(ref)
+            case .row(let ref): releaseWorkingCopy(ref, process: file.process)
             }
             dropIfForgotten(file.inode)
         }
@@ -361,7 +361,8 @@ extension QuireFileSystem {
                 if MountLayout.isReadOnly(ref.namespace) {
                     throw refuse(.permissionDenied, "\(ref.namespace.name)/\(displayName(ref)) is read-only")
                 }
-                try resize(ref, to: Int(clamping: changes.size), byHandle: handle.flatMap { openFiles[$0] } != nil)
+                try resize(ref, to: Int(clamping: changes.size), byHandle: handle.flatMap { openFiles[$0] } != nil,
+                           process: processGroups.process(of: request.pid))
             case .scratch(let folder, let name):
                 try changeScratch(folder, name, changes, handle: handle)
             case .controlFile where changes.fields.contains(.size):
@@ -404,7 +405,7 @@ extension QuireFileSystem {
 
     /// ftruncate on an open file changes its working copy (committed at
     /// close); truncate(2) by path is a complete edit of its own.
-    private func resize(_ ref: RowRef, to size: Int, byHandle: Bool) throws(FuseError) {
+    private func resize(_ ref: RowRef, to size: Int, byHandle: Bool, process: Int32?) throws(FuseError) {
         guard size <= Self.maximumFileSize else { throw refuse(.fileTooLarge, tooLargeMessage(ref, size: size)) }
         var copy = try workingCopy(ref)
         if size == copy.content.count { return }
@@ -420,7 +421,7 @@ extension QuireFileSystem {
         if !byHandle {
             // Not kept when the commit fails either: no handle would ever release it.
             defer { openFiles.dropCopyIfUnheld(ref) }
-            try commit(ref, shown: nil)
+            try commit(ref, shown: nil, process: process)
         }
     }
 
