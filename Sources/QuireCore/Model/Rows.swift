@@ -353,12 +353,16 @@ public struct Row: Equatable, Sendable {
 
 /// A prose row's paragraph tombstones in their one stored form: each hash
 /// once, in byte order.
-enum ParagraphHashes {
+public enum ParagraphHashes {
     /// The list grows with every deleted paragraph and is decoded at every
     /// read of the row, stored in this form already: checked in one pass,
-    /// hashed and sorted only when it is not.
-    static func canonical(_ hashes: [[UInt8]]) -> [[UInt8]] {
+    /// sorted only when it is not. (A set of byte arrays would hash every
+    /// byte on its own; equal neighbours after the sort are the duplicates.)
+    public static func canonical(_ hashes: [[UInt8]]) -> [[UInt8]] {
         if zip(hashes, hashes.dropFirst()).allSatisfy({ $0.lexicographicallyPrecedes($1) }) { return hashes }
-        return Array(Set(hashes)).sorted { $0.lexicographicallyPrecedes($1) }
+        var unique: [[UInt8]] = []
+        unique.reserveCapacity(hashes.count)
+        for hash in hashes.sorted(by: { $0.lexicographicallyPrecedes($1) }) where unique.last != hash { unique.append(hash) }
+        return unique
     }
 }

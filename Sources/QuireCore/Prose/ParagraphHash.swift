@@ -44,9 +44,12 @@ public struct ParagraphHash: Hashable, Comparable, Sendable, CustomStringConvert
 
     /// The 32 digest bytes, as they travel in a row's `deletedParagraphs`.
     public var bytes: [UInt8] {
-        [words.0, words.1, words.2, words.3].flatMap { word in
-            (0..<8).map { UInt8(truncatingIfNeeded: word >> (56 - 8 * $0)) }
+        var out: [UInt8] = []
+        out.reserveCapacity(ParagraphHash.byteCount)
+        for word in [words.0, words.1, words.2, words.3] {
+            withUnsafeBytes(of: word.bigEndian) { out.append(contentsOf: $0) }
         }
+        return out
     }
 
     public static func == (lhs: ParagraphHash, rhs: ParagraphHash) -> Bool {

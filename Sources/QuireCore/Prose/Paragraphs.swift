@@ -55,11 +55,28 @@ public enum Paragraphs {
     /// Paragraphs with their identities and bytes, as the merge needs them.
     static func parse(_ text: String) -> [ParsedParagraph] {
         var paragraphs: [ParsedParagraph] = []
+        forEachParagraph(Array(text.utf8)) { exact, normalized in
+            paragraphs.append(ParsedParagraph(exact: exact, normalized: normalized))
+        }
+        return paragraphs
+    }
+
+    /// The normalized bytes of each paragraph of `text` (what its identity
+    /// digests), in order, not digested: equal bytes are equal identities,
+    /// so a comparison can digest only the paragraphs it keeps.
+    static func normalizedParagraphs(_ text: String) -> [NormalizedParagraph] {
+        var paragraphs: [NormalizedParagraph] = []
+        forEachParagraph(Array(text.utf8)) { _, normalized in paragraphs.append(NormalizedParagraph(bytes: normalized)) }
+        return paragraphs
+    }
+
+    /// Calls `body` with each paragraph's exact and normalized bytes, in order.
+    private static func forEachParagraph(_ bytes: [UInt8], _ body: (_ exact: [UInt8], _ normalized: [UInt8]) -> Void) {
         var exact: [UInt8] = []
         var normalized: [UInt8] = []
-        forEachLine(Array(text.utf8)) { line in
+        forEachLine(bytes) { line in
             if isBlank(line) {
-                if !exact.isEmpty { paragraphs.append(ParsedParagraph(exact: exact, normalized: normalized)) }
+                if !exact.isEmpty { body(exact, normalized) }
                 exact.removeAll(keepingCapacity: true)
                 normalized.removeAll(keepingCapacity: true)
                 return
@@ -71,8 +88,7 @@ public enum Paragraphs {
             exact.append(contentsOf: line)
             normalized.append(contentsOf: trimmingTrailingWhitespace(line))
         }
-        if !exact.isEmpty { paragraphs.append(ParsedParagraph(exact: exact, normalized: normalized)) }
-        return paragraphs
+        if !exact.isEmpty { body(exact, normalized) }
     }
 
     /// `normalizedForHashing` on bytes.
@@ -148,6 +164,18 @@ public enum Paragraphs {
         }
         return line[line.startIndex..<end]
     }
+}
+
+/// A paragraph's normalized bytes, hashed by Swift's hasher in one call
+/// (an array of bytes hashes byte by byte).
+struct NormalizedParagraph: Hashable {
+    let bytes: [UInt8]
+
+    func hash(into hasher: inout Hasher) {
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
+
+    var identity: ParagraphHash { ParagraphHash(normalizedBytes: bytes) }
 }
 
 /// One paragraph with what the merge compares: its identity, and its exact

@@ -116,9 +116,13 @@ public enum ProseMerge {
     /// deletions (both are tombstoned, and telling them apart tokenizes every
     /// removed paragraph: most of a save's time when a file is replaced whole).
     public static func deletions(shown: String, edited: String) -> Set<ParagraphHash> {
-        let kept = Set(Paragraphs.parse(edited).map(\.hash))
+        // Compared by the bytes identities digest: only removed paragraphs are digested.
+        let kept = Set(Paragraphs.normalizedParagraphs(edited))
+        var seen = Set<NormalizedParagraph>()
         var removed = Set<ParagraphHash>()
-        for paragraph in Paragraphs.parse(shown) where !kept.contains(paragraph.hash) { removed.insert(paragraph.hash) }
+        for paragraph in Paragraphs.normalizedParagraphs(shown) where !kept.contains(paragraph) && seen.insert(paragraph).inserted {
+            removed.insert(paragraph.identity)
+        }
         return removed
     }
 

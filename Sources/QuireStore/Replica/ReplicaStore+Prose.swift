@@ -89,12 +89,12 @@ enum ProseText {
         }
     }
 
+    /// `deleted` in any order, duplicates allowed.
     static func replacing(_ content: RowContent, text: [UInt8], deleted: [[UInt8]]) -> RowContent {
-        let sorted = deleted.sorted { $0.lexicographicallyPrecedes($1) }
+        let sorted = ParagraphHashes.canonical(deleted)
         switch content {
         case .note(var n):
-            n.body = text
-            n.contentHash = Note.bodyDigest(text)
+            n.body = text    // restamps contentHash
             n.deletedParagraphs = sorted
             return .note(n)
         case .saga(var s):
@@ -126,21 +126,23 @@ extension WriteContext {
            let stored = try existing.row(path: store.path).content,
            let record = ProseText.of(stored), let edit = ProseText.of(content) {
             let baseline = shown ?? record.text
-            if let recordVersion = ProseText.version(record.text, record.deleted),
+            if let recordText = String(validating: record.text, as: UTF8.self),
                let shownText = String(validating: baseline, as: UTF8.self),
                let editedText = String(validating: edit.text, as: UTF8.self) {
-                var deleted = Set(record.deleted.map { $0 }).union(edit.deleted)
+                // Deduplicated and sorted by `replacing`.
+                var deleted = record.deleted + edit.deleted
                 var text = edit.text
                 if baseline == record.text {
                     // Nothing landed underneath: keep the user's bytes exactly.
-                    for h in ProseMerge.deletions(shown: shownText, edited: editedText) { deleted.insert(h.bytes) }
+                    deleted += ProseMerge.deletions(shown: shownText, edited: editedText).map(\.bytes)
                 } else {
                     // The record moved while the file was open: fold it in.
+                    let recordVersion = ProseVersion(text: recordText, deletedParagraphs: Set(record.deleted.compactMap { ParagraphHash(bytes: $0) }))
                     let merged = ProseMerge.applyEdit(shown: shownText, edited: editedText, onto: recordVersion)
                     text = Array(merged.text.utf8)
-                    for h in merged.deletedParagraphs { deleted.insert(h.bytes) }
+                    deleted += merged.deletedParagraphs.map(\.bytes)
                 }
-                content = ProseText.replacing(content, text: text, deleted: Array(deleted))
+                content = ProseText.replacing(content, text: text, deleted: deleted)
             }
         } else if let key, let existing = loaded, existing.isTombstone, let edit = ProseText.of(content) {
             // Written again after a delete: the old text stays deleted
@@ -151,7 +153,7 @@ extension WriteContext {
             if let shown { old.formUnion(Paragraphs.hashes(of: String(decoding: shown, as: UTF8.self))) }
             let removed = old.subtracting(written)
             if !removed.isEmpty {
-                content = ProseText.replacing(content, text: edit.text, deleted: Array(Set(edit.deleted).union(removed.map(\.bytes))))
+                content = ProseText.replacing(content, text: edit.text, deleted: edit.deleted + removed.map(\.bytes))
             }
         }
         // The shadow is set to the saved text below: no need to keep a
