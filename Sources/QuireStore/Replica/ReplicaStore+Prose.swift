@@ -122,8 +122,9 @@ extension WriteContext {
         // Loaded once here and handed to putLocal: a save reads its row once.
         var loaded: RowRecord? = nil
         if let key { loaded = try RowRecord.load(db, content.namespace, key, withBody: true) }
+        let decoded = try loaded.map { record throws(StoreError) in try decodeSettingAside(record) }
         if let existing = loaded, !existing.isTombstone,
-           let stored = try existing.row(path: store.path).content,
+           let stored = decoded?.content,
            let record = ProseText.of(stored), let edit = ProseText.of(content) {
             let baseline = shown ?? record.text
             if let recordText = String(validating: record.text, as: UTF8.self),
@@ -160,7 +161,7 @@ extension WriteContext {
         // marked one's old text first.
         if let key { try Shadows.remove(db, content.namespace, key) }
         let row: Row
-        if let key { row = try putLocal(content, key: key, loaded: loaded) } else { row = try putLocal(content, key: nil) }
+        if let key { row = try putLocal(content, key: key, loaded: loaded, decoded: decoded) } else { row = try putLocal(content, key: nil) }
         // The row just written is what is stored: its text, unread, marks the shadow.
         if let prose = row.content.flatMap(ProseText.of) { try setShadow(row.namespace, row.key, prose.text, stored: prose.text) }
         return row

@@ -68,9 +68,10 @@ struct WriteContext {
         return try putLocal(content, key: key, isFresh: freshKey)
     }
 
-    /// A local edit of a row the caller already loaded in this transaction.
-    mutating func putLocal(_ content: RowContent, key: RowKey, loaded: RowRecord?) throws(StoreError) -> Row {
-        try putLocal(content, key: key, isFresh: false, preloaded: .some(loaded))
+    /// A local edit of a row the caller already loaded in this transaction
+    /// (`decoded`: and decoded, by `decodeSettingAside`).
+    mutating func putLocal(_ content: RowContent, key: RowKey, loaded: RowRecord?, decoded: Row? = nil) throws(StoreError) -> Row {
+        try putLocal(content, key: key, isFresh: false, preloaded: .some(loaded), decoded: decoded)
     }
 
     /// A new row under a freshly drawn random key (bulk imports draw them all at once).
@@ -79,13 +80,15 @@ struct WriteContext {
     }
 
     private mutating func putLocal(_ content: RowContent, key: RowKey, isFresh freshKey: Bool,
-                                   preloaded: RowRecord?? = nil) throws(StoreError) -> Row {
+                                   preloaded: RowRecord?? = nil, decoded: Row? = nil) throws(StoreError) -> Row {
         let ns = content.namespace
         // A freshly drawn random key cannot exist yet (the unique index
         // would refuse a 128-bit collision); skip the lookup on bulk imports.
         let existing: RowRecord?
         if let preloaded { existing = preloaded } else { existing = freshKey ? nil : try RowRecord.load(db, ns, key, withBody: true) }
-        let existingRow = try existing.map { record throws(StoreError) in try decodeSettingAside(record) }
+        // A decode checks the body's digest: a row decoded once is not decoded again.
+        var existingRow = decoded
+        if existingRow == nil, let existing { existingRow = try decodeSettingAside(existing) }
         if ns == .memory, existingRow != nil {
             throw StoreError(.conflict, "memory is append-only: event \(key) already exists; record a new event instead")
         }
