@@ -25,12 +25,14 @@ final class ProvisionalFilesTests: XCTestCase {
         XCTAssertEqual(FileNames.tempName("Plan.md.aB3dE9"), .besideItsStem("Plan.md"), "mkstemp's six letters and digits (GLib, Qt)")
         XCTAssertEqual(FileNames.tempName("Plan.md.3841176092"), .besideItsStem("Plan.md"), "npm write-file-atomic's number")
         XCTAssertEqual(FileNames.tempName("todo.000123"), .besideItsStem("todo"))
+        XCTAssertEqual(FileNames.tempName("Plan.md.tmp2596996162"), .besideItsStem("Plan.md"), "Go's os.CreateTemp(dir, \"Plan.md.tmp*\")")
+        XCTAssertEqual(FileNames.tempName("Plan.md.tmp7"), .besideItsStem("Plan.md"))
         XCTAssertEqual(FileNames.tempName("lu3245f8z3ke.tmp"), .always, "LibreOffice")
         XCTAssertEqual(FileNames.tempName("index.lock"), .always, "git")
         XCTAssertEqual(FileNames.tempName("tmp_obj_Ab12Cd"), .always, "git")
         for name in ["library.db-journal", "library.db-wal", "library.db-shm"] { XCTAssertEqual(FileNames.tempName(name), .always, "SQLite") }
         for name in ["Plan.md", "photo.jpeg", "Plan.md.aB3dE", "Plan.md.aB3dE9x", "Plan.md.12345678901", "Plan.md.aB-dE9", ".aB3dE9",
-                     "Plan.md.", "README", "Cargo.lockfile", "lock"] {
+                     "Plan.md.", "README", "Cargo.lockfile", "lock", "Plan.md.tmp12345678901", "Plan.md.tmpx", "Plan.md.tmp1a"] {
             XCTAssertNil(FileNames.tempName(name), name)
         }
     }
@@ -59,6 +61,15 @@ final class ProvisionalFilesTests: XCTestCase {
         try mount.write(npm, "third\n")
         try mount.close(npm)
         try mount.rename("notebook/Plan.md.3841176092", "notebook/Plan.md")
+        // Go's os.CreateTemp(dir, "Plan.md.tmp*"), then os.Rename.
+        let go = try mount.create("notebook/Plan.md.tmp2596996162", O_RDWR | O_EXCL)
+        try mount.write(go, "fourth\n")
+        try mount.close(go)
+        XCTAssertEqual(try mount.liveTitles(.notebook), ["Plan"], "not a row while it waits")
+        try mount.rename("notebook/Plan.md.tmp2596996162", "notebook/Plan.md")
+        XCTAssertEqual(try mount.stored(.notebook, "Plan"), "fourth\n")
+        try mount.writeFile("notebook/Plan.md.3841176093", "third\n")
+        try mount.rename("notebook/Plan.md.3841176093", "notebook/Plan.md")
         try mount.writeFile("notebook/Fresh.md.Zz09Aa", "new\n")
         try mount.rename("notebook/Fresh.md.Zz09Aa", "notebook/Fresh.md")
         XCTAssertEqual(try mount.stored(.notebook, "Plan"), "third\n")

@@ -115,10 +115,11 @@ enum FileNames {
         /// removed by every transaction, or while the database is open).
         case always
         /// `x.XXXXXX` (six letters or digits: mkstemp's, so GLib's
-        /// `g_file_set_contents` and Qt's `QSaveFile`) and `x.NNNNNNN` (six
-        /// to ten digits: npm's write-file-atomic): a temp file's when the
-        /// stem `x` has an extension of its own (`Plan.md.aB3dE9`) or names
-        /// a file beside it.
+        /// `g_file_set_contents` and Qt's `QSaveFile`), `x.NNNNNNN` (six
+        /// to ten digits: npm's write-file-atomic) and `x.tmpN` (one to ten
+        /// digits: Go's `os.CreateTemp(dir, "x.tmp*")`): a temp file's when
+        /// the stem `x` has an extension of its own (`Plan.md.aB3dE9`) or
+        /// names a file beside it.
         case besideItsStem(String)
     }
 
@@ -135,7 +136,8 @@ enum FileNames {
         func isDigit(_ c: UInt8) -> Bool { c >= 0x30 && c <= 0x39 }
         func isAlphanumeric(_ c: UInt8) -> Bool { isDigit(c) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) }
         if suffix.elementsEqual("tmp".utf8) || suffix.elementsEqual("lock".utf8) { return .always }
-        if (suffix.count == 6 && suffix.allSatisfy(isAlphanumeric)) || ((6...10).contains(suffix.count) && suffix.allSatisfy(isDigit)) {
+        let goTemp = suffix.starts(with: "tmp".utf8) && (4...13).contains(suffix.count) && suffix.dropFirst(3).allSatisfy(isDigit)
+        if (suffix.count == 6 && suffix.allSatisfy(isAlphanumeric)) || ((6...10).contains(suffix.count) && suffix.allSatisfy(isDigit)) || goTemp {
             return .besideItsStem(String(decoding: bytes[..<dot], as: UTF8.self))
         }
         return nil
