@@ -98,6 +98,52 @@ final class EditsBetweenReadAndSaveTests: XCTestCase {
         XCTAssertNil(ProcessGroups.threadGroup(-1))
     }
 
+    /// An indexer that reads every note between the editor's read and its
+    /// save pushes its own baselines out, not the editor's: the sibling's
+    /// paragraph it read is still no deletion of the editor's save.
+    func testAnIndexerReadingEveryNoteKeepsTheEditorsBaseline() throws {
+        let others = ShownBaselines.capacity + 44
+        let mount = try DirectMount { store in
+            _ = try store.putNote("A", "one\n")
+            for i in 0..<others { _ = try store.putNote("N\(i)", "note \(i)\n") }
+        }
+        let indexer = Process()
+        indexer.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        indexer.arguments = ["30"]
+        try indexer.run()
+        defer { indexer.terminate() }
+        XCTAssertEqual(try mount.text("notebook/A.md"), "one\n", "the editor reads")
+        try landsElsewhere(mount, "A", "one\n\ntwo\n")
+        mount.feed()
+        let other = FuseRequest(uid: getuid(), gid: getgid(), pid: indexer.processIdentifier)
+        for name in ["A"] + (0..<others).map({ "N\($0)" }) {
+            let inode = try mount.lookup("notebook/\(name).md").attributes.inode
+            let reply = try mount.fileSystem.open(inode, flags: FuseOpenFlags(rawValue: O_RDONLY), request: other)
+            _ = try mount.fileSystem.read(inode, handle: reply.handle, offset: 0, size: 1 << 16, request: other)
+            try mount.fileSystem.release(inode, handle: reply.handle, flags: FuseOpenFlags(rawValue: O_RDONLY), request: other)
+        }
+        let file = try mount.open("notebook/A.md", O_WRONLY | O_TRUNC)
+        try mount.write(file, "one\n\nmine\n")
+        try mount.close(file)
+        let text = try XCTUnwrap(mount.stored(.notebook, "A"))
+        for word in ["one", "two", "mine"] { XCTAssertTrue(text.contains(word), "\(word) in \(text)") }
+    }
+
+    /// Past the bound, the process holding the most baselines loses its oldest.
+    func testProcessBaselinesAreBoundedPerProcessAndInAll() {
+        var texts = ProcessTexts(capacity: 10, perProcess: 4)
+        func ref(_ i: Int) -> RowRef { RowRef(namespace: .notebook, key: RowKey(bytes: [UInt8](repeating: UInt8(i), count: 16))!) }
+        for i in 0..<3 { texts.set(ref(i), [UInt8(i)], process: 1) }
+        for i in 0..<20 { texts.set(ref(100 + i), [UInt8(i)], process: 2) }
+        XCTAssertEqual(texts.count, 7)
+        XCTAssertEqual((0..<3).compactMap { texts.text(ref($0), process: 1) }, [[0], [1], [2]], "the editor's stay")
+        XCTAssertEqual((16..<20).compactMap { texts.text(ref(100 + $0), process: 2) }.count, 4, "the reader keeps its latest four")
+        XCTAssertNil(texts.text(ref(100), process: 2))
+        for p in 3..<6 { for i in 0..<4 { texts.set(ref(i), [UInt8(p)], process: Int32(p)) } }
+        XCTAssertEqual(texts.count, 10, "at most ten in all")
+        XCTAssertEqual(texts.text(ref(3), process: 5), [5], "the newest stays")
+    }
+
     /// A version the listing does not show yet (the feed applies it next
     /// round), or whose invalidation has not reached the kernel: the kernel
     /// holds the older version's size, so the open reads past it (direct

@@ -11,16 +11,14 @@ import QuireCore
 /// falls back to the device's.
 ///
 /// Bounded: a mount that `cat`s 10,000 notes must not keep 10,000 bodies.
-/// An evicted row falls back to its stored text as the baseline.
+/// An evicted row falls back to its stored text as the baseline. One
+/// process holds at most `perProcess` of the texts, so an indexer reading
+/// every note evicts its own baselines, not an editor's.
 struct ShownBaselines {
     static let capacity = 256
+    static let perProcess = 64
     private var device = BoundedTexts<RowRef>(capacity: capacity)
-    private var processes = BoundedTexts<ProcessShown>(capacity: capacity)
-
-    private struct ProcessShown: Hashable {
-        var ref: RowRef
-        var process: Int32
-    }
+    private var processes = ProcessTexts(capacity: capacity, perProcess: perProcess)
 
     /// The device's baseline.
     subscript(ref: RowRef) -> [UInt8]? {
@@ -33,7 +31,7 @@ struct ShownBaselines {
 
     /// The baseline of a save by `process` (nil: unknown).
     func baseline(_ ref: RowRef, process: Int32?) -> [UInt8]? {
-        if let process, let own = processes[ProcessShown(ref: ref, process: process)] { return own }
+        if let process, let own = processes.text(ref, process: process) { return own }
         return device[ref]
     }
 
@@ -41,10 +39,42 @@ struct ShownBaselines {
     mutating func record(_ ref: RowRef, _ text: [UInt8], process: Int32?) {
         guard Self.keeps(ref) else { return }
         device[ref] = text
-        if let process { processes[ProcessShown(ref: ref, process: process)] = text }
+        if let process { processes.set(ref, text, process: process) }
     }
 
     private static func keeps(_ ref: RowRef) -> Bool { ref.namespace == .notebook || ref.namespace == .saga }
+}
+
+/// Texts of rows by process: at most `perProcess` for one process (its
+/// oldest dropped first), `capacity` in all (past it, the oldest of the
+/// process holding the most goes).
+struct ProcessTexts {
+    let capacity: Int
+    let perProcess: Int
+    private var byProcess: [Int32: BoundedTexts<RowRef>] = [:]
+    private(set) var count = 0
+
+    init(capacity: Int, perProcess: Int) {
+        self.capacity = capacity
+        self.perProcess = perProcess
+    }
+
+    func text(_ ref: RowRef, process: Int32) -> [UInt8]? { byProcess[process]?[ref] }
+
+    mutating func set(_ ref: RowRef, _ text: [UInt8], process: Int32) {
+        var texts = byProcess.removeValue(forKey: process) ?? BoundedTexts<RowRef>(capacity: perProcess)
+        count -= texts.count
+        texts[ref] = text
+        count += texts.count
+        byProcess[process] = texts
+        while count > capacity, let largest = byProcess.max(by: { $0.value.count < $1.value.count })?.key {
+            var evicting = byProcess.removeValue(forKey: largest)!
+            count -= evicting.count
+            evicting.removeOldest()
+            count += evicting.count
+            if evicting.count > 0 { byProcess[largest] = evicting }
+        }
+    }
 }
 
 /// Texts by key, the oldest dropped past `capacity`.
@@ -54,6 +84,12 @@ struct BoundedTexts<Key: Hashable> {
     private var order: [Key] = []
 
     init(capacity: Int) { self.capacity = capacity }
+
+    var count: Int { texts.count }
+
+    mutating func removeOldest() {
+        while !order.isEmpty, texts.removeValue(forKey: order.removeFirst()) == nil {}
+    }
 
     subscript(key: Key) -> [UInt8]? {
         get { texts[key] }
