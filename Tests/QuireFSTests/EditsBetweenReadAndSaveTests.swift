@@ -131,7 +131,7 @@ final class EditsBetweenReadAndSaveTests: XCTestCase {
 
     /// Past the bound, the process holding the most baselines loses its oldest.
     func testProcessBaselinesAreBoundedPerProcessAndInAll() {
-        var texts = ProcessTexts(capacity: 10, perProcess: 4)
+        var texts = ProcessTexts(capacity: 10, perProcess: 4, isRunning: { _ in true })
         func ref(_ i: Int) -> RowRef { RowRef(namespace: .notebook, key: RowKey(bytes: [UInt8](repeating: UInt8(i), count: 16))!) }
         for i in 0..<3 { texts.set(ref(i), [UInt8(i)], process: 1) }
         for i in 0..<20 { texts.set(ref(100 + i), [UInt8(i)], process: 2) }
@@ -142,6 +142,17 @@ final class EditsBetweenReadAndSaveTests: XCTestCase {
         for p in 3..<6 { for i in 0..<4 { texts.set(ref(i), [UInt8(p)], process: Int32(p)) } }
         XCTAssertEqual(texts.count, 10, "at most ten in all")
         XCTAssertEqual(texts.text(ref(3), process: 5), [5], "the newest stays")
+        // A shell loop's one-shot readers have ended: theirs go, not the editor's.
+        var running: Set<Int32> = [1]
+        var shell = ProcessTexts(capacity: 4, perProcess: 4, isRunning: { running.contains($0) })
+        shell.set(ref(0), [0], process: 1)
+        shell.set(ref(1), [1], process: 1)
+        for p in 10..<30 { running.insert(Int32(p)); shell.set(ref(p), [UInt8(p)], process: Int32(p)); running.remove(Int32(p)) }
+        XCTAssertLessThanOrEqual(shell.count, 4)
+        XCTAssertEqual(shell.text(ref(0), process: 1), [0], "the editor's stay")
+        XCTAssertEqual(shell.text(ref(1), process: 1), [1])
+        XCTAssertEqual(shell.text(ref(29), process: 29), [29], "the newest stays")
+        XCTAssertTrue(ProcessGroups.isRunning(getpid()))
     }
 
     /// A version the listing does not show yet (the feed applies it next

@@ -17,6 +17,11 @@ struct ProcessGroups {
         return group
     }
 
+    /// Whether `process` still runs (or is a zombie not yet reaped).
+    static func isRunning(_ process: Int32) -> Bool {
+        kill(process, 0) == 0 || errno == EPERM
+    }
+
     static func threadGroup(_ thread: Int32) -> Int32? {
         guard let status = try? String(contentsOfFile: "/proc/\(thread)/status", encoding: .utf8) else { return nil }
         for line in status.split(separator: "\n") where line.hasPrefix("Tgid:") {

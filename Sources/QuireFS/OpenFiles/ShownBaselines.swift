@@ -46,17 +46,24 @@ struct ShownBaselines {
 }
 
 /// Texts of rows by process: at most `perProcess` for one process (its
-/// oldest dropped first), `capacity` in all (past it, the oldest of the
-/// process holding the most goes).
+/// oldest dropped first), `capacity` in all. Past that, the texts of
+/// processes that have ended go first (a shell loop's thousand `grep`s
+/// save nothing), then the oldest of the process holding the most (of
+/// equals, the one shown anything longest ago).
 struct ProcessTexts {
     let capacity: Int
     let perProcess: Int
+    /// Whether a process still runs.
+    let isRunning: (Int32) -> Bool
     private var byProcess: [Int32: BoundedTexts<RowRef>] = [:]
+    private var lastShown: [Int32: UInt64] = [:]
+    private var clock: UInt64 = 0
     private(set) var count = 0
 
-    init(capacity: Int, perProcess: Int) {
+    init(capacity: Int, perProcess: Int, isRunning: @escaping (Int32) -> Bool = ProcessGroups.isRunning) {
         self.capacity = capacity
         self.perProcess = perProcess
+        self.isRunning = isRunning
     }
 
     func text(_ ref: RowRef, process: Int32) -> [UInt8]? { byProcess[process]?[ref] }
@@ -67,12 +74,23 @@ struct ProcessTexts {
         texts[ref] = text
         count += texts.count
         byProcess[process] = texts
-        while count > capacity, let largest = byProcess.max(by: { $0.value.count < $1.value.count })?.key {
+        clock += 1
+        lastShown[process] = clock
+        if count > capacity {
+            for (ended, texts) in byProcess where ended != process && !isRunning(ended) {
+                byProcess[ended] = nil
+                lastShown[ended] = nil
+                count -= texts.count
+            }
+        }
+        while count > capacity, let largest = byProcess.max(by: { a, b in
+            a.value.count != b.value.count ? a.value.count < b.value.count : lastShown[a.key, default: 0] > lastShown[b.key, default: 0]
+        })?.key {
             var evicting = byProcess.removeValue(forKey: largest)!
             count -= evicting.count
             evicting.removeOldest()
             count += evicting.count
-            if evicting.count > 0 { byProcess[largest] = evicting }
+            if evicting.count > 0 { byProcess[largest] = evicting } else { lastShown[largest] = nil }
         }
     }
 }
