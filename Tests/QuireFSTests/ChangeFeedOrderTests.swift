@@ -30,13 +30,13 @@ final class ChangeFeedOrderTests: XCTestCase {
         let mount = try DirectMount { try $0.putNote("A", "one\n") }
         let note = try mount.lookup("notebook/A.md").attributes.inode
         mount.feed()
-        try mount.writeFile("notebook/A.md.tmp1234", "one\n\ntwo\n")
-        XCTAssertEqual(try mount.liveTitles(.notebook), ["A", "A.md.tmp1234"], "the temp file is a row of its own")
+        try mount.writeFile("notebook/A.md.new", "one\n\ntwo\n")
+        XCTAssertEqual(try mount.liveTitles(.notebook), ["A", "A.md.new"], "the temp file is a row of its own")
         let since = mount.fileSystem.locked { mount.fileSystem.lastSeenSequence }
         let stale = try mount.store.changes(since: since)
-        XCTAssertEqual(stale.map(\.name), ["A.md.tmp1234"])
-        let temp = try mount.lookup("notebook/A.md.tmp1234").attributes.inode
-        try mount.rename("notebook/A.md.tmp1234", "notebook/A.md")
+        XCTAssertEqual(stale.map(\.name), ["A.md.new"])
+        let temp = try mount.lookup("notebook/A.md.new").attributes.inode
+        try mount.rename("notebook/A.md.new", "notebook/A.md")
         mount.fileSystem.locked { for summary in stale { mount.fileSystem.applyExternal(summary) } }
         XCTAssertEqual(try mount.list("notebook"), ["A.md"], "the temp name stays gone")
         let round = mount.fileSystem.takeChanges()

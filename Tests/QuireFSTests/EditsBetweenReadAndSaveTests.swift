@@ -69,25 +69,35 @@ final class EditsBetweenReadAndSaveTests: XCTestCase {
         }
     }
 
+    /// A second running program (a `sleep`), and requests made as it.
+    private static func otherProgram() throws -> (process: Process, request: FuseRequest) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        process.arguments = ["30"]
+        try process.run()
+        return (process, FuseRequest(uid: getuid(), gid: getgid(), pid: process.processIdentifier))
+    }
+
+    /// Opens, reads and closes `path` as `request`'s program.
+    private static func read(_ mount: DirectMount, _ path: String, as request: FuseRequest) throws -> String {
+        let inode = try mount.lookup(path).attributes.inode
+        let reply = try mount.fileSystem.open(inode, flags: FuseOpenFlags(rawValue: O_RDONLY), request: request)
+        let bytes = try mount.fileSystem.read(inode, handle: reply.handle, offset: 0, size: 1 << 16, request: request)
+        try mount.fileSystem.release(inode, handle: reply.handle, flags: FuseOpenFlags(rawValue: O_RDONLY), request: request)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// Another program (an indexer, a file manager, Obsidian beside vim)
     /// reads the note after a sibling's paragraph landed: the editor, which
     /// read it before, was not shown that paragraph, and its save keeps it.
     func testAnotherProgramsReadIsNotTheEditorsBaseline() throws {
         let mount = try DirectMount { try $0.putNote("A", "one\n") }
-        let indexer = Process()
-        indexer.executableURL = URL(fileURLWithPath: "/bin/sleep")
-        indexer.arguments = ["30"]
-        try indexer.run()
-        defer { indexer.terminate() }
+        let indexer = try Self.otherProgram()
+        defer { indexer.process.terminate() }
         XCTAssertEqual(try mount.text("notebook/A.md"), "one\n", "the editor reads")
         try landsElsewhere(mount, "A", "one\n\ntwo\n")
         mount.feed()
-        let other = FuseRequest(uid: getuid(), gid: getgid(), pid: indexer.processIdentifier)
-        let inode = try mount.lookup("notebook/A.md").attributes.inode
-        let reply = try mount.fileSystem.open(inode, flags: FuseOpenFlags(rawValue: O_RDONLY), request: other)
-        XCTAssertEqual(String(decoding: try mount.fileSystem.read(inode, handle: reply.handle, offset: 0, size: 1 << 16, request: other), as: UTF8.self),
-                       "one\n\ntwo\n", "the indexer reads")
-        try mount.fileSystem.release(inode, handle: reply.handle, flags: FuseOpenFlags(rawValue: O_RDONLY), request: other)
+        XCTAssertEqual(try Self.read(mount, "notebook/A.md", as: indexer.request), "one\n\ntwo\n", "the indexer reads")
         let file = try mount.open("notebook/A.md", O_WRONLY | O_TRUNC)
         try mount.write(file, "one\n\nmine\n")
         try mount.close(file)
@@ -107,21 +117,12 @@ final class EditsBetweenReadAndSaveTests: XCTestCase {
             _ = try store.putNote("A", "one\n")
             for i in 0..<others { _ = try store.putNote("N\(i)", "note \(i)\n") }
         }
-        let indexer = Process()
-        indexer.executableURL = URL(fileURLWithPath: "/bin/sleep")
-        indexer.arguments = ["30"]
-        try indexer.run()
-        defer { indexer.terminate() }
+        let indexer = try Self.otherProgram()
+        defer { indexer.process.terminate() }
         XCTAssertEqual(try mount.text("notebook/A.md"), "one\n", "the editor reads")
         try landsElsewhere(mount, "A", "one\n\ntwo\n")
         mount.feed()
-        let other = FuseRequest(uid: getuid(), gid: getgid(), pid: indexer.processIdentifier)
-        for name in ["A"] + (0..<others).map({ "N\($0)" }) {
-            let inode = try mount.lookup("notebook/\(name).md").attributes.inode
-            let reply = try mount.fileSystem.open(inode, flags: FuseOpenFlags(rawValue: O_RDONLY), request: other)
-            _ = try mount.fileSystem.read(inode, handle: reply.handle, offset: 0, size: 1 << 16, request: other)
-            try mount.fileSystem.release(inode, handle: reply.handle, flags: FuseOpenFlags(rawValue: O_RDONLY), request: other)
-        }
+        for name in ["A"] + (0..<others).map({ "N\($0)" }) { _ = try Self.read(mount, "notebook/\(name).md", as: indexer.request) }
         let file = try mount.open("notebook/A.md", O_WRONLY | O_TRUNC)
         try mount.write(file, "one\n\nmine\n")
         try mount.close(file)
