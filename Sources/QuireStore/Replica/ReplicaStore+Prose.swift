@@ -107,8 +107,11 @@ enum ProseText {
     }
 
     static func version(_ text: [UInt8], _ deleted: [[UInt8]]) -> ProseVersion? {
-        guard let s = String(validating: text, as: UTF8.self) else { return nil }
-        return ProseVersion(text: s, deletedParagraphs: Set(deleted.compactMap { ParagraphHash(bytes: $0) }))
+        String(validating: text, as: UTF8.self).map { version($0, deleted) }
+    }
+
+    static func version(_ text: String, _ deleted: [[UInt8]]) -> ProseVersion {
+        ProseVersion(text: text, deletedParagraphs: Set(deleted.compactMap { ParagraphHash(bytes: $0) }))
     }
 }
 
@@ -138,8 +141,7 @@ extension WriteContext {
                     deleted += ProseMerge.deletions(shown: shownText, edited: editedText).map(\.bytes)
                 } else {
                     // The record moved while the file was open: fold it in.
-                    let recordVersion = ProseVersion(text: recordText, deletedParagraphs: Set(record.deleted.compactMap { ParagraphHash(bytes: $0) }))
-                    let merged = ProseMerge.applyEdit(shown: shownText, edited: editedText, onto: recordVersion)
+                    let merged = ProseMerge.applyEdit(shown: shownText, edited: editedText, onto: ProseText.version(recordText, record.deleted))
                     text = Array(merged.text.utf8)
                     deleted += merged.deletedParagraphs.map(\.bytes)
                 }
