@@ -21,7 +21,11 @@ public enum LeafEncoding {
     /// 4: the notebook as a folder tree (kind, folder, modifiedAt, placedAt).
     public static let version: UInt8 = 4
 
-    public static func leaf(of row: Row) -> [UInt8]? {
+    public static func leaf(of row: Row) -> [UInt8]? { leaf(of: row, knownDigest: nil) }
+
+    /// The same, where the digest of the head written by `knownDigest.dot`
+    /// is known already (the writer just tagged it with it).
+    public static func leaf(of row: Row, knownDigest: (dot: Dot, digest: [UInt8])?) -> [UInt8]? {
         guard !row.isTombstone else { return nil }
         var w = CBORWriter(capacity: 64 + 32 * row.context.counters.count + 72 * row.heads.count)
         w.writeArrayHeader(3)
@@ -31,7 +35,7 @@ public enum LeafEncoding {
         for h in row.heads {
             w.writeArrayHeader(2)
             h.dot.write(to: &w)
-            w.writeBytes(headDigest(h))
+            if let knownDigest, knownDigest.dot == h.dot { w.writeBytes(knownDigest.digest) } else { w.writeBytes(headDigest(h)) }
         }
         return SHA256.hash(separator: row.namespace.leafSeparator, w.bytes)
     }

@@ -287,7 +287,10 @@ public struct RowHead: Equatable, Sendable {
     }
 
     /// What a context records of this write beside its dot.
-    public var tag: UInt64 { LeafEncoding.headDigest(self).prefix(8).reduce(0) { $0 << 8 | UInt64($1) } }
+    public var tag: UInt64 { Self.tag(ofDigest: LeafEncoding.headDigest(self)) }
+
+    /// The tag of a head whose digest (`LeafEncoding.headDigest`) is known.
+    public static func tag(ofDigest digest: [UInt8]) -> UInt64 { digest.prefix(8).reduce(0) { $0 << 8 | UInt64($1) } }
 
     /// The canonical order of heads: by dot, then (only for two versions
     /// under one dot, a collision) by the content's leaf bytes.
@@ -328,8 +331,15 @@ public struct Row: Equatable, Sendable {
     /// A row with one version: `dot` wrote `content` having seen `context`.
     public static func single(_ namespace: Namespace, _ key: RowKey, dot: Dot, context: VersionVector,
                               content: RowContent) -> Row {
+        single(namespace, key, dot: dot, context: context, content: content, headDigest: LeafEncoding.contentDigest(content))
+    }
+
+    /// The same, for a caller that computed the head's digest already
+    /// (`LeafEncoding.contentDigest(content)`) to make its leaf from it.
+    public static func single(_ namespace: Namespace, _ key: RowKey, dot: Dot, context: VersionVector,
+                              content: RowContent, headDigest: [UInt8]) -> Row {
         let head = RowHead(dot: dot, content: content)
-        return Row(namespace: namespace, key: key, context: context.adding(dot, tag: head.tag), heads: [head])
+        return Row(namespace: namespace, key: key, context: context.adding(dot, tag: RowHead.tag(ofDigest: headDigest)), heads: [head])
     }
 
     public static func tombstone(_ namespace: Namespace, _ key: RowKey, context: VersionVector) -> Row {

@@ -105,10 +105,10 @@ extension ReplicaStore {
     /// concurrent merges.
     @discardableResult
     public func apply(_ incoming: [Row], from sender: DeviceID? = nil) throws(StoreError) -> (applied: Int, merged: Int) {
-        let encoded = StoredBody.encodeAhead(incoming)
+        let ahead = BodiesAhead.start(incoming)
         return try write { ctx in
             ctx.sender = sender
-            ctx.encodedBodies = encoded
+            ctx.bodiesAhead = ahead
             var applied = 0, merged = 0
             for row in incoming {
                 if case .store(_, let wasMerge) = try ctx.applyRemote(row) {

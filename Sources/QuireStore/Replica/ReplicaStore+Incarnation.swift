@@ -132,20 +132,30 @@ func currentIncarnation(_ db: Connection) throws(StoreError) -> UInt64 {
     return UInt64(bitPattern: value)
 }
 
+/// A transaction's incarnation, read at its first use: within the
+/// transaction only `mintIncarnation` changes it, and that sets it here.
+final class TransactionIncarnation {
+    var value: UInt64?
+}
+
 extension WriteContext {
     func currentActor() throws(StoreError) -> Actor {
-        Actor(device: store.deviceID, incarnation: try currentIncarnation(db))
+        if let known = incarnation.value { return Actor(device: store.deviceID, incarnation: known) }
+        let value = try currentIncarnation(db)
+        incarnation.value = value
+        return Actor(device: store.deviceID, incarnation: value)
     }
 
     /// Records that `dot`, written here, is not yet known to be held by a
     /// sibling. Only the first unconfirmed counter per row and incarnation
-    /// is kept: the context of a re-issue is lowered below it.
-    mutating func noteUnshipped(_ ns: Namespace, _ key: RowKey, _ dot: Dot) throws(StoreError) {
+    /// is kept: the context of a re-issue is lowered below it. `freshKey`:
+    /// a key drawn at random just now, which no holder record can name.
+    mutating func noteUnshipped(_ ns: Namespace, _ key: RowKey, _ dot: Dot, freshKey: Bool = false) throws(StoreError) {
         try db.run("INSERT OR IGNORE INTO unshipped(ns, key, incarnation, counter) VALUES (?, ?, ?, ?)",
                    [.int(Int64(ns.rawValue)), .blob(key.bytes), .int(Int64(bitPattern: dot.actor.incarnation)), .int(Int64(dot.counter))])
         // The first write waiting for a holder: the holders of earlier
         // ones (cleared then, so none while one waits) are not its holders.
-        if db.changes > 0 { try forgetHolders(ns, key, of: dot.actor) }
+        if db.changes > 0, !freshKey { try forgetHolders(ns, key, of: dot.actor) }
     }
 
     func firstUnshipped(_ ns: Namespace, _ key: RowKey, actor: Actor) throws(StoreError) -> UInt64? {
@@ -222,6 +232,7 @@ extension WriteContext {
         var fresh: UInt64 = 0
         repeat { fresh = store.random.bytes(8).reduce(0) { $0 << 8 | UInt64($1) } } while fresh == 0 || fresh == old.incarnation
         try db.run("UPDATE meta SET value = ? WHERE name = 'incarnation'", [.int(Int64(bitPattern: fresh))])
+        incarnation.value = fresh
         guard isRollback else { return }
         try db.run("INSERT INTO rollbacks(at, old, new, reason, reissued) VALUES (?, ?, ?, ?, ?)",
                    [.int(now.seconds), .int(Int64(bitPattern: old.incarnation)), .int(Int64(bitPattern: fresh)), .text(reason), .int(Int64(reissued))])

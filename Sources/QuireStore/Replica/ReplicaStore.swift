@@ -151,9 +151,9 @@ public final class ReplicaStore: @unchecked Sendable {
     public func putMany(_ contents: [RowContent]) throws(StoreError) -> [Row] {
         // Keys drawn in one call: one trip to the system's randomness, not one per row.
         let randomness = random.bytes(16 * contents.count)
-        let encoded = StoredBody.encodeAhead(contents)
+        let ahead = BodiesAhead.start(contents)
         return try write { ctx in
-            ctx.encodedBodies = encoded
+            ctx.bodiesAhead = ahead
             var rows: [Row] = []
             rows.reserveCapacity(contents.count)
             for (i, c) in contents.enumerated() {

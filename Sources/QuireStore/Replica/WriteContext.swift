@@ -18,9 +18,10 @@ struct WriteContext {
     var sender: DeviceID?
     /// The roster holders are recorded against, once read (`Holders.swift`).
     var holderRoster: Set<[UInt8]>?? = nil
-    /// Bodies already deflated for this transaction, by content hash
-    /// (`StoredBody.encodeAhead`).
-    var encodedBodies: [[UInt8]: (bytes: [UInt8], format: Int64)] = [:]
+    /// This device's incarnation, read once per transaction.
+    let incarnation = TransactionIncarnation()
+    /// Bodies of a batch write, deflated on other cores as it runs.
+    var bodiesAhead: BodiesAhead?
 
     init(store: ReplicaStore) throws(StoreError) {
         self.store = store
@@ -99,23 +100,25 @@ struct WriteContext {
         if let existingRow, let old = existingRow.content, sameContent(old, stamped) {
             return existingRow    // nothing changed: no new version
         }
-        return try writeLocalVersion(stamped, key: key, existing: existing, existingRow: existingRow)
+        return try writeLocalVersion(stamped, key: key, existing: existing, existingRow: existingRow, freshKey: freshKey)
     }
 
     /// A new version written here: a fresh dot of this device's actor whose
     /// context covers every head it replaces (the edit was made from the
     /// view of all of them), with its outbox and unshipped records.
+    /// `freshKey`: a key drawn at random just now, that nothing can name yet.
     mutating func writeLocalVersion(_ content: RowContent, key: RowKey, existing: RowRecord?, existingRow: Row?,
-                                    keepingConflicts: Bool = true) throws(StoreError) -> Row {
+                                    keepingConflicts: Bool = true, freshKey: Bool = false) throws(StoreError) -> Row {
         if keepingConflicts { try keepConflictingVersions(of: existingRow) }
         let actor = try currentActor()
         let context = existingRow?.context ?? existing?.context ?? VersionVector()
         let dot = context.nextDot(for: actor)
-        var row = Row.single(content.namespace, key, dot: dot, context: context, content: content)
+        let digest = LeafEncoding.contentDigest(content)
+        var row = Row.single(content.namespace, key, dot: dot, context: context, content: content, headDigest: digest)
         if let existingRow { row = Self.keepingHeadsAPointerCannotHold(row, of: existingRow) }
-        try writeRow(row, previousLeaf: existing?.leaf, exists: existing != nil, madeHere: true)
+        try writeRow(row, previousLeaf: existing?.leaf, exists: existing != nil, madeHere: true, knownDigest: (dot, digest))
         noteOutbox(content.namespace, key, counter: dot.counter)
-        try noteUnshipped(content.namespace, key, dot)
+        try noteUnshipped(content.namespace, key, dot, freshKey: freshKey)
         return row
     }
 
@@ -318,7 +321,9 @@ struct WriteContext {
     }
 
     /// `madeHere`: a local edit or delete (for the kept text's reason).
-    mutating func writeRow(_ row: Row, previousLeaf: [UInt8]?, exists: Bool, madeHere: Bool = false) throws(StoreError) {
+    /// `knownDigest`: the digest of the head `dot` wrote, if just computed.
+    mutating func writeRow(_ row: Row, previousLeaf: [UInt8]?, exists: Bool, madeHere: Bool = false,
+                           knownDigest: (dot: Dot, digest: [UInt8])? = nil) throws(StoreError) {
         rowsWritten += 1
         // Trash and earlier versions: the text this write replaces, kept on
         // this device in this transaction (WriteContext+Kept.swift).
@@ -335,7 +340,7 @@ struct WriteContext {
         // (stamped on local edits, checked when a row is decoded), so the
         // leaf uses the stamped hash and never hashes a body again.
         // `recomputedRoots()` re-hashes bodies and so checks the invariant.
-        let leaf = LeafEncoding.leaf(of: row)
+        let leaf = LeafEncoding.leaf(of: row, knownDigest: knownDigest)
         var name = "", size = 0, updated: Int64 = 0
         var contentBytes: [UInt8]? = nil
         var body: [UInt8]? = nil
@@ -375,7 +380,7 @@ struct WriteContext {
             size = Int(try db.queryOne("SELECT size FROM rows WHERE ns = ? AND key = ?",
                                        [.int(Int64(row.namespace.rawValue)), .blob(row.key.bytes)]) { $0.int(0) } ?? 0)
         }
-        let stored = body.map { body in hash.flatMap { encodedBodies[$0] } ?? StoredBody.encode(body) }
+        let stored = body.map { body in hash.flatMap { bodiesAhead?.stored($0) } ?? StoredBody.encode(body) }
         let args: [SQLValue] = [
             .int(Int64(row.namespace.rawValue)), .blob(row.key.bytes),
             .blob(row.context.encoded()), .int(row.isTombstone ? 1 : 0),

@@ -14,7 +14,7 @@ public enum SQLValue: Equatable, Sendable {
 final class Connection {
     private var handle: OpaquePointer?
     let path: String
-    private var cache: [String: Statement] = [:]
+    private var cache: [StatementText: Statement] = [:]
 
     /// The disk this connection's files live on, when not the normal one
     /// (held so that the VFS outlives every file opened through it).
@@ -60,7 +60,8 @@ final class Connection {
 
     /// A prepared statement, cached by its SQL text.
     func prepare(_ sql: String) throws(StoreError) -> Statement {
-        if let s = cache[sql] {
+        let text = StatementText(sql)
+        if let s = cache[text] {
             s.reset()
             return s
         }
@@ -68,7 +69,7 @@ final class Connection {
         let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
         guard rc == SQLITE_OK, let stmt else { throw error(rc, sql) }
         let s = Statement(stmt, connection: self, sql: sql)
-        cache[sql] = s
+        cache[text] = s
         return s
     }
 
@@ -217,5 +218,27 @@ final class Statement {
         let n = Int(sqlite3_column_bytes(stmt, column))
         guard n > 0, let p = sqlite3_column_blob(stmt, column) else { return [] }
         return Array(UnsafeRawBufferPointer(start: p, count: n))
+    }
+}
+
+/// A statement's SQL as the cache's key. Hashing every byte of a long
+/// statement costs more than running a small one: the length and three
+/// words sampled from it tell statements apart well enough (equal samples
+/// cost a full comparison, never a wrong statement).
+private struct StatementText: Hashable {
+    let sql: String
+
+    init(_ sql: String) { self.sql = sql }
+
+    func hash(into hasher: inout Hasher) {
+        var sql = sql
+        sql.withUTF8 { bytes in
+            hasher.combine(bytes.count)
+            guard bytes.count >= 8 else { return hasher.combine(bytes: UnsafeRawBufferPointer(bytes)) }
+            let raw = UnsafeRawBufferPointer(bytes)
+            for offset in [0, bytes.count / 2 - 4, bytes.count - 8] {
+                hasher.combine(raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+            }
+        }
     }
 }

@@ -31,43 +31,9 @@ enum StoredBody {
         return (out, deflated)
     }
 
-    /// The stored forms of the note bodies `rows` bring (each row's first
-    /// head, the one `writeRow` keeps in the body column), deflated on
-    /// every core before the transaction that writes them, by content
-    /// hash (every stored head's hash is its body's digest). Empty for a
-    /// batch too small to share between cores: its bodies are deflated as
-    /// they are written, and only those that are.
-    static func encodeAhead(_ rows: [Row]) -> [[UInt8]: (bytes: [UInt8], format: Int64)] {
-        encodeAhead(notes: rows.compactMap { row in
-            guard case .note(let note)? = row.heads.first?.content else { return nil }
-            return note
-        })
-    }
-
-    /// The same for the notes among contents about to be written here.
-    static func encodeAhead(_ contents: [RowContent]) -> [[UInt8]: (bytes: [UInt8], format: Int64)] {
-        encodeAhead(notes: contents.compactMap { content in
-            guard case .note(let note) = content else { return nil }
-            return note
-        })
-    }
-
-    private static func encodeAhead(notes: [Note]) -> [[UInt8]: (bytes: [UInt8], format: Int64)] {
-        let bodies = notes.compactMap { note -> (hash: [UInt8], body: [UInt8])? in
-            guard let body = note.body, body.count >= 128 else { return nil }
-            return (note.contentHash, body)
-        }
-        guard bodies.count >= 2 * aheadChunk else { return [:] }
-        let encoded = bodies.concurrentMap(minimumChunk: aheadChunk) { encode($0.body) }
-        var byHash: [[UInt8]: (bytes: [UInt8], format: Int64)] = [:]
-        for (entry, stored) in zip(bodies, encoded) { byHash[entry.hash] = stored }
-        return byHash
-    }
-
     /// Allocating a compressor costs about as much as deflating a short
     /// note, so they are kept for the next body (each used by one thread
-    /// at a time). As many as deflate at once are kept: `concurrentMap`
-    /// runs at most 8 chunks.
+    /// at a time). As many as deflate at once on most machines are kept.
     private static let compressors = Pool(keep: 8, make: { libdeflate_alloc_compressor(level) }, free: libdeflate_free_compressor)
     private static let decompressors = Pool(keep: 8, make: { libdeflate_alloc_decompressor() }, free: libdeflate_free_decompressor)
 
@@ -99,9 +65,6 @@ enum StoredBody {
             if !kept { free(state) }
         }
     }
-
-    /// Bodies per chunk deflated ahead (about 10 µs each).
-    private static let aheadChunk = 16
 
     static let sampleSize = 4096
     /// The fastest level: every save and every row a catch-up brings is
