@@ -118,4 +118,30 @@ final class CleanCopiesTests: XCTestCase {
         let kept = (0..<30).filter { cache.copy(ref(UInt8($0)), seq: 1) != nil }
         XCTAssertEqual(kept, Array(10..<30), "twenty fit; the first ten went")
     }
+
+    /// Kept again, a copy is as young as its last keep: its older place in
+    /// the order evicts nothing.
+    func testACopyKeptAgainIsNotEvictedByItsOlderPlace() {
+        var cache = CleanCopies()
+        let size = CleanCopies.byteLimit / 20
+        func keep(_ i: UInt8) { cache.keep(WorkingCopy(title: "\(i)", content: [UInt8](repeating: 0x61, count: size)), seq: 1, for: ref(i)) }
+        for i in 0..<20 { keep(UInt8(i)) }
+        keep(0)
+        keep(20)
+        XCTAssertNotNil(cache.copy(ref(0), seq: 1), "kept again just now")
+        XCTAssertNil(cache.copy(ref(1), seq: 1), "the oldest one goes")
+        XCTAssertEqual(cache.count, 20)
+    }
+
+    /// An editor's open after every save keeps one note again and again:
+    /// the order's bookkeeping stays about as long as what is kept.
+    func testKeepingTheSameNotesAgainKeepsTheOrderBounded() {
+        var cache = CleanCopies()
+        for round in 0..<20_000 {
+            cache.keep(WorkingCopy(title: "n", content: Array("text \(round)".utf8)), seq: Int64(round), for: ref(UInt8(round % 3)))
+            XCTAssertLessThanOrEqual(cache.queued, 2 * cache.count + 65)
+        }
+        XCTAssertEqual(cache.count, 3)
+        XCTAssertEqual(cache.copy(ref(UInt8(19_999 % 3)), seq: 19_999)?.content, Array("text 19999".utf8))
+    }
 }
