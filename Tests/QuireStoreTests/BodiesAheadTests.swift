@@ -25,8 +25,11 @@ final class BodiesAheadTests: XCTestCase {
 
     func testEveryBodyComesOutAsTheWriterWouldHaveStoredItInAnyOrder() throws {
         let batch = notes(1_000)
-        for order in [Array(batch.indices), Array(batch.indices.reversed()), Array(batch.indices).shuffled()] {
+        let orders = [Array(batch.indices), Array(batch.indices.reversed()), Array(batch.indices).shuffled(), Array(batch.indices)]
+        for (round, order) in orders.enumerated() {
             let ahead = try XCTUnwrap(BodiesAhead.start(batch.map { .note($0) }))
+            // Stopped (the batch ended early): what it is still asked, the writer deflates.
+            if round == 3 { ahead.stop() }
             for i in order {
                 let note = batch[i]
                 let stored = ahead.stored(note.contentHash)

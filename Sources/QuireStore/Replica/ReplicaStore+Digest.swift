@@ -106,6 +106,7 @@ extension ReplicaStore {
     @discardableResult
     public func apply(_ incoming: [Row], from sender: DeviceID? = nil) throws(StoreError) -> (applied: Int, merged: Int) {
         let ahead = BodiesAhead.start(incoming)
+        defer { ahead?.stop() }
         return try write { ctx in
             ctx.sender = sender
             ctx.bodiesAhead = ahead

@@ -152,6 +152,7 @@ public final class ReplicaStore: @unchecked Sendable {
         // Keys drawn in one call: one trip to the system's randomness, not one per row.
         let randomness = random.bytes(16 * contents.count)
         let ahead = BodiesAhead.start(contents)
+        defer { ahead?.stop() }
         return try write { ctx in
             ctx.bodiesAhead = ahead
             var rows: [Row] = []

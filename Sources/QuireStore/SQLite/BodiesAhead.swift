@@ -104,6 +104,11 @@ final class BodiesAhead: Sendable {
         }
     }
 
+    /// The batch is written (or failed): the deflaters take no more chunks.
+    func stop() {
+        states.withLock { $0.cursor = $0.chunks.count }
+    }
+
     /// The first pending chunk, now marked as worked on.
     private func claimNext() -> Int? {
         states.withLock { states in
