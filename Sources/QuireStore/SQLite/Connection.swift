@@ -236,9 +236,9 @@ private struct StatementText: Hashable {
             hasher.combine(bytes.count)
             guard bytes.count >= 8 else { return hasher.combine(bytes: UnsafeRawBufferPointer(bytes)) }
             let raw = UnsafeRawBufferPointer(bytes)
-            for offset in [0, bytes.count / 2 - 4, bytes.count - 8] {
-                hasher.combine(raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
-            }
+            hasher.combine(raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
+            hasher.combine(raw.loadUnaligned(fromByteOffset: bytes.count / 2 - 4, as: UInt64.self))
+            hasher.combine(raw.loadUnaligned(fromByteOffset: bytes.count - 8, as: UInt64.self))
         }
     }
 }
