@@ -130,6 +130,64 @@ final class EditsBetweenReadAndSaveTests: XCTestCase {
         for word in ["one", "two", "mine"] { XCTAssertTrue(text.contains(word), "\(word) in \(text)") }
     }
 
+    /// An editor that keeps one note open all day and glances at many
+    /// others: each save shows it the note again, so its baseline outlives
+    /// the notes it read since its first read of it, in its own texts and
+    /// in the device's, and a sibling's paragraph it never saw stays.
+    func testANoteSavedAgainOutlivesTheNotesReadSinceItWasFirstShown() throws {
+        let glanced = ShownBaselines.perProcess
+        let indexed = 200
+        let mount = try DirectMount { store in
+            _ = try store.putNote("A", "one\n")
+            for i in 0..<(glanced + indexed) { _ = try store.putNote("N\(i)", "note \(i)\n") }
+        }
+        let indexer = try Self.otherProgram()
+        defer { indexer.process.terminate() }
+        XCTAssertEqual(try mount.text("notebook/A.md"), "one\n", "the editor reads")
+        for i in 0..<(glanced - 1) { _ = try mount.text("notebook/N\(i).md") }
+        let saved = try mount.open("notebook/A.md", O_WRONLY | O_TRUNC)
+        try mount.write(saved, "one\n\nmine\n")
+        try mount.close(saved)
+        _ = try mount.text("notebook/N\(glanced - 1).md")
+        for i in glanced..<(glanced + indexed) { _ = try Self.read(mount, "notebook/N\(i).md", as: indexer.request) }
+        // Since A was first shown, more notes than either bound; since its save, fewer.
+        try landsElsewhere(mount, "A", "one\n\nmine\n\ntwo\n")
+        mount.feed()
+        let file = try mount.open("notebook/A.md", O_WRONLY | O_TRUNC)
+        try mount.write(file, "one\n\nmine\n\nmore\n")
+        try mount.close(file)
+        let text = try XCTUnwrap(mount.stored(.notebook, "A"))
+        for word in ["one", "mine", "two", "more"] { XCTAssertTrue(text.contains(word), "\(word) in \(text)") }
+    }
+
+    /// Texts are dropped least recently shown first, and showing the same
+    /// texts again and again keeps the order's length bounded.
+    func testBaselinesGoLeastRecentlyShownFirst() {
+        var texts = BoundedTexts<Int>(capacity: 3)
+        for key in [1, 2, 3] { texts[key] = [UInt8(key)] }
+        texts[1] = [10]
+        texts[4] = [4]
+        XCTAssertNil(texts[2], "shown longest ago")
+        XCTAssertEqual(texts[1], [10], "shown again since")
+        XCTAssertEqual(texts[3], [3])
+        texts.removeOldest()
+        XCTAssertNil(texts[3])
+        XCTAssertEqual(texts.count, 2)
+        texts[4] = nil
+        texts[4] = [44]
+        texts[5] = [5]
+        texts[6] = [6]
+        XCTAssertNil(texts[1])
+        XCTAssertEqual(texts[4], [44], "shown again after its removal: no older place evicts it")
+        texts[7] = [7]
+        XCTAssertNil(texts[4])
+        for round in 0..<10_000 {
+            texts[1 + round % 3] = [UInt8(round % 256)]
+            XCTAssertLessThanOrEqual(texts.queued, 2 * texts.count + 65)
+        }
+        XCTAssertEqual(texts.count, 3)
+    }
+
     /// Past the bound, the process holding the most baselines loses its oldest.
     func testProcessBaselinesAreBoundedPerProcessAndInAll() {
         var texts = ProcessTexts(capacity: 10, perProcess: 4, isRunning: { _ in true })

@@ -9,23 +9,18 @@ import QuireCore
 /// bytes, the oldest kept first out.
 struct CleanCopies {
     static let byteLimit = 32 << 20
-    /// Each copy with the stamp of its entry in `order`.
-    private var copies: [RowRef: (copy: WorkingCopy, stamp: UInt64)] = [:]
-    /// Oldest first from `head`; an entry whose stamp is not its copy's
-    /// any more (forgotten, or kept again since) is skipped.
-    private var order: [(ref: RowRef, stamp: UInt64)] = []
-    private var head = 0
-    private var nextStamp: UInt64 = 0
+    private var copies: [RowRef: WorkingCopy] = [:]
+    private var order = RecencyOrder<RowRef>()
     private var bytes = 0
 
     var count: Int { copies.count }
-    /// Entries in the eviction order, skipped ones included (tests).
-    var queued: Int { order.count - head }
+    /// Entries in the eviction order, stale ones included (tests).
+    var queued: Int { order.queued }
 
     /// The copy kept for `ref`, if it came from change number `seq`.
     func copy(_ ref: RowRef, seq: Int64) -> WorkingCopy? {
-        guard let kept = copies[ref], kept.copy.seq == seq else { return nil }
-        return kept.copy
+        guard let kept = copies[ref], kept.seq == seq else { return nil }
+        return kept
     }
 
     /// Keeps a clean copy rendered from the stored row whose change number
@@ -36,24 +31,14 @@ struct CleanCopies {
         var copy = copy
         copy.seq = seq
         forget(ref)
-        nextStamp += 1
-        copies[ref] = (copy, nextStamp)
-        order.append((ref, nextStamp))
+        copies[ref] = copy
+        order.touch(ref)
         bytes += copy.content.count
-        while bytes > CleanCopies.byteLimit, head < order.count {
-            let oldest = order[head]
-            head += 1
-            if copies[oldest.ref]?.stamp == oldest.stamp { forget(oldest.ref) }
-        }
-        // Skipped entries are dropped once they are as many as the live
-        // ones: each keep pays for one, whatever the pattern of keeps.
-        if order.count - head > 2 * copies.count + 64 || head > order.count / 2 {
-            order = order[head...].filter { copies[$0.ref]?.stamp == $0.stamp }
-            head = 0
-        }
+        while bytes > CleanCopies.byteLimit, let oldest = order.removeOldest() { forget(oldest) }
     }
 
     mutating func forget(_ ref: RowRef) {
-        if let old = copies.removeValue(forKey: ref) { bytes -= old.copy.content.count }
+        order.remove(ref)
+        if let old = copies.removeValue(forKey: ref) { bytes -= old.content.count }
     }
 }

@@ -45,11 +45,11 @@ struct ShownBaselines {
     private static func keeps(_ ref: RowRef) -> Bool { ref.namespace == .notebook || ref.namespace == .saga }
 }
 
-/// Texts of rows by process: at most `perProcess` for one process (its
-/// oldest dropped first), `capacity` in all. Past that, the texts of
-/// processes that have ended go first (a shell loop's thousand `grep`s
-/// save nothing), then the oldest of the process holding the most (of
-/// equals, the one shown anything longest ago).
+/// Texts of rows by process: at most `perProcess` for one process (the
+/// one it was shown longest ago dropped first), `capacity` in all. Past
+/// that, the texts of processes that have ended go first (a shell loop's
+/// thousand `grep`s save nothing), then the least recent of the process
+/// holding the most (of equals, the one shown anything longest ago).
 struct ProcessTexts {
     let capacity: Int
     let perProcess: Int
@@ -95,29 +95,34 @@ struct ProcessTexts {
     }
 }
 
-/// Texts by key, the oldest dropped past `capacity`.
+/// Texts by key, the least recently shown dropped past `capacity`: an
+/// editor's note it saves all day stays while notes it glanced at go.
 struct BoundedTexts<Key: Hashable> {
     let capacity: Int
     private var texts: [Key: [UInt8]] = [:]
-    private var order: [Key] = []
+    private var order = RecencyOrder<Key>()
 
     init(capacity: Int) { self.capacity = capacity }
 
     var count: Int { texts.count }
+    /// Entries in the eviction order, stale ones included (tests).
+    var queued: Int { order.queued }
 
     mutating func removeOldest() {
-        while !order.isEmpty, texts.removeValue(forKey: order.removeFirst()) == nil {}
+        if let oldest = order.removeOldest() { texts[oldest] = nil }
     }
 
     subscript(key: Key) -> [UInt8]? {
         get { texts[key] }
         set {
-            guard let newValue else { texts[key] = nil; return }
-            if texts.updateValue(newValue, forKey: key) == nil { order.append(key) }
-            if order.count > capacity * 2 { order = order.filter { texts[$0] != nil } }
-            while texts.count > capacity, !order.isEmpty {
-                texts[order.removeFirst()] = nil
+            guard let newValue else {
+                texts[key] = nil
+                order.remove(key)
+                return
             }
+            texts[key] = newValue
+            order.touch(key)
+            while texts.count > capacity, let oldest = order.removeOldest() { texts[oldest] = nil }
         }
     }
 }
