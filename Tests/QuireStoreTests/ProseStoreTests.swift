@@ -35,6 +35,51 @@ final class ProseStoreTests: XCTestCase {
         XCTAssertEqual(n.deletedParagraphs.first, ParagraphHash(paragraph: "beta two").bytes)
     }
 
+    /// A paragraph deleted and typed again (an undo, a file emptied and
+    /// written anew) keeps no tombstone of its own in the new version, so a
+    /// sibling's concurrent edit, which still holds the paragraph, does not
+    /// take it down at the merge; a paragraph the writer was shown and left
+    /// in after a sibling deleted it stays deleted.
+    func testAParagraphTypedAgainOutlivesAConcurrentEdit() throws {
+        let s = try makeStore(temporaryDirectory())
+        let r = try s.saveProse(noteContent("keep one\n\nkeep two\n\nkeep three\n"))
+        let base = try XCTUnwrap(try s.row(.notebook, r.key))
+        _ = try s.saveProse(noteContent("keep one\n\nkeep three\n"), key: r.key)
+        let again = try s.saveProse(noteContent("keep one A\n\nkeep two\n\nkeep three\n"), key: r.key)
+        guard case .note(let n)? = again.content else { return XCTFail() }
+        XCTAssertFalse(n.deletedParagraphs.contains(ParagraphHash(paragraph: "keep two").bytes), "typed again: no tombstone of its own")
+        XCTAssertTrue(n.deletedParagraphs.contains(ParagraphHash(paragraph: "keep one").bytes), "the rewritten one stays tombstoned")
+        // The sibling rewrote the third paragraph of the first version, concurrently.
+        var remote = base
+        if case .note(var sibling)? = remote.content {
+            sibling.body = Array("keep one\n\nkeep two\n\nkeep three B\n".utf8)
+            sibling.contentHash = Note.bodyDigest(sibling.body!)
+            sibling.deletedParagraphs = [ParagraphHash(paragraph: "keep three").bytes]
+            remote = remote.edited(by: Actor(device: deviceB, incarnation: 1), to: .note(sibling))
+        }
+        try confirmHeld(s)
+        try s.apply([remote])
+        let merged = body(try s.row(.notebook, r.key))
+        XCTAssertEqual(merged.components(separatedBy: "\n\n").map { $0.trimmingCharacters(in: .newlines) }.sorted(),
+                       ["keep one A", "keep three B", "keep two"], merged)
+
+        // A sibling deletes a paragraph; an editor shown the text before
+        // saves it whole with that paragraph still in: it stays deleted.
+        let q = try s.saveProse(noteContent("one\n\ngone\n", title: "q"))
+        let shown = Array("one\n\ngone\n".utf8)
+        var deletion = try XCTUnwrap(try s.row(.notebook, q.key))
+        if case .note(var sibling)? = deletion.content {
+            sibling.body = Array("one\n".utf8)
+            sibling.contentHash = Note.bodyDigest(sibling.body!)
+            sibling.deletedParagraphs = [ParagraphHash(paragraph: "gone").bytes]
+            deletion = deletion.edited(by: Actor(device: deviceB, incarnation: 1), to: .note(sibling))
+        }
+        try s.apply([deletion])
+        let saved = body(try s.saveProse(noteContent("one\n\ngone\n\nmine\n", title: "q"), key: q.key, shown: shown))
+        XCTAssertFalse(saved.contains("gone"), saved)
+        XCTAssertTrue(saved.contains("mine"), saved)
+    }
+
     /// RENAME_EXCHANGE of two notes is a prose save of each: the text each
     /// name had is deleted with paragraph tombstones, so a sibling's
     /// concurrent edit of the old text does not bring it back beside the

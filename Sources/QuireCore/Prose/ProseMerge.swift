@@ -64,9 +64,11 @@
 /// - A stale original that reaches the merge without its tombstone (from a
 ///   writer that bypassed `deletions`) stays beside its rewrite.
 /// - Removing one of two identical copies does not travel (no tombstone).
-/// - Tombstones are per identity: a paragraph typed again, byte for byte
+/// - Tombstones are per identity. A paragraph typed again, byte for byte
 ///   (after normalization), after that identity was deleted from this body
-///   is removed by the next merge until a barrier collects the tombstone.
+///   lifts its tombstone from the version the edit makes (`typedAgain`), but
+///   a concurrent version still carrying that tombstone (a device that took
+///   in the deletion and not yet the typing) removes it at their merge.
 /// - Trailing-space-only edits lose to the byte-greatest spelling on merge.
 
 /// All functions are pure and deterministic.
@@ -126,6 +128,23 @@ public enum ProseMerge {
         return removed
     }
 
+    /// The paragraphs one local edit typed that were not in `shown`: new
+    /// text, or a paragraph deleted before and typed again (an undo, a
+    /// paste back, a file emptied and rewritten). Such a paragraph's own
+    /// tombstone does not stay in the version the edit makes (see
+    /// `applyEdit`): the writer's latest word on it is that it is there.
+    /// Only paragraphs absent from `shown` count, so an editor that never
+    /// saw a sibling's deletion and saves its old text whole does not bring
+    /// the deleted paragraph back.
+    public static func typedAgain(shown: String, edited: String) -> Set<ParagraphHash> {
+        let before = Set(Paragraphs.normalizedParagraphs(shown))
+        var typed = Set<ParagraphHash>()
+        for paragraph in Set(Paragraphs.normalizedParagraphs(edited)) where !before.contains(paragraph) {
+            typed.insert(paragraph.identity)
+        }
+        return typed
+    }
+
     /// `deletions`, split into plain deletions and rewrites.
     public static func classifyEdit(shown: String, edited: String) -> ProseEditSummary {
         let before = Paragraphs.parse(shown)
@@ -149,11 +168,13 @@ public enum ProseMerge {
     /// The version a local edit produces: `edited`, in its own order and
     /// spelling, plus whatever `record` (the live record, which may have
     /// gained paragraphs underneath the editor) holds that the edit neither
-    /// showed-and-removed nor already contains; tombstones are the record's
-    /// plus `deletions(shown:edited:)`. Local, so the edit's order leads; the
+    /// showed-and-removed nor already contains; tombstones are the record's,
+    /// less those of paragraphs the edit typed again (`typedAgain`), plus
+    /// `deletions(shown:edited:)`. Local, so the edit's order leads; the
     /// result syncs as an ordinary new version.
     public static func applyEdit(shown: String, edited: String, onto record: ProseVersion) -> ProseVersion {
-        let tombstones = record.deletedParagraphs.union(deletions(shown: shown, edited: edited))
+        let tombstones = record.deletedParagraphs.subtracting(typedAgain(shown: shown, edited: edited))
+            .union(deletions(shown: shown, edited: edited))
         let parsedEdit = Paragraphs.parse(edited)
         let parsedRecord = Paragraphs.parse(record.text)
         let spelling = ParagraphSpelling(preferring: parsedEdit, then: parsedRecord)

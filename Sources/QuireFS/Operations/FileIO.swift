@@ -63,7 +63,7 @@ extension QuireFileSystem {
             throw refuse(.permissionDenied, "\(ref.namespace.name)/\(displayName(ref)) is read-only: memory is append-only")
         }
         var copy = try workingCopy(ref)
-        let shown = shownBaseline(ref, copy, readable: flags.isReadable && !(flags.isTruncating && flags.isWritable), process: process)
+        let shown = shownBaseline(ref, copy, replacesWhole: flags.isTruncating && flags.isWritable, readable: flags.isReadable, process: process)
         if flags.isTruncating && flags.isWritable && !copy.content.isEmpty {
             copy.content = []
             copy.isDirty = true
@@ -90,17 +90,25 @@ extension QuireFileSystem {
 
     /// What an open file is shown of its row: the baseline its save's
     /// paragraph deletions are counted against (issue: no word lost).
-    /// A file that can read is shown the text as it is now, which becomes
-    /// what this device, and `process`, last showed of the row. One that
-    /// reads nothing (a truncating or write-only open) was shown nothing: an
-    /// editor read the note earlier, closed it, and writes it whole now, so
-    /// its baseline is what its process was last shown (else the device),
-    /// not the text at this open, which may hold a sibling's paragraphs that
-    /// landed in between (as its deletions).
-    func shownBaseline(_ ref: RowRef, _ copy: WorkingCopy, readable: Bool, process: Int32?) -> [UInt8] {
-        guard readable else { return lastShown.baseline(ref, process: process) ?? copy.content }
-        if !copy.isDirty { lastShown.record(ref, copy.content, process: process) }
+    /// A file that keeps the text (no O_TRUNC) writes onto the text as it
+    /// is now, whether it can read it or not (an append, a write at an
+    /// offset): that text is its baseline, and, if it can read it, what this
+    /// device and `process` last showed of the row. One that replaces the
+    /// text whole (a truncating open) was shown nothing: an editor read the
+    /// note earlier, closed it, and writes it whole now, so its baseline is
+    /// what its process was last shown (else the device), not the text at
+    /// this open, which may hold a sibling's paragraphs that landed in
+    /// between (as its deletions).
+    func shownBaseline(_ ref: RowRef, _ copy: WorkingCopy, replacesWhole: Bool, readable: Bool, process: Int32?) -> [UInt8] {
+        if replacesWhole { return wholeReplacementBaseline(ref, copy, process: process) }
+        if readable && !copy.isDirty { lastShown.record(ref, copy.content, process: process) }
         return copy.content
+    }
+
+    /// The baseline of a file that replaces its row's text whole without
+    /// having read it (see `shownBaseline`).
+    func wholeReplacementBaseline(_ ref: RowRef, _ copy: WorkingCopy, process: Int32?) -> [UInt8] {
+        lastShown.baseline(ref, process: process) ?? copy.content
     }
 
     public func create(parent: FuseInode, name typed: String, mode: UInt32, flags: FuseOpenFlags,
@@ -214,7 +222,7 @@ extension QuireFileSystem {
             names.addPending(name, in: folder, ref)
         } else {
             copy = try workingCopy(ref)
-            shown = shownBaseline(ref, copy, readable: false, process: process)
+            shown = wholeReplacementBaseline(ref, copy, process: process)
             copy.content = []
         }
         copy.isDirty = true
@@ -286,9 +294,21 @@ extension QuireFileSystem {
         try locked { () throws(FuseError) in
             guard let file = openFiles[handle] else { throw .badFileHandle }
             guard case .row(let ref) = file.target else { return }
+            if Self.waitsForText(ref, openFiles.copy(ref)) { return }
             try commit(ref, shown: file.shown, process: file.process)
             openFiles.setShown(handle, openFiles.copy(ref)?.content ?? [])
         }
+    }
+
+    /// A prose row emptied and not written to yet, at a close that may not
+    /// be the last (`printf … > note.md`: the shell's redirection closes its
+    /// first descriptor before the text is written through the second). Saved
+    /// now, the empty text would delete every paragraph (tombstones that
+    /// sync, and win over the same paragraphs when the text comes back), so
+    /// it is saved at the last close (release) if nothing is written by then.
+    static func waitsForText(_ ref: RowRef, _ copy: WorkingCopy?) -> Bool {
+        guard ref.namespace == .notebook || ref.namespace == .saga, let copy else { return false }
+        return copy.isDirty && copy.content.isEmpty
     }
 
     /// fsync(2): committed and fsynced (`store.sync()`), so it survives a power cut too.
@@ -361,8 +381,13 @@ extension QuireFileSystem {
                 if MountLayout.isReadOnly(ref.namespace) {
                     throw refuse(.permissionDenied, "\(ref.namespace.name)/\(displayName(ref)) is read-only")
                 }
-                try resize(ref, to: Int(clamping: changes.size), byHandle: handle.flatMap { openFiles[$0] } != nil,
-                           process: processGroups.process(of: request.pid))
+                let process = processGroups.process(of: request.pid)
+                if let handle, let file = openFiles[handle], changes.size == 0, !file.flags.isReadable, let copy = openFiles.copy(ref) {
+                    // Emptied to be written whole (open for writing, then
+                    // ftruncate): as an O_TRUNC open, see `shownBaseline`.
+                    openFiles.setShown(handle, wholeReplacementBaseline(ref, copy, process: process))
+                }
+                try resize(ref, to: Int(clamping: changes.size), byHandle: handle.flatMap { openFiles[$0] } != nil, process: process)
             case .scratch(let folder, let name):
                 try changeScratch(folder, name, changes, handle: handle)
             case .controlFile where changes.fields.contains(.size):

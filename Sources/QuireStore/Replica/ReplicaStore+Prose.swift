@@ -145,6 +145,11 @@ extension WriteContext {
                     text = Array(merged.text.utf8)
                     deleted += merged.deletedParagraphs.map(\.bytes)
                 }
+                if !deleted.isEmpty {
+                    // Typed again since it was deleted: no tombstone of its own (`typedAgain`).
+                    let typed = ProseMerge.typedAgain(shown: shownText, edited: editedText)
+                    if !typed.isEmpty { deleted.removeAll { ParagraphHash(bytes: $0).map(typed.contains) ?? false } }
+                }
                 content = ProseText.replacing(content, text: text, deleted: deleted)
             }
         } else if let key, let existing = loaded, existing.isTombstone, let edit = ProseText.of(content) {

@@ -1,0 +1,99 @@
+import Foundation
+import Glibc
+import QuireCore
+@testable import QuireFS
+import QuireFuse
+import QuireStore
+import XCTest
+
+/// Programs that write a note without replacing it whole (appends, a shell
+/// redirection's two descriptors, an emptied file written through a
+/// write-only descriptor): each save is counted against the text its
+/// writes land on, and no paragraph is lost or repeated.
+final class ProgramsWritingANoteTests: XCTestCase {
+    /// A second running program (a `sleep`), and requests made as it.
+    private static func otherProgram() throws -> (process: Process, request: FuseRequest) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        process.arguments = ["30"]
+        try process.run()
+        return (process, FuseRequest(uid: getuid(), gid: getgid(), pid: process.processIdentifier))
+    }
+
+    /// `echo line >> note.md` as `request`'s program: open for appending, write at the end, close.
+    private static func append(_ mount: DirectMount, _ path: String, _ line: String, as request: FuseRequest) throws {
+        let inode = try mount.lookup(path).attributes.inode
+        let flags = FuseOpenFlags(rawValue: O_WRONLY | O_APPEND)
+        let reply = try mount.fileSystem.open(inode, flags: flags, request: request)
+        let size = try mount.fileSystem.getAttributes(inode, handle: reply.handle, request: request).attributes.size
+        _ = try mount.fileSystem.write(inode, handle: reply.handle, offset: size, data: Array(line.utf8), flags: flags, request: request)
+        try mount.fileSystem.flush(inode, handle: reply.handle, request: request)
+        try mount.fileSystem.release(inode, handle: reply.handle, flags: flags, request: request)
+    }
+
+    /// A log note two programs append to in turns (a cron job and a
+    /// shell): each append lands after the other's, and the note holds each
+    /// line once. An append is written onto the text as it is at its open,
+    /// not onto what its program last wrote.
+    func testTwoProgramsAppendingInTurnsWriteEachLineOnce() throws {
+        let mount = try DirectMount { try $0.putNote("W", "base\n") }
+        let other = try Self.otherProgram()
+        defer { other.process.terminate() }
+        try Self.append(mount, "notebook/W.md", "from a\n", as: mount.caller)
+        try Self.append(mount, "notebook/W.md", "from b\n", as: other.request)
+        try Self.append(mount, "notebook/W.md", "from c\n", as: mount.caller)
+        try Self.append(mount, "notebook/W.md", "from d\n", as: other.request)
+        XCTAssertEqual(try mount.stored(.notebook, "W"), "base\nfrom a\nfrom b\nfrom c\nfrom d\n")
+        XCTAssertEqual(try mount.text("notebook/W.md"), "base\nfrom a\nfrom b\nfrom c\nfrom d\n")
+    }
+
+    /// `printf … > note.md` in a shell: the redirection opens the note
+    /// truncating, copies the descriptor to 1 and closes the first one (a
+    /// flush of an empty file) before any text is written. That close saves
+    /// nothing: the one version is the text, with no tombstone for a
+    /// paragraph it still holds, so a sibling's concurrent edit keeps it.
+    func testAShellRedirectionsFirstCloseSavesNoEmptyVersion() throws {
+        let mount = try DirectMount { try $0.putNote("L", "keep me\n\ncount: 1\n") }
+        XCTAssertEqual(try mount.text("notebook/L.md"), "keep me\n\ncount: 1\n")
+        let before = try mount.store.changeSequence()
+        let file = try mount.open("notebook/L.md", O_WRONLY | O_TRUNC)
+        try mount.fileSystem.flush(file.inode, handle: file.handle, request: mount.caller)
+        XCTAssertEqual(try mount.store.changeSequence(), before, "the first close saved nothing")
+        XCTAssertEqual(try mount.stored(.notebook, "L"), "keep me\n\ncount: 1\n")
+        try mount.write(file, "keep me\n\ncount: 2\n\nextra\n")
+        try mount.close(file)
+        XCTAssertEqual(try mount.store.changeSequence(), before + 1, "one version")
+        let key = try XCTUnwrap(mount.store.summaries(.notebook).first { $0.name == "L" }?.key)
+        guard case .note(let note)? = try mount.store.row(.notebook, key)?.content else { return XCTFail("no note") }
+        XCTAssertEqual(Set(note.deletedParagraphs), [ParagraphHash(paragraph: "count: 1").bytes], "only the rewritten paragraph")
+        let saved = ProseVersion(text: String(decoding: note.body ?? [], as: UTF8.self),
+                                 deletedParagraphs: Set(note.deletedParagraphs.compactMap { ParagraphHash(bytes: $0) }))
+        let sibling = ProseVersion(text: "keep me\n\ncount: 1\n\ntheirs\n")
+        let merged = ProseMerge.merge(saved, sibling).text
+        for kept in ["keep me", "count: 2", "extra", "theirs"] { XCTAssertTrue(merged.contains(kept), "\(kept) in \(merged)") }
+
+        // Emptied on purpose (`: > note.md`): saved empty at the last close.
+        let emptied = try mount.open("notebook/L.md", O_WRONLY | O_TRUNC)
+        try mount.close(emptied)
+        XCTAssertEqual(try mount.stored(.notebook, "L"), "")
+    }
+
+    /// A program opens the note write-only without O_TRUNC, empties it with
+    /// ftruncate and writes its text whole: as a truncating open, its save
+    /// counts against what it was shown, and a paragraph a sibling added
+    /// since stays.
+    func testAWriteOnlyFileEmptiedAndWrittenWholeKeepsASiblingsParagraph() throws {
+        let mount = try DirectMount { try $0.putNote("A", "one\n") }
+        XCTAssertEqual(try mount.text("notebook/A.md"), "one\n", "the program reads")
+        let key = try XCTUnwrap(mount.store.summaries(.notebook).first { $0.name == "A" }?.key)
+        _ = try mount.store.saveProse(.note(Note(title: "A", body: Array("one\n\ntwo\n".utf8), createdAt: Timestamp(seconds: 1_700_000_000),
+                                                 updatedAt: Timestamp(seconds: 1_700_000_100))), key: key)
+        mount.feed()
+        let file = try mount.open("notebook/A.md", O_WRONLY)
+        try mount.truncate(file, to: 0)
+        try mount.write(file, "one\n\nmine\n")
+        try mount.close(file)
+        let text = try XCTUnwrap(mount.stored(.notebook, "A"))
+        for word in ["one", "two", "mine"] { XCTAssertTrue(text.contains(word), "\(word) in \(text)") }
+    }
+}
