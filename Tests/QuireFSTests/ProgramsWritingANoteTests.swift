@@ -47,6 +47,47 @@ final class ProgramsWritingANoteTests: XCTestCase {
         XCTAssertEqual(try mount.text("notebook/W.md"), "base\nfrom a\nfrom b\nfrom c\nfrom d\n")
     }
 
+    /// Every interleaving of two programs' appends (open, write, close,
+    /// twice each): a file opened while another holds unsaved writes is
+    /// counted against the text those writes landed on, so whichever
+    /// closes first saves both, and nothing is repeated.
+    func testInterleavedAppendsOfTwoProgramsWriteEachLineOnce() throws {
+        let other = try Self.otherProgram()
+        defer { other.process.terminate() }
+        enum Step { case open, write, close }
+        let steps: [Step] = [.open, .write, .close, .open, .write, .close]
+        func interleavings(_ a: Int, _ b: Int) -> [[Bool]] {
+            if a == 0 { return [Array(repeating: false, count: b)] }
+            if b == 0 { return [Array(repeating: true, count: a)] }
+            return interleavings(a - 1, b).map { [true] + $0 } + interleavings(a, b - 1).map { [false] + $0 }
+        }
+        for order in interleavings(steps.count, steps.count) {
+            let mount = try DirectMount { try $0.putNote("W", "base\n") }
+            let inode = try mount.lookup("notebook/W.md").attributes.inode
+            let flags = FuseOpenFlags(rawValue: O_WRONLY | O_APPEND)
+            var next = [0, 0]
+            var handles: [UInt64?] = [nil, nil]
+            for first in order {
+                let program = first ? 0 : 1
+                let request = first ? mount.caller : other.request
+                let step = steps[next[program]]
+                next[program] += 1
+                switch step {
+                case .open: handles[program] = try mount.fileSystem.open(inode, flags: flags, request: request).handle
+                case .write:
+                    _ = try mount.fileSystem.write(inode, handle: handles[program]!, offset: 0, data: Array((first ? "x\n" : "y\n").utf8),
+                                                   flags: flags, request: request)
+                case .close:
+                    try mount.fileSystem.flush(inode, handle: handles[program]!, request: request)
+                    try mount.fileSystem.release(inode, handle: handles[program]!, flags: flags, request: request)
+                }
+            }
+            let text = try XCTUnwrap(mount.stored(.notebook, "W"))
+            XCTAssertEqual(text.split(separator: "\n", omittingEmptySubsequences: false).sorted(), ["", "base", "x", "x", "y", "y"],
+                           "\(order.map { $0 ? "x" : "y" }.joined()): \(text)")
+        }
+    }
+
     /// `printf … > note.md` in a shell: the redirection opens the note
     /// truncating, copies the descriptor to 1 and closes the first one (a
     /// flush of an empty file) before any text is written. That close saves

@@ -14,6 +14,12 @@ struct WorkingCopy {
     /// write, in nanoseconds; committed with the text. A write clears it.
     var setModificationTime: Int64? = nil
     var isDirty = false
+    /// The text the copy held when it last was clean (loaded, or
+    /// committed): what every write since landed on, and so what a file
+    /// opened on it meanwhile, and not replacing it whole, is counted
+    /// against (its reads would show other handles' unsaved writes, which
+    /// no tombstone needs to name). Set by `willChange`.
+    private(set) var cleanText: [UInt8] = []
     /// Created through the mount and never committed: no row exists yet.
     var isNew = false
     var modifiedAt: FuseTimestamp = .now
@@ -24,6 +30,16 @@ struct WorkingCopy {
     /// the listing's for a moment (the feed applies it next round): the
     /// kernel was told the listed version's size.
     var storedSeq: Int64 = 0
+
+    /// Called before each change of the text: the first since the copy was
+    /// clean keeps that text as `cleanText`, and the copy is dirty.
+    mutating func willChange() {
+        if !isDirty { cleanText = content }
+        isDirty = true
+    }
+
+    /// What a file opened on this copy now, not replacing it whole, writes onto.
+    var textWrittenOnto: [UInt8] { isDirty ? cleanText : content }
 }
 
 /// One open file.

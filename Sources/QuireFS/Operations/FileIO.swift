@@ -65,8 +65,8 @@ extension QuireFileSystem {
         var copy = try workingCopy(ref)
         let shown = shownBaseline(ref, copy, replacesWhole: flags.isTruncating && flags.isWritable, readable: flags.isReadable, process: process)
         if flags.isTruncating && flags.isWritable && !copy.content.isEmpty {
+            copy.willChange()
             copy.content = []
-            copy.isDirty = true
             copy.modifiedAt = .now
         }
         openFiles.keep(copy, for: ref)
@@ -92,8 +92,9 @@ extension QuireFileSystem {
     /// paragraph deletions are counted against (issue: no word lost).
     /// A file that keeps the text (no O_TRUNC) writes onto the text as it
     /// is now, whether it can read it or not (an append, a write at an
-    /// offset): that text is its baseline, and, if it can read it, what this
-    /// device and `process` last showed of the row. One that replaces the
+    /// offset): that text is its baseline (less other files' unsaved
+    /// writes: `WorkingCopy.textWrittenOnto`), and, if it can read it, what
+    /// this device and `process` last showed of the row. One that replaces the
     /// text whole (a truncating open) was shown nothing: an editor read the
     /// note earlier, closed it, and writes it whole now, so its baseline is
     /// what its process was last shown (else the device), not the text at
@@ -102,7 +103,7 @@ extension QuireFileSystem {
     func shownBaseline(_ ref: RowRef, _ copy: WorkingCopy, replacesWhole: Bool, readable: Bool, process: Int32?) -> [UInt8] {
         if replacesWhole { return wholeReplacementBaseline(ref, copy, process: process) }
         if readable && !copy.isDirty { lastShown.record(ref, copy.content, process: process) }
-        return copy.content
+        return copy.textWrittenOnto
     }
 
     /// The baseline of a file that replaces its row's text whole without
@@ -223,9 +224,10 @@ extension QuireFileSystem {
         } else {
             copy = try workingCopy(ref)
             shown = wholeReplacementBaseline(ref, copy, process: process)
+            copy.willChange()
             copy.content = []
         }
-        copy.isDirty = true
+        copy.willChange()
         copy.modifiedAt = .now
         openFiles.keep(copy, for: ref)
         let inode = names.inodes.inode(for: ref)
@@ -276,10 +278,10 @@ extension QuireFileSystem {
                 }
                 // Changed in place in the table (`modifyCopy` says why).
                 openFiles.modifyCopy(ref) { (copy: inout WorkingCopy) in
+                    copy.willChange()
                     if start > copy.content.count { copy.content += [UInt8](repeating: 0, count: start - copy.content.count) }
                     let end = min(copy.content.count, start + data.count)
                     copy.content.replaceSubrange(start..<end, with: data)
-                    copy.isDirty = true
                     copy.modifiedAt = .now
                     copy.setModificationTime = nil
                 }
@@ -434,12 +436,12 @@ extension QuireFileSystem {
         guard size <= Self.maximumFileSize else { throw refuse(.fileTooLarge, tooLargeMessage(ref, size: size)) }
         var copy = try workingCopy(ref)
         if size == copy.content.count { return }
+        copy.willChange()
         if size < copy.content.count {
             copy.content.removeSubrange(size...)
         } else {
             copy.content += [UInt8](repeating: 0, count: size - copy.content.count)
         }
-        copy.isDirty = true
         copy.modifiedAt = .now
         copy.setModificationTime = nil
         openFiles.keep(copy, for: ref)
