@@ -3,9 +3,10 @@ import QuireCore
 /// How rows are named as files, and which names are not rows at all.
 ///
 /// A row's file name is its escaped title plus the namespace's extension.
-/// Escaping is reversible (`unescape(escape(t)) == t`): `%`, `/`, NUL and
+/// Escaping is reversible (`unescape(escape(t)) == t`): `/`, NUL and
 /// control characters become `%XX`, and so does a leading `.`, so no row can
-/// look like a hidden file (every hidden file is editor junk, see `isJunk`).
+/// look like a hidden file (every hidden file is editor junk, see `isJunk`);
+/// a `%` becomes `%25` only where what follows would read as an escape.
 /// Markers start with `%~`, which escaping never produces: `%~1a2b3c4d`
 /// before the extension tells two rows with the same title apart (the row
 /// with the smallest key keeps the plain name), and a title too long for a
@@ -33,11 +34,21 @@ enum FileNames {
 
     static func escape(_ title: String) -> String {
         if title.isEmpty { return "%" }   // a lone % only ever means "empty"
+        if title == "%" { return "%25" }
+        let scalars = Array(title.unicodeScalars)
         var out = ""
         var afterEscape = false
-        for (index, scalar) in title.unicodeScalars.enumerated() {
-            let needsEscape = scalar == "%" || scalar == "/" || scalar.value < 0x20 || scalar.value == 0x7F
-                || (index == 0 && scalar == ".")
+        for (index, scalar) in scalars.enumerated() {
+            var needsEscape = scalar == "/" || scalar.value < 0x20 || scalar.value == 0x7F || (index == 0 && scalar == ".")
+            if scalar == "%" {
+                // A `%` stays as typed unless what follows it would read
+                // as an escape here, or as a key marker (`%~`).
+                if index + 1 < scalars.count, scalars[index + 1] == "~" {
+                    needsEscape = true
+                } else if index + 2 < scalars.count, let high = hexValue(scalars[index + 1]), let low = hexValue(scalars[index + 2]) {
+                    needsEscape = decodes(high << 4 | low, atStart: out.isEmpty, afterEscape: afterEscape)
+                }
+            }
             if needsEscape {
                 out += "%" + hexByte(UInt8(scalar.value))
                 afterEscape = true
@@ -52,23 +63,48 @@ enum FileNames {
         return out
     }
 
+    /// Only what `escape` writes is read back as an escape, so a name typed
+    /// with other `%XX` in it (`What%20is%20FUSE.md`, as web clippers and
+    /// URL-minded tools name files) is its own title and lists under the
+    /// name it was made with (a mirror made by `rsync --delete` finds it).
     static func unescape(_ base: String) -> String {
         if base == "%" { return "" }
         let bytes = Array(base.utf8)
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
         var index = 0
+        var afterEscape = false
         while index < bytes.count {
             if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
-               let high = Hex.digitValue(bytes[index + 1]), let low = Hex.digitValue(bytes[index + 2]) {
+               let high = Hex.digitValue(bytes[index + 1]), let low = Hex.digitValue(bytes[index + 2]),
+               decodes(high << 4 | low, atStart: index == 0, afterEscape: afterEscape) {
                 out.append(high << 4 | low)
                 index += 3
+                afterEscape = true
             } else {
                 out.append(bytes[index])
                 index += 1
+                afterEscape = false
             }
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Whether `%XX` for `byte` is an escape `escape` can write at that
+    /// place: `%`, `/` and control characters anywhere, a dot first (a
+    /// leading `.`, or `..`), and the UTF-8 bytes of a combining mark
+    /// right after an escape.
+    private static func decodes(_ byte: UInt8, atStart: Bool, afterEscape: Bool) -> Bool {
+        switch byte {
+        case UInt8(ascii: "%"), UInt8(ascii: "/"), 0x00..<0x20, 0x7F: return true
+        case UInt8(ascii: "."): return atStart || afterEscape
+        case 0x80...: return afterEscape
+        default: return false
+        }
+    }
+
+    private static func hexValue(_ scalar: Unicode.Scalar) -> UInt8? {
+        scalar.isASCII ? Hex.digitValue(UInt8(scalar.value)) : nil
     }
 
     /// Editor and desktop junk that lives in the local scratch area: every
