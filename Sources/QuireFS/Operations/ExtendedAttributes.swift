@@ -8,9 +8,14 @@ import QuireStore
 ///   user.quire.contentHash  a note's body hash, hex (read-only)
 ///   user.quire.resident     "1" when the body is on this device, "0" when offloaded (read-only)
 ///   user.quire.holder       while offloaded: the devices holding the body, "name (id)" comma-separated (read-only)
-/// Other `user.*` attributes (editors add their own) are kept for the
-/// session only, never synced, under the NFC form of their name (any form
-/// reaches them, as with file names); other namespaces get EOPNOTSUPP.
+/// Writing a read-only one, or the tags a note has already, changes
+/// nothing and succeeds, as chmod does: copying tools (`cp -a`, `mv` across
+/// filesystems, `rsync -X`) write back every attribute they read.
+/// Other `user.*` attributes (editors add their own), and Quire's on files
+/// that are not rows (an rsync temp file), are kept for the session only,
+/// never synced, under the NFC form of their name (any form reaches them,
+/// as with file names); other namespaces get EOPNOTSUPP. A temp file's
+/// `user.quire.tags` become the note's when it is renamed onto a note name.
 extension QuireFileSystem {
     static let keyAttribute = "user.quire.key"
     static let tagsAttribute = "user.quire.tags"
@@ -68,16 +73,13 @@ extension QuireFileSystem {
         try locked { () throws(FuseError) in
             guard let object = names.inodes.object(inode.rawValue) else { throw .noEntry }
             if case .kept(let node) = object { throw refuseKeptChange(node, "setxattr") }
-            if name.hasPrefix("user.quire.") {
-                guard case .row(let ref) = object else { throw .operationNotSupported }
-                guard name == Self.tagsAttribute, ref.namespace == .notebook else {
-                    throw refuse(.notPermitted, "\(name) on \(ref.namespace.name)/\(displayName(ref)) is read-only")
-                }
+            if name.hasPrefix("user.quire."), case .row(let ref) = object {
+                guard name == Self.tagsAttribute, ref.namespace == .notebook else { return }
                 if flags.contains(.create) { throw .exists }
-                guard let text = String(validating: value, as: UTF8.self) else {
+                guard let tags = Self.tags(value) else {
                     throw refuse(.illegalByteSequence, "tags of notebook/\(displayName(ref)) must be UTF-8 text")
                 }
-                try setTags(ref, text.split(separator: ",").map { String($0).trimmingSpaces })
+                try setTags(ref, tags)
                 return
             }
             // ACLs and security labels are not kept (permissions are fixed).
@@ -94,8 +96,8 @@ extension QuireFileSystem {
         try locked { () throws(FuseError) in
             guard let object = names.inodes.object(inode.rawValue) else { throw .noEntry }
             if case .kept(let node) = object { throw refuseKeptChange(node, "removexattr") }
-            if name.hasPrefix("user.quire.") {
-                guard case .row(let ref) = object, name == Self.tagsAttribute, ref.namespace == .notebook else { throw .notPermitted }
+            if name.hasPrefix("user.quire."), case .row(let ref) = object {
+                guard name == Self.tagsAttribute, ref.namespace == .notebook else { throw .notPermitted }
                 try setTags(ref, [])
                 return
             }
@@ -104,11 +106,17 @@ extension QuireFileSystem {
         }
     }
 
+    /// The tags a `user.quire.tags` value names (nil: not UTF-8).
+    static func tags(_ value: [UInt8]) -> [String]? {
+        String(validating: value, as: UTF8.self).map { $0.split(separator: ",").map { String($0).trimmingSpaces } }
+    }
+
     private func setTags(_ ref: RowRef, _ tags: [String]) throws(FuseError) {
         if openFiles.copy(ref)?.isNew == true { try commit(ref, shown: nil) }
         let row: Row?
         do { row = try store.row(ref.namespace, ref.key) } catch { throw storeFailure(error, doing: "read \(displayName(ref))") }
         guard case .note(var note)? = row?.content else { throw .noEntry }
+        if Set(note.tags) == Set(tags) { return }
         note.tags = tags
         do { recordWrite(ref, try store.putFromMount(.note(note), key: ref.key)) } catch {
             throw storeFailure(error, doing: "tag notebook/\(displayName(ref))")

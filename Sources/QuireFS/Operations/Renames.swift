@@ -103,7 +103,9 @@ extension QuireFileSystem {
         } catch {
             throw error.message.map { refuse(error.error, $0) } ?? error.error
         }
-        try apply(plan, process: process)
+        // A temp file's tags (rsync -X and cp -a set them before the rename): the note's.
+        let tags = facts.sourceInode.flatMap { transientAttributes[$0]?[CanonicalName(Self.tagsAttribute)] }.flatMap(Self.tags)
+        try apply(plan, process: process, tags: tags)
     }
 
     /// What the planner needs to know about the two names.
@@ -136,7 +138,8 @@ extension QuireFileSystem {
 
     // MARK: Applying a plan
 
-    func apply(_ plan: RenamePlan, process: Int32? = nil) throws(FuseError) {
+    /// `tags`: the `user.quire.tags` of a temp file renamed onto a note.
+    func apply(_ plan: RenamePlan, process: Int32? = nil, tags: [String]? = nil) throws(FuseError) {
         // The bytes the plan moves, read before anything changes.
         var bytes: [RenamePlan.Bytes: [UInt8]] = [:]
         for source in plan.byteSources {
@@ -153,9 +156,13 @@ extension QuireFileSystem {
         switch plan.store {
         case .replace(let target, let title, let source, let removing, let sourceName, let placement)?:
             var time: Int64? = nil
-            if case .scratch(let place) = source { time = scratch.modificationTime(place.folder, place.name) }
+            var scratchTags: [String]? = nil
+            if case .scratch(let place) = source {
+                time = scratch.modificationTime(place.folder, place.name)
+                scratchTags = tags
+            }
             let stored = try replace(target, titled: title, with: bytes[source]!, removing: removing, sourceName: sourceName,
-                                     placement: placement, modifiedAt: time, process: process)
+                                     placement: placement, modifiedAt: time, tags: scratchTags, process: process)
             if stored != bytes[source]! { mergedInto = target }
         case .retitle(let ref, let title, let placement)?:
             try retitle(ref, to: title, placement: placement)
@@ -212,7 +219,8 @@ extension QuireFileSystem {
     /// `source` becomes a tombstone. One transaction. Returns the text the
     /// row shows now.
     private func replace(_ targetRef: RowRef, titled newTitle: String?, with bytes: [UInt8], removing source: RowRef?,
-                         sourceName: String, placement: Placement?, modifiedAt: Int64?, process: Int32?) throws(FuseError) -> [UInt8] {
+                         sourceName: String, placement: Placement?, modifiedAt: Int64?, tags: [String]? = nil,
+                         process: Int32?) throws(FuseError) -> [UInt8] {
         let namespace = targetRef.namespace
         // The new bytes replace the body: the old one is not read here.
         let previous = try storedContent(targetRef, withBody: false)
@@ -230,6 +238,7 @@ extension QuireFileSystem {
             }
             // A file renamed in keeps the time it was given (rsync, cp -p).
             note.modifiedAt = modifiedAt
+            if let tags { note.tags = tags }
             content = .note(note)
         }
         let edit: ReplicaStore.MountEdit
