@@ -73,6 +73,10 @@ final class MountFaultTests: XCTestCase {
         XCTAssertEqual(failure?.errno, ENOSPC, "\(String(describing: failure))")
         XCTAssertEqual(failure?.step, "close")
         XCTAssertEqual(try String(contentsOfFile: mountpoint + "/notebook/Safe.md", encoding: .utf8), "keep me")
+        // A copy of the unsaved text is whole or not there: a cut one would pass for it.
+        for name in try FileManager.default.contentsOfDirectory(atPath: mountpoint + "/notebook") where name.hasSuffix(".unsaved") {
+            XCTAssertEqual(FileManager.default.contents(atPath: mountpoint + "/notebook/" + name).map { [UInt8]($0) }, big, name)
+        }
         let status = try String(contentsOfFile: mountpoint + "/.quire/status", encoding: .utf8)
         XCTAssertTrue(status.contains("disk full"), status)
     }

@@ -50,13 +50,15 @@ extension QuireFileSystem {
         guard let recall = configuration.recall else {
             throw refuse(.io, "notebook/\(displayName(ref)): the body is offloaded and this mount cannot recall it; run 'quire recall'")
         }
+        let name = rowPath(ref)
         // The recall may wait for the network: let other requests run.
         lock.unlock()
         defer { lock.lock() }
         do {
             return try recall(ref.key, note.contentHash, configuration.recallTimeout)
         } catch {
-            log.problem("notebook/\(ref.key.hex): recall failed: \(error)")
+            // The open fails with EIO; the line in .quire/status and the log says why.
+            log.problem("\(name): its body is offloaded and could not be brought back (EIO): \(error)")
             throw .io
         }
     }
@@ -184,6 +186,8 @@ extension QuireFileSystem {
         let keptName = CanonicalName(displayName(ref) + ".unsaved")
         let folder = names.folder(of: ref)
         let kept = (try? scratch.replaceContents(folder, keptName, with: copy.content)) != nil
+        // A cut copy (the disk full) would pass for the text: none is better.
+        if !kept { try? scratch.remove(folder, keptName) }
         log.problem("\(rowPath(ref)) could not be saved (\(reason)); "
                     + (kept ? "the text is kept in \(folderPath(folder))/\(keptName)" : "and could not be kept either"))
     }
