@@ -27,12 +27,13 @@ final class ProvisionalFilesTests: XCTestCase {
         XCTAssertEqual(FileNames.tempName("todo.000123"), .besideItsStem("todo"))
         XCTAssertEqual(FileNames.tempName("Plan.md.tmp2596996162"), .besideItsStem("Plan.md"), "Go's os.CreateTemp(dir, \"Plan.md.tmp*\")")
         XCTAssertEqual(FileNames.tempName("Plan.md.tmp7"), .besideItsStem("Plan.md"))
+        XCTAssertEqual(FileNames.tempName("app.json.xvnl45h_"), .besideItsStem("app.json"), "Python's tempfile.mkstemp(prefix=\"app.json.\")")
         XCTAssertEqual(FileNames.tempName("lu3245f8z3ke.tmp"), .always, "LibreOffice")
         XCTAssertEqual(FileNames.tempName("index.lock"), .always, "git")
         XCTAssertEqual(FileNames.tempName("tmp_obj_Ab12Cd"), .always, "git")
         for name in ["library.db-journal", "library.db-wal", "library.db-shm"] { XCTAssertEqual(FileNames.tempName(name), .always, "SQLite") }
         for name in ["Plan.md", "photo.jpeg", "Plan.md.aB3dE", "Plan.md.aB3dE9x", "Plan.md.12345678901", "Plan.md.aB-dE9", ".aB3dE9",
-                     "Plan.md.", "README", "Cargo.lockfile", "lock", "Plan.md.tmp12345678901", "Plan.md.tmpx", "Plan.md.tmp1a"] {
+                     "Plan.md.", "README", "Cargo.lockfile", "lock", "Plan.md.tmp12345678901", "Plan.md.tmpx", "Plan.md.tmp1a", "Plan.md.xvnl45H_", "Plan.md.xvnl45h-"] {
             XCTAssertNil(FileNames.tempName(name), name)
         }
     }

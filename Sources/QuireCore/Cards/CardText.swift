@@ -166,11 +166,14 @@ public struct CardText: Equatable, Sendable {
 
     /// Where each unit sits: the components open around it and its name.
     /// BEGIN and END sit in the component around the one they delimit.
-    static func placesOf(_ text: CardText) -> [(path: [String], name: String)] {
+    static func placesOf(_ text: CardText) -> [(path: [String], name: String)] { places(ofUnits: text.units.map(\.bytes)) }
+
+    /// `placesOf` for the units of a text as bytes.
+    static func places(ofUnits units: [[UInt8]]) -> [(path: [String], name: String)] {
         var stack: [String] = []
         var out: [(path: [String], name: String)] = []
-        for unit in text.units {
-            guard let line = ContentLines.parse(ContentLines.unfolded(unit.bytes)) else { out.append((stack, "")); continue }
+        for unit in units {
+            guard let line = ContentLines.parse(ContentLines.unfolded(unit)) else { out.append((stack, "")); continue }
             switch line.name {
             case "BEGIN":
                 out.append((stack, "BEGIN"))

@@ -151,7 +151,9 @@ enum FileNames {
         /// removed by every transaction, or while the database is open).
         case always
         /// `x.XXXXXX` (six letters or digits: mkstemp's, so GLib's
-        /// `g_file_set_contents` and Qt's `QSaveFile`), `x.NNNNNNN` (six
+        /// `g_file_set_contents` and Qt's `QSaveFile`), `x.xxxxxxxx` (eight
+        /// lower-case letters, digits or `_`, one a digit or `_`: Python's
+        /// `tempfile.mkstemp(prefix="x.")`, what atomic-write helpers use), `x.NNNNNNN` (six
         /// to ten digits: npm's write-file-atomic) and `x.tmpN` (one to ten
         /// digits: Go's `os.CreateTemp(dir, "x.tmp*")`): a temp file's when
         /// the stem `x` has an extension of its own (`Plan.md.aB3dE9`) or
@@ -173,7 +175,12 @@ enum FileNames {
         func isAlphanumeric(_ c: UInt8) -> Bool { isDigit(c) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) }
         if suffix.elementsEqual("tmp".utf8) || suffix.elementsEqual("lock".utf8) { return .always }
         let goTemp = suffix.starts(with: "tmp".utf8) && (4...13).contains(suffix.count) && suffix.dropFirst(3).allSatisfy(isDigit)
-        if (suffix.count == 6 && suffix.allSatisfy(isAlphanumeric)) || ((6...10).contains(suffix.count) && suffix.allSatisfy(isDigit)) || goTemp {
+        func isPythonTempCharacter(_ c: UInt8) -> Bool { isDigit(c) || (c >= 0x61 && c <= 0x7A) || c == UInt8(ascii: "_") }
+        // A digit or `_` among them tells it from a word (`Cargo.lockfile`, `x.markdown`).
+        let pythonTemp = suffix.count == 8 && suffix.allSatisfy(isPythonTempCharacter)
+            && suffix.contains { isDigit($0) || $0 == UInt8(ascii: "_") }
+        if (suffix.count == 6 && suffix.allSatisfy(isAlphanumeric)) || ((6...10).contains(suffix.count) && suffix.allSatisfy(isDigit))
+            || goTemp || pythonTemp {
             return .besideItsStem(String(decoding: bytes[..<dot], as: UTF8.self))
         }
         return nil

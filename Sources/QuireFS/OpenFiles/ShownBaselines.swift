@@ -1,7 +1,8 @@
 import QuireCore
 
-/// What this device last showed of each prose row: the baseline a save's
-/// paragraph deletions are counted against (issue: no word lost).
+/// What this device last showed of each prose row and card: the baseline a
+/// save's paragraph deletions are counted against (issue: no word lost),
+/// and the text a card written back whole is rebased from (`CardRebase`).
 ///
 /// Kept for the device (the bytes any open last read, or the last write)
 /// and for each process: an editor that read a note and saves it later was
@@ -42,7 +43,8 @@ struct ShownBaselines {
         if let process { processes.set(ref, text, process: process) }
     }
 
-    private static func keeps(_ ref: RowRef) -> Bool { ref.namespace == .notebook || ref.namespace == .saga }
+    /// Prose, and the cards programs read and write back whole (`CardRebase`).
+    private static func keeps(_ ref: RowRef) -> Bool { [.notebook, .saga, .contacts, .plans].contains(ref.namespace) }
 }
 
 /// Texts of rows by process: at most `perProcess` for one process (the

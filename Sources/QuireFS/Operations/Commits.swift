@@ -73,9 +73,11 @@ extension QuireFileSystem {
         if !copy.isNew {
             do { previous = try store.row(ref.namespace, ref.key)?.content } catch { throw storeFailure(error, doing: "read \(name)") }
         }
+        let baseline = shown ?? lastShown.baseline(ref, process: process)
         var content: RowContent
         do {
-            content = try RowFormat.parse(ref.namespace, title: copy.title, bytes: copy.content, previous: previous, key: ref.key)
+            content = try RowFormat.parse(ref.namespace, title: copy.title, bytes: rebasedCard(copy.content, shown: baseline, previous: previous),
+                                          previous: previous, key: ref.key)
         } catch {
             reject(ref, copy: copy, previous: previous, error: error, name: name)
             throw error.fuseError
@@ -103,7 +105,7 @@ extension QuireFileSystem {
             throw error.fuseError
         }
         let edit: ReplicaStore.MountEdit
-        do { edit = try store.putFromMount(content, key: ref.key, shown: shown ?? lastShown.baseline(ref, process: process)) } catch {
+        do { edit = try store.putFromMount(content, key: ref.key, shown: baseline) } catch {
             throw storeFailure(error, doing: "save \(name)")
         }
         // The writer was shown what it wrote, not what the store merged in
@@ -133,6 +135,20 @@ extension QuireFileSystem {
         // on the note repeated the first one's paragraphs at its close.)
         for handle in openFiles.handles(on: ref) { openFiles.setShown(handle, copy.content) }
         recordWrite(ref, edit, kernelKnows: createdAs)
+    }
+
+    /// A contact or plan written whole by a program shown `shown`, onto
+    /// the stored card `previous` when that has changed since (`CardRebase`):
+    /// a change that synced in meanwhile is not undone by the write.
+    func rebasedCard(_ bytes: [UInt8], shown: [UInt8]?, previous: RowContent?) -> [UInt8] {
+        let rules: CardRules
+        switch previous {
+        case .contact?: rules = Contact.rules
+        case .plan?: rules = Plan.rules
+        default: return bytes
+        }
+        guard let shown, let previous, let stored = RowFormat.render(previous) else { return bytes }
+        return CardRebase.rebase(bytes, shown: shown, onto: stored, rules: rules)
     }
 
     /// Brings the directory view up to date after a write of ours.

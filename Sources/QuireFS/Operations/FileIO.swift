@@ -221,13 +221,13 @@ extension QuireFileSystem {
         if isNew {
             copy = openFiles.copy(ref) ?? WorkingCopy(title: title, content: [], kind: kind, folder: folder.folderKey, isNew: true)
             names.addPending(name, in: folder, ref)
+            copy.willChange()
         } else {
             copy = try workingCopy(ref)
             shown = wholeReplacementBaseline(ref, copy, process: process)
             copy.willChange()
             copy.content = []
         }
-        copy.willChange()
         copy.modifiedAt = .now
         openFiles.keep(copy, for: ref)
         let inode = names.inodes.inode(for: ref)
@@ -296,20 +296,21 @@ extension QuireFileSystem {
         try locked { () throws(FuseError) in
             guard let file = openFiles[handle] else { throw .badFileHandle }
             guard case .row(let ref) = file.target else { return }
-            if Self.waitsForText(ref, openFiles.copy(ref)) { return }
+            if Self.waitsForText(openFiles.copy(ref)) { return }
             try commit(ref, shown: file.shown, process: file.process)
             openFiles.setShown(handle, openFiles.copy(ref)?.content ?? [])
         }
     }
 
-    /// A prose row emptied and not written to yet, at a close that may not
-    /// be the last (`printf … > note.md`: the shell's redirection closes its
-    /// first descriptor before the text is written through the second). Saved
-    /// now, the empty text would delete every paragraph (tombstones that
-    /// sync, and win over the same paragraphs when the text comes back), so
-    /// it is saved at the last close (release) if nothing is written by then.
-    static func waitsForText(_ ref: RowRef, _ copy: WorkingCopy?) -> Bool {
-        guard ref.namespace == .notebook || ref.namespace == .saga, let copy else { return false }
+    /// A row emptied and not written to yet, at a close that may not be the
+    /// last (`printf … > note.md`: the shell's redirection closes its first
+    /// descriptor before the text is written through the second). Saved
+    /// now, the empty text would delete every paragraph of a note
+    /// (tombstones that sync, and win over the same paragraphs when the text
+    /// comes back), or make a card a stub that the text then lands on; so it
+    /// is saved at the last close (release) if nothing is written by then.
+    static func waitsForText(_ copy: WorkingCopy?) -> Bool {
+        guard let copy else { return false }
         return copy.isDirty && copy.content.isEmpty
     }
 

@@ -225,7 +225,9 @@ extension QuireFileSystem {
         // The new bytes replace the body: the old one is not read here.
         let previous = try storedContent(targetRef, withBody: false)
         let title = newTitle ?? openFiles.copy(targetRef)?.title ?? previous?.displayName ?? ""
-        var content = try parseForRename(namespace, title: title, bytes: bytes, previous: previous, key: targetRef.key, name: sourceName)
+        let shown = lastShown.baseline(targetRef, process: process)
+        var content = try parseForRename(namespace, title: title, bytes: rebasedCard(bytes, shown: shown, previous: previous), previous: previous,
+                                         key: targetRef.key, name: sourceName)
         if case .note(var note) = content {
             // The target keeps its place; a new row goes where it was named.
             if case .note(let old)? = previous {
@@ -245,8 +247,7 @@ extension QuireFileSystem {
         do {
             // The editor wrote the temp file from what this device last
             // showed of the target: deletions are computed against that.
-            edit = try store.replaceFromMount(target: targetRef.key, with: content, removing: source?.key,
-                                              shown: lastShown.baseline(targetRef, process: process))
+            edit = try store.replaceFromMount(target: targetRef.key, with: content, removing: source?.key, shown: shown)
         } catch {
             throw storeFailure(error, doing: "save \(namespace.name)/\(sourceName) over its target")
         }

@@ -1,0 +1,83 @@
+/// A card written whole by a program that read it a while ago (khard and
+/// todoman read the file, the user edits it in `$EDITOR`, they write it
+/// back) put onto the card as it is now: the lines the program changed
+/// from what it was shown apply to the current text, and the lines it left
+/// as shown take the current text's. A change that synced in meanwhile
+/// (another device's new phone number) is not undone by a write that never
+/// saw it, as a paragraph that lands under an editor is not deleted by its
+/// save (`ProseMerge.applyEdit`).
+///
+/// Lines are compared by their unfolded text (`CardText.matchKey`). A line
+/// the program removed or changed is removed from the current text if it
+/// is still there; a line it added or changed goes after the nearest line
+/// before it in its own text that the current text holds (so it stays in
+/// its component). For a property a component holds once (a todo's
+/// SUMMARY, a card's N), the program's line replaces the current one: both
+/// changed it, and the program writes last. Anything else both sides hold
+/// stays, an extra line rather than a lost one.
+public enum CardRebase {
+    public static func rebase(_ mine: [UInt8], shown base: [UInt8], onto theirs: [UInt8], rules: CardRules) -> [UInt8] {
+        if base == theirs || mine == theirs { return mine }
+        let mineUnits = ContentLines.units(of: mine)
+        let mineKeys = mineUnits.map(CardText.matchKey)
+        // What the program removed (and changed): base lines beyond their count in its text.
+        var removed: [String: Int] = [:]
+        for unit in ContentLines.units(of: base) { removed[CardText.matchKey(unit), default: 0] += 1 }
+        var added = [Bool](repeating: false, count: mineUnits.count)
+        for (index, key) in mineKeys.enumerated() {
+            if let left = removed[key], left > 0 { removed[key] = left - 1 } else { added[index] = true }
+        }
+        var result: [[UInt8]] = []
+        for unit in ContentLines.units(of: theirs) {
+            let key = CardText.matchKey(unit)
+            if let left = removed[key], left > 0 {
+                removed[key] = left - 1
+                continue
+            }
+            result.append(unit)
+        }
+        // A single property the program wrote anew replaces the current one.
+        let minePlaces = CardText.places(ofUnits: mineUnits)
+        var replaced = Set<String>()
+        for (index, place) in minePlaces.enumerated() where added[index] && rules.isSingle(place.path, place.name) {
+            replaced.insert((place.path + [place.name]).joined(separator: "/"))
+        }
+        if !replaced.isEmpty {
+            let mineLines = Set(mineKeys)
+            let places = CardText.places(ofUnits: result)
+            result = zip(result, places).filter { unit, place in
+                !replaced.contains((place.path + [place.name]).joined(separator: "/")) || mineLines.contains(CardText.matchKey(unit))
+            }.map(\.0)
+        }
+        // The program's new lines, each after its nearest kept neighbour.
+        var cursor = -1
+        for (index, unit) in mineUnits.enumerated() {
+            if !added[index] {
+                // The line itself, or what the current text changed it to
+                // (a line of the same property after the cursor).
+                let key = mineKeys[index]
+                let later = result.indices.dropFirst(cursor + 1).first { CardText.matchKey(result[$0]) == key }
+                    ?? result.indices.first { CardText.matchKey(result[$0]) == key }
+                let property = CardText.propertyKey(unit)
+                let changed = result.indices.dropFirst(cursor + 1).first { CardText.propertyKey(result[$0]) == property }
+                if let found = later ?? changed { cursor = found }
+                continue
+            }
+            result.insert(unit, at: cursor + 1)
+            cursor += 1
+        }
+        // Every line but the last ends its line (one that ended a text may sit inside now).
+        let end = lineEnd(of: result)
+        for index in result.indices.dropLast() where result[index].last != UInt8(ascii: "\n") { result[index] += end }
+        return result.flatMap { $0 }
+    }
+
+    /// The line end the text uses (CRLF when none says, as the RFCs write).
+    private static func lineEnd(of units: [[UInt8]]) -> [UInt8] {
+        for unit in units {
+            guard let newline = unit.firstIndex(of: UInt8(ascii: "\n")) else { continue }
+            return newline > 0 && unit[newline - 1] == UInt8(ascii: "\r") ? Array("\r\n".utf8) : Array("\n".utf8)
+        }
+        return Array("\r\n".utf8)
+    }
+}
