@@ -126,11 +126,28 @@ extension SyncEngine {
                 metrics.sendErrors += 1
                 wedge.error(.siblings, "frames cannot be sent (the relay is unreachable?)", nowMs: clock.monotonicMilliseconds())
                 report("cannot send to \(name(of: device))", error)
+                relayFailed(error)
                 break
             }
         }
+        if ok && !frames.isEmpty { relayAnswered() }
         siblings.update(device) { $0.bytesOut += sent }
         return ok
+    }
+
+    /// The first failed send after a good one is said once (in the log and
+    /// the status), and so is the next good one: an outage is two lines,
+    /// however long it lasts and however often it comes back.
+    func relayFailed(_ error: any Error) {
+        guard metrics.relayUnreachableSince == nil else { return }
+        metrics.relayUnreachableSince = clock.now()
+        note("the relay is unreachable (\(error)): nothing reaches the other devices until it answers")
+    }
+
+    func relayAnswered() {
+        guard let since = metrics.relayUnreachableSince else { return }
+        metrics.relayUnreachableSince = nil
+        note("the relay answers again (it did not since \(DateStamp.format(since)))")
     }
 
     // MARK: Roster

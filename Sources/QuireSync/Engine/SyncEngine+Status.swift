@@ -25,7 +25,8 @@ extension SyncEngine {
                           generation: (try? currentDigest().digest.generation) ?? deps.generation(),
                           siblings: siblingStatus, dropped: dropped, framesIn: metrics.framesIn, framesOut: metrics.framesOut,
                           bytesIn: metrics.bytesIn, bytesOut: metrics.bytesOut, rounds: metrics.rounds,
-                          rowsApplied: metrics.rowsApplied, sendErrors: metrics.sendErrors, events: events,
+                          rowsApplied: metrics.rowsApplied, sendErrors: metrics.sendErrors,
+                          relayUnreachableSince: metrics.relayUnreachableSince?.seconds, events: events,
                           unsyncableRows: unsyncable.isEmpty ? nil : unsyncableStatus, barrier: barrier.lastOutcome, anchor: anchorState,
                           wedgedSince: wedged.map { now.seconds - Int64((nowMs &- $0.sinceMs) / 1000) },
                           wedgedReason: wedged?.reason, catchUp: catchUpProgress(nowMs: nowMs), cloudWarnings: currentCloudWarnings,
@@ -43,15 +44,21 @@ extension SyncEngine {
         return out.isEmpty ? nil : out
     }
 
-    /// Notes when a catch-up begins (a pull runs) and ends (every sibling
-    /// heard from matches, nothing pulled).
+    /// Notes when a catch-up begins (a pull runs) and ends (nothing is
+    /// pulled, and every sibling heard from matches or none was pulled from
+    /// for `catchUpQuietMilliseconds`: a device away or out of sync with
+    /// another does not keep a finished catch-up going for ever).
     func trackCatchUp(nowMs: UInt64) {
+        if !pulls.isEmpty { lastPullMs = nowMs }
         if catchUpStart == nil, !pulls.isEmpty {
             catchUpStart = (ms: nowMs, rows: metrics.rowsApplied, bytes: metrics.bytesIn)
-        } else if catchUpStart != nil, pulls.isEmpty, siblings.all.allSatisfy({ $0.lastSeenMs == nil || $0.inSync }) {
+        } else if catchUpStart != nil, pulls.isEmpty,
+                  siblings.all.allSatisfy({ $0.lastSeenMs == nil || $0.inSync }) || nowMs &- lastPullMs >= Self.catchUpQuietMilliseconds {
             catchUpStart = nil
         }
     }
+
+    static let catchUpQuietMilliseconds: UInt64 = 5_000
 
     func catchUpProgress(nowMs: UInt64) -> SyncStatus.CatchUp? {
         guard let start = catchUpStart else { return nil }

@@ -131,6 +131,8 @@ public final class SyncEngine: @unchecked Sendable {
     var pollFallbackMs: UInt64?
     /// When the catch-up in progress began, with the counters then.
     var catchUpStart: (ms: UInt64, rows: Int, bytes: Int)?
+    /// When a pull last ran (a catch-up ends a while after the last one).
+    var lastPullMs: UInt64 = 0
     var lastStatusWriteMs: UInt64 = 0
     var lastWrittenStatus: SyncStatus?
     var events: [String] = []

@@ -22,6 +22,9 @@ public struct SyncMetrics: Equatable, Sendable {
     /// larger than one response, streamed while the puller merges).
     public var rowsStreamed = 0
     public var sendErrors = 0
+    /// From the first send that failed after one that went through, until
+    /// the next that goes through (nil: the relay takes frames).
+    public var relayUnreachableSince: Timestamp? = nil
     public var dropped: [FrameDrop: Int] = [:]
 
     public init() {}

@@ -91,6 +91,8 @@ public struct SyncStatus: Codable, Equatable, Sendable {
     public var rounds: Int
     public var rowsApplied: Int
     public var sendErrors: Int
+    /// Since when frames cannot reach the relay (unix seconds; nil: they can).
+    public var relayUnreachableSince: Int64? = nil
     /// The last few notable events, newest last, for `quire status`.
     public var events: [String]
     /// Rows of this device that cannot sync (too large to travel), and why.

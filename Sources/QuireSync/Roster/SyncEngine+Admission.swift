@@ -27,10 +27,12 @@ extension SyncEngine {
             metrics.bytesOut += frame.count
             let nowMs = clock.monotonicMilliseconds()
             siblings.update(device) { $0.introduced(bytes: frame.count, nowMs: nowMs, maxBackoffMs: configuration.heartbeatMilliseconds) }
+            relayAnswered()
         } catch {
             metrics.sendErrors += 1
             wedge.error(.siblings, "frames cannot be sent (the relay is unreachable?)", nowMs: clock.monotonicMilliseconds())
             report("cannot introduce this device to \(name(of: device))", error)
+            relayFailed(error)
         }
     }
 

@@ -48,6 +48,10 @@ enum SyncStatusSection {
         } else {
             lines.append("sync: not running (last ran on \(s.relay) until \(Ago.text(now - s.updatedAt))); what follows is from then")
         }
+        if alive, let since = s.relayUnreachableSince {
+            lines.append("RELAY UNREACHABLE since \(DateText.format(since, time: true)) (\(Ago.text(now - since))): edits made here, and on the "
+                         + "other devices, wait until it answers; sync goes on by itself then")
+        }
         if s.phase == .revoked { lines.append("this device was REVOKED from the account: it no longer syncs") }
         if let why = s.admissionRefused {
             lines.append(refusedText(why))
@@ -69,7 +73,7 @@ enum SyncStatusSection {
             let words = dropped.map { "\($0.value) \(FrameDrop(rawValue: $0.key)?.description ?? $0.key)" }
             lines.append("dropped frames: " + words.joined(separator: ", "))
         }
-        if s.sendErrors > 0 { lines.append("\(s.sendErrors) frames could not be sent (relay unreachable?)") }
+        if s.sendErrors > 0 { lines.append("\(s.sendErrors) frames could not be sent since sync started (the relay unreachable)") }
         if let barrier = s.barrier { lines.append(barrier) }
         if let anchor = s.anchor { lines.append("STUCK: " + anchor) }
         for warning in s.cloudWarnings ?? [] { lines.append("cloud folder: " + warning) }
@@ -81,7 +85,8 @@ enum SyncStatusSection {
         var json: [String: Any] = ["barrier": s.barrier as Any, "anchor": s.anchor as Any, "cloudWarnings": s.cloudWarnings ?? [],
                                    "wedged": s.wedgedReason.map { ["since": s.wedgedSince ?? 0, "reason": $0] as [String: Any] } as Any, "running": alive, "phase": s.phase.rawValue, "relay": s.relay, "pid": s.pid,
                                    "updatedAt": s.updatedAt, "silent": alive && silentFor >= Self.silentAfterSeconds, "rounds": s.rounds, "rowsApplied": s.rowsApplied,
-                                   "dropped": s.dropped, "sendErrors": s.sendErrors, "admissionRefused": s.admissionRefused as Any]
+                                   "dropped": s.dropped, "sendErrors": s.sendErrors, "relayUnreachableSince": s.relayUnreachableSince as Any,
+                                   "admissionRefused": s.admissionRefused as Any]
         if alive, let c = s.catchUp {
             json["catchUp"] = ["rowsPulled": c.rowsPulled, "bytesPulled": c.bytesPulled, "seconds": c.seconds,
                                "rowsRemaining": c.rowsRemaining as Any]
