@@ -25,6 +25,15 @@ final class CLIInputEndToEndTests: XCTestCase {
         let stdin = shell("echo typed | '\(QuireBinary.path)' --home '\(home("a"))' put saga 2026-01-03 --file /dev/stdin; echo \"exit $?\"")
         XCTAssertTrue(stdin.output.hasSuffix("exit 0\n"), stdin.output)
         XCTAssertEqual(try quire(["get", "saga", "2026-01-03"], home: home("a")).stdout, "typed\n")
+        // A day that cannot be, or that holds nothing, is said so (not as a key).
+        for command in ["get", "history", "rm"] {
+            let impossible = try quire([command, "saga", "2026-02-30"], home: home("a"))
+            XCTAssertEqual(impossible.status, 2, command)
+            XCTAssertTrue(impossible.stderr.hasPrefix("quire: a journal day is YYYY-MM-DD, not '2026-02-30'\n"), impossible.stderr)
+            let empty = try quire([command, "saga", "1999-01-01"], home: home("a"))
+            XCTAssertEqual(empty.status, 1, command)
+            XCTAssertEqual(empty.stderr, "quire: no saga row named '1999-01-01'\n", command)
+        }
         // A pipe over the limit is refused after reading one byte past it.
         let big = shell("head -c \(limit + 4096) /dev/zero > '\(fifo)' & '\(QuireBinary.path)' --home '\(home("a"))' put notebook Big --file '\(fifo)'; echo \"exit $?\"")
         XCTAssertTrue(big.output.contains("notebook/Big not written: its text is over the 16 MiB limit"), big.output)

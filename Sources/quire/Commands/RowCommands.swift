@@ -289,6 +289,11 @@ enum RowCommands {
     /// The key a name refers to. Names need not be unique: an ambiguous name
     /// is an error that lists the keys, so nothing is edited by accident.
     static func resolve(_ store: ReplicaStore, _ ns: Namespace, name: String?, key: String?, creating: Bool, forceNew: Bool) throws -> RowKey? {
+        // A key made from the name (a day, a setting): an existing row's only if it is live.
+        func live(_ key: RowKey) throws -> RowKey? {
+            if creating { return key }
+            return try store.row(ns, key)?.isTombstone == false ? key : nil
+        }
         if let key {
             guard let k = RowKey(hex: key) else { throw UsageError("--key expects 32 hex digits, not '\(key)'") }
             if !creating, try store.row(ns, k)?.isTombstone != false { throw CommandFailure("no live \(ns.name) row with key \(key)") }
@@ -296,8 +301,10 @@ enum RowCommands {
         }
         guard let name else { return nil }
         switch ns {
-        case .saga: return SagaEntry.key(for: name)
-        case .settings: return Setting.key(for: name)
+        case .saga:
+            guard SagaEntry.isValidDate(name) else { throw UsageError("a journal day is YYYY-MM-DD, not '\(name)'") }
+            return try live(SagaEntry.key(for: name))
+        case .settings: return try live(Setting.key(for: name))
         case .memory where creating: return nil
         default: break
         }
