@@ -11,7 +11,9 @@ enum DigestCommands {
 
             Prints each namespace's root (hex), its live row and tombstone counts,
             the generation, and the encoded digest's size. Two devices holding the
-            same content print the same roots.
+            same content print the same roots. Their tombstone counts may differ: a
+            deletion of a row a device never held has nothing to bury there, and
+            roots cover live content only.
               --json     as JSON (roots in hex, the encoded digest in hex)
               --verify   also recompute every root from the rows' content and
                          fail if a maintained root differs
