@@ -293,6 +293,28 @@ final class KeptVersionsTests: XCTestCase {
         XCTAssertEqual(body(try b.row(.notebook, row.key)), "precious\n", "the sibling takes the undelete")
     }
 
+    /// `rm -r Vault/Delta`, then `mkdir Vault/Delta`: a new folder row with
+    /// the old one's path. A note undeleted from the old one goes into it.
+    func testUndeleteIntoAFolderMadeAgainAtTheSamePath() throws {
+        let s = try makeStore(temporaryDirectory())
+        let vault = try folder(s, "Vault")
+        let delta = try folder(s, "Delta", in: vault.key)
+        let zero = Timestamp(seconds: 0)
+        let note = try s.put(.note(Note(title: "note1", body: Array("kept words\n".utf8), createdAt: zero, updatedAt: zero, folder: delta.key)))
+        try s.delete(.notebook, note.key)
+        try s.delete(.notebook, delta.key)
+        let again = try folder(s, "Delta", in: vault.key)
+        _ = try folder(s, "Delta")   // the same name elsewhere is not the place
+        let trash = try XCTUnwrap(try s.keptVersions().first { $0.title == "note1" })
+        XCTAssertEqual(trash.folderPath, ["Vault", "Delta"])
+        let restored = try s.restoreKept(trash.id)
+        XCTAssertEqual(restored.outcome, .revived)
+        XCTAssertEqual(restored.folder, again.key)
+        XCTAssertTrue(restored.isInItsFolder)
+        guard case .note(let n)? = try s.row(.notebook, note.key)?.content else { return XCTFail("not back") }
+        XCTAssertEqual(n.folder, again.key)
+    }
+
     func testUndeleteAfterTheBarrierCollectedTheTombstoneMakesANewRowAtTheTop() throws {
         let s = try makeStore(temporaryDirectory())
         let projects = try folder(s, "Projects")

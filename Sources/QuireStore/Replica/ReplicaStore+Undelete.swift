@@ -19,8 +19,8 @@ public struct KeptRestore: Sendable {
     public var row: Row
     /// The folder it is in now (nil: the top of the notebook).
     public var folder: RowKey?
-    /// False when it was in a folder that no longer exists, so it came
-    /// back at the top.
+    /// False when it was in a folder that no longer exists and none is at
+    /// its path now, so it came back at the top.
     public var isInItsFolder: Bool
 }
 
@@ -53,12 +53,19 @@ extension ReplicaStore {
                 let row = try ctx.saveProse(.note(note), key: version.key, shown: nil)
                 return KeptRestore(outcome: .replacedText, row: row, folder: note.folder, isInItsFolder: true)
             }
-            // Deleted: back into its folder if that is still a live folder.
-            let folder = try version.folderKey.flatMap { key throws(StoreError) -> RowKey? in
+            // Deleted: back into its folder if that is still a live folder,
+            // else into a live folder at the same path (`rm -r` and `mkdir`
+            // of the same name made a new folder row), else at the top.
+            var folder = try version.folderKey.flatMap { key throws(StoreError) -> RowKey? in
                 let live = try ctx.db.queryOne("SELECT 1 FROM rows WHERE ns = ? AND key = ? AND tombstone = 0 AND kind = ?",
                                                [.int(Int64(Namespace.notebook.rawValue)), .blob(key.bytes),
                                                 .int(Int64(NoteKind.folder.rawValue))]) { _ in true }
                 return live == true ? key : nil
+            }
+            var inItsPlace = folder == version.folderKey
+            if folder == nil, version.folderKey != nil, let samePath = try ctx.liveFolder(at: version.folderPath) {
+                folder = samePath
+                inItsPlace = true
             }
             let zero = Timestamp(seconds: 0)
             let content = RowContent.note(Note(title: version.title, tags: version.tags, body: bytes, createdAt: zero, updatedAt: zero,
@@ -67,8 +74,24 @@ extension ReplicaStore {
             // row, under a new key, is the only safe way back.
             let key = record == nil ? RowKey.random(using: random) : version.key
             let row = try ctx.saveProse(content, key: key, shown: nil)
-            return KeptRestore(outcome: record == nil ? .recreated : .revived, row: row, folder: folder,
-                               isInItsFolder: folder == version.folderKey)
+            return KeptRestore(outcome: record == nil ? .recreated : .revived, row: row, folder: folder, isInItsFolder: inItsPlace)
         }
+    }
+}
+
+extension WriteContext {
+    /// The live folder at `path` (titles from the top), if every step has
+    /// one (of several with one title, the smallest key: the one the mount
+    /// shows under the plain name).
+    func liveFolder(at path: [String]) throws(StoreError) -> RowKey? {
+        var parent: RowKey? = nil
+        for name in path {
+            let args: [SQLValue] = [.int(Int64(Namespace.notebook.rawValue)), .int(Int64(NoteKind.folder.rawValue)), .text(name),
+                                    parent.map { .blob($0.bytes) } ?? .null]
+            guard let key = try db.queryOne("SELECT key FROM rows WHERE ns = ? AND tombstone = 0 AND kind = ? AND name = ? AND parent IS ? "
+                                            + "ORDER BY key LIMIT 1", args, { $0.blob(0).flatMap(RowKey.init(bytes:)) }) ?? nil else { return nil }
+            parent = key
+        }
+        return parent
     }
 }
