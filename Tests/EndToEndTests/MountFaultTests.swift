@@ -81,6 +81,22 @@ final class MountFaultTests: XCTestCase {
         XCTAssertTrue(status.contains("disk full"), status)
     }
 
+    /// After a clean unmount the database file alone holds every row: a
+    /// copy that leaves out the WAL (a backup tool that skips *-wal, a WAL
+    /// deleted as a temp file) loses nothing.
+    func testAnUnmountLeavesEveryRowInTheDatabaseFile() throws {
+        device = try MountedDevice()
+        for i in 0..<40 { XCTAssertEqual(Syscall.writeFile(device.path("notebook/Note \(i).md"), "text \(i)\n").errno, 0) }
+        let pid = try XCTUnwrap(device.daemonPID)
+        XCTAssertEqual(try device.unmount().status, 0)
+        XCTAssertTrue(waitUntilTrue(timeout: 10) { kill(pid, 0) != 0 }, "the daemon ends")
+        let wal = (try? FileManager.default.attributesOfItem(atPath: device.home + "/replica.sqlite-wal")[.size] as? Int) ?? 0
+        XCTAssertEqual(wal, 0, "the WAL is folded into the database file")
+        try? FileManager.default.removeItem(atPath: device.home + "/replica.sqlite-wal")
+        try? FileManager.default.removeItem(atPath: device.home + "/replica.sqlite-shm")
+        XCTAssertEqual(try device.rows("notebook").filter { !$0.isTombstone }.count, 40)
+    }
+
     func testKillNineLosesNoWriteWhoseCloseSucceeded() throws {
         device = try MountedDevice()
         let pid = try XCTUnwrap(device.daemonPID)

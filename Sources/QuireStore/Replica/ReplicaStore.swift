@@ -269,7 +269,8 @@ public final class ReplicaStore: @unchecked Sendable {
         try read { () throws(StoreError) in try db.syncToDisk() }
     }
 
-    /// Checkpoints the WAL fully and truncates it (benchmarks, backups).
+    /// Checkpoints the WAL fully and truncates it (benchmarks, backups, and
+    /// a mount or sync that stops, so the database file alone holds every row).
     public func compact() throws(StoreError) {
         try read { () throws(StoreError) in try db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
     }

@@ -99,6 +99,11 @@ enum MountDaemon {
         for stop in stops.reversed() { stop() }
         feed.stop()
         MountProcess.removePidFile(home: home, mountpoint: mountpoint)
+        // The WAL folded into the database file: a copy of the file alone
+        // (a backup tool that skips *-wal, a WAL deleted as a temp file)
+        // then holds every row. Busy (another process reading), it waits
+        // for the next stop; the fsync below makes what is committed durable.
+        try? store.compact()
         try? store.sync()
         if case .signal(let signal) = ending { log.info("unmounted \(mountpoint) on signal \(signal)") }
     }

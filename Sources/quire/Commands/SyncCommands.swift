@@ -128,6 +128,7 @@ enum SyncCommands {
         if outcome != nil { usleep(300_000) }
         let metrics = service.engine.metricsSnapshot()
         service.stop()
+        try? store.compact()   // see MountDaemon: the database file holds every row once sync stops
         guard let outcome else { return }
         if args.has("json") {
             Output.json(["ok": outcome.ok, "message": outcome.message, "rounds": metrics.rounds, "rowsApplied": metrics.rowsApplied,
