@@ -88,6 +88,27 @@ final class ProgramsWritingANoteTests: XCTestCase {
         }
     }
 
+    /// A logger appends to a note an editor read; the editor saves its
+    /// rewrite of the head line by rename. The note is the rewrite with the
+    /// appended line after it, once: repeated, this doubled the note at
+    /// every save.
+    func testALineAppendedUnderAnEditorFollowsItsRewrite() throws {
+        let mount = try DirectMount { try $0.putNote("Log", "REV s\nl1\nl2\n") }
+        let logger = try Self.otherProgram()
+        defer { logger.process.terminate() }
+        XCTAssertEqual(try mount.text("notebook/Log.md"), "REV s\nl1\nl2\n", "the editor reads")
+        var expected = "REV s\nl1\nl2\n"
+        for round in 1...5 {
+            try Self.append(mount, "notebook/Log.md", "appended \(round)\n", as: logger.request)
+            let rewrite = expected.replacingOccurrences(of: "REV \(round == 1 ? "s" : String(round - 1))", with: "REV \(round)")
+            try mount.writeFile("notebook/Log.md.tmp\(round)", rewrite)
+            try mount.rename("notebook/Log.md.tmp\(round)", "notebook/Log.md")
+            expected = rewrite + "appended \(round)\n"
+            XCTAssertEqual(try mount.stored(.notebook, "Log"), expected, "round \(round)")
+            XCTAssertEqual(try mount.text("notebook/Log.md"), expected, "the editor reads it again")
+        }
+    }
+
     /// `printf … > note.md` in a shell: the redirection opens the note
     /// truncating, copies the descriptor to 1 and closes the first one (a
     /// flush of an empty file) before any text is written. That close saves

@@ -172,9 +172,13 @@ public enum ProseMerge {
     /// less those of paragraphs the edit typed again (`typedAgain`), plus
     /// `deletions(shown:edited:)`. Local, so the edit's order leads; the
     /// result syncs as an ordinary new version.
-    public static func applyEdit(shown: String, edited: String, onto record: ProseVersion) -> ProseVersion {
+    ///
+    /// Lines another writer appended meanwhile to a paragraph the edit
+    /// rewrote go after the rewrite (`AppendedLines`), not in a second copy.
+    public static func applyEdit(shown: String, edited typed: String, onto record: ProseVersion) -> ProseVersion {
+        let (edited, superseded) = AppendedLines.fold(shown: shown, edited: typed, record: record.text)
         let tombstones = record.deletedParagraphs.subtracting(typedAgain(shown: shown, edited: edited))
-            .union(deletions(shown: shown, edited: edited))
+            .union(deletions(shown: shown, edited: edited)).union(superseded)
         let parsedEdit = Paragraphs.parse(edited)
         let parsedRecord = Paragraphs.parse(record.text)
         let spelling = ParagraphSpelling(preferring: parsedEdit, then: parsedRecord)
@@ -236,6 +240,25 @@ public enum ProseMerge {
                            tombstones: Set<ParagraphHash>) -> [ParagraphHash] {
         let leading = allOfLeading.filter { !tombstones.contains($0.hash) }
         let otherIDs = Set(other.map(\.hash))
+        // Paragraphs of `leading` the other side rewrote (tombstoned there,
+        // its rewrite among its extras), each with the slot it held: the
+        // rewrite goes there, not after whatever precedes it in its own
+        // text. Words are compared only if some are needed.
+        var rewritten: [(slot: Int, words: ParagraphWords)]?
+        func rewrittenSlot(of p: ParsedParagraph) -> Int? {
+            if rewritten == nil {
+                var slots: [(slot: Int, words: ParagraphWords)] = []
+                var survivors = 0
+                for q in allOfLeading {
+                    if !tombstones.contains(q.hash) { survivors += 1 } else if !otherIDs.contains(q.hash) { slots.append((survivors, ParagraphWords(q.text))) }
+                }
+                rewritten = slots
+            }
+            guard let candidates = rewritten, !candidates.isEmpty else { return nil }
+            let words = ParagraphWords(p.text)
+            guard let index = candidates.firstIndex(where: { ParagraphRevision.areRevisions($0.words, words) }) else { return nil }
+            return rewritten!.remove(at: index).slot
+        }
         // after[0] holds extras placed before everything; after[i + 1] holds
         // extras placed after leading[i].
         var after: [[ParagraphHash]] = Array(repeating: [], count: leading.count + 1)
@@ -265,6 +288,7 @@ public enum ProseMerge {
             if let found = positions[id], copy < found.count {
                 slot = found[copy] + 1
             } else {
+                if copy == 0, !positions.keys.contains(id), let place = rewrittenSlot(of: p) { slot = place }
                 after[slot].append(id)
             }
         }

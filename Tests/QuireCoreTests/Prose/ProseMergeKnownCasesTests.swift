@@ -45,6 +45,44 @@ final class ProseMergeKnownCasesTests: XCTestCase {
         XCTAssertEqual(report.keptFromB, [Paragraphs.paragraphHash("Called Dad.")])
     }
 
+    /// One device rewrites the first paragraph beyond recognition while
+    /// the other revises the second: the second's revision stays second,
+    /// where the paragraph it replaced was, not before everything.
+    func testARevisionGoesWhereItsOriginalWasBesideAConcurrentRewrite() {
+        let start = ProseVersion(text: base)
+        let newMorning = "Slept in; the radiator knocked all night."
+        let revisedLunch = "Lunch with Mara at the noodle place; she starts the new job on Tuesday."
+        let phone = edit(start, into: [newMorning, lunch, evening])
+        let laptop = edit(start, into: [morning, revisedLunch, evening])
+        XCTAssertEqual(assertCommutes(phone, laptop).paragraphs, [newMorning, revisedLunch, evening])
+        // The same as a local save over a version that moved meanwhile.
+        let saved = ProseMerge.applyEdit(shown: base, edited: Paragraphs.join([newMorning, lunch, evening]), onto: laptop)
+        XCTAssertEqual(saved.paragraphs, [newMorning, revisedLunch, evening])
+        // Short paragraphs: a revision that contains its original.
+        let short = ProseMerge.applyEdit(shown: "alpha\n\nB\n\nC\n", edited: "omega\n\nB\n\nC\n",
+                                         onto: edit(ProseVersion(text: "alpha\n\nB\n\nC\n"), into: ["alpha", "B x", "C"]))
+        XCTAssertEqual(short.text, "omega\n\nB x\n\nC\n")
+    }
+
+    /// A log note: one program appends lines while an editor that read it
+    /// rewrites its head line and saves. The appended lines follow the
+    /// rewrite in one paragraph: every word once, not the note twice.
+    func testLinesAppendedToAParagraphTheSaveRewroteFollowTheRewrite() {
+        let shown = "REV s\nl1\nl2\n"
+        let appended = edit(ProseVersion(text: shown), into: ["REV s\nl1\nl2\nappended"])
+        let saved = ProseMerge.applyEdit(shown: shown, edited: "REV 1\nl1\nl2\n", onto: appended)
+        XCTAssertEqual(saved.text, "REV 1\nl1\nl2\nappended\n")
+        XCTAssertTrue(saved.deletedParagraphs.contains(Paragraphs.paragraphHash("REV s\nl1\nl2\nappended")), "the appended-to version is superseded")
+        // Prose: a sentence line added under a paragraph the save revised.
+        let note = "The river rose in the night and we moved the boats up the bank."
+        let added = edit(ProseVersion(text: note + "\n"), into: [note + "\nBy morning it was falling again."])
+        let revised = ProseMerge.applyEdit(shown: note + "\n", edited: "The river rose overnight and we moved the boats up the bank.\n", onto: added)
+        XCTAssertEqual(revised.text, "The river rose overnight and we moved the boats up the bank.\nBy morning it was falling again.\n")
+        // A paragraph the save did not rewrite keeps its appended lines where they are.
+        let kept = ProseMerge.applyEdit(shown: "a\n\nb\n", edited: "a\n\nb\n\nc\n", onto: edit(ProseVersion(text: "a\n\nb\n"), into: ["a\nmore", "b"]))
+        XCTAssertEqual(kept.text, "a\nmore\n\nb\n\nc\n")
+    }
+
     func testAppendedSentenceRevisionDoesNotComeBackBesideItsOriginal() {
         let start = ProseVersion(text: base)
         let longer = evening + " Dreamt of the sea."

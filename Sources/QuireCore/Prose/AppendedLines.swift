@@ -1,0 +1,47 @@
+/// Lines another writer appended to a paragraph that a local edit rewrote
+/// meanwhile: a log note one program appends to (`echo … >> log.md`)
+/// while an editor, which read it before, saves its own rewrite of the
+/// same paragraph. Both are one paragraph that changed two ways, which the
+/// merge keeps twice (every word kept); when one side only added lines at
+/// the end, the rewrite plus those lines holds every word of both, once.
+/// Local saves only (`ProseMerge.applyEdit`): what a sibling appended
+/// reaches the merge of versions, which keeps both as ever.
+enum AppendedLines {
+    /// `edited` with the lines `record` appended to a paragraph of `shown`
+    /// put after that paragraph's rewrite, and the identities of the
+    /// appended-to paragraphs, superseded by the result.
+    static func fold(shown: String, edited: String, record: String) -> (edited: String, superseded: Set<ParagraphHash>) {
+        let before = Paragraphs.parse(shown), after = Paragraphs.parse(edited), current = Paragraphs.parse(record)
+        let beforeIDs = Set(before.map(\.hash)), afterIDs = Set(after.map(\.hash)), currentIDs = Set(current.map(\.hash))
+        // Rewritten by this edit and appended to elsewhere: gone from both texts.
+        var originals = before.filter { !afterIDs.contains($0.hash) && !currentIDs.contains($0.hash) }
+        guard !originals.isEmpty else { return (edited, []) }
+        var texts = after.map(\.text)
+        var available = after.indices.filter { !beforeIDs.contains(after[$0].hash) }
+        var superseded = Set<ParagraphHash>()
+        for appended in current where !beforeIDs.contains(appended.hash) && !afterIDs.contains(appended.hash) {
+            let lines = appended.text.split(separator: "\n", omittingEmptySubsequences: false)
+            guard let o = originals.firstIndex(where: { original in
+                let base = original.text.split(separator: "\n", omittingEmptySubsequences: false)
+                return lines.count > base.count && lines.starts(with: base)
+            }) else { continue }
+            let original = originals[o]
+            guard let slot = available.firstIndex(where: { isRewrite(of: original.text, after[$0].text) }) else { continue }
+            let index = available.remove(at: slot)
+            originals.remove(at: o)
+            let base = original.text.split(separator: "\n", omittingEmptySubsequences: false).count
+            texts[index] += "\n" + lines.dropFirst(base).joined(separator: "\n")
+            superseded.insert(appended.hash)
+        }
+        return superseded.isEmpty ? (edited, []) : (Paragraphs.join(texts), superseded)
+    }
+
+    /// A paragraph's rewrite: a revision by words, or (lines, as in a log)
+    /// one that keeps at least half of its lines.
+    private static func isRewrite(of original: String, _ candidate: String) -> Bool {
+        if ParagraphRevision.areRevisions(original, candidate) { return true }
+        let lines = original.split(separator: "\n", omittingEmptySubsequences: false)
+        let kept = Set(candidate.split(separator: "\n", omittingEmptySubsequences: false))
+        return lines.count >= 2 && lines.filter(kept.contains).count * 2 >= lines.count
+    }
+}
