@@ -31,6 +31,7 @@ final class ProvisionalFilesTests: XCTestCase {
         XCTAssertEqual(FileNames.tempName("lu3245f8z3ke.tmp"), .always, "LibreOffice")
         XCTAssertEqual(FileNames.tempName("index.lock"), .always, "git")
         XCTAssertEqual(FileNames.tempName("tmp_obj_Ab12Cd"), .always, "git")
+        XCTAssertEqual(FileNames.tempName("index.stash.2885"), .always, "git stash")
         for name in ["library.db-journal", "library.db-wal", "library.db-shm"] { XCTAssertEqual(FileNames.tempName(name), .always, "SQLite") }
         for name in ["Plan.md", "photo.jpeg", "Plan.md.aB3dE", "Plan.md.aB3dE9x", "Plan.md.12345678901", "Plan.md.aB-dE9", ".aB3dE9",
                      "Plan.md.", "README", "Cargo.lockfile", "lock", "Plan.md.tmp12345678901", "Plan.md.tmpx", "Plan.md.tmp1a", "Plan.md.xvnl45H_", "Plan.md.xvnl45h-"] {

@@ -146,7 +146,8 @@ enum FileNames {
     enum TempName: Equatable {
         /// `x.tmp` (LibreOffice's `luXXXX.tmp`), `x.lock` (git's lock
         /// files: `index.lock`, `HEAD.lock`, renamed over their file or
-        /// removed), git's `tmp_obj_XXXXXX` (and `tmp_idx_`, `tmp_pack_`),
+        /// removed), git's `tmp_obj_XXXXXX` (and `tmp_idx_`, `tmp_pack_`,
+        /// and `git stash`'s `index.stash.PID`),
         /// SQLite's `x.db-journal`, `x.db-wal` and `x.db-shm` (made and
         /// removed by every transaction, or while the database is open).
         case always
@@ -167,7 +168,7 @@ enum FileNames {
     /// never match.
     static func tempName(_ name: String) -> TempName? {
         let bytes = Array(name.utf8)
-        if name.hasPrefix("tmp_obj_") || name.hasPrefix("tmp_idx_") || name.hasPrefix("tmp_pack_") { return .always }
+        if name.hasPrefix("tmp_obj_") || name.hasPrefix("tmp_idx_") || name.hasPrefix("tmp_pack_") || name.hasPrefix("index.stash.") { return .always }
         if name.hasSuffix("-journal") || name.hasSuffix("-wal") || name.hasSuffix("-shm") { return .always }
         guard let dot = bytes.lastIndex(of: UInt8(ascii: ".")), dot > 0 else { return nil }
         let suffix = bytes[(dot + 1)...]
