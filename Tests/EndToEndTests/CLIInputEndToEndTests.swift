@@ -65,4 +65,36 @@ final class CLIInputEndToEndTests: XCTestCase {
         // Nothing was deleted by the miss.
         XCTAssertEqual(try quire(["get", "notebook", "Shopping List"], home: home("a")).stdout, "milk\n")
     }
+
+    /// A restore killed half way (its marker written, the device's files
+    /// moved aside, the backup's not yet written): every command says so
+    /// and how to finish, `init` makes no new device over it, and running
+    /// the restore again finishes it. Two restores within one second do not
+    /// collide on the folder they move the files to.
+    func testAnInterruptedRestoreIsFinishedByRunningItAgain() throws {
+        let a = home("a")
+        try quireOK(["init", "--name", "a"], home: a)
+        try quireOK(["put", "notebook", "Kept"], home: a, stdin: Array("kept words\n".utf8))
+        let backup = dir + "/a.qbackup"
+        try quireOK(["backup", "--to", backup], home: a)
+        let aside = a + "/before-restore-interrupted"
+        try FileManager.default.createDirectory(atPath: aside, withIntermediateDirectories: false)
+        try Array("\(aside)\n\(backup)\n".utf8).withUnsafeBufferPointer { try Data(buffer: $0).write(to: URL(fileURLWithPath: a + "/restore-in-progress")) }
+        for name in ["replica.sqlite", "replica.sqlite-wal", "replica.sqlite-shm", "prefs.json", "keys"]
+        where FileManager.default.fileExists(atPath: a + "/" + name) {
+            try FileManager.default.moveItem(atPath: a + "/" + name, toPath: aside + "/" + name)
+        }
+        for args in [["status"], ["get", "notebook", "Kept"], ["init", "--name", "b"]] {
+            let refused = try quire(args, home: a)
+            XCTAssertEqual(refused.status, 1, args.joined(separator: " "))
+            XCTAssertTrue(refused.stderr.contains("a restore into \(a) was interrupted (the files from before it are in \(aside)/)"), refused.stderr)
+            XCTAssertTrue(refused.stderr.contains("run 'quire restore --from \(backup)' again"), refused.stderr)
+        }
+        try quireOK(["restore", "--from", backup], home: a)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: a + "/restore-in-progress"))
+        XCTAssertEqual(try quireOK(["get", "notebook", "Kept"], home: a).stdout, "kept words\n")
+        try quireOK(["restore", "--from", backup], home: a)
+        try quireOK(["restore", "--from", backup], home: a)
+        XCTAssertEqual(try quireOK(["get", "notebook", "Kept"], home: a).stdout, "kept words\n")
+    }
 }

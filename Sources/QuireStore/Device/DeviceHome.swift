@@ -47,6 +47,24 @@ public struct DeviceHome: Sendable {
     /// until a sibling admits it.
     public var enrolmentPath: String { keysPath + "/enrolment" }
     public var prefs: PrefsFile { PrefsFile(path: prefsPath) }
+    /// Written by `quire restore` before it moves anything, removed when it
+    /// is done: the folder the device's files went to, and the backup file.
+    public var restoreMarkerPath: String { path + "/restore-in-progress" }
+
+    /// A restore that did not finish (killed, a power cut): where the files
+    /// from before it are, and the backup it was putting back.
+    public var interruptedRestore: (aside: String, backup: String)? {
+        guard let text = try? String(contentsOfFile: restoreMarkerPath, encoding: .utf8) else { return nil }
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        return (lines.first ?? "", lines.count > 1 ? lines[1] : "")
+    }
+
+    /// Refuses to use or replace a device directory a restore left half done.
+    func refuseInterruptedRestore() throws(StoreError) {
+        guard let restore = interruptedRestore else { return }
+        throw StoreError(.conflict, "a restore into \(path) was interrupted (the files from before it are in \(restore.aside)/): "
+                         + "run 'quire restore --from \(restore.backup.isEmpty ? "FILE" : restore.backup)' again to finish it; nothing is lost")
+    }
 
     public var exists: Bool { FileManager.default.fileExists(atPath: prefsPath) }
 
@@ -54,6 +72,7 @@ public struct DeviceHome: Sendable {
     @discardableResult
     public func create(name: String, role: Prefs.Role = .device, identity given: Identity? = nil,
                        clock: any Clock = SystemClock()) throws(StoreError) -> (Identity, ReplicaStore) {
+        try refuseInterruptedRestore()
         if exists { throw StoreError(.conflict, "\(path) already holds a quire device; choose another --home") }
         let fm = FileManager.default
         var isDir: ObjCBool = false
@@ -100,6 +119,7 @@ public struct DeviceHome: Sendable {
             throw StoreError(.notFound, "no quire device at \(path); run 'quire init' (or pass --home)")
         }
         try checkPermissions()
+        if !restoring { try refuseInterruptedRestore() }
         guard exists else { throw StoreError(.notFound, "\(path) is not a quire device directory (no prefs.json); run 'quire init'") }
         let (identity, legacySecret) = try Identity.load(from: keysPath)
         let store = try ReplicaStore(path: databasePath, deviceID: identity.deviceID, clock: clock, restoring: restoring)

@@ -88,7 +88,16 @@ enum BackupCommands {
             throw CommandFailure("this device is mounted at \(mounted) (sync off); unmount it first ('quire unmount \(mounted)')")
         }
         let stamp = DateText.format(SystemClock().now().seconds, time: true).replacingOccurrences(of: " ", with: "T").replacingOccurrences(of: ":", with: "")
-        let aside = home.path + "/before-restore-" + stamp
+        var aside = home.path + "/before-restore-" + stamp
+        var attempt = 1
+        while fm.fileExists(atPath: aside) {   // a second restore within the same second
+            attempt += 1
+            aside = home.path + "/before-restore-" + stamp + "-\(attempt)"
+        }
+        // A restore killed half way is run again: the device as it was
+        // before is in the folder the first attempt moved it to.
+        let interrupted = home.interruptedRestore
+        let before = interrupted?.aside ?? aside
         let existing = DeviceHome.deviceFiles.filter { fm.fileExists(atPath: home.path + "/" + $0) }
         var plan = ["restore device '\(archive.deviceName)' (\(archive.deviceID.hex.prefix(12))) from a backup taken "
                     + "\(DateText.format(archive.takenAt.seconds, time: true)) into \(home.path):"]
@@ -103,25 +112,35 @@ enum BackupCommands {
             if args.has("json") { Output.json(["dryRun": true, "plan": plan]) }
             return
         }
+        if interrupted == nil {
+            do { try AtomicFile.write(Array("\(aside)\n\(source)\n".utf8), to: home.restoreMarkerPath, mode: 0o600) } catch {
+                throw CommandFailure("nothing restored: cannot write \(home.restoreMarkerPath): \(error)")
+            }
+        }
         if !existing.isEmpty {
             do {
                 try fm.createDirectory(atPath: aside, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
                 for name in existing { try fm.moveItem(atPath: home.path + "/" + name, toPath: aside + "/" + name) }
-            } catch { throw CommandFailure("nothing restored: cannot move the current files to \(aside): \(error.localizedDescription)") }
+            } catch {
+                if interrupted == nil, (try? fm.contentsOfDirectory(atPath: aside))?.isEmpty ?? true { try? fm.removeItem(atPath: home.restoreMarkerPath) }
+                throw CommandFailure("nothing restored: cannot move the current files to \(aside): \(error.localizedDescription)")
+            }
         }
         do {
             _ = mkdir(home.keysPath, 0o700)
             _ = mkdir(home.scratchPath, 0o700)
             for f in archive.files { try AtomicFile.write(f.bytes, to: home.path + "/" + f.path, mode: 0o600) }
             let (_, store) = try home.open(restoring: true)
-            let replaced = aside + "/replica.sqlite"
+            let replaced = before + "/replica.sqlite"
             let done = try store.finishRestore(replaced: fm.fileExists(atPath: replaced) ? replaced : nil,
                                                reason: "restored from a backup taken \(DateText.format(archive.takenAt.seconds, time: true))")
+            // Left behind, it makes the next command say to run the restore again, which finishes it.
+            _ = unlink(home.restoreMarkerPath)
             let actor = done.actor
             let generation = (try? home.prefs.load().generation) ?? 0
             if args.has("json") {
                 Output.json(["restored": true, "device": archive.deviceID.hex, "takenAt": archive.takenAt.seconds,
-                             "incarnation": String(actor.incarnation, radix: 16), "generation": generation, "movedAside": existing.isEmpty ? "" : aside,
+                             "incarnation": String(actor.incarnation, radix: 16), "generation": generation, "movedAside": interrupted != nil ? before : (existing.isEmpty ? "" : aside),
                              "heldBodiesKept": done.adopted, "heldBodiesDamaged": done.damaged])
             } else {
                 if done.adopted > 0 {
@@ -134,7 +153,7 @@ enum BackupCommands {
                             + "Start 'quire sync' or mount it: what the other devices learned since the backup comes back")
             }
         } catch {
-            throw CommandFailure("restore failed: \(error); what was there before is in \(aside)/")
+            throw CommandFailure("restore failed: \(error); what was there before is in \(before)/; run it again to finish it")
         }
     }
 
