@@ -84,8 +84,13 @@ final class ReplicaFaultTests: XCTestCase {
         // Owner-only, as quire makes it (a readable one would add a line saying it was tightened).
         XCTAssertTrue(FileManager.default.createFile(atPath: db, contents: Data(garbage), attributes: [.posixPermissions: 0o600]))
         assertOneLineError(try quire(["status"], home: home), contains: "damaged or not a database")
+        // The ways back, not 'move it aside' (which led to 'run quire init', which refuses).
+        let damaged = try quire(["status"], home: home).stderr
+        XCTAssertTrue(damaged.contains("'quire restore --from FILE'") && damaged.contains("'quire init --join'"), damaged)
+        XCTAssertFalse(damaged.contains("move it aside"), damaged)
         XCTAssertEqual(Array(FileManager.default.contents(atPath: db)!), garbage, "the damaged file was not written to")
         try FileManager.default.removeItem(atPath: db)
+        assertOneLineError(try quire(["status"], home: home), contains: "has this device's keys and prefs but no replica")
         XCTAssertEqual(shell("python3 -c \"import sqlite3; c=sqlite3.connect('\(db)'); c.execute('create table t(x)'); c.commit()\" && chmod 600 '\(db)'").status, 0)
         assertOneLineError(try quire(["ls", "notebook"], home: home), contains: "not a quire replica")
     }

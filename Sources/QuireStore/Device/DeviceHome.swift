@@ -122,7 +122,21 @@ public struct DeviceHome: Sendable {
         if !restoring { try refuseInterruptedRestore() }
         guard exists else { throw StoreError(.notFound, "\(path) is not a quire device directory (no prefs.json); run 'quire init'") }
         let (identity, legacySecret) = try Identity.load(from: keysPath)
-        let store = try ReplicaStore(path: databasePath, deviceID: identity.deviceID, clock: clock, restoring: restoring)
+        let store: ReplicaStore
+        do { store = try ReplicaStore(path: databasePath, deviceID: identity.deviceID, clock: clock, restoring: restoring) } catch {
+            // The ways back for a device whose replica is gone or unreadable.
+            let back = "put it back from a backup ('quire restore --from FILE'), or, with none, make this device again: move \(path) aside "
+                + "and join the account anew ('quire invite' on another device, then 'quire init --join' here); what the other devices "
+                + "hold comes back"
+            switch error.kind {
+            case .notFound where !FileManager.default.fileExists(atPath: databasePath):
+                throw StoreError(.notFound, "\(path) has this device's keys and prefs but no replica (replica.sqlite was moved or deleted): \(back)")
+            case .corrupt:
+                let what = error.message.replacingOccurrences(of: "; restore it from a backup or move it aside", with: "")
+                throw StoreError(.corrupt, "\(what); to get this device back, \(back)")
+            default: throw error
+            }
+        }
         try store.bindDevice()
         // How long and how much trash and earlier versions are kept (prefs).
         if let prefs = try? prefs.load() { store.keptLimits = KeptLimits(prefs: prefs) }

@@ -15,9 +15,11 @@ enum RepairCommand {
                         (replay floors), so its siblings are heard afresh; at the next
                         start it checks the anchor and catches up.
           --take-fleet  take the fleet's copy. Right when this device's replica is damaged
-                        or holds what you want gone: the replica is set aside (it is in the
-                        backup) and the next sync pulls everything from a sibling, which
-                        must be online.
+                        but still opens, or holds what you want gone: the replica is set aside
+                        (it is in the backup) and the next sync pulls everything from a
+                        sibling, which must be online. A replica that does not open at all
+                        is put back from a backup ('quire restore'), or the device joins the
+                        account anew (the error says how).
           --leave       change nothing. Right when the cause is outside quire (the relay
                         is down, the cloud folder is not mounted) and will pass.
         """
