@@ -86,6 +86,7 @@ enum FsckCommand {
                 if !lost.isEmpty { why.append(lost.joined(separator: ", ") + " no longer hold\(lost.count == 1 ? "s" : "") it") }
                 if !silent.isEmpty { why.append(silent.joined(separator: ", ") + " did not answer (unreachable?)") }
                 if !revoked.isEmpty { why.append(revoked.joined(separator: ", ") + (revoked.count == 1 ? " was" : " were") + " revoked (a copy there counts no more)") }
+                if why.isEmpty { why.append("no device is known to hold it") }
                 let text = "'\(n.title)' (\(n.key.hex.prefix(12))): body held by \(confirmed.count) of \(need) required copies: " + why.joined(separator: "; ")
                 problems.append(text)
                 entry["problem"] = text

@@ -27,8 +27,11 @@ extension StatusReport {
         if !offloaded.isEmpty {
             var byHolder: [DeviceID: Int] = [:]
             for n in offloaded { for h in n.holders { byHolder[h, default: 0] += 1 } }
+            let nowhere = offloaded.filter(\.holders.isEmpty).count
+            let holders = byHolder.sorted { $0.key < $1.key }.map { "\(name($0.key)) (\($0.value))" }
+                + (nowhere > 0 ? ["no device known (\(nowhere))"] : [])
             lines.append("\(offloaded.count) notes offloaded (\(ByteText.text(offloaded.reduce(0) { $0 + $1.size })) of bodies), held by "
-                         + byHolder.sorted { $0.key < $1.key }.map { "\(name($0.key)) (\($0.value))" }.joined(separator: ", "))
+                         + holders.joined(separator: ", "))
             // A revoked holder is said apart: it is not away, it is gone.
             let revoked = roster.map { RevokedCopies(offloaded: offloaded, roster: $0, required: OffloadCopiesFile(home: home).load()) }
             let revokedHolders = Set(revoked?.byHolder.map(\.holder) ?? [])
