@@ -203,3 +203,13 @@ extension ReplicaStore {
                            updatedAt: Timestamp(seconds: 1_700_000_000))))
     }
 }
+
+/// A second running program (a `sleep`), and requests made as it: for
+/// tests of what one program was shown beside another.
+func startOtherProgram() throws -> (process: Process, request: FuseRequest) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/sleep")
+    process.arguments = ["30"]
+    try process.run()
+    return (process, FuseRequest(uid: getuid(), gid: getgid(), pid: process.processIdentifier))
+}

@@ -69,15 +69,6 @@ final class EditsBetweenReadAndSaveTests: XCTestCase {
         }
     }
 
-    /// A second running program (a `sleep`), and requests made as it.
-    private static func otherProgram() throws -> (process: Process, request: FuseRequest) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sleep")
-        process.arguments = ["30"]
-        try process.run()
-        return (process, FuseRequest(uid: getuid(), gid: getgid(), pid: process.processIdentifier))
-    }
-
     /// Opens, reads and closes `path` as `request`'s program.
     private static func read(_ mount: DirectMount, _ path: String, as request: FuseRequest) throws -> String {
         let inode = try mount.lookup(path).attributes.inode
@@ -92,7 +83,7 @@ final class EditsBetweenReadAndSaveTests: XCTestCase {
     /// read it before, was not shown that paragraph, and its save keeps it.
     func testAnotherProgramsReadIsNotTheEditorsBaseline() throws {
         let mount = try DirectMount { try $0.putNote("A", "one\n") }
-        let indexer = try Self.otherProgram()
+        let indexer = try startOtherProgram()
         defer { indexer.process.terminate() }
         XCTAssertEqual(try mount.text("notebook/A.md"), "one\n", "the editor reads")
         try landsElsewhere(mount, "A", "one\n\ntwo\n")
@@ -117,7 +108,7 @@ final class EditsBetweenReadAndSaveTests: XCTestCase {
             _ = try store.putNote("A", "one\n")
             for i in 0..<others { _ = try store.putNote("N\(i)", "note \(i)\n") }
         }
-        let indexer = try Self.otherProgram()
+        let indexer = try startOtherProgram()
         defer { indexer.process.terminate() }
         XCTAssertEqual(try mount.text("notebook/A.md"), "one\n", "the editor reads")
         try landsElsewhere(mount, "A", "one\n\ntwo\n")
@@ -141,7 +132,7 @@ final class EditsBetweenReadAndSaveTests: XCTestCase {
             _ = try store.putNote("A", "one\n")
             for i in 0..<(glanced + indexed) { _ = try store.putNote("N\(i)", "note \(i)\n") }
         }
-        let indexer = try Self.otherProgram()
+        let indexer = try startOtherProgram()
         defer { indexer.process.terminate() }
         XCTAssertEqual(try mount.text("notebook/A.md"), "one\n", "the editor reads")
         for i in 0..<(glanced - 1) { _ = try mount.text("notebook/N\(i).md") }

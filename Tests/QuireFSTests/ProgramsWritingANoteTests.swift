@@ -11,15 +11,6 @@ import XCTest
 /// write-only descriptor): each save is counted against the text its
 /// writes land on, and no paragraph is lost or repeated.
 final class ProgramsWritingANoteTests: XCTestCase {
-    /// A second running program (a `sleep`), and requests made as it.
-    private static func otherProgram() throws -> (process: Process, request: FuseRequest) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sleep")
-        process.arguments = ["30"]
-        try process.run()
-        return (process, FuseRequest(uid: getuid(), gid: getgid(), pid: process.processIdentifier))
-    }
-
     /// `echo line >> note.md` as `request`'s program: open for appending, write at the end, close.
     private static func append(_ mount: DirectMount, _ path: String, _ line: String, as request: FuseRequest) throws {
         let inode = try mount.lookup(path).attributes.inode
@@ -37,7 +28,7 @@ final class ProgramsWritingANoteTests: XCTestCase {
     /// not onto what its program last wrote.
     func testTwoProgramsAppendingInTurnsWriteEachLineOnce() throws {
         let mount = try DirectMount { try $0.putNote("W", "base\n") }
-        let other = try Self.otherProgram()
+        let other = try startOtherProgram()
         defer { other.process.terminate() }
         try Self.append(mount, "notebook/W.md", "from a\n", as: mount.caller)
         try Self.append(mount, "notebook/W.md", "from b\n", as: other.request)
@@ -52,7 +43,7 @@ final class ProgramsWritingANoteTests: XCTestCase {
     /// counted against the text those writes landed on, so whichever
     /// closes first saves both, and nothing is repeated.
     func testInterleavedAppendsOfTwoProgramsWriteEachLineOnce() throws {
-        let other = try Self.otherProgram()
+        let other = try startOtherProgram()
         defer { other.process.terminate() }
         enum Step { case open, write, close }
         let steps: [Step] = [.open, .write, .close, .open, .write, .close]
@@ -94,7 +85,7 @@ final class ProgramsWritingANoteTests: XCTestCase {
     /// every save.
     func testALineAppendedUnderAnEditorFollowsItsRewrite() throws {
         let mount = try DirectMount { try $0.putNote("Log", "REV s\nl1\nl2\n") }
-        let logger = try Self.otherProgram()
+        let logger = try startOtherProgram()
         defer { logger.process.terminate() }
         XCTAssertEqual(try mount.text("notebook/Log.md"), "REV s\nl1\nl2\n", "the editor reads")
         var expected = "REV s\nl1\nl2\n"
