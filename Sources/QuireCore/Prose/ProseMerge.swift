@@ -28,7 +28,9 @@
 /// paragraphs (copies beyond what the leading side holds) go right after
 /// the nearest preceding paragraph of their own side, in their own side's
 /// order, or first when none precedes them; a tombstoned neighbour counts
-/// as present at its rewrite in the leading side, when similarity finds one
+/// as present at its rewrite in the leading side, when similarity finds one,
+/// and an extra that rewrites a paragraph the leading side still spells out
+/// (tombstoned by that rewrite) goes where that paragraph was
 /// (`ParagraphRevision`: placement only). Only the texts are compared, never
 /// which argument is `a`, so the merge is commutative to the byte.
 ///
