@@ -9,7 +9,8 @@ import QuireCore
 /// bytes, the oldest kept first out.
 struct CleanCopies {
     static let byteLimit = 32 << 20
-    private var copies: [RowRef: WorkingCopy] = [:]
+    /// Each copy with the stamp of its place in `order`.
+    private var copies: [RowRef: (copy: WorkingCopy, stamp: UInt64)] = [:]
     private var order = RecencyOrder<RowRef>()
     private var bytes = 0
 
@@ -19,8 +20,8 @@ struct CleanCopies {
 
     /// The copy kept for `ref`, if it came from change number `seq`.
     func copy(_ ref: RowRef, seq: Int64) -> WorkingCopy? {
-        guard let kept = copies[ref], kept.seq == seq else { return nil }
-        return kept
+        guard let kept = copies[ref], kept.copy.seq == seq else { return nil }
+        return kept.copy
     }
 
     /// Keeps a clean copy rendered from the stored row whose change number
@@ -31,14 +32,21 @@ struct CleanCopies {
         var copy = copy
         copy.seq = seq
         forget(ref)
-        copies[ref] = copy
-        order.touch(ref)
+        // The table is read through a second reference only inside each
+        // block: it is unique again when it changes (no copy).
+        let stamp: UInt64
+        do { let held = copies; stamp = order.touch(ref, live: held.count) { held[$0]?.stamp == $1 } }
+        copies[ref] = (copy, stamp)
         bytes += copy.content.count
-        while bytes > CleanCopies.byteLimit, let oldest = order.removeOldest() { forget(oldest) }
+        while bytes > CleanCopies.byteLimit {
+            let oldest: RowRef?
+            do { let held = copies; oldest = order.removeOldest { held[$0]?.stamp == $1 } }
+            guard let oldest else { break }
+            forget(oldest)
+        }
     }
 
     mutating func forget(_ ref: RowRef) {
-        order.remove(ref)
-        if let old = copies.removeValue(forKey: ref) { bytes -= old.content.count }
+        if let old = copies.removeValue(forKey: ref) { bytes -= old.copy.content.count }
     }
 }

@@ -1,46 +1,41 @@
 /// Keys in the order they were last touched, the least recent first: the
 /// eviction order of the mount's bounded caches (clean copies, baselines).
 ///
-/// Touching a key again leaves its old entry behind, marked stale by its
-/// stamp and skipped; stale entries are dropped once they outnumber the
-/// live ones, so the order stays within a constant of the keys it holds and
-/// each touch pays for at most one, whatever the pattern of touches.
+/// The cache keeps, with each key, the stamp its last `touch` returned;
+/// an entry whose stamp is not its key's any more (touched again since, or
+/// removed) is stale and skipped. Stale entries are dropped once they
+/// outnumber the live ones, so the order stays within a constant of the
+/// keys the cache holds and each touch pays for at most one, whatever the
+/// pattern of touches. The stamps live in the cache's own table: one
+/// lookup per key, not two.
 struct RecencyOrder<Key: Hashable> {
-    /// Each key with the stamp of its live entry in `entries`.
-    private var stamps: [Key: UInt64] = [:]
     private var entries: [(key: Key, stamp: UInt64)] = []
     private var head = 0
     private var nextStamp: UInt64 = 0
 
-    var count: Int { stamps.count }
     /// Entries queued, stale ones included (tests).
     var queued: Int { entries.count - head }
 
-    /// When `key` was last touched (a larger number is more recent).
-    func lastTouched(_ key: Key) -> UInt64? { stamps[key] }
-
-    /// `key` is now the most recent.
-    mutating func touch(_ key: Key) {
-        nextStamp += 1
-        stamps[key] = nextStamp
-        entries.append((key, nextStamp))
-        if entries.count - head > 2 * stamps.count + 64 || head > entries.count / 2 {
-            entries = entries[head...].filter { stamps[$0.key] == $0.stamp }
+    /// Queues `key` as the most recent and returns the stamp to keep with
+    /// it. `isCurrent` tells whether an older entry still names its key's
+    /// stamp (`live`: how many keys the cache holds).
+    mutating func touch(_ key: Key, live: Int, isCurrent: (Key, UInt64) -> Bool) -> UInt64 {
+        if entries.count - head > 2 * live + 64 || head > entries.count / 2 {
+            entries = entries[head...].filter { isCurrent($0.key, $0.stamp) }
             head = 0
         }
+        nextStamp += 1
+        entries.append((key, nextStamp))
+        return nextStamp
     }
 
-    mutating func remove(_ key: Key) { stamps[key] = nil }
-
-    /// Takes the least recently touched key out of the order.
-    mutating func removeOldest() -> Key? {
+    /// The least recently touched key whose entry is current, taken out of
+    /// the order (the cache then drops it).
+    mutating func removeOldest(isCurrent: (Key, UInt64) -> Bool) -> Key? {
         while head < entries.count {
             let oldest = entries[head]
             head += 1
-            if stamps[oldest.key] == oldest.stamp {
-                stamps[oldest.key] = nil
-                return oldest.key
-            }
+            if isCurrent(oldest.key, oldest.stamp) { return oldest.key }
         }
         return nil
     }

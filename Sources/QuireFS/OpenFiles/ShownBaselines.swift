@@ -101,7 +101,8 @@ struct ProcessTexts {
 /// editor's note it saves all day stays while notes it glanced at go.
 struct BoundedTexts<Key: Hashable> {
     let capacity: Int
-    private var texts: [Key: [UInt8]] = [:]
+    /// Each text with the stamp of its place in `order`.
+    private var texts: [Key: (text: [UInt8], stamp: UInt64)] = [:]
     private var order = RecencyOrder<Key>()
 
     init(capacity: Int) { self.capacity = capacity }
@@ -111,20 +112,21 @@ struct BoundedTexts<Key: Hashable> {
     var queued: Int { order.queued }
 
     mutating func removeOldest() {
-        if let oldest = order.removeOldest() { texts[oldest] = nil }
+        // The table is read through a second reference only inside the
+        // block: it is unique again when an entry is removed (no copy).
+        let oldest: Key?
+        do { let held = texts; oldest = order.removeOldest { held[$0]?.stamp == $1 } }
+        if let oldest { texts[oldest] = nil }
     }
 
     subscript(key: Key) -> [UInt8]? {
-        get { texts[key] }
+        get { texts[key]?.text }
         set {
-            guard let newValue else {
-                texts[key] = nil
-                order.remove(key)
-                return
-            }
-            texts[key] = newValue
-            order.touch(key)
-            while texts.count > capacity, let oldest = order.removeOldest() { texts[oldest] = nil }
+            guard let newValue else { texts[key] = nil; return }
+            let stamp: UInt64
+            do { let held = texts; stamp = order.touch(key, live: held.count) { held[$0]?.stamp == $1 } }
+            texts[key] = (newValue, stamp)
+            while texts.count > capacity { removeOldest() }
         }
     }
 }
