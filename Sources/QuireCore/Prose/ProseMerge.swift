@@ -120,14 +120,20 @@ public enum ProseMerge {
     /// deletions (both are tombstoned, and telling them apart tokenizes every
     /// removed paragraph: most of a save's time when a file is replaced whole).
     public static func deletions(shown: String, edited: String) -> Set<ParagraphHash> {
-        // Compared by the bytes identities digest: only removed paragraphs are digested.
-        let kept = Set(Paragraphs.normalizedParagraphs(edited))
-        var seen = Set<NormalizedParagraph>()
-        var removed = Set<ParagraphHash>()
-        for paragraph in Paragraphs.normalizedParagraphs(shown) where !kept.contains(paragraph) && seen.insert(paragraph).inserted {
-            removed.insert(paragraph.identity)
-        }
-        return removed
+        changes(shown: shown, edited: edited).deleted
+    }
+
+    /// `deletions` and `typedAgain` of one edit, from one reading of each
+    /// text. Compared by the bytes identities digest: only paragraphs one
+    /// side lacks are digested.
+    public static func changes(shown: String, edited: String) -> (deleted: Set<ParagraphHash>, typed: Set<ParagraphHash>) {
+        let before = Set(Paragraphs.normalizedParagraphs(shown))
+        let after = Set(Paragraphs.normalizedParagraphs(edited))
+        var deleted = Set<ParagraphHash>()
+        for paragraph in before where !after.contains(paragraph) { deleted.insert(paragraph.identity) }
+        var typed = Set<ParagraphHash>()
+        for paragraph in after where !before.contains(paragraph) { typed.insert(paragraph.identity) }
+        return (deleted, typed)
     }
 
     /// The paragraphs one local edit typed that were not in `shown`: new
@@ -139,12 +145,7 @@ public enum ProseMerge {
     /// saw a sibling's deletion and saves its old text whole does not bring
     /// the deleted paragraph back.
     public static func typedAgain(shown: String, edited: String) -> Set<ParagraphHash> {
-        let before = Set(Paragraphs.normalizedParagraphs(shown))
-        var typed = Set<ParagraphHash>()
-        for paragraph in Set(Paragraphs.normalizedParagraphs(edited)) where !before.contains(paragraph) {
-            typed.insert(paragraph.identity)
-        }
-        return typed
+        changes(shown: shown, edited: edited).typed
     }
 
     /// `deletions`, split into plain deletions and rewrites.
@@ -179,8 +180,8 @@ public enum ProseMerge {
     /// rewrote go after the rewrite (`AppendedLines`), not in a second copy.
     public static func applyEdit(shown: String, edited typed: String, onto record: ProseVersion) -> ProseVersion {
         let (edited, superseded) = AppendedLines.fold(shown: shown, edited: typed, record: record.text)
-        let tombstones = record.deletedParagraphs.subtracting(typedAgain(shown: shown, edited: edited))
-            .union(deletions(shown: shown, edited: edited)).union(superseded)
+        let change = changes(shown: shown, edited: edited)
+        let tombstones = record.deletedParagraphs.subtracting(change.typed).union(change.deleted).union(superseded)
         let parsedEdit = Paragraphs.parse(edited)
         let parsedRecord = Paragraphs.parse(record.text)
         let spelling = ParagraphSpelling(preferring: parsedEdit, then: parsedRecord)

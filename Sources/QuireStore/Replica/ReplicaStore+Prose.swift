@@ -136,20 +136,21 @@ extension WriteContext {
                 // Deduplicated and sorted by `replacing`.
                 var deleted = record.deleted + edit.deleted
                 var text = edit.text
+                var typed: Set<ParagraphHash> = []
                 if baseline == record.text {
                     // Nothing landed underneath: keep the user's bytes exactly.
-                    deleted += ProseMerge.deletions(shown: shownText, edited: editedText).map(\.bytes)
+                    let change = ProseMerge.changes(shown: shownText, edited: editedText)
+                    deleted += change.deleted.map(\.bytes)
+                    typed = change.typed
                 } else {
                     // The record moved while the file was open: fold it in.
                     let merged = ProseMerge.applyEdit(shown: shownText, edited: editedText, onto: ProseText.version(recordText, record.deleted))
                     text = Array(merged.text.utf8)
                     deleted += merged.deletedParagraphs.map(\.bytes)
+                    typed = ProseMerge.typedAgain(shown: shownText, edited: editedText)
                 }
-                if !deleted.isEmpty {
-                    // Typed again since it was deleted: no tombstone of its own (`typedAgain`).
-                    let typed = ProseMerge.typedAgain(shown: shownText, edited: editedText)
-                    if !typed.isEmpty { deleted.removeAll { ParagraphHash(bytes: $0).map(typed.contains) ?? false } }
-                }
+                // Typed again since it was deleted: no tombstone of its own (`typedAgain`).
+                if !typed.isEmpty && !deleted.isEmpty { deleted.removeAll { ParagraphHash(bytes: $0).map(typed.contains) ?? false } }
                 content = ProseText.replacing(content, text: text, deleted: deleted)
             }
         } else if let key, let existing = loaded, existing.isTombstone, let edit = ProseText.of(content) {
