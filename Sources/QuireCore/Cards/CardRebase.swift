@@ -27,14 +27,16 @@ public enum CardRebase {
         for (index, key) in mineKeys.enumerated() {
             if let left = removed[key], left > 0 { removed[key] = left - 1 } else { added[index] = true }
         }
-        var result: [[UInt8]] = []
+        // The current text's lines, each unfolded once (a PHOTO line can be
+        // large, and every kept line of the program's text is looked up).
+        var result: [(bytes: [UInt8], key: String)] = []
         for unit in ContentLines.units(of: theirs) {
             let key = CardText.matchKey(unit)
             if let left = removed[key], left > 0 {
                 removed[key] = left - 1
                 continue
             }
-            result.append(unit)
+            result.append((unit, key))
         }
         // A single property the program wrote anew replaces the current one.
         let minePlaces = CardText.places(ofUnits: mineUnits)
@@ -44,32 +46,43 @@ public enum CardRebase {
         }
         if !replaced.isEmpty {
             let mineLines = Set(mineKeys)
-            let places = CardText.places(ofUnits: result)
-            result = zip(result, places).filter { unit, place in
-                !replaced.contains((place.path + [place.name]).joined(separator: "/")) || mineLines.contains(CardText.matchKey(unit))
+            let places = CardText.places(ofUnits: result.map(\.bytes))
+            result = zip(result, places).filter { line, place in
+                !replaced.contains((place.path + [place.name]).joined(separator: "/")) || mineLines.contains(line.key)
             }.map(\.0)
         }
         // The program's new lines, each after its nearest kept neighbour.
+        var properties: [String?] = Array(repeating: nil, count: result.count)
+        func property(_ index: Int) -> String {
+            if let known = properties[index] { return known }
+            let name = CardText.propertyKey(result[index].bytes)
+            properties[index] = name
+            return name
+        }
         var cursor = -1
         for (index, unit) in mineUnits.enumerated() {
             if !added[index] {
                 // The line itself, or what the current text changed it to
                 // (a line of the same property after the cursor).
                 let key = mineKeys[index]
-                let later = result.indices.dropFirst(cursor + 1).first { CardText.matchKey(result[$0]) == key }
-                    ?? result.indices.first { CardText.matchKey(result[$0]) == key }
-                let property = CardText.propertyKey(unit)
-                let changed = result.indices.dropFirst(cursor + 1).first { CardText.propertyKey(result[$0]) == property }
-                if let found = later ?? changed { cursor = found }
+                if let found = result.indices.dropFirst(cursor + 1).first(where: { result[$0].key == key })
+                    ?? result.indices.first(where: { result[$0].key == key }) {
+                    cursor = found
+                } else {
+                    let name = CardText.propertyKey(unit)
+                    if let found = result.indices.dropFirst(cursor + 1).first(where: { property($0) == name }) { cursor = found }
+                }
                 continue
             }
-            result.insert(unit, at: cursor + 1)
+            result.insert((unit, mineKeys[index]), at: cursor + 1)
+            properties.insert(nil, at: cursor + 1)
             cursor += 1
         }
+        var lines = result.map(\.bytes)
         // Every line but the last ends its line (one that ended a text may sit inside now).
-        let end = lineEnd(of: result)
-        for index in result.indices.dropLast() where result[index].last != UInt8(ascii: "\n") { result[index] += end }
-        return result.flatMap { $0 }
+        let end = lineEnd(of: lines)
+        for index in lines.indices.dropLast() where lines[index].last != UInt8(ascii: "\n") { lines[index] += end }
+        return lines.flatMap { $0 }
     }
 
     /// The line end the text uses (CRLF when none says, as the RFCs write).
