@@ -21,6 +21,9 @@ public final class ChangeFeed: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
     /// How long a row renamed into the scratch area waits for its name to come back.
     static let detachGrace: TimeInterval = 5
+    /// How long after its last close a file created here keeps its name
+    /// against a same-named sibling's (`NameIndex.claim`).
+    static let claimGrace: TimeInterval = 5
     /// With no news, the feed still reads the store this often: the safety
     /// net for a change no watch reported (a database replaced under us).
     static let safetyInterval: TimeInterval = 30
@@ -228,9 +231,22 @@ extension QuireFileSystem {
             lastSeenSequence = max(lastSeenSequence, sequence)
             let now = Date()
             for ref in names.expiredDetached(at: now, grace: ChangeFeed.detachGrace) { finishDetach(ref) }
+            endClaims(at: now)
             promoteProvisionalFiles(at: now)
-            let due = [names.nextDetachDeadline(grace: ChangeFeed.detachGrace), provisional.nextDeadline].compactMap { $0 }.min()
+            let due = [names.nextDetachDeadline(grace: ChangeFeed.detachGrace), names.nextClaimDeadline(grace: ChangeFeed.claimGrace),
+                       provisional.nextDeadline].compactMap { $0 }.min()
             return (kernelCache.take(), watcherNotices.take(), due)
+        }
+    }
+
+    /// Claims whose grace ended give their names back; a row still open keeps its claim.
+    func endClaims(at now: Date) {
+        for ref in names.expiredClaims(at: now, grace: ChangeFeed.claimGrace) {
+            if openFiles.openCount(of: ref) > 0 {
+                names.renewClaim(ref, at: now)
+            } else {
+                kernelCache.invalidate(names.endClaim(ref))
+            }
         }
     }
 

@@ -14,6 +14,9 @@ public struct FuseError: Error, RawRepresentable, Hashable, Sendable, CustomStri
 
     /// ENOENT: no such file or directory.
     public static let noEntry = FuseError(ENOENT)
+    /// ESTALE: the file the kernel named is gone since it looked the name
+    /// up; the kernel walks the path again once (an O_CREAT open then creates).
+    public static let stale = FuseError(ESTALE)
     /// EEXIST: the name is already taken.
     public static let exists = FuseError(EEXIST)
     /// ENOTDIR: a path component or the target is not a directory.

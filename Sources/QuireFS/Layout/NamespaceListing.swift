@@ -63,6 +63,12 @@ struct NameChange: Sendable, Equatable {
 ///   or has not arrived yet;
 /// - folders whose parents form a cycle (two devices moved each into the
 ///   other) are cut at the folder with the smallest key, shown at the top.
+///
+/// One local exception: a row this mount has just created under a name
+/// (`claimed`) goes first in its group here, so a same-named row arriving
+/// from a sibling between its write and its rename (`x.new` renamed over
+/// `x`) cannot take the name from under the program. The claim is short
+/// (`NameIndex`); when it ends, the names are the deterministic ones again.
 struct NamespaceListing: Sendable {
     let namespace: Namespace
     private(set) var rows: [RowKey: ListedRow] = [:]
@@ -80,6 +86,8 @@ struct NamespaceListing: Sendable {
     /// then kept in order name by name (a catch-up adds thousands of names
     /// between two listings of a big folder; each must not sort them all).
     private var sortedNamesCache: [RowKey?: [CanonicalName]] = [:]
+    /// Rows that keep the plain name of their group on this mount for now.
+    private(set) var claimed: Set<RowKey> = []
 
     init(namespace: Namespace, summaries: [RowSummary]) {
         self.namespace = namespace
@@ -216,6 +224,14 @@ struct NamespaceListing: Sendable {
         return changes
     }
 
+    /// Gives `key` the first place in its group (or takes it back); the
+    /// names that changed. A key not listed yet is placed first when it is.
+    mutating func setClaimed(_ key: RowKey, _ isClaimed: Bool) -> [NameChange] {
+        guard isClaimed ? claimed.insert(key).inserted : claimed.remove(key) != nil,
+              let slot = groupOfKey[key]?.slot else { return [] }
+        return merged(assignNames(slot))
+    }
+
     // MARK: Placing rows
 
     /// Where a row belongs: its folder, if live and not cut, else the top.
@@ -294,8 +310,11 @@ struct NamespaceListing: Sendable {
 
     /// Gives every row of a group its name; returns the names that changed.
     private mutating func assignNames(_ slot: NameSlot) -> [NameChange] {
-        let keys = groups[slot] ?? []
+        var keys = groups[slot] ?? []
         if keys.isEmpty { groups.removeValue(forKey: slot) }
+        if keys.count > 1, !claimed.isEmpty, let first = keys.firstIndex(where: claimed.contains), first > 0 {
+            keys.insert(keys.remove(at: first), at: 0)
+        }
         var changes: [NameChange] = []
         for (index, key) in keys.enumerated() {
             guard let parts = groupOfKey[key] else { continue }

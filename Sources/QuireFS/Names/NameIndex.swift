@@ -27,17 +27,27 @@ struct DetachedRow {
 /// (`listings`), and rows hidden because an editor renamed them to a
 /// backup name (`detached`, never found by name). A row is pending under
 /// one name at most, and a detached row is never pending.
+///
+/// A row created through this mount keeps its plain name against a
+/// same-named row from a sibling while it is open and for a grace after
+/// (`claims`, see `NamespaceListing`).
 struct NameIndex {
     private(set) var listings: [Namespace: NamespaceListing] = [:]
     var inodes = InodeTable()
     private var pending: [Folder: [CanonicalName: RowRef]] = [:]
     private(set) var detached: [RowRef: DetachedRow] = [:]
+    /// Claimed rows and when each claim was last renewed.
+    private var claims: [RowRef: Date] = [:]
 
     // MARK: Listings
 
     func listing(_ namespace: Namespace) -> NamespaceListing? { listings[namespace] }
 
-    mutating func install(_ listing: NamespaceListing) { listings[listing.namespace] = listing }
+    mutating func install(_ listing: NamespaceListing) {
+        var listing = listing
+        for ref in claims.keys where ref.namespace == listing.namespace { _ = listing.setClaimed(ref.key, true) }
+        listings[listing.namespace] = listing
+    }
 
     /// A stored row changed (ours or anyone's): the names that moved.
     mutating func apply(_ summary: RowSummary) -> [Invalidation] { applyReporting(summary).invalidations }
@@ -161,6 +171,41 @@ struct NameIndex {
 
     func nextDetachDeadline(grace: TimeInterval) -> Date? {
         detached.values.map { $0.since.addingTimeInterval(grace) }.min()
+    }
+
+    // MARK: Names this mount just created
+
+    /// `ref` was created here under its name: it keeps that name for now.
+    mutating func claim(_ ref: RowRef, at now: Date) -> [Invalidation] {
+        claims[ref] = now
+        return setClaimed(ref, true)
+    }
+
+    /// The claim's grace starts again (the row's last handle closed).
+    mutating func renewClaim(_ ref: RowRef, at now: Date) {
+        if claims[ref] != nil { claims[ref] = now }
+    }
+
+    /// The claim ended: the row's name is the one every device gives it.
+    mutating func endClaim(_ ref: RowRef) -> [Invalidation] {
+        guard claims.removeValue(forKey: ref) != nil else { return [] }
+        return setClaimed(ref, false)
+    }
+
+    func isClaimed(_ ref: RowRef) -> Bool { claims[ref] != nil }
+
+    /// Claims not renewed within `grace` of `now`.
+    func expiredClaims(at now: Date, grace: TimeInterval) -> [RowRef] {
+        claims.filter { now.timeIntervalSince($0.value) > grace }.keys.sorted { $0.key < $1.key }
+    }
+
+    func nextClaimDeadline(grace: TimeInterval) -> Date? {
+        claims.values.min().map { $0.addingTimeInterval(grace) }
+    }
+
+    private mutating func setClaimed(_ ref: RowRef, _ isClaimed: Bool) -> [Invalidation] {
+        guard let changes = listings[ref.namespace]?.setClaimed(ref.key, isClaimed) else { return [] }
+        return invalidations(ref.namespace, changes)
     }
 
     // MARK: Sizes (status, tests)

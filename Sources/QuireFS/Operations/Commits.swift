@@ -211,13 +211,16 @@ extension QuireFileSystem {
     /// The last handle on a row went away (or none ever held the copy):
     /// commit what is unsaved and drop the copy.
     func releaseWorkingCopy(_ ref: RowRef, process: Int32? = nil) {
-        guard openFiles.openCount(of: ref) == 0, let copy = openFiles.copy(ref) else { return }
+        guard openFiles.openCount(of: ref) == 0 else { return }
+        names.renewClaim(ref, at: Date())
+        guard let copy = openFiles.copy(ref) else { return }
         if copy.isDirty {
             do { try commit(ref, shown: nil, process: process) } catch { keepUnsaved(ref, because: "\(error)") }
         }
         if openFiles.dropCopyIfUnheld(ref)?.isNew == true {
             // Created, never committed (its text was refused): it never existed.
             names.removePending(ref)
+            _ = names.endClaim(ref)
         }
     }
 

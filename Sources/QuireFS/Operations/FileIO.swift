@@ -49,7 +49,16 @@ extension QuireFileSystem {
                 return FuseOpenReply(handle: openFiles.add(OpenFile(target: .control([]), inode: inode.rawValue, flags: flags, shown: [])),
                                      options: [.directIO, .noFlush])
             case .row(let ref):
-                return try openRow(ref, inode: inode.rawValue, flags: flags, process: processGroups.process(of: request.pid))
+                do throws(FuseError) {
+                    return try openRow(ref, inode: inode.rawValue, flags: flags, process: processGroups.process(of: request.pid))
+                } catch .noEntry {
+                    // Deleted since the kernel looked its name up (a sibling
+                    // saved over its own file of that name): the kernel looks
+                    // again, and an O_CREAT open makes the file anew.
+                    throw .stale
+                } catch {
+                    throw error
+                }
             case .conflictCopy(let ref, let dot):
                 return try openConflictCopy(inode.rawValue, ref, dot, flags: flags)
             case .kept(let node):
@@ -221,6 +230,7 @@ extension QuireFileSystem {
         if isNew {
             copy = openFiles.copy(ref) ?? WorkingCopy(title: title, content: [], kind: kind, folder: folder.folderKey, isNew: true)
             names.addPending(name, in: folder, ref)
+            kernelCache.invalidate(names.claim(ref, at: Date()))
             copy.willChange()
         } else {
             copy = try workingCopy(ref)

@@ -49,6 +49,7 @@ extension QuireFileSystem {
             // the trash has it, read only if the name is created again).
             let text = lastShown[ref] ?? openFiles.copy(ref)?.content
             orphanOpenFiles(of: ref)
+            kernelCache.invalidate(names.endClaim(ref))
             if wasNew {
                 names.removePending(ref)
                 return

@@ -1,0 +1,141 @@
+import Foundation
+import Glibc
+import QuireCore
+@testable import QuireFS
+import QuireFuse
+import QuireStore
+import XCTest
+
+/// Two devices save one note the way shell scripts do (write `x.new`,
+/// rename it over `x`) at the same moment: each device's `x.new` is a row
+/// that syncs, and the other's can land between this device's write and its
+/// rename. The rename takes the file this device wrote, whatever arrived.
+final class SameNameArrivalTests: XCTestCase {
+    private let smallestKey = RowKey(bytes: [UInt8](repeating: 0, count: 16))!
+
+    /// A sibling's own `title` with `text`, under the smallest key (the one
+    /// every device's listing gives the plain name), landed in the mount's store.
+    @discardableResult
+    private func siblingsFileLands(_ mount: DirectMount, _ title: String, _ text: String, like key: RowKey) throws -> ReplicaStore {
+        let sibling = try ReplicaStore(path: mount.directory + "/sibling-\(UUID().uuidString.prefix(4)).sqlite",
+                                       deviceID: DeviceID(bytes: [UInt8](repeating: 0xD2, count: 16))!, create: true)
+        guard case .note(var note)? = try mount.store.row(.notebook, key)?.content else {
+            XCTFail("no row \(key.hex)")
+            return sibling
+        }
+        note.title = title
+        note.body = Array(text.utf8)
+        try sibling.put(.note(note), key: smallestKey)
+        try mount.store.apply(try sibling.rows(.notebook, from: [], to: nil))
+        mount.feed()
+        return sibling
+    }
+
+    private func key(_ mount: DirectMount, _ path: String) throws -> RowKey? {
+        let inode = try mount.lookup(path).attributes.inode
+        return mount.fileSystem.locked { Self.rowKey(mount.fileSystem.names.inodes.object(inode.rawValue)) }
+    }
+
+    private static func rowKey(_ object: NodeObject?) -> RowKey? {
+        if case .row(let ref)? = object { return ref.key }
+        return nil
+    }
+
+    func testAFileWrittenHereIsTheOneItsRenameMovesWhenASiblingsLandsBetween() throws {
+        let mount = try DirectMount { try $0.putNote("Plan", "one\n") }
+        try mount.writeFile("notebook/Plan.md.new", "one\n\nmine\n")
+        let mine = try XCTUnwrap(key(mount, "notebook/Plan.md.new"))
+        try siblingsFileLands(mount, "Plan.md.new", "one\n\ntheirs\n", like: mine)
+
+        XCTAssertEqual(try key(mount, "notebook/Plan.md.new"), mine, "the plain name is still the file written here")
+        XCTAssertEqual(try mount.text("notebook/Plan.md.new"), "one\n\nmine\n")
+        let names = try mount.list("notebook")
+        XCTAssertEqual(names.count, 3, "the note, this file and the sibling's beside it: \(names)")
+        try mount.rename("notebook/Plan.md.new", "notebook/Plan.md")
+        XCTAssertEqual(try mount.stored(.notebook, "Plan"), "one\n\nmine\n")
+        // The sibling's file is untouched, and takes the plain name now.
+        XCTAssertEqual(try key(mount, "notebook/Plan.md.new"), smallestKey)
+        XCTAssertEqual(try mount.text("notebook/Plan.md.new"), "one\n\ntheirs\n")
+    }
+
+    func testAFileStillOpenKeepsItsNameWhenASiblingsLands() throws {
+        let mount = try DirectMount { try $0.putNote("Plan", "one\n") }
+        let file = try mount.create("notebook/Plan.md.new")
+        try mount.write(file, "one\n\nmine\n")
+        let mine = try XCTUnwrap(mount.fileSystem.locked { Self.rowKey(mount.fileSystem.names.inodes.object(file.inode.rawValue)) })
+        // The sibling's row is a copy of this one's (same title and kind) once it is stored.
+        try mount.close(file)
+        let reopened = try mount.open("notebook/Plan.md.new", O_WRONLY | O_APPEND)
+        try siblingsFileLands(mount, "Plan.md.new", "one\n\ntheirs\n", like: mine)
+        try mount.write(reopened, "\nmore\n", at: 10)
+        // Still open past the grace: the claim holds, and its grace starts at the close.
+        mount.fileSystem.locked { mount.fileSystem.endClaims(at: Date().addingTimeInterval(ChangeFeed.claimGrace + 1)) }
+        try mount.close(reopened)
+        mount.fileSystem.locked { mount.fileSystem.endClaims(at: Date().addingTimeInterval(ChangeFeed.claimGrace - 1)) }
+        XCTAssertEqual(try key(mount, "notebook/Plan.md.new"), mine)
+        try mount.rename("notebook/Plan.md.new", "notebook/Plan.md")
+        XCTAssertEqual(try mount.stored(.notebook, "Plan"), "one\n\nmine\n\nmore\n")
+    }
+
+    /// Created and written, not closed yet (not stored yet) when the sibling's lands.
+    func testAFileNotStoredYetIsTheOneItsNameOpens() throws {
+        let mount = try DirectMount { try $0.putNote("Plan", "one\n") }
+        try mount.writeFile("notebook/Spare.md.new", "spare\n")
+        let spare = try XCTUnwrap(key(mount, "notebook/Spare.md.new"))
+        let file = try mount.create("notebook/Plan.md.new")
+        try mount.write(file, "one\n\nmine\n")
+        try siblingsFileLands(mount, "Plan.md.new", "one\n\ntheirs\n", like: spare)
+        XCTAssertEqual(try key(mount, "notebook/Plan.md.new").map { $0 == smallestKey }, false)
+        try mount.close(file)
+        XCTAssertEqual(try mount.text("notebook/Plan.md.new"), "one\n\nmine\n")
+        try mount.rename("notebook/Plan.md.new", "notebook/Plan.md")
+        XCTAssertEqual(try mount.stored(.notebook, "Plan"), "one\n\nmine\n")
+        XCTAssertEqual(try mount.text("notebook/Plan.md.new"), "one\n\ntheirs\n")
+    }
+
+    /// The sibling's file was here first, and the sibling saved it over its
+    /// note (deleting it) between this device's lookup of the name and its
+    /// open: the open answers ESTALE, so the kernel looks the name up again
+    /// and an O_CREAT open creates this device's own file.
+    func testOpeningASiblingsFileDeletedSinceItsLookupAsksTheKernelToLookAgain() throws {
+        let mount = try DirectMount { try $0.putNote("Plan", "one\n") }
+        try mount.writeFile("notebook/Spare.md.new", "spare\n")
+        let sibling = try siblingsFileLands(mount, "Plan.md.new", "theirs\n", like: try XCTUnwrap(key(mount, "notebook/Spare.md.new")))
+        let inode = try mount.lookup("notebook/Plan.md.new").attributes.inode
+        XCTAssertEqual(try key(mount, "notebook/Plan.md.new"), smallestKey)
+        try sibling.delete(.notebook, smallestKey)
+        try mount.store.apply(try sibling.tombstones(.notebook))
+        mount.feed()
+        XCTAssertThrowsError(try mount.fileSystem.open(inode, flags: FuseOpenFlags(rawValue: O_WRONLY | O_TRUNC), request: mount.caller)) {
+            XCTAssertEqual($0 as? FuseError, .stale)
+        }
+        XCTAssertFalse(mount.exists("notebook/Plan.md.new"), "looked up again, the name is free")
+        try mount.writeFile("notebook/Plan.md.new", "one\n\nmine\n")
+        try mount.rename("notebook/Plan.md.new", "notebook/Plan.md")
+        XCTAssertEqual(try mount.stored(.notebook, "Plan"), "one\n\nmine\n")
+    }
+
+    /// The claim is local and short: once it ends, every device lists the
+    /// same names again (the smaller key plain).
+    func testTheClaimEndsAfterItsGraceAndTheNamesAreEveryDevicesAgain() throws {
+        let mount = try DirectMount { try $0.putNote("Plan", "one\n") }
+        try mount.writeFile("notebook/Plan.md.new", "mine\n")
+        let mine = try XCTUnwrap(key(mount, "notebook/Plan.md.new"))
+        try siblingsFileLands(mount, "Plan.md.new", "theirs\n", like: mine)
+        XCTAssertEqual(try key(mount, "notebook/Plan.md.new"), mine)
+
+        let invalidations = mount.fileSystem.locked { () -> [Invalidation] in
+            mount.fileSystem.endClaims(at: Date().addingTimeInterval(1))
+            XCTAssertTrue(mount.fileSystem.names.isClaimed(RowRef(namespace: .notebook, key: mine)), "within its grace")
+            mount.fileSystem.endClaims(at: Date().addingTimeInterval(ChangeFeed.claimGrace + 1))
+            XCTAssertFalse(mount.fileSystem.names.isClaimed(RowRef(namespace: .notebook, key: mine)))
+            return mount.fileSystem.kernelCache.take()
+        }
+        XCTAssertTrue(invalidations.contains { if case .entry(_, let name) = $0 { return name == CanonicalName("Plan.md.new") } else { return false } },
+                      "the kernel forgets the name that changed hands: \(invalidations)")
+        XCTAssertEqual(try key(mount, "notebook/Plan.md.new"), smallestKey)
+        XCTAssertEqual(try mount.text("notebook/Plan.md.new"), "theirs\n")
+        let other = try XCTUnwrap(try mount.list("notebook").first { $0 != "Plan.md" && $0 != "Plan.md.new" })
+        XCTAssertEqual(try mount.text("notebook/" + other), "mine\n")
+    }
+}
