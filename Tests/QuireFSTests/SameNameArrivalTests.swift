@@ -103,14 +103,67 @@ final class SameNameArrivalTests: XCTestCase {
         let sibling = try siblingsFileLands(mount, "Plan.md.new", "theirs\n", like: try XCTUnwrap(key(mount, "notebook/Spare.md.new")))
         let inode = try mount.lookup("notebook/Plan.md.new").attributes.inode
         XCTAssertEqual(try key(mount, "notebook/Plan.md.new"), smallestKey)
+        // The deletion is stored; the change feed has not applied it yet.
         try sibling.delete(.notebook, smallestKey)
         try mount.store.apply(try sibling.tombstones(.notebook))
-        mount.feed()
         XCTAssertThrowsError(try mount.fileSystem.open(inode, flags: FuseOpenFlags(rawValue: O_WRONLY | O_TRUNC), request: mount.caller)) {
             XCTAssertEqual($0 as? FuseError, .stale)
         }
         XCTAssertFalse(mount.exists("notebook/Plan.md.new"), "looked up again, the name is free")
+        mount.feed()
         try mount.writeFile("notebook/Plan.md.new", "one\n\nmine\n")
+        try mount.rename("notebook/Plan.md.new", "notebook/Plan.md")
+        XCTAssertEqual(try mount.stored(.notebook, "Plan"), "one\n\nmine\n")
+    }
+
+    /// The kernel found no file of the name and asks to create it; the
+    /// sibling's file landed and was deleted meanwhile, and the change feed
+    /// has applied only its landing: the create makes this device's file.
+    func testCreatingANameWhoseSiblingsFileIsStoredDeletedMakesANewFile() throws {
+        let mount = try DirectMount { try $0.putNote("Plan", "one\n") }
+        try mount.writeFile("notebook/Spare.md.new", "spare\n")
+        let sibling = try siblingsFileLands(mount, "Plan.md.new", "theirs\n", like: try XCTUnwrap(key(mount, "notebook/Spare.md.new")))
+        try sibling.delete(.notebook, smallestKey)
+        try mount.store.apply(try sibling.tombstones(.notebook))
+        let reply = try mount.fileSystem.create(parent: try mount.folderInode("notebook"), name: "Plan.md.new", mode: 0o100644,
+                                                flags: FuseOpenFlags(rawValue: O_WRONLY | O_CREAT | O_TRUNC), request: mount.caller)
+        let file = DirectMount.Descriptor(inode: reply.entry.attributes.inode, handle: reply.open.handle,
+                                          flags: FuseOpenFlags(rawValue: O_WRONLY | O_CREAT | O_TRUNC), options: reply.open.options)
+        try mount.write(file, "one\n\nmine\n")
+        try mount.close(file)
+        mount.feed()
+        XCTAssertNotEqual(try key(mount, "notebook/Plan.md.new"), smallestKey)
+        try mount.rename("notebook/Plan.md.new", "notebook/Plan.md")
+        XCTAssertEqual(try mount.stored(.notebook, "Plan"), "one\n\nmine\n")
+        XCTAssertFalse(mount.exists("notebook/Plan.md.new"))
+    }
+
+    /// This device opened the sibling's file (it was there first) and is
+    /// writing it when the sibling's save deletes it: the write goes on,
+    /// and its rename moves this device's text over the note.
+    func testASiblingsFileDeletedWhileWrittenHereIsSavedAndMoved() throws {
+        let mount = try DirectMount { try $0.putNote("Plan", "one\n") }
+        try mount.writeFile("notebook/Spare.md.new", "spare\n")
+        let sibling = try siblingsFileLands(mount, "Plan.md.new", "theirs\n", like: try XCTUnwrap(key(mount, "notebook/Spare.md.new")))
+        let file = try mount.create("notebook/Plan.md.new")
+        try sibling.delete(.notebook, smallestKey)
+        try mount.store.apply(try sibling.tombstones(.notebook))
+        mount.feed()
+        try mount.write(file, "one\n\nmine\n")
+        try mount.close(file)
+        try mount.rename("notebook/Plan.md.new", "notebook/Plan.md")
+        XCTAssertEqual(try mount.stored(.notebook, "Plan"), "one\n\nmine\n")
+    }
+
+    /// The same, the deletion landing between the close and the rename.
+    func testASiblingsFileDeletedBetweenItsSaveHereAndTheRenameIsMoved() throws {
+        let mount = try DirectMount { try $0.putNote("Plan", "one\n") }
+        try mount.writeFile("notebook/Spare.md.new", "spare\n")
+        let sibling = try siblingsFileLands(mount, "Plan.md.new", "theirs\n", like: try XCTUnwrap(key(mount, "notebook/Spare.md.new")))
+        try mount.writeFile("notebook/Plan.md.new", "one\n\nmine\n")
+        try sibling.delete(.notebook, smallestKey)
+        try mount.store.apply(try sibling.tombstones(.notebook))
+        mount.feed()
         try mount.rename("notebook/Plan.md.new", "notebook/Plan.md")
         XCTAssertEqual(try mount.stored(.notebook, "Plan"), "one\n\nmine\n")
     }

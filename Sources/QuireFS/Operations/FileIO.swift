@@ -27,7 +27,8 @@ extension QuireFileSystem {
             }
         }
         return try locked { () throws(FuseError) -> FuseOpenReply in
-            guard let object = names.inodes.object(inode.rawValue) else { throw .noEntry }
+            // An inode the kernel still names and this table dropped: its row is gone.
+            guard let object = names.inodes.object(inode.rawValue) else { throw .stale }
             switch object {
             case .root, .namespace, .control:
                 throw .isDirectory
@@ -55,6 +56,7 @@ extension QuireFileSystem {
                     // Deleted since the kernel looked its name up (a sibling
                     // saved over its own file of that name): the kernel looks
                     // again, and an O_CREAT open makes the file anew.
+                    unlistIfVanished(ref)
                     throw .stale
                 } catch {
                     throw error
@@ -95,6 +97,18 @@ extension QuireFileSystem {
         if keepsCache { options.insert(.keepCache) }
         if kernelIsBehind { options.insert(.directIO) }
         return FuseOpenReply(handle: handle, options: options)
+    }
+
+    /// A listed row the store holds deleted: a sibling's deletion the change
+    /// feed has not applied yet. Its name is taken from the listing now, so
+    /// the name is free for the open or create at hand (the feed's later
+    /// word of the tombstone finds nothing to do). Whether it was.
+    @discardableResult
+    func unlistIfVanished(_ ref: RowRef) -> Bool {
+        guard openFiles.copy(ref) == nil, !names.isDetached(ref), names.pendingName(of: ref) == nil,
+              case .some(.some(let row)) = try? store.row(ref.namespace, ref.key), row.content == nil else { return false }
+        kernelCache.invalidate(names.unlist(ref))
+        return true
     }
 
     /// What an open file is shown of its row: the baseline its save's
@@ -195,7 +209,7 @@ extension QuireFileSystem {
                            flags: FuseOpenFlags, process: Int32?) throws(FuseError) -> FuseCreateReply {
         // The name in another form (created meanwhile, or from a sibling):
         // the existing file is opened, never a twin made beside it.
-        if case .row(let existing) = try resolve(name, in: folder) {
+        if case .row(let existing) = try resolve(name, in: folder), !unlistIfVanished(existing) {
             if flags.rawValue & O_EXCL != 0 { throw .exists }
             if names.isFolder(existing) { throw .isDirectory }
             let inode = names.inodes.inode(for: existing)
