@@ -245,7 +245,9 @@ extension QuireFileSystem {
             if openFiles.openCount(of: ref) > 0 {
                 names.renewClaim(ref, at: now)
             } else {
-                kernelCache.invalidate(names.endClaim(ref))
+                let (invalidations, changes) = names.endClaimReporting(ref)
+                kernelCache.invalidate(invalidations)
+                if !changes.isEmpty { tellWatchers(ref, changes, isTombstone: false, wasFolder: false) }
             }
         }
     }

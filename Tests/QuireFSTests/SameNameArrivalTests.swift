@@ -182,6 +182,13 @@ final class SameNameArrivalTests: XCTestCase {
             XCTAssertTrue(mount.fileSystem.names.isClaimed(RowRef(namespace: .notebook, key: mine)), "within its grace")
             mount.fileSystem.endClaims(at: Date().addingTimeInterval(ChangeFeed.claimGrace + 1))
             XCTAssertFalse(mount.fileSystem.names.isClaimed(RowRef(namespace: .notebook, key: mine)))
+            // File watchers hear of both names that changed hands.
+            let news = mount.fileSystem.watcherNotices.take()
+            XCTAssertEqual(news.count, 2, "\(news)")
+            XCTAssertTrue(news.contains { if case .renamed(_, _, let name, _, _, _, _, _) = $0 { return name == CanonicalName("Plan.md.new") } else { return false } },
+                          "this device's file moved to its marker name: \(news)")
+            XCTAssertTrue(news.contains { if case .created(_, let name, _, _, _) = $0 { return name == CanonicalName("Plan.md.new") } else { return false } },
+                          "the sibling's file came under the plain name: \(news)")
             return mount.fileSystem.kernelCache.take()
         }
         XCTAssertTrue(invalidations.contains { if case .entry(_, let name) = $0 { return name == CanonicalName("Plan.md.new") } else { return false } },

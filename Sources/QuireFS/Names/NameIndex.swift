@@ -178,7 +178,8 @@ struct NameIndex {
     /// `ref` was created here under its name: it keeps that name for now.
     mutating func claim(_ ref: RowRef, at now: Date) -> [Invalidation] {
         claims[ref] = now
-        return setClaimed(ref, true)
+        guard let changes = listings[ref.namespace]?.setClaimed(ref.key, true) else { return [] }
+        return invalidations(ref.namespace, changes)
     }
 
     /// The claim's grace starts again (the row's last handle closed).
@@ -187,9 +188,13 @@ struct NameIndex {
     }
 
     /// The claim ended: the row's name is the one every device gives it.
-    mutating func endClaim(_ ref: RowRef) -> [Invalidation] {
-        guard claims.removeValue(forKey: ref) != nil else { return [] }
-        return setClaimed(ref, false)
+    mutating func endClaim(_ ref: RowRef) -> [Invalidation] { endClaimReporting(ref).invalidations }
+
+    /// The same, with the names that changed hands (what file watchers are told).
+    mutating func endClaimReporting(_ ref: RowRef) -> (invalidations: [Invalidation], changes: [NameChange]) {
+        guard claims.removeValue(forKey: ref) != nil,
+              let changes = listings[ref.namespace]?.setClaimed(ref.key, false) else { return ([], []) }
+        return (invalidations(ref.namespace, changes), changes)
     }
 
     func isClaimed(_ ref: RowRef) -> Bool { claims[ref] != nil }
@@ -201,11 +206,6 @@ struct NameIndex {
 
     func nextClaimDeadline(grace: TimeInterval) -> Date? {
         claims.values.min().map { $0.addingTimeInterval(grace) }
-    }
-
-    private mutating func setClaimed(_ ref: RowRef, _ isClaimed: Bool) -> [Invalidation] {
-        guard let changes = listings[ref.namespace]?.setClaimed(ref.key, isClaimed) else { return [] }
-        return invalidations(ref.namespace, changes)
     }
 
     // MARK: Sizes (status, tests)
