@@ -168,6 +168,55 @@ final class SameNameArrivalTests: XCTestCase {
         XCTAssertEqual(try mount.stored(.notebook, "Plan"), "one\n\nmine\n")
     }
 
+    /// A program that keeps its own text (it read the note once) saves by
+    /// writing `x.new`, and finds the sibling's `x.new` there (the sibling's
+    /// whole text with its new paragraph): what it writes over that file
+    /// deletes nothing of the sibling's, in the file or in the note.
+    func testWritingOverASiblingsFileOfTheNameDeletesNoneOfItsParagraphs() throws {
+        let mount = try DirectMount { try $0.putNote("Plan", "one\n\ntwo\n") }
+        var buffer = try XCTUnwrap(mount.text("notebook/Plan.md"))
+        buffer += "\nmine1\n"
+        try mount.writeFile("notebook/Plan.md.new", buffer)
+        try mount.rename("notebook/Plan.md.new", "notebook/Plan.md")
+        let noteKey = try XCTUnwrap(key(mount, "notebook/Plan.md"))
+        // The sibling's paragraph lands, then the sibling's own x.new.
+        guard case .note(var note)? = try mount.store.row(.notebook, noteKey)?.content else { return XCTFail("no note") }
+        note.body = Array((buffer + "\ntheirs1\n").utf8)
+        try mount.store.saveProse(.note(note), key: noteKey)
+        mount.feed()
+        try mount.writeFile("notebook/Spare.md.new", "spare\n")
+        try siblingsFileLands(mount, "Plan.md.new", buffer + "\ntheirs1\n\ntheirs2\n", like: try XCTUnwrap(key(mount, "notebook/Spare.md.new")))
+        buffer += "\nmine2\n"
+        try mount.writeFile("notebook/Plan.md.new", buffer)
+        try mount.rename("notebook/Plan.md.new", "notebook/Plan.md")
+        let text = try XCTUnwrap(mount.stored(.notebook, "Plan"))
+        for word in ["one", "two", "mine1", "theirs1", "mine2"] { XCTAssertTrue(text.contains(word), "\(word) in \(text)") }
+    }
+
+    /// The other side of the same race: a sibling wrote its own text over
+    /// this device's `x.new` (its program keeps its own text, without this
+    /// device's paragraphs) between this device's write and its rename.
+    /// The rename deletes from the note only what this device's program
+    /// left out: neither the note's paragraphs the sibling's text lacks nor
+    /// the paragraph written here are lost, and the sibling's is kept too.
+    func testASiblingsTextWrittenOverThisDevicesFileBeforeItsRenameDeletesNothing() throws {
+        let mount = try DirectMount { try $0.putNote("Plan", "one\n\ntwo\n") }
+        let text = try XCTUnwrap(mount.text("notebook/Plan.md"))
+        try mount.writeFile("notebook/Plan.md.new", text + "\nmine\n")
+        let mine = try XCTUnwrap(key(mount, "notebook/Plan.md.new"))
+        // The sibling opened this device's file and wrote its own text over it.
+        let sibling = try ReplicaStore(path: mount.directory + "/sibling.sqlite", deviceID: DeviceID(bytes: [UInt8](repeating: 0xD2, count: 16))!, create: true)
+        try sibling.apply(try mount.store.rows(.notebook, from: [], to: nil))
+        guard case .note(var note)? = try sibling.row(.notebook, mine)?.content else { return XCTFail("no row on the sibling") }
+        note.body = Array("one\n\ntheirs\n".utf8)
+        try sibling.saveProse(.note(note), key: mine, shown: Array((text + "\nmine\n").utf8))
+        try mount.store.apply(try sibling.rows(.notebook, from: [], to: nil))
+        mount.feed()
+        try mount.rename("notebook/Plan.md.new", "notebook/Plan.md")
+        let saved = try XCTUnwrap(mount.stored(.notebook, "Plan"))
+        for word in ["one", "two", "mine", "theirs"] { XCTAssertTrue(saved.contains(word), "\(word) in \(saved)") }
+    }
+
     /// The claim is local and short: once it ends, every device lists the
     /// same names again (the smaller key plain).
     func testTheClaimEndsAfterItsGraceAndTheNamesAreEveryDevicesAgain() throws {

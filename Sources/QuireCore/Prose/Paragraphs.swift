@@ -34,6 +34,14 @@ public enum Paragraphs {
         join(split(text))
     }
 
+    /// `first`'s paragraphs, then those of `second` that `first` lacks
+    /// (by identity), in canonical form.
+    public static func union(_ first: String, _ second: String) -> String {
+        let kept = parse(first)
+        let known = Set(kept.map(\.hash))
+        return join(kept.map(\.text) + parse(second).filter { !known.contains($0.hash) }.map(\.text))
+    }
+
     /// The identity of one paragraph (see `ParagraphHash`).
     public static func paragraphHash(_ paragraph: String) -> ParagraphHash {
         ParagraphHash(paragraph: paragraph)

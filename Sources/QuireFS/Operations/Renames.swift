@@ -158,11 +158,15 @@ extension QuireFileSystem {
         case .replace(let target, let title, let source, let removing, let sourceName, let placement)?:
             var time: Int64? = nil
             var scratchTags: [String]? = nil
-            if case .scratch(let place) = source {
+            var moved = bytes[source]!
+            switch source {
+            case .scratch(let place):
                 time = scratch.modificationTime(place.folder, place.name)
                 scratchTags = tags
+            case .row(let ref):
+                moved = movedText(ref, current: moved, onto: target, process: process)
             }
-            let stored = try replace(target, titled: title, with: bytes[source]!, removing: removing, sourceName: sourceName,
+            let stored = try replace(target, titled: title, with: moved, removing: removing, sourceName: sourceName,
                                      placement: placement, modifiedAt: time, tags: scratchTags, process: process)
             if stored != bytes[source]! { mergedInto = target }
         case .retitle(let ref, let title, let placement)?:
@@ -256,6 +260,19 @@ extension QuireFileSystem {
         // Shown to the writer: its own bytes (see `commit`).
         lastShown.record(targetRef, bytes, process: process)
         return edit.row.content.flatMap(RowFormat.render) ?? bytes
+    }
+
+    /// What a save by rename moves from a row onto a note: the row's text,
+    /// and, when a sibling wrote over the row after this device's program
+    /// wrote it (two devices saving through one temp file name), the
+    /// program's own paragraphs as well. The rename deletes from the note
+    /// only what the program left out of what it wrote, never what the
+    /// sibling's text of the temp file lacks.
+    private func movedText(_ source: RowRef, current: [UInt8], onto target: RowRef, process: Int32?) -> [UInt8] {
+        guard target.namespace == .notebook || target.namespace == .saga,
+              names.listing(target.namespace)?.rows[target.key]?.kind == .note,
+              let written = lastShown.baseline(source, process: process), written != current else { return current }
+        return Array(Paragraphs.union(String(decoding: written, as: UTF8.self), String(decoding: current, as: UTF8.self)).utf8)
     }
 
     /// A new title for a stored row. A contact's or plan's file name is a

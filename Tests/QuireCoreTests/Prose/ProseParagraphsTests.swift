@@ -62,4 +62,11 @@ final class ProseParagraphsTests: XCTestCase {
         XCTAssertEqual(ParagraphHash(bytes: hash.bytes), hash)
         XCTAssertNil(ParagraphHash(bytes: Array(hash.bytes.prefix(16))))
     }
+
+    func testUnionKeepsTheFirstTextsOrderAndAddsWhatOnlyTheSecondHas() {
+        XCTAssertEqual(Paragraphs.union("a\n\nb\n\nc\n", "a\n\nd\n\nc  \n"), "a\n\nb\n\nc\n\nd\n",
+                       "c with a trailing space is the same paragraph")
+        XCTAssertEqual(Paragraphs.union("", "x\r\ny\n"), "x\ny\n")
+        XCTAssertEqual(Paragraphs.union("a\n\na\n", "a\n"), "a\n\na\n", "the first text's repeats stay")
+    }
 }
