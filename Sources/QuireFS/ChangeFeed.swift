@@ -22,8 +22,11 @@ public final class ChangeFeed: @unchecked Sendable {
     /// How long a row renamed into the scratch area waits for its name to come back.
     static let detachGrace: TimeInterval = 5
     /// How long after its last close a file created here keeps its name
-    /// against a same-named sibling's (`NameIndex.claim`).
-    static let claimGrace: TimeInterval = 5
+    /// against a same-named sibling's (`NameIndex.claim`): longer than any
+    /// program takes from writing a temp file to renaming it, short enough
+    /// that two files created under one name on two devices soon show the
+    /// same names everywhere.
+    static let claimGrace: TimeInterval = 30
     /// With no news, the feed still reads the store this often: the safety
     /// net for a change no watch reported (a database replaced under us).
     static let safetyInterval: TimeInterval = 30
