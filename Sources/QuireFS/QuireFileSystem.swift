@@ -137,6 +137,7 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
         self.mountedAt = .now
         for note in try scratch.prepare() { configuration.log.problem(note) }
         lastSeenSequence = try store.changeSequence()
+        lastShown = ShownBaselines(startSequence: lastSeenSequence)
     }
 
     func locked<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {

@@ -121,6 +121,62 @@ final class EditsBetweenReadAndSaveTests: XCTestCase {
         for word in ["one", "two", "mine"] { XCTAssertTrue(text.contains(word), "\(word) in \(text)") }
     }
 
+    /// The editor itself read more notes than any baseline table keeps (a
+    /// `grep -r`, Obsidian opening a vault) after it read the note, and a
+    /// sibling's paragraph landed meanwhile: with its text evicted, the
+    /// version it was shown is still known, and the stored one is not it.
+    func testAnEditorThatReadManyNotesSinceDeletesNoneOfASiblingsNewParagraph() throws {
+        let others = ShownBaselines.capacity + 44
+        let mount = try DirectMount { store in
+            _ = try store.putNote("A", "one\n")
+            for i in 0..<others { _ = try store.putNote("N\(i)", "note \(i)\n") }
+        }
+        XCTAssertEqual(try mount.text("notebook/A.md"), "one\n", "the editor reads")
+        try landsElsewhere(mount, "A", "one\n\ntwo\n")
+        mount.feed()
+        for i in 0..<others { _ = try mount.text("notebook/N\(i).md") }
+        let file = try mount.open("notebook/A.md", O_WRONLY | O_TRUNC)
+        try mount.write(file, "one\n\nmine\n")
+        try mount.close(file)
+        let text = try XCTUnwrap(mount.stored(.notebook, "A"))
+        for word in ["one", "two", "mine"] { XCTAssertTrue(text.contains(word), "\(word) in \(text)") }
+
+        // The same by a save by rename.
+        for i in 0..<others { _ = try mount.text("notebook/N\(i).md") }
+        try landsElsewhere(mount, "A", text + "\nthree\n")
+        mount.feed()
+        try mount.writeFile("notebook/A.md.tmp1", "one\n\ntwo\n\nmine\n\nmore\n")
+        try mount.rename("notebook/A.md.tmp1", "notebook/A.md")
+        let after = try XCTUnwrap(mount.stored(.notebook, "A"))
+        for word in ["one", "two", "mine", "three", "more"] { XCTAssertTrue(after.contains(word), "\(word) in \(after)") }
+    }
+
+    /// A note nobody on this device read since its sibling's paragraph
+    /// landed, written whole (`printf > note.md`): the paragraph stays. One
+    /// unchanged since the mount started is replaced whole, as it always was.
+    func testAWholeWriteOfANoteNeverShownHereKeepsASiblingsParagraphThatLandedSince() throws {
+        let mount = try DirectMount { store in
+            _ = try store.putNote("A", "one\n")
+            _ = try store.putNote("B", "old\n")
+        }
+        try landsElsewhere(mount, "A", "one\n\ntwo\n")
+        mount.feed()
+        let file = try mount.open("notebook/A.md", O_WRONLY | O_TRUNC)
+        try mount.write(file, "mine\n")
+        try mount.close(file)
+        let text = try XCTUnwrap(mount.stored(.notebook, "A"))
+        for word in ["one", "two", "mine"] { XCTAssertTrue(text.contains(word), "\(word) in \(text)") }
+
+        let other = try mount.open("notebook/B.md", O_WRONLY | O_TRUNC)
+        try mount.write(other, "new\n")
+        try mount.close(other)
+        XCTAssertEqual(try mount.stored(.notebook, "B"), "new\n")
+        // Once shown, a note is replaced whole again.
+        _ = try mount.text("notebook/A.md")
+        try mount.writeFile("notebook/A.md", "only\n")
+        XCTAssertEqual(try mount.stored(.notebook, "A"), "only\n")
+    }
+
     /// An editor that keeps one note open all day and glances at many
     /// others: each save shows it the note again, so its baseline outlives
     /// the notes it read since its first read of it, in its own texts and

@@ -12,22 +12,39 @@ import QuireCore
 /// falls back to the device's.
 ///
 /// Bounded: a mount that `cat`s 10,000 notes must not keep 10,000 bodies.
-/// An evicted row falls back to its stored text as the baseline. One
-/// process holds at most `perProcess` of the texts, so an indexer reading
-/// every note evicts its own baselines, not an editor's.
+/// One process holds at most `perProcess` of the texts, so an indexer
+/// reading every note evicts its own baselines, not an editor's. For every
+/// row, though, the version last shown is kept (a number a row): with no
+/// text kept, the stored text is the baseline only if it is that version
+/// (`showed`); a version nobody here was shown deletes nothing.
 struct ShownBaselines {
     static let capacity = 256
     static let perProcess = 64
     private var device = BoundedTexts<RowRef>(capacity: capacity)
     private var processes = ProcessTexts(capacity: capacity, perProcess: perProcess)
+    /// The change number of the version of each row last shown whole (-1: unknown).
+    private var versions: [RowRef: Int64] = [:]
+    /// The store's change number when the mount started: a row unchanged
+    /// since was there to be read, as if shown.
+    let startSequence: Int64
 
-    /// The device's baseline.
+    init(startSequence: Int64 = 0) { self.startSequence = startSequence }
+
+    /// The device's baseline (set: a text of no known version).
     subscript(ref: RowRef) -> [UInt8]? {
         get { device[ref] }
         set {
             guard Self.keeps(ref) else { return }
             device[ref] = newValue
+            versions[ref] = -1
         }
+    }
+
+    /// Whether `version` of `ref` is the one this device last showed (or
+    /// was there unchanged when the mount started and nothing was shown since).
+    func showed(_ ref: RowRef, version: Int64) -> Bool {
+        if let shown = versions[ref] { return shown == version }
+        return version <= startSequence
     }
 
     /// The baseline of a save by `process` (nil: unknown).
@@ -36,11 +53,13 @@ struct ShownBaselines {
         return device[ref]
     }
 
-    /// `process` was shown `text` (it read it, or wrote it), and so was the device.
-    mutating func record(_ ref: RowRef, _ text: [UInt8], process: Int32?) {
+    /// `process` was shown `text` (it read it, or wrote it), and so was the
+    /// device; `version`: the stored version that is exactly this text, if one is.
+    mutating func record(_ ref: RowRef, _ text: [UInt8], process: Int32?, version: Int64?) {
         guard Self.keeps(ref) else { return }
         device[ref] = text
         if let process { processes.set(ref, text, process: process) }
+        versions[ref] = version ?? -1
     }
 
     /// Prose, and the cards programs read and write back whole (`CardRebase`).

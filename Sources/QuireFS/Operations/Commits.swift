@@ -73,7 +73,7 @@ extension QuireFileSystem {
         if !copy.isNew {
             do { previous = try store.row(ref.namespace, ref.key)?.content } catch { throw storeFailure(error, doing: "read \(name)") }
         }
-        let baseline = shown ?? lastShown.baseline(ref, process: process)
+        let baseline = shown ?? lastShown.baseline(ref, process: process) ?? (copy.isNew ? nil : unkeptBaseline(ref, version: copy.storedSeq))
         var content: RowContent
         do {
             content = try RowFormat.parse(ref.namespace, title: copy.title, bytes: rebasedCard(copy.content, shown: baseline, previous: previous),
@@ -111,7 +111,8 @@ extension QuireFileSystem {
         // The writer was shown what it wrote, not what the store merged in
         // (an editor keeps its own text and saves it again): a sibling's
         // paragraph merged into this version is no deletion of its next save.
-        lastShown.record(ref, copy.content, process: process)
+        let rendered = edit.row.content.flatMap(RowFormat.render)
+        lastShown.record(ref, copy.content, process: process, version: rendered == copy.content ? edit.seq : nil)
         copy.isDirty = false
         copy.isNew = false
         copy.setModificationTime = nil
@@ -124,7 +125,7 @@ extension QuireFileSystem {
         // What the row now renders to is the file's content (a vCard comes
         // back in canonical form); if that differs from what the kernel
         // cached from the writes, drop its cache.
-        if let canonical = edit.row.content.flatMap(RowFormat.render), canonical != copy.content {
+        if let canonical = rendered, canonical != copy.content {
             copy.content = canonical
             kernelCache.invalidateInodes(names.inodes.inodesOfRow[ref] ?? [])
         }

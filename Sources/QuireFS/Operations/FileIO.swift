@@ -125,14 +125,24 @@ extension QuireFileSystem {
     /// between (as its deletions).
     func shownBaseline(_ ref: RowRef, _ copy: WorkingCopy, replacesWhole: Bool, readable: Bool, process: Int32?) -> [UInt8] {
         if replacesWhole { return wholeReplacementBaseline(ref, copy, process: process) }
-        if readable && !copy.isDirty { lastShown.record(ref, copy.content, process: process) }
+        if readable && !copy.isDirty { lastShown.record(ref, copy.content, process: process, version: copy.storedSeq) }
         return copy.textWrittenOnto
     }
 
     /// The baseline of a file that replaces its row's text whole without
     /// having read it (see `shownBaseline`).
     func wholeReplacementBaseline(_ ref: RowRef, _ copy: WorkingCopy, process: Int32?) -> [UInt8] {
-        lastShown.baseline(ref, process: process) ?? copy.content
+        lastShown.baseline(ref, process: process) ?? unkeptBaseline(ref, version: copy.storedSeq) ?? copy.content
+    }
+
+    /// The baseline of a save with no shown text kept for it (evicted, or
+    /// never read here): nil (the stored text) when the stored version is
+    /// one this device showed; else, for prose, nothing, so the save deletes
+    /// none of a sibling's paragraphs nobody here was shown (a resurrected
+    /// paragraph is an annoyance, a lost one a failure).
+    func unkeptBaseline(_ ref: RowRef, version: Int64) -> [UInt8]? {
+        guard ref.namespace == .notebook || ref.namespace == .saga, !lastShown.showed(ref, version: version) else { return nil }
+        return []
     }
 
     public func create(parent: FuseInode, name typed: String, mode: UInt32, flags: FuseOpenFlags,

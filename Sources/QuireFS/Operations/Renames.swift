@@ -230,7 +230,10 @@ extension QuireFileSystem {
         // The new bytes replace the body: the old one is not read here.
         let previous = try storedContent(targetRef, withBody: false)
         let title = newTitle ?? openFiles.copy(targetRef)?.title ?? previous?.displayName ?? ""
-        let shown = lastShown.baseline(targetRef, process: process)
+        var shown = lastShown.baseline(targetRef, process: process)
+        if shown == nil, previous != nil, let version = try? store.changeNumber(namespace, targetRef.key) {
+            shown = unkeptBaseline(targetRef, version: version)
+        }
         var content = try parseForRename(namespace, title: title, bytes: rebasedCard(bytes, shown: shown, previous: previous), previous: previous,
                                          key: targetRef.key, name: sourceName)
         if case .note(var note) = content {
@@ -258,8 +261,9 @@ extension QuireFileSystem {
         }
         recordWrite(targetRef, edit, removed: source)
         // Shown to the writer: its own bytes (see `commit`).
-        lastShown.record(targetRef, bytes, process: process)
-        return edit.row.content.flatMap(RowFormat.render) ?? bytes
+        let rendered = edit.row.content.flatMap(RowFormat.render)
+        lastShown.record(targetRef, bytes, process: process, version: rendered == bytes ? edit.seq : nil)
+        return rendered ?? bytes
     }
 
     /// What a save by rename moves from a row onto a note: the row's text,
