@@ -149,4 +149,19 @@ final class ProgramsWritingANoteTests: XCTestCase {
         let text = try XCTUnwrap(mount.stored(.notebook, "A"))
         for word in ["one", "two", "mine"] { XCTAssertTrue(text.contains(word), "\(word) in \(text)") }
     }
+
+    /// A temp file (a local scratch file, never limited as it is written)
+    /// renamed over a note is held to the limit every version keeps: EFBIG,
+    /// and the note and the temp file stay as they were.
+    func testASaveByRenameOverTheSizeLimitIsRefusedAndLosesNothing() throws {
+        let mount = try DirectMount { try $0.putNote("lim", "small\n") }
+        let line = String(repeating: "a", count: 99) + "\n"
+        let big = String(repeating: line, count: RowLimits.maxBodyBytes / line.utf8.count + 1)
+        try mount.writeFile("notebook/sedAbC123", big)
+        XCTAssertThrowsError(try mount.rename("notebook/sedAbC123", "notebook/lim.md")) {
+            XCTAssertEqual($0 as? FuseError, .fileTooLarge)
+        }
+        XCTAssertEqual(try mount.stored(.notebook, "lim"), "small\n")
+        XCTAssertEqual(try mount.lookup("notebook/sedAbC123").attributes.size, UInt64(big.utf8.count))
+    }
 }

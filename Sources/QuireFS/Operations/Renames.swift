@@ -251,6 +251,13 @@ extension QuireFileSystem {
             if let tags { note.tags = tags }
             content = .note(note)
         }
+        // The limit writes and closes keep: a file over it stays where it is.
+        let bodyBytes = RowLimits.bodyBytes(of: content)
+        guard bodyBytes <= RowLimits.maxBodyBytes else {
+            throw refuse(.fileTooLarge, "\(namespace.name)/\(sourceName) holds \(RowLimits.describe(bodyBytes)), over the "
+                         + "\(RowLimits.describe(RowLimits.maxBodyBytes)) one version of a row may hold and still sync; "
+                         + "the rename is refused with EFBIG and the file keeps its name")
+        }
         let edit: ReplicaStore.MountEdit
         do {
             // The editor wrote the temp file from what this device last
