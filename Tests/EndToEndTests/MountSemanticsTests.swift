@@ -365,6 +365,13 @@ final class MountSemanticsTests: XCTestCase {
         XCTAssertTrue(names.contains("%2Ehidden.md"))
         XCTAssertTrue(names.contains("50% off.md"), "a % that reads as no escape stays as typed")
         XCTAssertEqual(try device.text("notebook/a%2Fb.md"), "a/b")
+        XCTAssertEqual(try device.text("notebook/50%25 off.md"), "50% off", "the name older builds listed still reaches the note")
+        // A `%25` typed in a name (a URL-encoded download) is part of the
+        // title: the file lists under the name it was made with, so a
+        // mirror made by rsync --delete finds it there.
+        XCTAssertTrue(FileManager.default.createFile(atPath: device.path("notebook/100%25 sure.md"), contents: Data("sure".utf8)))
+        XCTAssertTrue(try FileManager.default.contentsOfDirectory(atPath: device.path("notebook")).contains("100%25 sure.md"))
+        XCTAssertTrue(try device.rows("notebook").contains { $0.name == "100%25 sure" })
         let same = names.filter { $0.hasPrefix("Same") }.sorted { $0.count < $1.count }
         XCTAssertEqual(same.count, 2, "\(names)")
         XCTAssertEqual(same[0], "Same.md")

@@ -22,16 +22,17 @@ final class FileNamesTests: XCTestCase {
     /// clipper's `What%20is%20FUSE.md`) is its own title, so it lists under
     /// the name it was made with; escapes escaping writes still decode.
     func testTypedPercentSequencesAreTheirOwnTitle() {
-        for name in ["What%20is%20FUSE", "pct%41", "q%zz", "note%2e", "100%", "%%", "a%2", "%3Cb%3E", "x%C3%A9"] {
+        for name in ["What%20is%20FUSE", "pct%41", "q%zz", "note%2e", "100%", "%%", "a%2", "%3Cb%3E", "x%C3%A9", "100%25 sure", "50%25", "a%25b"] {
             XCTAssertEqual(FileNames.meaning(of: name + ".md", in: .notebook), .row(title: name), name)
             XCTAssertEqual(FileNames.escape(name), name, name)
         }
-        for (name, title) in [("a%2Fb", "a/b"), ("50%25 off", "50% off"), ("%2Ehidden", ".hidden"), ("%2E%2E", ".."), ("tab%09", "tab\t"),
+        for (name, title) in [("a%2Fb", "a/b"), ("50%2525 off", "50%25 off"), ("%2Ehidden", ".hidden"), ("%2E%2E", ".."), ("tab%09", "tab\t"),
                               ("%25", "%"), ("a%25~1a2b3c4d", "a%~1a2b3c4d"), ("%2F%25C3", "/%C3")] {
             XCTAssertEqual(FileNames.meaning(of: name + ".md", in: .notebook), .row(title: title), name)
         }
         for (title, name) in [("50% off", "50% off"), ("a%2Fb", "a%252Fb"), ("%2E", "%252E"), ("x%2E", "x%2E"), ("%~1a2b3c4d", "%25~1a2b3c4d"),
-                              ("/%2E", "%2F%252E"), ("/%C3", "%2F%25C3"), ("%", "%25"), ("", "%")] {
+                              ("/%2E", "%2F%252E"), ("/%C3", "%2F%25C3"), ("%", "%25"), ("", "%"),
+                              ("%25", "%2525"), ("100%25 sure", "100%25 sure"), ("a%25~b", "a%2525~b"), ("%25%2F", "%25%252F")] {
             XCTAssertEqual(FileNames.escape(title), name, title)
             XCTAssertEqual(FileNames.unescape(name), title, name)
         }

@@ -35,6 +35,7 @@ enum FileNames {
     static func escape(_ title: String) -> String {
         if title.isEmpty { return "%" }   // a lone % only ever means "empty"
         if title == "%" { return "%25" }
+        if title == "%25" { return "%2525" }   // `%25` alone is the name of `%`
         let scalars = Array(title.unicodeScalars)
         var out = ""
         var afterEscape = false
@@ -47,6 +48,11 @@ enum FileNames {
                     needsEscape = true
                 } else if index + 2 < scalars.count, let high = hexValue(scalars[index + 1]), let low = hexValue(scalars[index + 2]) {
                     needsEscape = decodes(high << 4 | low, atStart: out.isEmpty, afterEscape: afterEscape)
+                    if high << 4 | low == UInt8(ascii: "%") {
+                        // `%25` reads as an escape only before `~` or another escape (`escapesPercent`).
+                        let rest = scalars[(index + 3)...].prefix(2).map { $0.isASCII ? UInt8($0.value) : 0 }
+                        needsEscape = escapesPercent([37, 50, 53] + rest, at: 0, atStart: out.isEmpty, afterEscape: afterEscape)
+                    }
                 }
             }
             if needsEscape {
@@ -77,7 +83,9 @@ enum FileNames {
         while index < bytes.count {
             if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
                let high = Hex.digitValue(bytes[index + 1]), let low = Hex.digitValue(bytes[index + 2]),
-               decodes(high << 4 | low, atStart: index == 0, afterEscape: afterEscape) {
+               decodes(high << 4 | low, atStart: index == 0, afterEscape: afterEscape),
+               high << 4 | low != UInt8(ascii: "%") || base == "%25"
+                || escapesPercent(bytes, at: index, atStart: index == 0, afterEscape: afterEscape) {
                 out.append(high << 4 | low)
                 index += 3
                 afterEscape = true
@@ -88,6 +96,17 @@ enum FileNames {
             }
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Whether the `%25` at `index` is one `escape` writes: a `%` followed
+    /// by what would read as an escape there, or by `~`. Any other `%25`
+    /// is typed text (`100%25 sure.md` keeps its name).
+    private static func escapesPercent(_ bytes: [UInt8], at index: Int, atStart: Bool, afterEscape: Bool) -> Bool {
+        let next = index + 3
+        guard next < bytes.count else { return false }
+        if bytes[next] == UInt8(ascii: "~") { return true }
+        guard next + 1 < bytes.count, let high = Hex.digitValue(bytes[next]), let low = Hex.digitValue(bytes[next + 1]) else { return false }
+        return decodes(high << 4 | low, atStart: atStart, afterEscape: afterEscape)
     }
 
     /// Whether `%XX` for `byte` is an escape `escape` can write at that
