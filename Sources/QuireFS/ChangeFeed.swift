@@ -217,9 +217,27 @@ extension QuireFileSystem {
     /// back the invalidations to send (ours and the feed's), and when the
     /// earliest detached row's or provisional file's grace ends.
     func takeChanges() -> (work: [Invalidation], news: [WatcherNews], due: Date?) {
+        applyStoreChanges()
+        return locked {
+            let now = Date()
+            for ref in names.expiredDetached(at: now, grace: ChangeFeed.detachGrace) { finishDetach(ref) }
+            endClaims(at: now)
+            promoteProvisionalFiles(at: now)
+            let due = [names.nextDetachDeadline(grace: ChangeFeed.detachGrace), names.nextClaimDeadline(grace: ChangeFeed.claimGrace),
+                       provisional.nextDeadline].compactMap { $0 }.min()
+            return (kernelCache.take(), watcherNotices.take(), due)
+        }
+    }
+
+    /// Applies what the store changed since the last round to the tables,
+    /// queueing the invalidations and watcher news it makes.
+    func applyStoreChanges() {
         // Read outside the lock: a sync import of thousands of rows must not
-        // hold up every request on the mount while SQLite reads it. Only
-        // this thread moves `lastSeenSequence`, so the range read stays ours.
+        // hold up every request on the mount while SQLite reads it. One
+        // round reads at a time (the feed's, or a lookup's catching up), so
+        // no range is read twice.
+        feedReadLock.lock()
+        defer { feedReadLock.unlock() }
         let since = locked { lastSeenSequence }
         var sequence = since
         var summaries: [RowSummary] = []
@@ -229,17 +247,21 @@ extension QuireFileSystem {
         } catch {
             log.problem("cannot read the change feed: \(error)")
         }
-        return locked {
+        locked {
             for summary in summaries { applyExternal(summary) }
             lastSeenSequence = max(lastSeenSequence, sequence)
-            let now = Date()
-            for ref in names.expiredDetached(at: now, grace: ChangeFeed.detachGrace) { finishDetach(ref) }
-            endClaims(at: now)
-            promoteProvisionalFiles(at: now)
-            let due = [names.nextDetachDeadline(grace: ChangeFeed.detachGrace), names.nextClaimDeadline(grace: ChangeFeed.claimGrace),
-                       provisional.nextDeadline].compactMap { $0 }.min()
-            return (kernelCache.take(), watcherNotices.take(), due)
         }
+    }
+
+    /// A name not found may be a row another process stored a moment ago
+    /// (`quire put`, then a read through the mount) that the feed has not
+    /// applied yet: the tables catch up now, and the feed is woken to send
+    /// what that queued. Whether the store was ahead.
+    func catchUpWithStore() -> Bool {
+        guard let sequence = try? store.changeSequence(), sequence > locked({ lastSeenSequence }) else { return false }
+        applyStoreChanges()
+        wakeFeed?()
+        return true
     }
 
     /// Claims whose grace ended give their names back; a row still open keeps its claim.

@@ -90,6 +90,8 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     var log: MountLog { configuration.log }
 
     let lock = NSLock()
+    /// Held by one change-feed round's store read at a time (`applyStoreChanges`).
+    let feedReadLock = NSLock()
     // Everything below is guarded by `lock`. The three tables own their
     // rules; this class routes each request between them and the store.
     /// Which name shows which row or scratch file, and the inode numbers.

@@ -396,6 +396,12 @@ final class MountSemanticsTests: XCTestCase {
         XCTAssertEqual(try quire(["put", "notebook", "Arrived"], home: device.home, stdin: Array("new".utf8)).status, 0)
         XCTAssertTrue(eventually(1) { (try? self.device.text("notebook/Shared.md")) == "version two" })
         XCTAssertTrue(eventually(1) { (try? self.device.text("notebook/Arrived.md")) == "new" })
+        // A script that puts a note and reads it through the mount at once
+        // finds it: a name not found makes the mount catch up with the store.
+        for i in 0..<10 {
+            XCTAssertEqual(try quire(["put", "notebook", "Now \(i)"], home: device.home, stdin: Array("now \(i)".utf8)).status, 0)
+            XCTAssertEqual(try device.text("notebook/Now \(i).md"), "now \(i)")
+        }
         XCTAssertEqual(try quire(["rm", "notebook", "Arrived"], home: device.home).status, 0)
         XCTAssertTrue(eventually(1) { !FileManager.default.fileExists(atPath: self.device.path("notebook/Arrived.md")) })
     }

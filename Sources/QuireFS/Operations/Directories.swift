@@ -65,16 +65,29 @@ extension QuireFileSystem {
 
     public func lookup(parent: FuseInode, name typed: String, request: FuseRequest) throws -> FuseEntry {
         let name = CanonicalName(typed)
-        return try locked { () throws(FuseError) -> FuseEntry in
-            // The change feed telling watchers of a name that came or went (WatcherNotices).
-            switch watcherNotices.announced(.init(parent: parent.rawValue, name: name), to: request.pid) {
-            case .creating?, .vacant?: throw .noEntry
-            case .removing(let child, let row, let isFolder)?:
-                return try announcedEntry(child, of: row, isFolder: isFolder)
-            case .renaming(let child, let row)?:
-                return try announcedEntry(child, of: row, isFolder: false)
-            case nil: return spelled(typed, name, try lookUp(name, in: parent.rawValue))
+        var caughtUp = false
+        while true {
+            let found = try locked { () throws(FuseError) -> FuseEntry? in
+                // The change feed telling watchers of a name that came or went (WatcherNotices).
+                switch watcherNotices.announced(.init(parent: parent.rawValue, name: name), to: request.pid) {
+                case .creating?, .vacant?: throw .noEntry
+                case .removing(let child, let row, let isFolder)?:
+                    return try announcedEntry(child, of: row, isFolder: isFolder)
+                case .renaming(let child, let row)?:
+                    return try announcedEntry(child, of: row, isFolder: false)
+                case nil:
+                    do throws(FuseError) {
+                        return spelled(typed, name, try lookUp(name, in: parent.rawValue))
+                    } catch .noEntry where !caughtUp {
+                        return nil
+                    } catch {
+                        throw error
+                    }
+                }
             }
+            if let found { return found }
+            caughtUp = true
+            guard catchUpWithStore() else { throw FuseError.noEntry }
         }
     }
 
