@@ -70,6 +70,32 @@ final class RemovedAndCreatedAgainTests: XCTestCase {
         }
     }
 
+    /// zip, and programs that save by removing the file and renaming the
+    /// new text over its name: the same row, written again (one file when a
+    /// sibling edited it meanwhile), from a row or a local temp file.
+    func testAFileRenamedOntoANameRemovedAMomentAgoIsTheRemovedRowWrittenAgain() throws {
+        var key: RowKey?
+        let mount = try DirectMount { key = try $0.putNote("Plan", "one\n\ntwo\n").key }
+        XCTAssertEqual(try mount.text("notebook/Plan.md"), "one\n\ntwo\n")
+        try mount.writeFile("notebook/Plan.md.new", "two\n\nthree\n")
+        try mount.unlink("notebook/Plan.md")
+        try mount.rename("notebook/Plan.md.new", "notebook/Plan.md")
+        var live = try mount.store.summaries(.notebook)
+        XCTAssertEqual(live.map(\.key), [try XCTUnwrap(key)], "one row, the old one: \(live)")
+        XCTAssertEqual(try mount.text("notebook/Plan.md"), "two\n\nthree\n")
+        XCTAssertEqual(try deletedParagraphs(mount.store, key!), [Paragraphs.paragraphHash("one")])
+
+        // From a local temp file (Python's tempfile name).
+        try mount.writeFile("notebook/tmpab_12cd", "three\n\nfour\n")
+        try mount.unlink("notebook/Plan.md")
+        try mount.rename("notebook/tmpab_12cd", "notebook/Plan.md")
+        live = try mount.store.summaries(.notebook)
+        XCTAssertEqual(live.map(\.key), [key!], "\(live)")
+        XCTAssertEqual(try mount.text("notebook/Plan.md"), "three\n\nfour\n")
+        let trash = try mount.list(".quire/trash")
+        XCTAssertFalse(trash.contains { $0.hasPrefix("Plan") && !$0.hasSuffix(".new") }, "the removed note is an earlier version, not a deleted file: \(trash)")
+    }
+
     func testARemovalIsRememberedForItsWindowAndOnce() {
         var removed = RecentlyRemoved()
         let ref = RowRef(namespace: .notebook, key: RowKey(bytes: [UInt8](repeating: 7, count: 16))!)

@@ -43,6 +43,11 @@ struct RecentlyRemoved {
         removals[Slot(folder: folder, name: name)].map { now.timeIntervalSince($0.at) < Self.window } ?? false
     }
 
+    /// The row removed under `name` in `folder` within the window, left in place.
+    func removal(_ name: CanonicalName, in folder: Folder, at now: Date) -> Removal? {
+        removals[Slot(folder: folder, name: name)].flatMap { now.timeIntervalSince($0.at) < Self.window ? $0 : nil }
+    }
+
     /// The row removed under `name` in `folder` within the window, taken
     /// (a name is created again once).
     mutating func take(_ name: CanonicalName, in folder: Folder, at now: Date) -> Removal? {

@@ -107,6 +107,7 @@ extension QuireFileSystem {
         // A temp file's tags (rsync -X and cp -a set them before the rename): the note's.
         let tags = facts.sourceInode.flatMap { transientAttributes[$0]?[CanonicalName(Self.tagsAttribute)] }.flatMap(Self.tags)
         try apply(plan, process: process, tags: tags)
+        if facts.removedAgain != nil { _ = recentlyRemoved.take(request.newName, in: request.to, at: Date()) }
     }
 
     /// What the planner needs to know about the two names.
@@ -123,6 +124,10 @@ extension QuireFileSystem {
         }
         if let namespace = request.to.namespace, case .row(let title, _) = FileNames.meaning(of: request.newName, in: namespace) {
             facts.reclaimable = names.detachedRow(titled: title, in: request.to)
+            if namespace == .notebook, target == .none, let removal = recentlyRemoved.removal(request.newName, in: request.to, at: Date()),
+               try listing(namespace).rows[removal.ref.key] == nil, source != .row(removal.ref) {
+                facts.removedAgain = removal.ref
+            }
         }
         if case .row(let ref) = source, names.isFolder(ref) {
             facts.sourceIsFolder = true

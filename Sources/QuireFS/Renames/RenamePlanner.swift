@@ -32,6 +32,11 @@ struct RenameFacts {
     /// A detached row titled like the new name, which a file renamed onto
     /// that name takes back (an editor's backup step undone).
     var reclaimable: RowRef?
+    /// A notebook row removed a moment ago under the new name and still
+    /// deleted (`RecentlyRemoved`): a file renamed onto that name writes it
+    /// again, as a file created under it does (zip, and programs that remove
+    /// a file before renaming its new text over the name).
+    var removedAgain: RowRef?
     /// A key for a row the rename creates, if it creates one.
     var freshKey: RowKey
     /// Notebook folders: whether each name is one, whether the target
@@ -241,7 +246,12 @@ enum RenamePlanner {
         var plan = RenamePlan()
         switch facts.target {
         case .none:
-            if namespace == .saga || namespace == .settings {
+            if let removed = facts.removedAgain, removed.namespace == namespace {
+                plan.store = .replace(target: removed, title: title, bytes: .row(ref), removing: isNew ? nil : ref,
+                                      sourceName: request.name.text, placement: placement)
+                plan.tables = [.settleReplacedSource(ref), .repoint(inode: sourceInode, to: .row(removed)),
+                               .moveOpenFiles(inode: sourceInode, to: removed)]
+            } else if namespace == .saga || namespace == .settings {
                 // The key is the date or setting name: a new name is a new row.
                 let newRef = RowRef(namespace: namespace, key: namespace == .saga ? SagaEntry.key(for: title) : Setting.key(for: title))
                 plan.store = .replace(target: newRef, title: title, bytes: .row(ref), removing: isNew ? nil : ref,
@@ -327,6 +337,8 @@ enum RenamePlanner {
             if let reclaimed = facts.reclaimable {
                 ref = reclaimed
                 plan.reclaim = reclaimed
+            } else if let removed = facts.removedAgain, removed.namespace == namespace {
+                ref = removed
             } else {
                 switch namespace {
                 case .saga: ref = RowRef(namespace: namespace, key: SagaEntry.key(for: title))
