@@ -180,6 +180,12 @@ final class ReplicaFaultTests: XCTestCase {
         let amb = try quire(["get", "notebook", "dup"], home: home)
         XCTAssertEqual(amb.status, 1)
         XCTAssertTrue(amb.stderr.contains("pass --key"))
+        // The key prefixes the message prints are enough for --key.
+        let prefixes = amb.stderr.split(whereSeparator: { !$0.isHexDigit }).map(String.init).filter { $0.count == 12 }
+        XCTAssertEqual(prefixes.count, 2, amb.stderr)
+        let texts = try prefixes.map { try quire(["get", "notebook", "--key", $0], home: home).stdout }
+        XCTAssertEqual(Set(texts), ["1", "2"])
+        XCTAssertEqual(try quire(["get", "notebook", "--key", "zz"], home: home).status, 2)
         let digest = try jsonObject(try quire(["digest", "--json"], home: home).stdout) as! [String: Any]
         XCTAssertEqual(digest["size"] as? Int, 1 + 32 * 7 + 8)
         XCTAssertEqual(try quire(["rm", "notebook", "bin"], home: home).status, 0)

@@ -29,7 +29,8 @@ enum RowCommands {
               settings NAME VALUE
               memory KIND      [--file F] [--buries ID,...]   append-only: always a new event
             Options:
-              --key HEX   address the row by its key instead of its name
+              --key HEX   address the row by its key instead of its name (or a
+                          unique prefix of it, 4 hex digits or more)
               --json      print the written row's key and version as JSON
             A body (or a row's text) is at most 16 MiB: the most one version of a
             row may hold and still sync to every sibling. Larger input is refused
@@ -151,7 +152,8 @@ enum RowCommands {
 
             Prints a row: a note's body or a journal day's text exactly as stored
             (bytes), the fields of a plan, contact, setting or memory event as text.
-              --key HEX   address the row by its key (names need not be unique)
+              --key HEX   address the row by its key (names need not be unique),
+                          or a unique prefix of it, 4 hex digits or more
               --json      every field, its key and version, as JSON
             """,
         valued: ["key"], flags: ["json"]
@@ -242,7 +244,7 @@ enum RowCommands {
             Deletes a row by writing a tombstone, which travels to every sibling so
             the row stays deleted. Memory is append-only: record an event with
             'quire put memory KIND --buries ID' instead.
-              --key HEX   address the row by its key
+              --key HEX   address the row by its key, or a unique prefix of it
             """,
         valued: ["key"]
     ) { args, inv in
@@ -295,9 +297,22 @@ enum RowCommands {
             return try store.row(ns, key)?.isTombstone == false ? key : nil
         }
         if let key {
-            guard let k = RowKey(hex: key) else { throw UsageError("--key expects 32 hex digits, not '\(key)'") }
-            if !creating, try store.row(ns, k)?.isTombstone != false { throw CommandFailure("no live \(ns.name) row with key \(key)") }
-            return k
+            if let k = RowKey(hex: key) {
+                if !creating, try store.row(ns, k)?.isTombstone != false { throw CommandFailure("no live \(ns.name) row with key \(key)") }
+                return k
+            }
+            // A prefix of a live row's key, as the ambiguity message below prints them.
+            let prefix = key.lowercased()
+            guard (4..<32).contains(prefix.count), prefix.allSatisfy(\.isHexDigit) else {
+                throw UsageError("--key expects 32 hex digits or a prefix of at least 4, not '\(key)'")
+            }
+            let keys = try store.summaries(ns).map(\.key).filter { $0.hex.hasPrefix(prefix) }
+            guard keys.count == 1 else {
+                if keys.isEmpty { throw CommandFailure("no live \(ns.name) row has a key starting with \(prefix)") }
+                throw CommandFailure("\(keys.count) \(ns.name) rows have keys starting with \(prefix) "
+                                     + "(\(keys.map { $0.hex }.joined(separator: ", "))); pass more of one")
+            }
+            return keys[0]
         }
         guard let name else { return nil }
         switch ns {
@@ -311,7 +326,8 @@ enum RowCommands {
         if forceNew { return nil }
         let matches = try store.find(ns, name: name)
         if matches.count > 1 {
-            throw CommandFailure("\(matches.count) \(ns.name) rows are named '\(name)' (\(matches.map { $0.hex.prefix(12) }.joined(separator: ", "))…); pass --key")
+            throw CommandFailure("\(matches.count) \(ns.name) rows are named '\(name)' (keys \(matches.map { $0.hex.prefix(12) }.joined(separator: ", "))…); "
+                                 + "pass --key with one of them")
         }
         return matches.first
     }
