@@ -273,6 +273,8 @@ extension QuireFileSystem {
                 let (invalidations, changes) = names.endClaimReporting(ref)
                 kernelCache.invalidate(invalidations)
                 if !changes.isEmpty { tellWatchers(ref, changes, isTombstone: false, wasFolder: false) }
+                // A sibling's deletion it kept its name against (`applyExternal`).
+                if names.listing(ref.namespace)?.rows[ref.key] != nil { unlistIfVanished(ref) }
             }
         }
     }
@@ -284,6 +286,13 @@ extension QuireFileSystem {
         // already show something newer, and the next round brings it.
         if let listed = names.listing(ref.namespace)?.rows[ref.key]?.seq, listed > summary.seq { return }
         if let own = kernelCache.ownWriteVersion(ref), own > summary.seq { return }
+        // A file this device created and still claims, deleted by a sibling
+        // that wrote over it (two devices saving through one temp name): it
+        // keeps its name here, so its program's rename moves what it wrote
+        // (`currentBytes`); the claim's end takes it away.
+        if summary.isTombstone, names.isClaimed(ref), lastShown[ref] != nil, names.listing(ref.namespace)?.rows[ref.key] != nil {
+            return
+        }
         kernelCache.rowChanged(ref)
         let wasFolder = names.isFolder(ref)
         let (invalidations, nameChanges) = names.applyReporting(summary)
@@ -294,10 +303,12 @@ extension QuireFileSystem {
         // Someone else changed the row: a clean working copy follows it; a
         // dirty one keeps the user's edit (committed at its flush).
         if var copy = openFiles.copy(ref), !copy.isDirty {
-            openFiles.keepTextOfDirectReaders(of: ref)
+            let content = openFiles.openCount(of: ref) == 0 ? nil : (try? store.row(ref.namespace, ref.key))??.content
+            let rendered = content.flatMap(RowFormat.render)
+            openFiles.keepTextOfReaders(of: ref, becoming: rendered)
             if openFiles.openCount(of: ref) == 0 {
                 openFiles.dropCopyIfUnheld(ref)
-            } else if let content = try? store.row(ref.namespace, ref.key)?.content, let bytes = RowFormat.render(content) {
+            } else if let content, let bytes = rendered {
                 copy.content = bytes
                 copy.title = content.displayName
                 copy.place(content)

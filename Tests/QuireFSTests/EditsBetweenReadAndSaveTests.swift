@@ -177,6 +177,34 @@ final class EditsBetweenReadAndSaveTests: XCTestCase {
         XCTAssertEqual(try mount.stored(.notebook, "A"), "only\n")
     }
 
+    /// A program reading a note through the page cache reads on until a
+    /// read returns nothing; a sibling's version that lands before that
+    /// last read, with a paragraph inserted before the end, must not feed it
+    /// the new version's bytes from the old end on (a paragraph cut in two,
+    /// then saved). A version that only grew at the end it follows (tail -f).
+    func testAPageCacheReaderAtTheOldEndGetsNoPieceOfAVersionChangedBeforeIt() throws {
+        let mount = try DirectMount { try $0.putNote("A", "one\n\ntwo\n") }
+        func readAt(_ file: DirectMount.Descriptor, _ offset: Int) throws -> String {
+            String(decoding: try mount.fileSystem.read(file.inode, handle: file.handle, offset: UInt64(offset), size: 4096, request: mount.caller),
+                   as: UTF8.self)
+        }
+        let reader = try mount.open("notebook/A.md", O_RDONLY)
+        XCTAssertFalse(reader.options.contains(.directIO))
+        XCTAssertEqual(try readAt(reader, 0), "one\n\ntwo\n")
+        try landsElsewhere(mount, "A", "zero\n\none\n\ntwo\n")
+        mount.feed()
+        XCTAssertEqual(try readAt(reader, 9), "", "the old version ends there")
+        try mount.close(reader)
+        XCTAssertEqual(try mount.text("notebook/A.md"), "zero\n\none\n\ntwo\n")
+
+        let follower = try mount.open("notebook/A.md", O_RDONLY)
+        XCTAssertEqual(try readAt(follower, 0), "zero\n\none\n\ntwo\n")
+        try landsElsewhere(mount, "A", "zero\n\none\n\ntwo\n\nthree\n")
+        mount.feed()
+        XCTAssertEqual(try readAt(follower, 15), "\nthree\n", "an append is followed")
+        try mount.close(follower)
+    }
+
     /// An editor that keeps one note open all day and glances at many
     /// others: each save shows it the note again, so its baseline outlives
     /// the notes it read since its first read of it, in its own texts and

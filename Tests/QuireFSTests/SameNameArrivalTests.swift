@@ -217,6 +217,39 @@ final class SameNameArrivalTests: XCTestCase {
         for word in ["one", "two", "mine", "theirs"] { XCTAssertTrue(saved.contains(word), "\(word) in \(saved)") }
     }
 
+    /// The sibling opened this device's `x.new`, wrote its own text over
+    /// it and renamed it over its note, deleting it, all before this
+    /// device's rename: the rename still moves what this device wrote (its
+    /// name stays while the claim lasts), and nothing of either is lost.
+    func testAFileASiblingWroteOverAndDeletedBeforeThisDevicesRenameIsStillMoved() throws {
+        let mount = try DirectMount { try $0.putNote("Plan", "one\n") }
+        let text = try XCTUnwrap(mount.text("notebook/Plan.md"))
+        try mount.writeFile("notebook/Plan.md.new", text + "\nmine\n")
+        let mine = try XCTUnwrap(key(mount, "notebook/Plan.md.new"))
+        let sibling = try ReplicaStore(path: mount.directory + "/sibling.sqlite", deviceID: DeviceID(bytes: [UInt8](repeating: 0xD2, count: 16))!, create: true)
+        try sibling.apply(try mount.store.rows(.notebook, from: [], to: nil))
+        guard case .note(var note)? = try sibling.row(.notebook, mine)?.content else { return XCTFail("no row on the sibling") }
+        note.body = Array("one\n\ntheirs\n".utf8)
+        try sibling.saveProse(.note(note), key: mine, shown: [])
+        try sibling.delete(.notebook, mine)
+        try mount.store.apply(try sibling.rows(.notebook, from: [], to: nil) + (try sibling.tombstones(.notebook)))
+        mount.feed()
+        try mount.rename("notebook/Plan.md.new", "notebook/Plan.md")
+        XCTAssertEqual(try mount.stored(.notebook, "Plan"), "one\n\nmine\n")
+        XCTAssertFalse(mount.exists("notebook/Plan.md.new"))
+
+        // Not renamed: once the claim ends, the sibling's deletion shows.
+        try mount.writeFile("notebook/Other.new", "other\n")
+        let other = try XCTUnwrap(key(mount, "notebook/Other.new"))
+        try sibling.apply(try mount.store.rows(.notebook, from: [], to: nil))
+        try sibling.delete(.notebook, other)
+        try mount.store.apply(try sibling.tombstones(.notebook))
+        mount.feed()
+        XCTAssertTrue(mount.exists("notebook/Other.new"), "claimed still")
+        mount.fileSystem.locked { mount.fileSystem.endClaims(at: Date().addingTimeInterval(ChangeFeed.claimGrace + 1)) }
+        XCTAssertFalse(mount.exists("notebook/Other.new"))
+    }
+
     /// The claim is local and short: once it ends, every device lists the
     /// same names again (the smaller key plain).
     func testTheClaimEndsAfterItsGraceAndTheNamesAreEveryDevicesAgain() throws {

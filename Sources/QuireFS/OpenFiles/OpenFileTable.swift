@@ -180,14 +180,18 @@ struct OpenFileTable {
         return copy
     }
 
-    /// Readers with direct I/O on `ref` keep the text they have read from
-    /// (as orphans): a program reads a file in pieces, and the next piece
-    /// of another version cuts a paragraph in two, which its next save
-    /// would keep. Readers through the page cache follow: the kernel reads
-    /// a note whole into it, and drops it when told the row changed.
-    mutating func keepTextOfDirectReaders(of ref: RowRef) {
+    /// Readers of `ref` keep the text they have read from (as orphans)
+    /// when the row becomes `new`: a program reads a file in pieces, and
+    /// the next piece of another version cuts a paragraph in two, which its
+    /// next save would keep. Readers with direct I/O always; readers through
+    /// the page cache when `new` is not the old text with more after it
+    /// (nil: unknown): the kernel reads a note whole into its cache, but the
+    /// read at the old end that finds the file grown is served from the new
+    /// version at that offset. One that grew at its end they follow (`tail -f`).
+    mutating func keepTextOfReaders(of ref: RowRef, becoming new: [UInt8]?) {
         guard let copy = copies[ref] else { return }
-        for handle in handles(on: ref) where !files[handle]!.flags.isWritable && files[handle]!.isDirect {
+        let isAppend = new.map { $0.starts(with: copy.content) } ?? false
+        for handle in handles(on: ref) where !files[handle]!.flags.isWritable && (files[handle]!.isDirect || !isAppend) {
             retarget(handle, to: .orphan(copy.content, modifiedAt: copy.modifiedAt))
         }
     }

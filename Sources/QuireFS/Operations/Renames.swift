@@ -453,7 +453,14 @@ extension QuireFileSystem {
 
     /// The text a row's file shows now (its open working copy, else stored).
     func currentBytes(_ ref: RowRef) throws(FuseError) -> [UInt8] {
-        try workingCopy(ref).content
+        do throws(FuseError) {
+            return try workingCopy(ref).content
+        } catch .noEntry where names.isClaimed(ref) && lastShown[ref] != nil {
+            // Deleted by a sibling while claimed here (`applyExternal`): what this device wrote.
+            return lastShown[ref]!
+        } catch {
+            throw error
+        }
     }
 
     private func storedContent(_ ref: RowRef, withBody: Bool = true) throws(FuseError) -> RowContent? {
