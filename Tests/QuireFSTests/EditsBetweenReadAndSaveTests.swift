@@ -161,15 +161,11 @@ final class EditsBetweenReadAndSaveTests: XCTestCase {
         }
         try landsElsewhere(mount, "A", "one\n\ntwo\n")
         mount.feed()
-        let file = try mount.open("notebook/A.md", O_WRONLY | O_TRUNC)
-        try mount.write(file, "mine\n")
-        try mount.close(file)
+        try mount.writeFile("notebook/A.md", "mine\n")   // an O_TRUNC open of the note
         let text = try XCTUnwrap(mount.stored(.notebook, "A"))
         for word in ["one", "two", "mine"] { XCTAssertTrue(text.contains(word), "\(word) in \(text)") }
 
-        let other = try mount.open("notebook/B.md", O_WRONLY | O_TRUNC)
-        try mount.write(other, "new\n")
-        try mount.close(other)
+        try mount.writeFile("notebook/B.md", "new\n")
         XCTAssertEqual(try mount.stored(.notebook, "B"), "new\n")
         // Once shown, a note is replaced whole again.
         _ = try mount.text("notebook/A.md")

@@ -31,6 +31,40 @@ final class SameNameArrivalTests: XCTestCase {
         return sibling
     }
 
+    /// A mount holding the note `Plan`, where the sibling's own
+    /// `Plan.md.new` ("theirs") has landed.
+    private func mountWithSiblingsFile() throws -> (DirectMount, ReplicaStore) {
+        let mount = try DirectMount { try $0.putNote("Plan", "one\n") }
+        try mount.writeFile("notebook/Spare.md.new", "spare\n")
+        let sibling = try siblingsFileLands(mount, "Plan.md.new", "theirs\n", like: try XCTUnwrap(key(mount, "notebook/Spare.md.new")))
+        return (mount, sibling)
+    }
+
+    /// The sibling deletes its file (renamed it over its note); the mount's
+    /// store holds the deletion, and the change feed has not applied it yet.
+    private func siblingDeletesItsFile(_ mount: DirectMount, _ sibling: ReplicaStore) throws {
+        try sibling.delete(.notebook, smallestKey)
+        try mount.store.apply(try sibling.tombstones(.notebook))
+    }
+
+    /// A sibling that pulled this mount's rows wrote `text` over the row
+    /// `key`, having been shown `shown` of it; the mount's store holds its version.
+    private func siblingWritesOver(_ mount: DirectMount, _ key: RowKey, _ text: String, shown: String = "",
+                                   deleting: Bool = false) throws -> ReplicaStore {
+        let sibling = try ReplicaStore(path: mount.directory + "/sibling.sqlite", deviceID: DeviceID(bytes: [UInt8](repeating: 0xD2, count: 16))!,
+                                       create: true)
+        try sibling.apply(try mount.store.rows(.notebook, from: [], to: nil))
+        guard case .note(var note)? = try sibling.row(.notebook, key)?.content else {
+            XCTFail("no row on the sibling")
+            return sibling
+        }
+        note.body = Array(text.utf8)
+        try sibling.saveProse(.note(note), key: key, shown: Array(shown.utf8))
+        if deleting { try sibling.delete(.notebook, key) }
+        try mount.store.apply(try sibling.rows(.notebook, from: [], to: nil) + (try sibling.tombstones(.notebook)))
+        return sibling
+    }
+
     private func key(_ mount: DirectMount, _ path: String) throws -> RowKey? {
         let inode = try mount.lookup(path).attributes.inode
         return mount.fileSystem.locked { Self.rowKey(mount.fileSystem.names.inodes.object(inode.rawValue)) }
@@ -98,14 +132,11 @@ final class SameNameArrivalTests: XCTestCase {
     /// open: the open answers ESTALE, so the kernel looks the name up again
     /// and an O_CREAT open creates this device's own file.
     func testOpeningASiblingsFileDeletedSinceItsLookupAsksTheKernelToLookAgain() throws {
-        let mount = try DirectMount { try $0.putNote("Plan", "one\n") }
-        try mount.writeFile("notebook/Spare.md.new", "spare\n")
-        let sibling = try siblingsFileLands(mount, "Plan.md.new", "theirs\n", like: try XCTUnwrap(key(mount, "notebook/Spare.md.new")))
+        let (mount, sibling) = try mountWithSiblingsFile()
         let inode = try mount.lookup("notebook/Plan.md.new").attributes.inode
         XCTAssertEqual(try key(mount, "notebook/Plan.md.new"), smallestKey)
         // The deletion is stored; the change feed has not applied it yet.
-        try sibling.delete(.notebook, smallestKey)
-        try mount.store.apply(try sibling.tombstones(.notebook))
+        try siblingDeletesItsFile(mount, sibling)
         XCTAssertThrowsError(try mount.fileSystem.open(inode, flags: FuseOpenFlags(rawValue: O_WRONLY | O_TRUNC), request: mount.caller)) {
             XCTAssertEqual($0 as? FuseError, .stale)
         }
@@ -120,11 +151,8 @@ final class SameNameArrivalTests: XCTestCase {
     /// sibling's file landed and was deleted meanwhile, and the change feed
     /// has applied only its landing: the create makes this device's file.
     func testCreatingANameWhoseSiblingsFileIsStoredDeletedMakesANewFile() throws {
-        let mount = try DirectMount { try $0.putNote("Plan", "one\n") }
-        try mount.writeFile("notebook/Spare.md.new", "spare\n")
-        let sibling = try siblingsFileLands(mount, "Plan.md.new", "theirs\n", like: try XCTUnwrap(key(mount, "notebook/Spare.md.new")))
-        try sibling.delete(.notebook, smallestKey)
-        try mount.store.apply(try sibling.tombstones(.notebook))
+        let (mount, sibling) = try mountWithSiblingsFile()
+        try siblingDeletesItsFile(mount, sibling)
         let reply = try mount.fileSystem.create(parent: try mount.folderInode("notebook"), name: "Plan.md.new", mode: 0o100644,
                                                 flags: FuseOpenFlags(rawValue: O_WRONLY | O_CREAT | O_TRUNC), request: mount.caller)
         let file = DirectMount.Descriptor(inode: reply.entry.attributes.inode, handle: reply.open.handle,
@@ -142,12 +170,9 @@ final class SameNameArrivalTests: XCTestCase {
     /// writing it when the sibling's save deletes it: the write goes on,
     /// and its rename moves this device's text over the note.
     func testASiblingsFileDeletedWhileWrittenHereIsSavedAndMoved() throws {
-        let mount = try DirectMount { try $0.putNote("Plan", "one\n") }
-        try mount.writeFile("notebook/Spare.md.new", "spare\n")
-        let sibling = try siblingsFileLands(mount, "Plan.md.new", "theirs\n", like: try XCTUnwrap(key(mount, "notebook/Spare.md.new")))
+        let (mount, sibling) = try mountWithSiblingsFile()
         let file = try mount.create("notebook/Plan.md.new")
-        try sibling.delete(.notebook, smallestKey)
-        try mount.store.apply(try sibling.tombstones(.notebook))
+        try siblingDeletesItsFile(mount, sibling)
         mount.feed()
         try mount.write(file, "one\n\nmine\n")
         try mount.close(file)
@@ -157,12 +182,9 @@ final class SameNameArrivalTests: XCTestCase {
 
     /// The same, the deletion landing between the close and the rename.
     func testASiblingsFileDeletedBetweenItsSaveHereAndTheRenameIsMoved() throws {
-        let mount = try DirectMount { try $0.putNote("Plan", "one\n") }
-        try mount.writeFile("notebook/Spare.md.new", "spare\n")
-        let sibling = try siblingsFileLands(mount, "Plan.md.new", "theirs\n", like: try XCTUnwrap(key(mount, "notebook/Spare.md.new")))
+        let (mount, sibling) = try mountWithSiblingsFile()
         try mount.writeFile("notebook/Plan.md.new", "one\n\nmine\n")
-        try sibling.delete(.notebook, smallestKey)
-        try mount.store.apply(try sibling.tombstones(.notebook))
+        try siblingDeletesItsFile(mount, sibling)
         mount.feed()
         try mount.rename("notebook/Plan.md.new", "notebook/Plan.md")
         XCTAssertEqual(try mount.stored(.notebook, "Plan"), "one\n\nmine\n")
@@ -205,12 +227,7 @@ final class SameNameArrivalTests: XCTestCase {
         try mount.writeFile("notebook/Plan.md.new", text + "\nmine\n")
         let mine = try XCTUnwrap(key(mount, "notebook/Plan.md.new"))
         // The sibling opened this device's file and wrote its own text over it.
-        let sibling = try ReplicaStore(path: mount.directory + "/sibling.sqlite", deviceID: DeviceID(bytes: [UInt8](repeating: 0xD2, count: 16))!, create: true)
-        try sibling.apply(try mount.store.rows(.notebook, from: [], to: nil))
-        guard case .note(var note)? = try sibling.row(.notebook, mine)?.content else { return XCTFail("no row on the sibling") }
-        note.body = Array("one\n\ntheirs\n".utf8)
-        try sibling.saveProse(.note(note), key: mine, shown: Array((text + "\nmine\n").utf8))
-        try mount.store.apply(try sibling.rows(.notebook, from: [], to: nil))
+        _ = try siblingWritesOver(mount, mine, "one\n\ntheirs\n", shown: text + "\nmine\n")
         mount.feed()
         try mount.rename("notebook/Plan.md.new", "notebook/Plan.md")
         let saved = try XCTUnwrap(mount.stored(.notebook, "Plan"))
@@ -226,13 +243,7 @@ final class SameNameArrivalTests: XCTestCase {
         let text = try XCTUnwrap(mount.text("notebook/Plan.md"))
         try mount.writeFile("notebook/Plan.md.new", text + "\nmine\n")
         let mine = try XCTUnwrap(key(mount, "notebook/Plan.md.new"))
-        let sibling = try ReplicaStore(path: mount.directory + "/sibling.sqlite", deviceID: DeviceID(bytes: [UInt8](repeating: 0xD2, count: 16))!, create: true)
-        try sibling.apply(try mount.store.rows(.notebook, from: [], to: nil))
-        guard case .note(var note)? = try sibling.row(.notebook, mine)?.content else { return XCTFail("no row on the sibling") }
-        note.body = Array("one\n\ntheirs\n".utf8)
-        try sibling.saveProse(.note(note), key: mine, shown: [])
-        try sibling.delete(.notebook, mine)
-        try mount.store.apply(try sibling.rows(.notebook, from: [], to: nil) + (try sibling.tombstones(.notebook)))
+        let sibling = try siblingWritesOver(mount, mine, "one\n\ntheirs\n", deleting: true)
         mount.feed()
         try mount.rename("notebook/Plan.md.new", "notebook/Plan.md")
         XCTAssertEqual(try mount.stored(.notebook, "Plan"), "one\n\nmine\n")
