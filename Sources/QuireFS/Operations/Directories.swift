@@ -78,7 +78,7 @@ extension QuireFileSystem {
                 case nil:
                     do throws(FuseError) {
                         return spelled(typed, name, try lookUp(name, in: parent.rawValue))
-                    } catch .noEntry where !caughtUp {
+                    } catch .noEntry where !caughtUp && namesARow(name, in: parent.rawValue) {
                         return nil
                     } catch {
                         throw error
@@ -89,6 +89,15 @@ extension QuireFileSystem {
             caughtUp = true
             guard catchUpWithStore() else { throw FuseError.noEntry }
         }
+    }
+
+    /// Whether `name` in that folder would be a stored row's (not editor
+    /// junk or a temp file's, which never come from the store): only such a
+    /// miss is worth catching up with the store for.
+    private func namesARow(_ name: CanonicalName, in parent: UInt64) -> Bool {
+        guard let namespace = (try? folder(parent))?.namespace else { return false }
+        if case .row = FileNames.meaning(of: name, in: namespace) { return FileNames.tempName(name.text) == nil }
+        return false
     }
 
     /// What the feed's own lookup of a name it is telling watchers of
