@@ -153,4 +153,18 @@ final class NameFormTests: XCTestCase {
         XCTAssertEqual(listing.row(named: "th\u{E8}me.txt")?.key, key)
         XCTAssertEqual(listing.sortedNames(in: nil).map(\.bytes), [bytes("th\u{E8}me.txt")!])
     }
+
+    /// A name with a key marker no row has (a copy of a folder holding
+    /// twins, `cp -r` or `rsync` of `W.md` and `W%~df4d7e73.md`) names no
+    /// file: created, it is a new note of that title, never the title's
+    /// existing note written over.
+    func testANameWithAnUnknownKeyMarkerNeverWritesOverTheTitlesNote() throws {
+        let mount = try DirectMount { try $0.putNote("y", "yy\n") }
+        XCTAssertFalse(mount.exists("notebook/y%~deadbeef.md"))
+        try mount.writeFile("notebook/y%~deadbeef.md", "new\n")
+        XCTAssertEqual(try mount.text("notebook/y.md").map { $0.hasPrefix("yy") || $0.hasPrefix("new") }, true)
+        let texts = try mount.store.summaries(.notebook).filter { $0.name == "y" }
+            .map { String(decoding: try XCTUnwrap(mount.store.row(.notebook, $0.key)?.content.flatMap(RowFormat.render)), as: UTF8.self) }
+        XCTAssertEqual(Set(texts), ["yy\n", "new\n"], "two notes titled y")
+    }
 }

@@ -103,6 +103,9 @@ struct NameIndex {
             return detached[ref] == nil ? .row(ref) : ResolvedName.none
         }
         // The same title typed another way (an escape where none was needed).
+        // Not a name with a key marker no row has: that names no row (a copy
+        // of a twin), and taking the title's row would write over another file.
+        guard !name.text.contains(FileNames.marker) else { return ResolvedName.none }
         let keys = listing.keys(titled: title, kind: kind, in: folder.folderKey)
             .filter { detached[RowRef(namespace: namespace, key: $0)] == nil }
         return keys.count == 1 ? .row(RowRef(namespace: namespace, key: keys[0])) : ResolvedName.none

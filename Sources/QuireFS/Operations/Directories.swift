@@ -20,11 +20,6 @@ extension QuireFileSystem {
         case .row(let title, let kind):
             _ = try listing(namespace)
             if let found = names.resolveRow(name, title: title, kind: kind, in: folder), found != .none { return found }
-            // A name older builds listed, every `%` written `%25` (`50%25 off.md` for `50% off`).
-            if title.contains("%25"), let found = names.resolveRow(name, title: title.replacingOccurrences(of: "%25", with: "%"), kind: kind, in: folder),
-               found != .none {
-                return found
-            }
             // A folder whose name reads as a file name (`Projects.2026`).
             if namespace == .notebook, kind != .folder,
                let found = names.resolveRow(name, title: name.text, kind: .folder, in: folder), found != .none {
