@@ -173,6 +173,21 @@ final class EditsBetweenReadAndSaveTests: XCTestCase {
         XCTAssertEqual(try mount.stored(.notebook, "A"), "only\n")
     }
 
+    /// rsync opens the note it is about to replace, reads none of it, and
+    /// renames its temp file over it: an open is not a showing, so a
+    /// sibling's paragraph that landed since the note was last read stays.
+    func testAnOpenWithoutAReadShowsNothing() throws {
+        let mount = try DirectMount { try $0.putNote("A", "one\n\ntwo\n") }
+        XCTAssertEqual(try mount.text("notebook/A.md"), "one\n\ntwo\n")
+        try landsElsewhere(mount, "A", "one\n\ntwo\n\nsibling\n")
+        mount.feed()
+        try mount.close(try mount.open("notebook/A.md", O_RDONLY))
+        try mount.writeFile("notebook/.A.md.Xa12bc", "one\n\ntwo\n\nrestored\n")
+        try mount.rename("notebook/.A.md.Xa12bc", "notebook/A.md")
+        let text = try XCTUnwrap(mount.stored(.notebook, "A"))
+        for word in ["one", "two", "sibling", "restored"] { XCTAssertTrue(text.contains(word), "\(word) in \(text)") }
+    }
+
     /// A program reading a note through the page cache reads on until a
     /// read returns nothing; a sibling's version that lands before that
     /// last read, with a paragraph inserted before the end, must not feed it

@@ -50,12 +50,13 @@ final class FileNamesTests: XCTestCase {
 
     func testJunkAndLocalOnlyNames() {
         for junk in [".x.md.swp", "x.swx", "x.md~", "4913", "5036", "#x.md#", ".#x.md", "._x.md", ".DS_Store", ".goutputstream-AB",
-                     "x.md___jb_tmp___", "x.md___jb_old___", "x.png___jb_bak___", "workspace.json.tmp", "Plan.md.tmp", "XXALtBW0", "XX0a9Zzz"] {
+                     "x.md___jb_tmp___", "x.md___jb_old___", "x.png___jb_bak___", "workspace.json.tmp", "Plan.md.tmp", "XXALtBW0", "XX0a9Zzz", "ziu1TLDu"] {
             XCTAssertEqual(FileNames.meaning(of: junk, in: .notebook), .junk, junk)
         }
         XCTAssertEqual(FileNames.meaning(of: "todo.txt", in: .notebook), .row(title: "todo.txt", kind: .file))
         XCTAssertEqual(FileNames.meaning(of: "sedAbc123", in: .notebook), .junk)
         XCTAssertEqual(FileNames.meaning(of: "XXL.md", in: .notebook), .row(title: "XXL"))
+        XCTAssertEqual(FileNames.meaning(of: "zillions", in: .notebook), .row(title: "zillions", kind: .file))
         XCTAssertEqual(FileNames.meaning(of: "x___jb_tmp___.md", in: .notebook), .row(title: "x___jb_tmp___"))
         for name in ["data.tmp", "x..tmp", "a.b.tmp.md"] where name.hasSuffix(".tmp") {
             XCTAssertEqual(FileNames.meaning(of: name, in: .notebook), .row(title: name, kind: .file), name)

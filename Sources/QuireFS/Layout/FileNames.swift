@@ -129,7 +129,7 @@ enum FileNames {
     /// Editor and desktop junk that lives in the local scratch area: every
     /// hidden file (vim `.x.swp`/`.x.swx`, emacs `.#x`, macOS `._x` and
     /// `.DS_Store`, gedit `.goutputstream-*`), backups ending in `~`, emacs
-    /// autosaves `#x#`, `*.swp`/`*.swx`, sed -i's `sedXXXXXX`, perl -i's `XXXXXXXX`, Python's
+    /// autosaves `#x#`, `*.swp`/`*.swx`, sed -i's `sedXXXXXX`, perl -i's `XXXXXXXX`, zip's `ziXXXXXX`, Python's
     /// `tmpXXXXXXXX`, vim's write probe `4913` (and the numbers it tries
     /// after it: 4913 + 123·k), the "safe write" of JetBrains IDEs
     /// (`x___jb_tmp___` renamed over `x` once `x` became `x___jb_old___`:
@@ -152,8 +152,13 @@ enum FileNames {
             (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A)
         }
         if bytes.count == 9, name.hasPrefix("sed"), bytes.dropFirst(3).allSatisfy(isASCIIAlphanumeric) { return true }
-        // perl -i's: mkstemp's six random characters after `XX`.
-        if bytes.count == 8, name.hasPrefix("XX"), bytes.dropFirst(2).allSatisfy(isASCIIAlphanumeric) { return true }
+        // mkstemp's six random characters: after `XX` (perl -i), after `zi`
+        // (zip; a capital or a digit among them tells it from a word, `zillions`).
+        let random = bytes.dropFirst(2)
+        if bytes.count == 8, random.allSatisfy(isASCIIAlphanumeric) {
+            if name.hasPrefix("XX") { return true }
+            if name.hasPrefix("zi"), !random.allSatisfy({ $0 >= 0x61 && $0 <= 0x7A }) { return true }
+        }
         if (8...11).contains(bytes.count), name.hasPrefix("tmp"),
            bytes.dropFirst(3).allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == UInt8(ascii: "_") }) {
             return true

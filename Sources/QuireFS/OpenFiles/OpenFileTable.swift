@@ -73,6 +73,9 @@ struct OpenFile {
     /// Opened with direct I/O: its reads bypass the kernel's page cache,
     /// each one a request of its own.
     var isDirect = false
+    /// Its text is yet to be counted as shown to its process: at its first
+    /// read, not at the open (rsync opens a note it replaces and reads none of it).
+    var showsAtFirstRead = false
 }
 
 /// The files open through the mount and the working copies they share.
@@ -141,6 +144,9 @@ struct OpenFileTable {
     }
 
     mutating func setShown(_ handle: UInt64, _ bytes: [UInt8]) { files[handle]?.shown = bytes }
+
+    /// The handle's first read counted what it was shown.
+    mutating func markShown(_ handle: UInt64) { files[handle]?.showsAtFirstRead = false }
 
     private mutating func count(_ target: OpenFile.Target, by delta: Int) {
         guard let ref = target.row else { return }

@@ -74,7 +74,7 @@ extension QuireFileSystem {
             throw refuse(.permissionDenied, "\(ref.namespace.name)/\(displayName(ref)) is read-only: memory is append-only")
         }
         var copy = try workingCopy(ref)
-        let shown = shownBaseline(ref, copy, replacesWhole: flags.isTruncating && flags.isWritable, readable: flags.isReadable, process: process)
+        let shown = shownBaseline(ref, copy, replacesWhole: flags.isTruncating && flags.isWritable, process: process)
         if flags.isTruncating && flags.isWritable && !copy.content.isEmpty {
             copy.willChange()
             copy.content = []
@@ -90,8 +90,13 @@ extension QuireFileSystem {
         let kernelIsBehind = (!copy.isDirty && copy.storedSeq > listed) || kernelCache.mayHoldOlder(inode)
         // Keep the kernel's pages when they hold exactly this version.
         let keepsCache = kernelCache.opened(inode, version: copy.isDirty || kernelIsBehind ? nil : copy.seq)
+        // What a reader is shown counts from its first read; the kernel
+        // may answer every read of pages it keeps without asking.
+        let showsNow = flags.isReadable && !copy.isDirty && !(flags.isTruncating && flags.isWritable) && keepsCache
+        if showsNow { lastShown.record(ref, copy.content, process: process, version: copy.storedSeq) }
         let handle = openFiles.add(OpenFile(target: .row(ref), inode: inode, flags: flags, shown: shown, process: process,
-                                            isDirect: kernelIsBehind))
+                                            isDirect: kernelIsBehind,
+                                            showsAtFirstRead: flags.isReadable && !showsNow && !(flags.isTruncating && flags.isWritable)))
         // A reader's close commits nothing: no flush round trip.
         var options: FuseOpenReply.Options = flags.isWritable ? [] : [.noFlush]
         if keepsCache { options.insert(.keepCache) }
@@ -123,9 +128,8 @@ extension QuireFileSystem {
     /// what its process was last shown (else the device), not the text at
     /// this open, which may hold a sibling's paragraphs that landed in
     /// between (as its deletions).
-    func shownBaseline(_ ref: RowRef, _ copy: WorkingCopy, replacesWhole: Bool, readable: Bool, process: Int32?) -> [UInt8] {
+    func shownBaseline(_ ref: RowRef, _ copy: WorkingCopy, replacesWhole: Bool, process: Int32?) -> [UInt8] {
         if replacesWhole { return wholeReplacementBaseline(ref, copy, process: process) }
-        if readable && !copy.isDirty { lastShown.record(ref, copy.content, process: process, version: copy.storedSeq) }
         return copy.textWrittenOnto
     }
 
@@ -282,7 +286,13 @@ extension QuireFileSystem {
                 return Array(bytes[start..<min(bytes.count, start + size)])
             }
             switch file.target {
-            case .row(let ref): return slice(openFiles.copy(ref)?.content ?? [])
+            case .row(let ref):
+                guard let copy = openFiles.copy(ref) else { return [] }
+                if file.showsAtFirstRead {
+                    if !copy.isDirty { lastShown.record(ref, copy.content, process: file.process, version: copy.storedSeq) }
+                    openFiles.markShown(handle)
+                }
+                return slice(copy.content)
             case .control(let bytes), .orphan(let bytes, _): return slice(bytes)
             case .scratch(let descriptor): return try scratch.read(descriptor, offset: offset, size: size)
             }
