@@ -326,7 +326,7 @@ enum RowCommands {
         if forceNew { return nil }
         let matches = try store.find(ns, name: name)
         if matches.count > 1 {
-            throw CommandFailure("\(matches.count) \(ns.name) rows are named '\(name)' (keys \(matches.map { $0.hex.prefix(12) }.joined(separator: ", "))…); "
+            throw CommandFailure("\(matches.count) \(ns.name) rows are named '\(name)' (keys starting \(matches.map { $0.hex.prefix(12) }.joined(separator: ", "))); "
                                  + "pass --key with one of them")
         }
         return matches.first
