@@ -121,8 +121,8 @@ extension QuireFileSystem {
     /// A file that keeps the text (no O_TRUNC) writes onto the text as it
     /// is now, whether it can read it or not (an append, a write at an
     /// offset): that text is its baseline (less other files' unsaved
-    /// writes: `WorkingCopy.textWrittenOnto`), and, if it can read it, what
-    /// this device and `process` last showed of the row. One that replaces the
+    /// writes: `WorkingCopy.textWrittenOnto`); once it reads, the text is
+    /// what this device and `process` last showed of the row. One that replaces the
     /// text whole (a truncating open) was shown nothing: an editor read the
     /// note earlier, closed it, and writes it whole now, so its baseline is
     /// what its process was last shown (else the device), not the text at
