@@ -290,7 +290,7 @@ extension QuireFileSystem {
         // that wrote over it (two devices saving through one temp name): it
         // keeps its name here, so its program's rename moves what it wrote
         // (`currentBytes`); the claim's end takes it away.
-        if summary.isTombstone, names.isClaimed(ref), lastShown[ref] != nil, names.listing(ref.namespace)?.rows[ref.key] != nil {
+        if summary.isTombstone, claimedText(ref) != nil, names.listing(ref.namespace)?.rows[ref.key] != nil {
             return
         }
         kernelCache.rowChanged(ref)

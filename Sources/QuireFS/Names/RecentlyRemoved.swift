@@ -39,9 +39,7 @@ struct RecentlyRemoved {
     }
 
     /// Whether a row was removed under `name` in `folder` within the window.
-    func holds(_ name: CanonicalName, in folder: Folder, at now: Date) -> Bool {
-        removals[Slot(folder: folder, name: name)].map { now.timeIntervalSince($0.at) < Self.window } ?? false
-    }
+    func holds(_ name: CanonicalName, in folder: Folder, at now: Date) -> Bool { removal(name, in: folder, at: now) != nil }
 
     /// The row removed under `name` in `folder` within the window, left in place.
     func removal(_ name: CanonicalName, in folder: Folder, at now: Date) -> Removal? {
@@ -51,8 +49,7 @@ struct RecentlyRemoved {
     /// The row removed under `name` in `folder` within the window, taken
     /// (a name is created again once).
     mutating func take(_ name: CanonicalName, in folder: Folder, at now: Date) -> Removal? {
-        guard let removal = removals.removeValue(forKey: Slot(folder: folder, name: name)),
-              now.timeIntervalSince(removal.at) < Self.window else { return nil }
-        return removal
+        defer { removals[Slot(folder: folder, name: name)] = nil }
+        return removal(name, in: folder, at: now)
     }
 }

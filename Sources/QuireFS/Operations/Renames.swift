@@ -455,12 +455,20 @@ extension QuireFileSystem {
     func currentBytes(_ ref: RowRef) throws(FuseError) -> [UInt8] {
         do throws(FuseError) {
             return try workingCopy(ref).content
-        } catch .noEntry where names.isClaimed(ref) && lastShown[ref] != nil {
+        } catch .noEntry {
             // Deleted by a sibling while claimed here (`applyExternal`): what this device wrote.
-            return lastShown[ref]!
+            guard let written = claimedText(ref) else { throw .noEntry }
+            return written
         } catch {
             throw error
         }
+    }
+
+    /// What this device wrote to a row it still claims (nil: not claimed,
+    /// or nothing kept): a claimed row a sibling deletes keeps its name and
+    /// this text until its rename or the claim's end.
+    func claimedText(_ ref: RowRef) -> [UInt8]? {
+        names.isClaimed(ref) ? lastShown[ref] : nil
     }
 
     private func storedContent(_ ref: RowRef, withBody: Bool = true) throws(FuseError) -> RowContent? {
