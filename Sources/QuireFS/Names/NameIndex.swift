@@ -36,8 +36,7 @@ struct NameIndex {
     var inodes = InodeTable()
     private var pending: [Folder: [CanonicalName: RowRef]] = [:]
     private(set) var detached: [RowRef: DetachedRow] = [:]
-    /// Claimed rows and when each claim was last renewed.
-    private var claims: [RowRef: Date] = [:]
+    private var claims = ClaimTable()
 
     // MARK: Listings
 
@@ -45,7 +44,7 @@ struct NameIndex {
 
     mutating func install(_ listing: NamespaceListing) {
         var listing = listing
-        for ref in claims.keys where ref.namespace == listing.namespace { _ = listing.setClaimed(ref.key, true) }
+        for ref in claims.refs where ref.namespace == listing.namespace { _ = listing.setClaimed(ref.key, true) }
         listings[listing.namespace] = listing
     }
 
@@ -180,14 +179,14 @@ struct NameIndex {
 
     /// `ref` was created here under its name: it keeps that name for now.
     mutating func claim(_ ref: RowRef, at now: Date) -> [Invalidation] {
-        claims[ref] = now
+        claims.renew(ref, at: now)
         guard let changes = listings[ref.namespace]?.setClaimed(ref.key, true) else { return [] }
         return invalidations(ref.namespace, changes)
     }
 
     /// The claim's grace starts again (the row's last handle closed).
     mutating func renewClaim(_ ref: RowRef, at now: Date) {
-        if claims[ref] != nil { claims[ref] = now }
+        if claims.contains(ref) { claims.renew(ref, at: now) }
     }
 
     /// The claim ended: the row's name is the one every device gives it.
@@ -195,21 +194,17 @@ struct NameIndex {
 
     /// The same, with the names that changed hands (what file watchers are told).
     mutating func endClaimReporting(_ ref: RowRef) -> (invalidations: [Invalidation], changes: [NameChange]) {
-        guard claims.removeValue(forKey: ref) != nil,
+        guard claims.remove(ref),
               let changes = listings[ref.namespace]?.setClaimed(ref.key, false) else { return ([], []) }
         return (invalidations(ref.namespace, changes), changes)
     }
 
-    func isClaimed(_ ref: RowRef) -> Bool { claims[ref] != nil }
+    func isClaimed(_ ref: RowRef) -> Bool { claims.contains(ref) }
 
     /// Claims not renewed within `grace` of `now`.
-    func expiredClaims(at now: Date, grace: TimeInterval) -> [RowRef] {
-        claims.filter { now.timeIntervalSince($0.value) > grace }.keys.sorted { $0.key < $1.key }
-    }
+    mutating func expiredClaims(at now: Date, grace: TimeInterval) -> [RowRef] { claims.expired(at: now, grace: grace) }
 
-    func nextClaimDeadline(grace: TimeInterval) -> Date? {
-        claims.values.min().map { $0.addingTimeInterval(grace) }
-    }
+    mutating func nextClaimDeadline(grace: TimeInterval) -> Date? { claims.nextDeadline(grace: grace) }
 
     // MARK: Sizes (status, tests)
 
