@@ -148,8 +148,8 @@ final class CleanCopiesTests: XCTestCase {
     /// Claims run out in the order they were last renewed; a renewed one
     /// waits a whole grace again, a removed one never comes back, and an
     /// expired one stays claimed until its owner renews or removes it.
-    func testClaimsExpireByTheirLastRenewal() {
-        var claims = ClaimTable()
+    func testGracesRunOutByTheLastRenewal() {
+        var claims = GraceTable<RowRef>()
         let start = Date(timeIntervalSince1970: 1_000_000)
         for i in 0..<5 { claims.renew(ref(UInt8(i)), at: start.addingTimeInterval(Double(i))) }
         XCTAssertEqual(claims.nextDeadline(grace: 30), start.addingTimeInterval(30))
@@ -159,12 +159,12 @@ final class CleanCopiesTests: XCTestCase {
         XCTAssertEqual(claims.nextDeadline(grace: 30), start.addingTimeInterval(31), "ref 1 is the oldest now")
         XCTAssertEqual(claims.expired(at: start.addingTimeInterval(30.5), grace: 30), [])
         XCTAssertEqual(claims.expired(at: start.addingTimeInterval(33.5), grace: 30), [ref(1), ref(3)])
-        XCTAssertEqual(claims.expired(at: start.addingTimeInterval(33.5), grace: 30), [ref(1), ref(3)], "still claimed")
+        XCTAssertEqual(claims.expired(at: start.addingTimeInterval(33.5), grace: 30), [ref(1), ref(3)], "still held")
         claims.renew(ref(1), at: start.addingTimeInterval(33.5))
         XCTAssertTrue(claims.remove(ref(3)))
-        XCTAssertEqual(claims.expired(at: start.addingTimeInterval(41), grace: 30), [ref(0), ref(4)])
+        XCTAssertEqual(claims.expired(at: start.addingTimeInterval(41), grace: 30), [ref(4), ref(0)], "the longest waiting first")
         XCTAssertEqual(claims.nextDeadline(grace: 30), start.addingTimeInterval(34))
-        XCTAssertEqual(Set(claims.refs), [ref(0), ref(1), ref(4)])
+        XCTAssertEqual(Set(claims.keys), [ref(0), ref(1), ref(4)])
         for r in [ref(0), ref(1), ref(4)] { XCTAssertTrue(claims.remove(r)) }
         XCTAssertNil(claims.nextDeadline(grace: 30))
         XCTAssertEqual(claims.expired(at: start.addingTimeInterval(100), grace: 30), [])
@@ -172,8 +172,8 @@ final class CleanCopiesTests: XCTestCase {
 
     /// A file saved again and again renews one claim each time: the expiry
     /// order stays about as long as the claims held.
-    func testRenewingTheSameClaimsKeepsTheOrderBounded() {
-        var claims = ClaimTable()
+    func testRenewingTheSameKeysKeepsTheOrderBounded() {
+        var claims = GraceTable<RowRef>()
         let start = Date(timeIntervalSince1970: 1_000_000)
         for round in 0..<20_000 {
             claims.renew(ref(UInt8(round % 3)), at: start.addingTimeInterval(Double(round) / 100))

@@ -36,7 +36,7 @@ struct NameIndex {
     var inodes = InodeTable()
     private var pending: [Folder: [CanonicalName: RowRef]] = [:]
     private(set) var detached: [RowRef: DetachedRow] = [:]
-    private var claims = ClaimTable()
+    private var claims = GraceTable<RowRef>()
 
     // MARK: Listings
 
@@ -44,7 +44,7 @@ struct NameIndex {
 
     mutating func install(_ listing: NamespaceListing) {
         var listing = listing
-        for ref in claims.refs where ref.namespace == listing.namespace { _ = listing.setClaimed(ref.key, true) }
+        for ref in claims.keys where ref.namespace == listing.namespace { _ = listing.setClaimed(ref.key, true) }
         listings[listing.namespace] = listing
     }
 
@@ -202,9 +202,11 @@ struct NameIndex {
     func isClaimed(_ ref: RowRef) -> Bool { claims.contains(ref) }
 
     /// Claims not renewed within `grace` of `now`.
-    mutating func expiredClaims(at now: Date, grace: TimeInterval) -> [RowRef] { claims.expired(at: now, grace: grace) }
+    mutating func expiredClaims(at now: Date, grace: TimeInterval) -> [RowRef] {
+        claims.expired(at: now, grace: grace).sorted { $0.key < $1.key }
+    }
 
-    mutating func nextClaimDeadline(grace: TimeInterval) -> Date? { claims.nextDeadline(grace: grace) }
+    func nextClaimDeadline(grace: TimeInterval) -> Date? { claims.nextDeadline(grace: grace) }
 
     // MARK: Sizes (status, tests)
 

@@ -42,18 +42,16 @@ struct RecencyOrder<Key: Hashable> {
 }
 
 extension RecencyOrder {
-    /// The least recently touched key whose entry is current, left in the
-    /// order (stale entries at the front are dropped).
-    mutating func oldest(isCurrent: (Key, UInt64) -> Bool) -> Key? {
-        while head < entries.count, !isCurrent(entries[head].key, entries[head].stamp) { head += 1 }
-        return head < entries.count ? entries[head].key : nil
+    /// The least recently touched key whose entry is current, left in the order.
+    func oldest(isCurrent: (Key, UInt64) -> Bool) -> Key? {
+        entries[head...].first { isCurrent($0.key, $0.stamp) }?.key
     }
 
     /// The current keys from the least recently touched on, for as long as
     /// `include` holds, left in the order (stale entries at the front are
     /// dropped on the way).
     mutating func leading(isCurrent: (Key, UInt64) -> Bool, while include: (Key) -> Bool) -> [Key] {
-        guard oldest(isCurrent: isCurrent) != nil else { return [] }
+        while head < entries.count, !isCurrent(entries[head].key, entries[head].stamp) { head += 1 }
         var found: [Key] = []
         for entry in entries[head...] where isCurrent(entry.key, entry.stamp) {
             guard include(entry.key) else { break }

@@ -17,26 +17,26 @@ struct ProvisionalFiles {
     static let grace: TimeInterval = 3
 
     /// Since when each has been closed (or created).
-    private var waiting: [ScratchPlace: Date] = [:]
+    private var waiting = GraceTable<ScratchPlace>()
 
-    mutating func add(_ place: ScratchPlace, at now: Date) { waiting[place] = now }
+    mutating func add(_ place: ScratchPlace, at now: Date) { waiting.renew(place, at: now) }
 
     /// A close restarts the wait: the grace counts from the last one.
     mutating func closed(_ place: ScratchPlace, at now: Date) {
-        if waiting[place] != nil { waiting[place] = now }
+        if waiting.contains(place) { waiting.renew(place, at: now) }
     }
 
-    mutating func remove(_ place: ScratchPlace) { waiting[place] = nil }
+    mutating func remove(_ place: ScratchPlace) { waiting.remove(place) }
 
     /// The files whose grace ended at `now`, taken out.
     mutating func takeDue(at now: Date) -> [ScratchPlace] {
-        let due = waiting.filter { now.timeIntervalSince($0.value) >= Self.grace }.keys
+        let due = waiting.expired(at: now, grace: Self.grace)
             .sorted { ($0.folder.scratchDirectoryName, $0.name.text) < ($1.folder.scratchDirectoryName, $1.name.text) }
-        for place in due { waiting[place] = nil }
+        for place in due { waiting.remove(place) }
         return due
     }
 
-    var nextDeadline: Date? { waiting.values.min().map { $0.addingTimeInterval(Self.grace) } }
+    var nextDeadline: Date? { waiting.nextDeadline(grace: Self.grace) }
 
     var all: [ScratchPlace] { Array(waiting.keys) }
 }
