@@ -50,11 +50,15 @@ final class FileNamesTests: XCTestCase {
 
     func testJunkAndLocalOnlyNames() {
         for junk in [".x.md.swp", "x.swx", "x.md~", "4913", "5036", "#x.md#", ".#x.md", "._x.md", ".DS_Store", ".goutputstream-AB",
-                     "x.md___jb_tmp___", "x.md___jb_old___", "x.png___jb_bak___", "workspace.json.tmp", "Plan.md.tmp", "XXALtBW0", "XX0a9Zzz", "ziu1TLDu"] {
+                     "x.md___jb_tmp___", "x.md___jb_old___", "x.png___jb_bak___", "workspace.json.tmp", "Plan.md.tmp"] {
             XCTAssertEqual(FileNames.meaning(of: junk, in: .notebook), .junk, junk)
         }
         XCTAssertEqual(FileNames.meaning(of: "todo.txt", in: .notebook), .row(title: "todo.txt", kind: .file))
-        XCTAssertEqual(FileNames.meaning(of: "sedAbc123", in: .notebook), .junk)
+        // mkstemp's names with a prefix are files that wait (`ProvisionalFiles`), as words that fit them must sync.
+        for name in ["sedAbc123", "sedentary", "XXALtBW0", "XX0a9Zzz", "ziu1TLDu", "zillions", "tmp_notes", "tmpfiles", "tmpk2j_x9qa"] {
+            XCTAssertEqual(FileNames.meaning(of: name, in: .notebook), .row(title: name, kind: .file), name)
+            XCTAssertEqual(FileNames.tempName(name), .always, name)
+        }
         XCTAssertEqual(FileNames.meaning(of: "XXL.md", in: .notebook), .row(title: "XXL"))
         XCTAssertEqual(FileNames.meaning(of: "zillions", in: .notebook), .row(title: "zillions", kind: .file))
         XCTAssertEqual(FileNames.meaning(of: "x___jb_tmp___.md", in: .notebook), .row(title: "x___jb_tmp___"))

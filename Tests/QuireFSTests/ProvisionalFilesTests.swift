@@ -135,6 +135,36 @@ final class ProvisionalFilesTests: XCTestCase {
         XCTAssertEqual(try mount.stored(.notebook, "photo.jpg.ABCDEF"), "jpeg")
     }
 
+    /// sed -i's, perl -i's and Python's temp files renamed over a note were
+    /// never rows; words that fit their names (`sedentary`, `tmp_notes`)
+    /// wait like them, then sync. One an older build kept on this device
+    /// (as editor junk) syncs from the next mount.
+    func testNamesLikeMkstempsWaitThenSync() throws {
+        let mount = try DirectMount()
+        try mount.writeFile("notebook/Log.md", "one\n")
+        let key = try XCTUnwrap(rowKey(mount, "Log"))
+        for temp in ["sedAb3dE9", "XXq1W2e3", "tmpk2j_x9qa"] {
+            try mount.writeFile("notebook/" + temp, "saved by \(temp)\n")
+            XCTAssertEqual(try mount.liveTitles(.notebook), ["Log"], temp)
+            try mount.rename("notebook/" + temp, "notebook/Log.md")
+        }
+        XCTAssertEqual(try mount.stored(.notebook, "Log"), "saved by tmpk2j_x9qa\n")
+        XCTAssertEqual(try rowKey(mount, "Log"), key)
+        XCTAssertEqual(try tombstones(mount), [])
+        let words = ["sedentary", "tmp_notes", "tmpfiles", "zillions"]
+        for word in words { try mount.writeFile("notebook/" + word, "a file named \(word)\n") }
+        XCTAssertEqual(try mount.liveTitles(.notebook), ["Log"], "they wait")
+        promote(mount, after: ProvisionalFiles.grace + 1)
+        XCTAssertEqual(try mount.liveTitles(.notebook), ["Log"] + words)
+        for word in words { XCTAssertEqual(try mount.stored(.notebook, word), "a file named \(word)\n") }
+
+        let kept = mount.fileSystem.scratch.path(.namespace(.notebook), CanonicalName("tmpwords"))
+        XCTAssertTrue(FileManager.default.createFile(atPath: kept, contents: Data("kept here\n".utf8)))
+        _ = try mount.nextMount()
+        XCTAssertEqual(try mount.stored(.notebook, "tmpwords"), "kept here\n")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: kept))
+    }
+
     /// A mount that stopped without unmounting (killed) left waiting files
     /// in the scratch area: the next mount lets them wait again.
     func testAMountKilledMeanwhileLeavesThemToTheNext() throws {

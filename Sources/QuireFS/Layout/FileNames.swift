@@ -144,28 +144,25 @@ enum FileNames {
            name.index(after: dot) < name.index(name.endIndex, offsetBy: -4) { return true }
         if name.hasSuffix(".swp") || name.hasSuffix(".swx") { return true }
         if name.utf8.count >= 2, name.hasPrefix("#"), name.hasSuffix("#") { return true }
-        // Temp files renamed over their target right after: sed -i's
-        // (sed + 6 letters or digits) and Python tempfile's (tmp + 8 of
-        // a-z, 0-9, _; also shorter runs of them, as scripts name theirs).
-        let bytes = Array(name.utf8)
-        func isASCIIAlphanumeric(_ c: UInt8) -> Bool {
-            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A)
-        }
-        if bytes.count == 9, name.hasPrefix("sed"), bytes.dropFirst(3).allSatisfy(isASCIIAlphanumeric) { return true }
-        // mkstemp's six random characters: after `XX` (perl -i), after `zi`
-        // (zip; a capital or a digit among them tells it from a word, `zillions`).
-        let random = bytes.dropFirst(2)
-        if bytes.count == 8, random.allSatisfy(isASCIIAlphanumeric) {
-            if name.hasPrefix("XX") { return true }
-            if name.hasPrefix("zi"), !random.allSatisfy({ $0 >= 0x61 && $0 <= 0x7A }) { return true }
-        }
-        if (8...11).contains(bytes.count), name.hasPrefix("tmp"),
-           bytes.dropFirst(3).allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == UInt8(ascii: "_") }) {
-            return true
-        }
         if name.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
            let number = Int(name), number >= 4913, (number - 4913) % 123 == 0 { return true }
         return false
+    }
+
+    /// Temp files renamed over their target right after: sed -i's (`sed`
+    /// and six letters or digits), perl -i's (`XX` and six), zip's (`zi`
+    /// and six), and Python tempfile's and scripts' (`tmp` and five to
+    /// eight of a-z, 0-9, `_`). Words fit these too (`sedentary`,
+    /// `tmpfiles`, `zillions`): such a file waits a moment, then syncs.
+    private static func isMkstempName(_ bytes: [UInt8]) -> Bool {
+        func isASCIIAlphanumeric(_ c: UInt8) -> Bool {
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A)
+        }
+        func starts(_ prefix: String) -> Bool { bytes.starts(with: prefix.utf8) }
+        if bytes.count == 9, starts("sed"), bytes.dropFirst(3).allSatisfy(isASCIIAlphanumeric) { return true }
+        if bytes.count == 8, starts("XX") || starts("zi"), bytes.dropFirst(2).allSatisfy(isASCIIAlphanumeric) { return true }
+        return (8...11).contains(bytes.count) && starts("tmp")
+            && bytes.dropFirst(3).allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == UInt8(ascii: "_") }
     }
 
     /// How a name may be a temp file's, which may also be a real file's.
@@ -175,7 +172,8 @@ enum FileNames {
         /// removed), git's `tmp_obj_XXXXXX` (and `tmp_idx_`, `tmp_pack_`,
         /// and `git stash`'s `index.stash.PID`),
         /// SQLite's `x.db-journal`, `x.db-wal` and `x.db-shm` (made and
-        /// removed by every transaction, or while the database is open).
+        /// removed by every transaction, or while the database is open),
+        /// and mkstemp's names with a fixed prefix (`isMkstempName`).
         case always
         /// `x.XXXXXX` (six letters or digits: mkstemp's, so GLib's
         /// `g_file_set_contents` and Qt's `QSaveFile`), `x.xxxxxxxx` (eight
@@ -195,6 +193,7 @@ enum FileNames {
     static func tempName(_ name: String) -> TempName? {
         let bytes = Array(name.utf8)
         if name.hasPrefix("tmp_obj_") || name.hasPrefix("tmp_idx_") || name.hasPrefix("tmp_pack_") || name.hasPrefix("index.stash.") { return .always }
+        if isMkstempName(bytes) { return .always }
         if name.hasSuffix("-journal") || name.hasSuffix("-wal") || name.hasSuffix("-shm") { return .always }
         guard let dot = bytes.lastIndex(of: UInt8(ascii: ".")), dot > 0 else { return nil }
         let suffix = bytes[(dot + 1)...]
