@@ -405,6 +405,12 @@ final class MountSemanticsTests: XCTestCase {
             XCTAssertEqual(try quire(["put", "notebook", "Now \(i)"], home: device.home, stdin: Array("now \(i)".utf8)).status, 0)
             XCTAssertEqual(try device.text("notebook/Now \(i).md"), "now \(i)")
         }
+        // And one that lists the folder at once (`ls` after `quire put`):
+        // opening a folder catches up too.
+        for i in 0..<10 {
+            XCTAssertEqual(try quire(["put", "notebook", "Listed \(i)"], home: device.home, stdin: Array("listed \(i)".utf8)).status, 0)
+            XCTAssertTrue(try FileManager.default.contentsOfDirectory(atPath: device.path("notebook")).contains("Listed \(i).md"), "\(i)")
+        }
         XCTAssertEqual(try quire(["rm", "notebook", "Arrived"], home: device.home).status, 0)
         XCTAssertTrue(eventually(1) { !FileManager.default.fileExists(atPath: self.device.path("notebook/Arrived.md")) })
     }

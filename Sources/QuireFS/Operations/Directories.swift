@@ -187,7 +187,10 @@ extension QuireFileSystem {
     // MARK: Listing folders
 
     public func openDirectory(_ inode: FuseInode, flags: FuseOpenFlags, request: FuseRequest) throws -> FuseOpenReply {
-        try locked { () throws(FuseError) -> FuseOpenReply in
+        // A listing shows what another process stored a moment ago (`ls`
+        // right after `quire put`), as a lookup finds it.
+        _ = catchUpWithStore()
+        return try locked { () throws(FuseError) -> FuseOpenReply in
             let entries = try directoryEntries(inode.rawValue)
             let handle = nextDirectoryHandle
             nextDirectoryHandle += 1
