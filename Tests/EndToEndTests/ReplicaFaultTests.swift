@@ -186,6 +186,18 @@ final class ReplicaFaultTests: XCTestCase {
         let texts = try prefixes.map { try quire(["get", "notebook", "--key", $0], home: home).stdout }
         XCTAssertEqual(Set(texts), ["1", "2"])
         XCTAssertEqual(try quire(["get", "notebook", "--key", "zz"], home: home).status, 2)
+        // A file name as the mount shows it reaches its row; one with a key
+        // marker reaches only the row whose key the marker starts.
+        let keys = prefixes.sorted()
+        XCTAssertEqual(try quire(["get", "notebook", "dup%~\(keys[1].prefix(8)).md"], home: home).stdout,
+                       try quire(["get", "notebook", "--key", keys[1]], home: home).stdout)
+        XCTAssertEqual(try quire(["get", "notebook", "dup%~\(keys[0].prefix(8))"], home: home).stdout,
+                       try quire(["get", "notebook", "--key", keys[0]], home: home).stdout)
+        XCTAssertEqual(try quire(["get", "notebook", "dup.md"], home: home).status, 1, "still two of that title")
+        XCTAssertEqual(try quire(["get", "notebook", "dup%~00000000.md"], home: home).status, 1, "no row has that key")
+        XCTAssertEqual(try quire(["put", "notebook", "a/b"], home: home, stdin: Array("slashed".utf8)).status, 0)
+        XCTAssertEqual(try quire(["get", "notebook", "a%2Fb.md"], home: home).stdout, "slashed")
+        XCTAssertEqual(try quire(["get", "notebook", "saga.md"], home: home).status, 1)
         let digest = try jsonObject(try quire(["digest", "--json"], home: home).stdout) as! [String: Any]
         XCTAssertEqual(digest["size"] as? Int, 1 + 32 * 7 + 8)
         XCTAssertEqual(try quire(["rm", "notebook", "bin"], home: home).status, 0)

@@ -262,11 +262,23 @@ enum FileNames {
     }
 
     /// `base` without a trailing `%~` key marker.
-    private static func withoutMarker(_ base: String) -> String {
-        guard let range = base.range(of: marker, options: .backwards) else { return base }
+    private static func withoutMarker(_ base: String) -> String { splitMarker(base)?.base ?? base }
+
+    /// `base` split before a trailing `%~` key marker, and the marker's hex key prefix.
+    private static func splitMarker(_ base: String) -> (base: String, keyPrefix: String)? {
+        guard let range = base.range(of: marker, options: .backwards) else { return nil }
         let tail = base[range.upperBound...]
-        guard tail.utf8.count == 8 || tail.utf8.count == 32, tail.utf8.allSatisfy(isLowercaseHexDigit) else { return base }
-        return String(base[..<range.lowerBound])
+        guard tail.utf8.count == 8 || tail.utf8.count == 32, tail.utf8.allSatisfy(isLowercaseHexDigit) else { return nil }
+        return (String(base[..<range.lowerBound]), String(tail))
+    }
+
+    /// The hex key prefix a row name's `%~` marker carries (before a note's
+    /// extension, or an attachment's), if it has one.
+    static func markerKeyPrefix(of name: String, in namespace: Namespace) -> String? {
+        let bytes = Array(name.utf8), ext = Array(fileExtension(namespace).utf8)
+        let isNoteName = !ext.isEmpty && bytes.count > ext.count && bytes.suffix(ext.count).elementsEqual(ext)
+        let base = isNoteName ? String(decoding: bytes.dropLast(ext.count), as: UTF8.self) : splitExtension(name).stem
+        return splitMarker(base)?.keyPrefix
     }
 
     /// An attachment's title from its file name: the name itself, without

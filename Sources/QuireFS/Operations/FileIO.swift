@@ -204,8 +204,11 @@ extension QuireFileSystem {
             if try startsProvisional(name, in: folder), try resolve(name, in: folder) == .none,
                names.detachedRow(titled: title, in: folder) == nil, !recentlyRemoved.holds(name, in: folder, at: Date()) {
                 let reply = try createScratch(folder, name, mode: mode, flags: flags)
+                // The feed looks again by the earliest deadline it was told
+                // of, which a later one does not move: only a first is news.
+                let wasWaiting = provisional.nextDeadline != nil
                 provisional.add(ScratchPlace(folder: folder, name: name), at: Date())
-                wakeFeed?()
+                if !wasWaiting { wakeFeed?() }
                 return reply
             }
             return try createRow(folder, namespace: namespace, name: name, title: title, kind: kind, flags: flags, process: process)

@@ -152,6 +152,8 @@ enum RowCommands {
 
             Prints a row: a note's body or a journal day's text exactly as stored
             (bytes), the fields of a plan, contact, setting or memory event as text.
+            <name> is the row's name, or its file name in the mounted folder
+            ('Ideas.md', 'Ideas%~1a2b3c4d.md' where notes share a title).
               --key HEX   address the row by its key (names need not be unique),
                           or a unique prefix of it, 4 hex digits or more
               --json      every field, its key and version, as JSON
@@ -324,7 +326,13 @@ enum RowCommands {
         default: break
         }
         if forceNew { return nil }
-        let matches = try store.find(ns, name: name)
+        var matches = try store.find(ns, name: name)
+        // A file name as the mount shows it (`Ideas.md`, `a%2Fb.md`,
+        // `Ideas%~1a2b3c4d.md`), for a row that exists: its title, and the
+        // key its marker starts.
+        if matches.isEmpty, !creating, let shown = ShownName.row(name, in: ns), shown.title != name || shown.keyPrefix != nil {
+            matches = try store.find(ns, name: shown.title).filter { key in shown.keyPrefix.map { key.hex.hasPrefix($0) } ?? true }
+        }
         if matches.count > 1 {
             throw CommandFailure("\(matches.count) \(ns.name) rows are named '\(name)' (keys starting \(matches.map { $0.hex.prefix(12) }.joined(separator: ", "))); "
                                  + "pass --key with one of them")
