@@ -143,12 +143,12 @@ final class ProvisionalFilesTests: XCTestCase {
         let mount = try DirectMount()
         try mount.writeFile("notebook/Log.md", "one\n")
         let key = try XCTUnwrap(rowKey(mount, "Log"))
-        for temp in ["sedAb3dE9", "XXq1W2e3", "tmpk2j_x9qa"] {
+        for temp in ["sedAb3dE9", "XXq1W2e3", "tmpk2j_x9qa", "sedqwerty", "tmpqzxkvwjb"] {
             try mount.writeFile("notebook/" + temp, "saved by \(temp)\n")
             XCTAssertEqual(try mount.liveTitles(.notebook), ["Log"], temp)
             try mount.rename("notebook/" + temp, "notebook/Log.md")
         }
-        XCTAssertEqual(try mount.stored(.notebook, "Log"), "saved by tmpk2j_x9qa\n")
+        XCTAssertEqual(try mount.stored(.notebook, "Log"), "saved by tmpqzxkvwjb\n")
         XCTAssertEqual(try rowKey(mount, "Log"), key)
         XCTAssertEqual(try tombstones(mount), [])
         let words = ["sedentary", "tmp_notes", "tmpfiles", "zillions"]

@@ -144,25 +144,33 @@ enum FileNames {
            name.index(after: dot) < name.index(name.endIndex, offsetBy: -4) { return true }
         if name.hasSuffix(".swp") || name.hasSuffix(".swx") { return true }
         if name.utf8.count >= 2, name.hasPrefix("#"), name.hasSuffix("#") { return true }
+        if let random = mkstempRandomPart(Array(name.utf8)), random.contains(where: { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) }) {
+            return true
+        }
         if name.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
            let number = Int(name), number >= 4913, (number - 4913) % 123 == 0 { return true }
         return false
     }
 
-    /// Temp files renamed over their target right after: sed -i's (`sed`
-    /// and six letters or digits), perl -i's (`XX` and six), zip's (`zi`
-    /// and six), and Python tempfile's and scripts' (`tmp` and five to
-    /// eight of a-z, 0-9, `_`). Words fit these too (`sedentary`,
-    /// `tmpfiles`, `zillions`): such a file waits a moment, then syncs.
-    private static func isMkstempName(_ bytes: [UInt8]) -> Bool {
+    /// The random part of a temp file's name renamed over its target
+    /// right after: sed -i's (`sed` and six letters or digits), perl -i's
+    /// (`XX` and six), zip's (`zi` and six), and Python tempfile's and
+    /// scripts' (`tmp` and five to eight of a-z, 0-9, `_`). With a digit or
+    /// a capital in it, the name is editor junk; words fit these names
+    /// too (`sedentary`, `tmp_notes`, `zillions`), and such a file waits as
+    /// temp files do (`TempName.always`), then syncs.
+    private static func mkstempRandomPart(_ bytes: [UInt8]) -> ArraySlice<UInt8>? {
         func isASCIIAlphanumeric(_ c: UInt8) -> Bool {
             (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A)
         }
         func starts(_ prefix: String) -> Bool { bytes.starts(with: prefix.utf8) }
-        if bytes.count == 9, starts("sed"), bytes.dropFirst(3).allSatisfy(isASCIIAlphanumeric) { return true }
-        if bytes.count == 8, starts("XX") || starts("zi"), bytes.dropFirst(2).allSatisfy(isASCIIAlphanumeric) { return true }
-        return (8...11).contains(bytes.count) && starts("tmp")
-            && bytes.dropFirst(3).allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == UInt8(ascii: "_") }
+        if bytes.count == 9, starts("sed"), bytes.dropFirst(3).allSatisfy(isASCIIAlphanumeric) { return bytes.dropFirst(3) }
+        if bytes.count == 8, starts("XX") || starts("zi"), bytes.dropFirst(2).allSatisfy(isASCIIAlphanumeric) { return bytes.dropFirst(2) }
+        if (8...11).contains(bytes.count), starts("tmp"),
+           bytes.dropFirst(3).allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == UInt8(ascii: "_") }) {
+            return bytes.dropFirst(3)
+        }
+        return nil
     }
 
     /// How a name may be a temp file's, which may also be a real file's.
@@ -173,7 +181,7 @@ enum FileNames {
         /// and `git stash`'s `index.stash.PID`),
         /// SQLite's `x.db-journal`, `x.db-wal` and `x.db-shm` (made and
         /// removed by every transaction, or while the database is open),
-        /// and mkstemp's names with a fixed prefix (`isMkstempName`).
+        /// and mkstemp's names with a fixed prefix (`mkstempRandomPart`).
         case always
         /// `x.XXXXXX` (six letters or digits: mkstemp's, so GLib's
         /// `g_file_set_contents` and Qt's `QSaveFile`), `x.xxxxxxxx` (eight
@@ -193,7 +201,7 @@ enum FileNames {
     static func tempName(_ name: String) -> TempName? {
         let bytes = Array(name.utf8)
         if name.hasPrefix("tmp_obj_") || name.hasPrefix("tmp_idx_") || name.hasPrefix("tmp_pack_") || name.hasPrefix("index.stash.") { return .always }
-        if isMkstempName(bytes) { return .always }
+        if mkstempRandomPart(bytes) != nil { return .always }
         if name.hasSuffix("-journal") || name.hasSuffix("-wal") || name.hasSuffix("-shm") { return .always }
         guard let dot = bytes.lastIndex(of: UInt8(ascii: ".")), dot > 0 else { return nil }
         let suffix = bytes[(dot + 1)...]
