@@ -414,4 +414,31 @@ final class MountSemanticsTests: XCTestCase {
         XCTAssertEqual(try quire(["rm", "notebook", "Arrived"], home: device.home).status, 0)
         XCTAssertTrue(eventually(1) { !FileManager.default.fileExists(atPath: self.device.path("notebook/Arrived.md")) })
     }
+
+    /// `quire ls notebook` shows each row's path through the folders the
+    /// mount shows, and get takes such a path (by title or file name).
+    func testTheCommandLineShowsAndReadsFolderPaths() throws {
+        device = try MountedDevice()
+        try FileManager.default.createDirectory(atPath: device.path("notebook/Projects/Q1"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: device.path("notebook/Other"), withIntermediateDirectories: true)
+        for (file, text) in [("Projects/Plan.md", "the plan"), ("Projects/Q1/Deep.md", "deep"), ("Other/Plan.md", "another plan"),
+                             ("Projects/photo.png", "png")] {
+            XCTAssertEqual(Syscall.writeFile(device.path("notebook/" + file), text).errno, 0, file)
+        }
+        XCTAssertEqual(try quire(["put", "notebook", "Two\nlines"], home: device.home, stdin: Array("t".utf8)).status, 0)
+        let listed = try quire(["ls", "notebook"], home: device.home).stdout.split(separator: "\n").map { String($0.split(separator: " ").last ?? "") }
+        XCTAssertEqual(Set(listed), ["Projects/", "Projects/Q1/", "Projects/Plan", "Projects/Q1/Deep", "Other/", "Other/Plan",
+                                     "Projects/photo.png", "Two\\nlines"])
+        let json = try jsonObject(quire(["ls", "notebook", "--json"], home: device.home).stdout) as! [[String: Any]]
+        XCTAssertEqual(Set(json.compactMap { $0["path"] as? String }).count, 8)
+        XCTAssertEqual(json.first { $0["path"] as? String == "Projects/Q1/" }?["kind"] as? String, "folder")
+        XCTAssertEqual(try quire(["get", "notebook", "Projects/Plan.md"], home: device.home).stdout, "the plan")
+        XCTAssertEqual(try quire(["get", "notebook", "Other/Plan"], home: device.home).stdout, "another plan")
+        XCTAssertEqual(try quire(["get", "notebook", "Projects/Q1/Deep.md"], home: device.home).stdout, "deep")
+        XCTAssertEqual(try quire(["get", "notebook", "Projects/photo.png"], home: device.home).stdout, "png")
+        XCTAssertEqual(try quire(["get", "notebook", "Plan"], home: device.home).status, 1, "two notes of that title")
+        XCTAssertEqual(try quire(["get", "notebook", "Nowhere/Plan.md"], home: device.home).status, 1)
+        XCTAssertEqual(try quire(["rm", "notebook", "Other/Plan.md"], home: device.home).status, 0)
+        XCTAssertEqual(try quire(["get", "notebook", "Plan"], home: device.home).stdout, "the plan", "one left")
+    }
 }

@@ -153,7 +153,8 @@ enum RowCommands {
             Prints a row: a note's body or a journal day's text exactly as stored
             (bytes), the fields of a plan, contact, setting or memory event as text.
             <name> is the row's name, or its file name in the mounted folder
-            ('Ideas.md', 'Ideas%~1a2b3c4d.md' where notes share a title).
+            ('Ideas.md', 'Ideas%~1a2b3c4d.md' where notes share a title), or
+            its path through the notebook's folders ('Projects/Plan.md').
               --key HEX   address the row by its key (names need not be unique),
                           or a unique prefix of it, 4 hex digits or more
               --json      every field, its key and version, as JSON
@@ -197,7 +198,8 @@ enum RowCommands {
         usage: """
             usage: quire ls <namespace> [--tombstones] [--json]
 
-            Lists live rows: key, size, last update and name.
+            Lists live rows: key, size, last update and name; in the notebook, its
+            path through the folders (a folder's ends in '/').
               --tombstones   include deleted rows (kept until a barrier collects them)
               --json         as a JSON array
             """,
@@ -213,11 +215,17 @@ enum RowCommands {
             guard !r.isTombstone, ns == .plans || ns == .contacts else { return nil }
             return try store.row(ns, r.key)?.content
         }
+        // The notebook is a folder tree: each row shows its path in it.
+        let paths = ns == .notebook ? NotebookPaths(rows) : nil
         if args.has("json") {
             var out: [[String: Any]] = []
             for r in rows {
                 var o: [String: Any] = ["key": r.key.hex, "name": r.name, "size": r.size, "updatedAt": r.updatedAt.seconds,
                                         "tombstone": r.isTombstone, "offloaded": r.isOffloaded]
+                if let paths, !r.isTombstone {
+                    o["path"] = paths.path(of: r)
+                    o["kind"] = r.place.kind == .folder ? "folder" : r.place.kind == .file ? "file" : "note"
+                }
                 if case .plan(let p)? = try fields(r) { o.merge(PlanOptions.json(p)) { old, _ in old } }
                 if case .contact(let c)? = try fields(r) { o["fn"] = c.name; o["emails"] = c.emails; o["uid"] = c.uid ?? NSNull() }
                 out.append(o)
@@ -226,14 +234,15 @@ enum RowCommands {
             return
         }
         for r in rows {
-            let state = r.isTombstone ? "deleted" : r.isOffloaded ? "offloaded" : String(r.size)
-            var shown = r.name
+            let state = r.isTombstone ? "deleted" : r.isOffloaded ? "offloaded" : r.place.kind == .folder ? "folder" : String(r.size)
+            var shown = paths.map { r.isTombstone ? r.name : $0.path(of: r) } ?? r.name
             switch try fields(r) {
             case .plan(let p)?: shown = PlanOptions.line(p) + (p.summary == r.name ? "" : "  [\(r.name).ics]")
             case .contact(let c)?: shown = c.name + (c.emails.first.map { " <\($0)>" } ?? "") + (c.name == r.name ? "" : "  [\(r.name).vcf]")
             default: break
             }
-            Output.line("\(r.key.hex)  \(state.padding(toLength: 9, withPad: " ", startingAt: 0))  \(DateText.format(r.updatedAt.seconds, time: true))  \(shown)")
+            Output.line("\(r.key.hex)  \(state.padding(toLength: 9, withPad: " ", startingAt: 0))  \(DateText.format(r.updatedAt.seconds, time: true))  "
+                        + NotebookPaths.oneLine(shown))
         }
     }
 
@@ -332,6 +341,10 @@ enum RowCommands {
         // key its marker starts.
         if matches.isEmpty, !creating, let shown = ShownName.row(name, in: ns), shown.title != name || shown.keyPrefix != nil {
             matches = try store.find(ns, name: shown.title).filter { key in shown.keyPrefix.map { key.hex.hasPrefix($0) } ?? true }
+        }
+        // A path through the notebook's folders (`Projects/Plan.md`).
+        if matches.isEmpty, !creating, ns == .notebook, name.contains("/") {
+            matches = NotebookPaths(try store.summaries(ns)).keys(at: name)
         }
         if matches.count > 1 {
             throw CommandFailure("\(matches.count) \(ns.name) rows are named '\(name)' (keys starting \(matches.map { $0.hex.prefix(12) }.joined(separator: ", "))); "

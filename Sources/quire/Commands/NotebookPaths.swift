@@ -1,0 +1,69 @@
+import QuireCore
+import QuireFS
+import QuireStore
+
+/// The notebook's folder tree as the command line shows and reads it:
+/// each row's path (`Projects/Q1/Deep`, a folder's ending in `/`), and the
+/// rows a typed path reaches (`Projects/Plan.md`, `Projects/Plan`).
+struct NotebookPaths {
+    private let byKey: [RowKey: RowSummary]
+    private let rows: [RowSummary]
+
+    init(_ rows: [RowSummary]) {
+        self.rows = rows.filter { !$0.isTombstone }
+        byKey = Dictionary(self.rows.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The folders above `row` and its title, as typed; a folder's ends in `/`.
+    func path(of row: RowSummary) -> String {
+        var parts = [row.name]
+        var folder = row.place.folder
+        var seen: Set<RowKey> = [row.key]
+        // A folder that went missing (deleted on a sibling) ends the path,
+        // and no cycle a damaged tree might hold runs forever.
+        while let key = folder, let parent = byKey[key], seen.insert(key).inserted {
+            parts.insert(parent.name, at: 0)
+            folder = parent.place.folder
+        }
+        return parts.joined(separator: "/") + (row.place.kind == .folder ? "/" : "")
+    }
+
+    /// The live rows a path through folders names: each folder by its
+    /// title, the last part by its title or its file name as the mount
+    /// shows it (with a key marker, only the row whose key it starts).
+    func keys(at typed: String) -> [RowKey] {
+        var parts = typed.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        guard parts.count > 1, let last = parts.popLast() else { return [] }
+        var parents: Set<RowKey?> = [nil]
+        for part in parts {
+            parents = Set(rows.filter { $0.place.kind == .folder && $0.name == part && parents.contains($0.place.folder) }.map(\.key))
+            if parents.isEmpty { return [] }
+        }
+        let shown = ShownName.row(last, in: .notebook)
+        return rows.filter { row in
+            guard parents.contains(row.place.folder) else { return false }
+            if row.name == last { return true }
+            guard let shown, row.name == shown.title, row.place.kind != .folder else { return false }
+            return shown.keyPrefix.map { row.key.hex.hasPrefix($0) } ?? true
+        }.map(\.key)
+    }
+
+    /// A title as one line of a listing: control characters (a newline a
+    /// sibling's title holds) are shown escaped, never acted on.
+    static func oneLine(_ title: String) -> String {
+        var out = ""
+        for scalar in title.unicodeScalars {
+            if scalar.properties.generalCategory == .control {
+                switch scalar {
+                case "\n": out += "\\n"
+                case "\t": out += "\\t"
+                case "\r": out += "\\r"
+                default: out += "\\u{\(String(scalar.value, radix: 16))}"
+                }
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+}
