@@ -315,6 +315,43 @@ final class KeptVersionsTests: XCTestCase {
         XCTAssertEqual(n.folder, again.key)
     }
 
+    /// A file deleted, then another made under its name: the deleted one
+    /// comes back beside it as `NAME (restored)`, and the live one keeps
+    /// its name and text. Elsewhere the name is free, and a folder's file
+    /// of the name is no obstacle at the top.
+    func testUndeleteBesideALiveFileOfItsNameTakesARestoredTitle() throws {
+        let s = try makeStore(temporaryDirectory())
+        let projects = try folder(s, "Projects")
+        let old = try s.put(note("Ideas", "old ideas\n"))
+        try s.delete(.notebook, old.key)
+        let other = try s.put(note("Ideas", "other ideas\n"))
+        try s.delete(.notebook, other.key)
+        let live = try s.put(note("Ideas", "new ideas\n"))
+        let photo = try s.put(attachment("photo.png", [1, 2], in: projects.key))
+        try s.delete(.notebook, photo.key)
+        _ = try s.put(attachment("photo.png", [3], in: projects.key))
+        let kept = try s.keptVersions()
+        let ideas = try XCTUnwrap(kept.first { $0.key == old.key })
+        let zed = kept.first { $0.key == other.key }
+        XCTAssertEqual(try s.restoreKept(ideas.id).outcome, .revived)
+        guard case .note(let back)? = try s.row(.notebook, old.key)?.content,
+              case .note(let stays)? = try s.row(.notebook, live.key)?.content else { return XCTFail("a row is missing") }
+        XCTAssertEqual(back.title, "Ideas (restored)")
+        XCTAssertEqual(back.body, Array("old ideas\n".utf8))
+        XCTAssertEqual(stays.title, "Ideas")
+        XCTAssertEqual(stays.body, Array("new ideas\n".utf8))
+        let image = try XCTUnwrap(kept.first { $0.key == photo.key })
+        _ = try s.restoreKept(image.id)
+        guard case .note(let png)? = try s.row(.notebook, photo.key)?.content else { return XCTFail("not back") }
+        XCTAssertEqual(png.title, "photo (restored).png")
+        XCTAssertEqual(png.folder, projects.key)
+        // Another of the name deleted earlier: the next free title.
+        let z = try XCTUnwrap(zed)
+        _ = try s.restoreKept(z.id)
+        guard case .note(let second)? = try s.row(.notebook, z.key)?.content else { return XCTFail("not back") }
+        XCTAssertEqual(second.title, "Ideas (restored 2)")
+    }
+
     func testUndeleteAfterTheBarrierCollectedTheTombstoneMakesANewRowAtTheTop() throws {
         let s = try makeStore(temporaryDirectory())
         let projects = try folder(s, "Projects")

@@ -68,7 +68,10 @@ extension ReplicaStore {
                 inItsPlace = true
             }
             let zero = Timestamp(seconds: 0)
-            let content = RowContent.note(Note(title: version.title, tags: version.tags, body: bytes, createdAt: zero, updatedAt: zero,
+            // A live file of its name there now keeps the name: the one
+            // brought back is `Ideas (restored).md` beside it.
+            let title = try ctx.freeTitle(version.title, kind: version.kind, in: folder)
+            let content = RowContent.note(Note(title: title, tags: version.tags, body: bytes, createdAt: zero, updatedAt: zero,
                                                kind: version.kind, folder: folder, modifiedAt: version.modifiedAt))
             // A collected tombstone is gone for good on every device: a new
             // row, under a new key, is the only safe way back.
@@ -80,6 +83,24 @@ extension ReplicaStore {
 }
 
 extension WriteContext {
+    /// `title`, or `title (restored)` (`(restored 2)`, … ; before an
+    /// attachment's extension) when a live note or file of that title is
+    /// in `folder` already.
+    func freeTitle(_ title: String, kind: NoteKind, in folder: RowKey?) throws(StoreError) -> String {
+        func taken(_ candidate: String) throws(StoreError) -> Bool {
+            try db.queryOne("SELECT 1 FROM rows WHERE ns = ? AND tombstone = 0 AND kind != ? AND name = ? AND parent IS ? LIMIT 1",
+                            [.int(Int64(Namespace.notebook.rawValue)), .int(Int64(NoteKind.folder.rawValue)), .text(candidate),
+                             folder.map { .blob($0.bytes) } ?? .null]) { _ in true } ?? false
+        }
+        guard kind != .folder, try taken(title) else { return title }
+        let (stem, ext) = kind == .file ? ConflictCopy.splitExtension(title) : (title, "")
+        for n in 1... {
+            let candidate = stem + (n == 1 ? " (restored)" : " (restored \(n))") + ext
+            if try !taken(candidate) { return candidate }
+        }
+        return title
+    }
+
     /// The live folder at `path` (titles from the top), if every step has
     /// one (of several with one title, the smallest key: the one the mount
     /// shows under the plain name).

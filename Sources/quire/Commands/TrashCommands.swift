@@ -57,7 +57,8 @@ enum TrashCommands {
               .quire/trash/…      a deleted file comes back where it was, into its
                                   folder if that folder still exists, else at the
                                   top of the notebook (as a new file if a barrier
-                                  has collected its deletion)
+                                  has collected its deletion); beside a live file
+                                  of its name, as 'NAME (restored)'
               .quire/versions/…   an earlier text becomes its file's text again (the
                                   text it replaces is kept as an earlier version)
               notebook/… or a path in the notebook
@@ -85,7 +86,10 @@ enum TrashCommands {
         case .revived, .recreated:
             let name = place.split(separator: "/").last.map(String.init) ?? place
             let asNew = restored.outcome == .recreated ? " as a new file (its deletion had been collected)" : ""
-            if restored.isInItsFolder {
+            if let title = restored.row.content?.displayName, title != version.title {
+                // A live file has its name: it came back beside it.
+                Output.line("brought back \(name)\(asNew) as '\(title)' beside the live \(name) in notebook/\(place.dropLast(name.count))")
+            } else if restored.isInItsFolder {
                 Output.line("brought back notebook/\(place)\(asNew) (\(version.reason.words) \(DateText.format(version.keptAt.seconds, time: true)))")
             } else {
                 Output.line("brought back notebook/\(name)\(asNew) at the top of the notebook: its folder \(version.folderPath.joined(separator: "/")) is gone")
