@@ -313,6 +313,19 @@ final class MountSemanticsTests: XCTestCase {
         XCTAssertEqual(Syscall.writeFile(device.path("plans/todo.txt"), "local").errno, 0)
         XCTAssertEqual(try device.rows("plans").count, 0)
         XCTAssertTrue(try device.text(".quire/status").contains("plans/todo.txt"))
+        // Another folder's row file is refused there, so `mv` into it (a
+        // copy and a delete, after rename's EXDEV) fails and deletes nothing.
+        XCTAssertEqual(try quire(["put", "plans", "Ship"], home: device.home).status, 0)
+        XCTAssertEqual(Syscall.writeFile(device.path("notebook/Ideas.md"), "ideas\n").errno, 0)
+        for (file, into) in [("plans/Ship.ics", "saga/"), ("notebook/Ideas.md", "plans/"), ("notebook/Ideas.md", "saga/"),
+                             ("plans/Ship.ics", "contacts/")] {
+            XCTAssertNotEqual(shell("mv '\(device.path(file))' '\(device.path(into))'").status, 0, "\(file) into \(into)")
+            XCTAssertTrue(FileManager.default.fileExists(atPath: device.path(file)), "\(file) into \(into)")
+        }
+        XCTAssertEqual(try device.rows("plans").count, 1)
+        XCTAssertEqual(try device.text("notebook/Ideas.md"), "ideas\n")
+        XCTAssertEqual(Syscall.writeFile(device.path("saga/2024-02-30.md"), "no such day").errno, EPERM)
+        XCTAssertTrue(try device.text(".quire/status").contains("saga/ holds one journal day per file"))
         // Only the notebook has folders: elsewhere mkdir is refused with
         // EPERM and a line in the status.
         XCTAssertEqual(mkdir(device.path("plans/projects"), 0o755), -1)

@@ -220,6 +220,18 @@ enum FileNames {
         return nil
     }
 
+    /// The namespace whose row file `name` would be, when that is not
+    /// `namespace`'s and the name is no row here (`Ideas.md` or `X.ics` in
+    /// `saga/`, `Plan.ics` in `contacts/`): nil in the notebook, which
+    /// keeps any file, and for names of no namespace (`todo.txt`).
+    static func foreignRowName(_ name: String, in namespace: Namespace) -> Namespace? {
+        guard namespace != .notebook, case .localOnly = meaning(of: name, in: namespace) else { return nil }
+        for home in [Namespace.notebook, .plans, .contacts] where name.utf8.count > fileExtension(home).utf8.count {
+            if Array(name.utf8).suffix(fileExtension(home).utf8.count).elementsEqual(fileExtension(home).utf8) { return home }
+        }
+        return nil
+    }
+
     /// What a name in a namespace folder stands for.
     enum Meaning: Equatable {
         /// A row; `title` is the display name the file name decodes to,

@@ -10,6 +10,18 @@ enum MountLayout {
         namespaces.first { CanonicalName($0.name) == name }
     }
 
+    /// What a namespace folder's row files are, in words (for refusals).
+    static func holds(_ namespace: Namespace) -> String {
+        switch namespace {
+        case .notebook: return "notes and any other files"
+        case .saga: return "one journal day per file, named YYYY-MM-DD.md"
+        case .plans: return "todos as .ics files"
+        case .contacts: return "cards as .vcf files"
+        case .settings: return "settings as .txt files"
+        case .memory, .devices: return "read-only rows"
+        }
+    }
+
     /// Folders whose rows cannot be written through the mount.
     static func isReadOnly(_ namespace: Namespace) -> Bool { namespace == .memory || namespace == .devices }
 }

@@ -194,6 +194,13 @@ extension QuireFileSystem {
         case .junk:
             return try createScratch(folder, name, mode: mode, flags: flags)
         case .localOnly:
+            // Another folder's file (`mv plans/X.ics saga/`, which the
+            // kernel's EXDEV makes a copy and a delete): refused, so the copy
+            // fails before the original is deleted on every device.
+            if let home = FileNames.foreignRowName(name.text, in: namespace) {
+                throw refuse(.notPermitted, "\(namespace.name)/\(name) refused: \(namespace.name)/ holds \(MountLayout.holds(namespace)); "
+                             + "a file named so belongs in \(home.name)/ (here it would stay on this device only)")
+            }
             // Listed in .quire/status; not logged: every sed -i makes one.
             return try createScratch(folder, name, mode: mode, flags: flags)
         case .row(let title, let kind):
