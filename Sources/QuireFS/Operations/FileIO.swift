@@ -213,9 +213,9 @@ extension QuireFileSystem {
                 let reply = try createScratch(folder, name, mode: mode, flags: flags)
                 // The feed looks again by the earliest deadline it was told
                 // of, which a later one does not move: only a first is news.
-                let wasWaiting = provisional.nextDeadline != nil
+                let isFirst = provisional.isEmpty
                 provisional.add(ScratchPlace(folder: folder, name: name), at: Date())
-                if !wasWaiting { wakeFeed?() }
+                if isFirst { wakeFeed?() }
                 return reply
             }
             return try createRow(folder, namespace: namespace, name: name, title: title, kind: kind, flags: flags, process: process)

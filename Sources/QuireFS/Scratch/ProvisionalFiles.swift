@@ -38,6 +38,8 @@ struct ProvisionalFiles {
 
     var nextDeadline: Date? { waiting.nextDeadline(grace: Self.grace) }
 
+    var isEmpty: Bool { waiting.count == 0 }
+
     var all: [ScratchPlace] { Array(waiting.keys) }
 }
 
