@@ -300,6 +300,15 @@ extension QuireFileSystem {
         // Our own write: the kernel already has these bytes.
         if kernelCache.isOwnWrite(ref, version: summary.seq) { return }
         tellWatchers(ref, nameChanges, isTombstone: summary.isTombstone, wasFolder: wasFolder)
+        // A note a sibling moved or renamed: a save by rename onto its old
+        // name by a program shown it here follows it (`MovedAway`).
+        if ref.namespace == .notebook, !summary.isTombstone, !wasFolder, !names.isFolder(ref) {
+            for change in nameChanges where change.key == ref.key {
+                if let old = change.old, let new = change.new, old != new {
+                    movedAway.record(ref, leaving: old.name, in: Folder(.notebook, old.folder), at: Date())
+                }
+            }
+        }
         // Someone else changed the row: a clean working copy follows it; a
         // dirty one keeps the user's edit (committed at its flush).
         if var copy = openFiles.copy(ref), !copy.isDirty {

@@ -108,6 +108,7 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     var processGroups = ProcessGroups()
     /// Notebook rows deleted by name a moment ago: created again, the same row.
     var recentlyRemoved = RecentlyRemoved()
+    var movedAway = MovedAway()
     /// New files named as temp files are, local until their grace ends.
     var provisional = ProvisionalFiles()
     /// Rendered rows no handle holds, checked against the stored change

@@ -97,7 +97,7 @@ extension QuireFileSystem {
             guard flags.isEmpty else { throw .invalid }
             return try renameConflictCopy(copy, to: newName, in: request.to)
         }
-        let facts = try renameFacts(request)
+        let facts = try renameFacts(request, process: process)
         let plan: RenamePlan
         do {
             plan = try RenamePlanner.plan(request, facts)
@@ -108,14 +108,30 @@ extension QuireFileSystem {
         let tags = facts.sourceInode.flatMap { transientAttributes[$0]?[CanonicalName(Self.tagsAttribute)] }.flatMap(Self.tags)
         try apply(plan, process: process, tags: tags)
         if facts.removedAgain != nil { _ = recentlyRemoved.take(request.newName, in: request.to, at: Date()) }
+        if facts.movedAway != nil {
+            // The kernel now holds the old name for the note, which is listed
+            // where the sibling put it: it forgets that name once this rename
+            // has returned.
+            kernelCache.invalidate(.entry(parent: names.directoryInode(request.to), name: request.newName))
+        }
+        movedAway.forget(request.newName, in: request.to)
     }
 
     /// What the planner needs to know about the two names.
-    private func renameFacts(_ request: RenameRequest) throws(FuseError) -> RenameFacts {
+    private func renameFacts(_ request: RenameRequest, process: Int32?) throws(FuseError) -> RenameFacts {
         let source = try resolve(request.name, in: request.from)
-        let target = try resolve(request.newName, in: request.to)
+        var target = try resolve(request.newName, in: request.to)
+        var movedAway: RowRef?
+        if target == .none, request.flags.isEmpty, let moved = self.movedAway.row(leaving: request.newName, in: request.to, at: Date()),
+           source != .row(moved), !{ if case .row(let ref) = source { return names.isFolder(ref) } else { return false } }(),
+           lastShown.baseline(moved, process: process) != nil,
+           try listing(.notebook).rows[moved.key] != nil, !names.isFolder(moved) {
+            target = .row(moved)
+            movedAway = moved
+        }
         var facts = RenameFacts(source: source, target: target, sourceInode: inode(of: source), targetInode: inode(of: target),
                                 freshKey: RowKey.random(using: SystemRandom()))
+        facts.movedAway = movedAway
         for case .row(let ref) in [source, target] where openFiles.copy(ref)?.isNew == true { facts.newRows.insert(ref) }
         facts.targetIgnored = target == .none && isIgnored(request.newName, in: request.to)
         if case .row(let ref) = source {

@@ -37,6 +37,9 @@ struct RenameFacts {
     /// again, as a file created under it does (zip, and programs that remove
     /// a file before renaming its new text over the name).
     var removedAgain: RowRef?
+    /// A note a sibling moved away from the new name (`MovedAway`), which
+    /// this save by rename writes where it is now; it stands as the target.
+    var movedAway: RowRef?
     /// A key for a row the rename creates, if it creates one.
     var freshKey: RowKey
     /// Notebook folders: whether each name is one, whether the target
