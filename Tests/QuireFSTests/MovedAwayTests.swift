@@ -43,6 +43,11 @@ final class MovedAwayTests: XCTestCase {
         XCTAssertTrue(queued.contains(.entry(parent: InodeTable.folderInode(.notebook), name: CanonicalName("Ideas.md"))),
                       "the kernel forgets the old name: \(queued)")
 
+        // The editor's next save goes the same way.
+        try saveByRename(mount, "notebook/Ideas.md", "one\n\ntwo, edited again\n")
+        XCTAssertEqual(try mount.liveTitles(.notebook), ["Archive", "Ideas"])
+        XCTAssertEqual(try mount.text("notebook/Archive/Ideas.md"), "one\n\ntwo, edited again\n")
+
         // Renamed by the sibling as well: the note keeps the sibling's title.
         try movedElsewhere(mount, "Ideas", into: nil, retitled: "Thoughts")
         try saveByRename(mount, "notebook/Archive/Ideas.md", "one\n\ntwo, edited twice\n")

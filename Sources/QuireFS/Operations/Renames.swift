@@ -111,10 +111,11 @@ extension QuireFileSystem {
         if facts.movedAway != nil {
             // The kernel now holds the old name for the note, which is listed
             // where the sibling put it: it forgets that name once this rename
-            // has returned.
+            // has returned. The program's next save goes the same way.
             kernelCache.invalidate(.entry(parent: names.directoryInode(request.to), name: request.newName))
+        } else {
+            movedAway.forget(request.newName, in: request.to)
         }
-        movedAway.forget(request.newName, in: request.to)
     }
 
     /// What the planner needs to know about the two names.
