@@ -291,4 +291,34 @@ final class SameNameArrivalTests: XCTestCase {
         let other = try XCTUnwrap(try mount.list("notebook").first { $0 != "Plan.md" && $0 != "Plan.md.new" })
         XCTAssertEqual(try mount.text("notebook/" + other), "mine\n")
     }
+
+    /// Files written here a moment ago (still claimed), deleted by a
+    /// sibling; then a program saves each by renaming a new file over its
+    /// name: the files are back where they were, under their names and
+    /// kinds, with the new text (not a note without a title at the top).
+    func testARenameOntoAClaimedFileASiblingDeletedKeepsItsNameFolderAndKind() throws {
+        let mount = try DirectMount()
+        try mount.mkdir("notebook/att")
+        try mount.writeFile("notebook/att/Loc.md", "a\n")
+        try mount.writeFile("notebook/att/pic.jpg", "a\n")
+        let keys = try ["notebook/att/Loc.md", "notebook/att/pic.jpg"].map { try XCTUnwrap(key(mount, $0)) }
+        let sibling = try ReplicaStore(path: mount.directory + "/sibling.sqlite", deviceID: DeviceID(bytes: [UInt8](repeating: 0xD2, count: 16))!,
+                                       create: true)
+        try sibling.apply(try mount.store.rows(.notebook, from: [], to: nil))
+        for key in keys { try sibling.delete(.notebook, key) }
+        try mount.store.apply(try sibling.tombstones(.notebook))
+        mount.feed()
+        for name in ["Loc.md", "pic.jpg"] {
+            try mount.writeFile("notebook/att/\(name).new", "b\n")
+            try mount.rename("notebook/att/\(name).new", "notebook/att/\(name)")
+        }
+        XCTAssertEqual(try mount.list("notebook/att"), ["Loc.md", "pic.jpg"])
+        XCTAssertEqual(try mount.text("notebook/att/Loc.md"), "b\n")
+        XCTAssertEqual(try mount.text("notebook/att/pic.jpg"), "b\n")
+        let rows = try mount.store.summaries(.notebook).filter { $0.place.kind != .folder }
+        XCTAssertEqual(Set(rows.map(\.name)), ["Loc", "pic.jpg"], "\(rows.map(\.name))")
+        let att = try XCTUnwrap(mount.store.summaries(.notebook).first { $0.name == "att" }?.key)
+        XCTAssertEqual(rows.map(\.place.folder), [att, att])
+        XCTAssertEqual(rows.first { $0.name == "pic.jpg" }?.place.kind, .file)
+    }
 }

@@ -251,7 +251,11 @@ extension QuireFileSystem {
         let namespace = targetRef.namespace
         // The new bytes replace the body: the old one is not read here.
         let previous = try storedContent(targetRef, withBody: false)
-        let title = newTitle ?? openFiles.copy(targetRef)?.title ?? previous?.displayName ?? ""
+        // A target the store holds deleted that the tables still list (a
+        // file created here, still claimed, that a sibling deleted): its
+        // name, kind and folder are the ones listed.
+        let listed = previous == nil ? names.listing(namespace)?.rows[targetRef.key] : nil
+        let title = newTitle ?? openFiles.copy(targetRef)?.title ?? previous?.displayName ?? listed?.title ?? ""
         var shown = lastShown.baseline(targetRef, process: process)
         if shown == nil, previous != nil, let version = try? store.changeNumber(namespace, targetRef.key) {
             shown = unkeptBaseline(targetRef, version: version)
@@ -263,6 +267,9 @@ extension QuireFileSystem {
             if case .note(let old)? = previous {
                 note.kind = old.kind
                 note.folder = old.folder
+            } else if let listed {
+                note.kind = listed.kind
+                note.folder = listed.declaredFolder
             }
             if let placement {
                 note.kind = placement.kind
