@@ -27,6 +27,11 @@ public final class ChangeFeed: @unchecked Sendable {
     /// that two files created under one name on two devices soon show the
     /// same names everywhere.
     static let claimGrace: TimeInterval = 30
+    /// How long after its last close a file created here, that a sibling
+    /// deleted meanwhile, keeps its name: its program's rename of it (a
+    /// save through a temp name both devices used) still finds it. After
+    /// that the deletion shows: a listing, `rm -r` and `link()` see it.
+    static let ghostGrace: TimeInterval = 3
     /// With no news, the feed still reads the store this often: the safety
     /// net for a change no watch reported (a database replaced under us).
     static let safetyInterval: TimeInterval = 30
@@ -222,9 +227,10 @@ extension QuireFileSystem {
             let now = Date()
             for ref in names.expiredDetached(at: now, grace: ChangeFeed.detachGrace) { finishDetach(ref) }
             endClaims(at: now)
+            endGhosts(at: now)
             promoteProvisionalFiles(at: now)
             let due = [names.nextDetachDeadline(grace: ChangeFeed.detachGrace), names.nextClaimDeadline(grace: ChangeFeed.claimGrace),
-                       provisional.nextDeadline].compactMap { $0 }.min()
+                       ghosts.nextDeadline(grace: ChangeFeed.ghostGrace), provisional.nextDeadline].compactMap { $0 }.min()
             return (kernelCache.take(), watcherNotices.take(), due)
         }
     }
@@ -279,6 +285,19 @@ extension QuireFileSystem {
         }
     }
 
+    /// Deleted files kept for their program past their grace go: a file
+    /// still open waits for its last close.
+    func endGhosts(at now: Date) {
+        for ref in ghosts.expired(at: now, grace: ChangeFeed.ghostGrace) {
+            if openFiles.openCount(of: ref) > 0 {
+                ghosts.renew(ref, at: now)
+            } else {
+                ghosts.remove(ref)
+                if names.listing(ref.namespace)?.rows[ref.key] != nil { unlistIfVanished(ref) }
+            }
+        }
+    }
+
     func applyExternal(_ summary: RowSummary) {
         let ref = RowRef(namespace: summary.namespace, key: summary.key)
         guard MountLayout.namespaces.contains(summary.namespace) else { return }
@@ -291,7 +310,12 @@ extension QuireFileSystem {
         // keeps its name here, so its program's rename moves what it wrote
         // (`currentBytes`); the claim's end takes it away.
         if summary.isTombstone, claimedText(ref) != nil, names.listing(ref.namespace)?.rows[ref.key] != nil {
-            return
+            let now = Date()
+            let closed = names.claimRenewed(ref).map { now.timeIntervalSince($0) } ?? .infinity
+            if openFiles.openCount(of: ref) > 0 || closed < ChangeFeed.ghostGrace {
+                ghosts.renew(ref, at: now)
+                return
+            }
         }
         kernelCache.rowChanged(ref)
         let wasFolder = names.isFolder(ref)

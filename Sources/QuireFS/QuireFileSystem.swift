@@ -109,6 +109,9 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     /// Notebook rows deleted by name a moment ago: created again, the same row.
     var recentlyRemoved = RecentlyRemoved()
     var movedAway = MovedAway()
+    /// Files created here that a sibling deleted while they were open or
+    /// just closed, still listed (`ChangeFeed.ghostGrace`).
+    var ghosts = GraceTable<RowRef>()
     /// New files named as temp files are, local until their grace ends.
     var provisional = ProvisionalFiles()
     /// Rendered rows no handle holds, checked against the stored change

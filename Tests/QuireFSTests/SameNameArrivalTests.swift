@@ -321,4 +321,38 @@ final class SameNameArrivalTests: XCTestCase {
         XCTAssertEqual(rows.map(\.place.folder), [att, att])
         XCTAssertEqual(rows.first { $0.name == "pic.jpg" }?.place.kind, .file)
     }
+
+    /// A file created here and deleted by a sibling keeps its name only
+    /// for its program's rename, a moment after its last close: then the
+    /// deletion shows (a listing, `rm -r`), not after the whole claim.
+    func testASiblingsDeletionOfAFileCreatedHereShowsAfterAMoment() throws {
+        let mount = try DirectMount()
+        try mount.mkdir("notebook/att")
+        try mount.writeFile("notebook/att/a.md", "a\n")
+        try mount.writeFile("notebook/att/old.md", "old\n")
+        let keys = try ["notebook/att/a.md", "notebook/att/old.md"].map { try XCTUnwrap(key(mount, $0)) }
+        let old = RowRef(namespace: .notebook, key: keys[1])
+        mount.fileSystem.locked { mount.fileSystem.names.renewClaim(old, at: Date(timeIntervalSinceNow: -10)) }
+        let sibling = try ReplicaStore(path: mount.directory + "/sibling.sqlite", deviceID: DeviceID(bytes: [UInt8](repeating: 0xD2, count: 16))!,
+                                       create: true)
+        try sibling.apply(try mount.store.rows(.notebook, from: [], to: nil))
+        for key in keys { try sibling.delete(.notebook, key) }
+        try mount.store.apply(try sibling.tombstones(.notebook))
+        mount.feed()
+        XCTAssertEqual(try mount.list("notebook/att"), ["a.md"], "closed 10 s ago: its deletion shows at once")
+        try mount.writeFile("notebook/att/b.md", "b\n")
+        let b = try XCTUnwrap(key(mount, "notebook/att/b.md"))
+        try sibling.apply(try mount.store.rows(.notebook, from: [], to: nil))
+        try sibling.delete(.notebook, b)
+        try mount.store.apply(try sibling.tombstones(.notebook))
+        mount.feed()
+        XCTAssertEqual(try mount.list("notebook/att"), ["a.md", "b.md"])
+        try mount.unlink("notebook/att/b.md")
+        XCTAssertEqual(try mount.list("notebook/att"), ["a.md"], "rm of one kept for its program")
+        XCTAssertNotNil(mount.fileSystem.locked { mount.fileSystem.ghosts.nextDeadline(grace: ChangeFeed.ghostGrace) })
+        mount.fileSystem.locked { mount.fileSystem.endGhosts(at: Date(timeIntervalSinceNow: ChangeFeed.ghostGrace + 1)) }
+        XCTAssertEqual(try mount.list("notebook/att"), [])
+        try mount.rmdir("notebook/att")
+        XCTAssertEqual(try mount.liveTitles(.notebook), [])
+    }
 }

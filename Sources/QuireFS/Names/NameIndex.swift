@@ -201,6 +201,9 @@ struct NameIndex {
 
     func isClaimed(_ ref: RowRef) -> Bool { claims.contains(ref) }
 
+    /// When the claim on `ref` was made or last renewed (its file's last close).
+    func claimRenewed(_ ref: RowRef) -> Date? { claims.renewedAt(ref) }
+
     /// Claims not renewed within `grace` of `now`.
     mutating func expiredClaims(at now: Date, grace: TimeInterval) -> [RowRef] {
         claims.expired(at: now, grace: grace).sorted { $0.key < $1.key }

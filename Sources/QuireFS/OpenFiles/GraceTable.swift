@@ -17,6 +17,7 @@ struct GraceTable<Key: Hashable> {
     var count: Int { renewed.count }
     var keys: Dictionary<Key, (at: Date, stamp: UInt64)>.Keys { renewed.keys }
     func contains(_ key: Key) -> Bool { renewed[key] != nil }
+    func renewedAt(_ key: Key) -> Date? { renewed[key]?.at }
 
     /// Adds `key`, or starts its grace again, from `now`.
     mutating func renew(_ key: Key, at now: Date) {

@@ -54,6 +54,9 @@ extension QuireFileSystem {
                 names.removePending(ref)
                 return
             }
+            // Deleted by a sibling already, kept listed for its program
+            // (`ChangeFeed.ghostGrace`): the deletion stands, and shows now.
+            if ghosts.remove(ref), unlistIfVanished(ref) { return }
             do {
                 recordWrite(ref, try store.deleteFromMount(namespace, ref.key))
             } catch {
