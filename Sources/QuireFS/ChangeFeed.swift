@@ -31,7 +31,7 @@ public final class ChangeFeed: @unchecked Sendable {
     /// deleted meanwhile, keeps its name: its program's rename of it (a
     /// save through a temp name both devices used) still finds it. After
     /// that the deletion shows: a listing, `rm -r` and `link()` see it.
-    static let ghostGrace: TimeInterval = 3
+    static let ghostGrace: TimeInterval = 2
     /// With no news, the feed still reads the store this often: the safety
     /// net for a change no watch reported (a database replaced under us).
     static let safetyInterval: TimeInterval = 30
@@ -313,7 +313,8 @@ extension QuireFileSystem {
             let now = Date()
             let closed = names.claimRenewed(ref).map { now.timeIntervalSince($0) } ?? .infinity
             if openFiles.openCount(of: ref) > 0 || closed < ChangeFeed.ghostGrace {
-                ghosts.renew(ref, at: now)
+                // Its grace counts from its last close (a file open waits for it).
+                ghosts.renew(ref, at: openFiles.openCount(of: ref) > 0 ? now : names.claimRenewed(ref) ?? now)
                 return
             }
         }
