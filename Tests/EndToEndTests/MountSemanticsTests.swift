@@ -454,4 +454,24 @@ final class MountSemanticsTests: XCTestCase {
         XCTAssertEqual(try quire(["rm", "notebook", "Other/Plan.md"], home: device.home).status, 0)
         XCTAssertEqual(try quire(["get", "notebook", "Plan"], home: device.home).stdout, "the plan", "one left")
     }
+
+    /// A program that went into a folder just made, or that was renamed
+    /// around it, still has a path (`mkdir d && cd d && git init`).
+    func testAProgramInAFolderJustMadeOrRenamedKeepsItsPath() throws {
+        device = try MountedDevice()
+        let script = """
+            import os, sys, time
+            root = sys.argv[1]
+            for k in range(10):
+                d = os.path.join(root, "made %d" % k)
+                os.mkdir(d); os.chdir(d); os.getcwd()
+                time.sleep(0.1)
+                assert os.getcwd() == d, os.getcwd()
+                os.rename(d, d + " renamed")
+                time.sleep(0.1)
+                assert os.getcwd() == d + " renamed", os.getcwd()
+            """
+        let result = shell("python3 -c '\(script)' '\(device.path("notebook"))' 2>&1")
+        XCTAssertEqual(result.status, 0, result.output)
+    }
 }

@@ -93,17 +93,25 @@ final class AnnouncedLookupTests: XCTestCase {
 
 /// What a write of ours leaves for the kernel to drop.
 final class OwnWriteInvalidationTests: XCTestCase {
-    /// A file created through the mount and committed under the name it was
-    /// created with: the kernel's entry is right, so it stays cached. A
-    /// rename through the mount drops the names that changed.
+    /// A file or folder created through the mount and committed under the
+    /// name it was created with: the kernel's entry is right, so it stays
+    /// cached. A rename through the mount drops the old name and keeps the
+    /// new one, which the kernel moved its entry to (a program whose working
+    /// folder it is keeps its path).
     func testACreatedFileKeepsItsEntry() throws {
         let mount = try DirectMount()
         let notebook = InodeTable.folderInode(.notebook)
         try mount.writeFile("notebook/New.md", "new\n")
         XCTAssertFalse(mount.feed().contains(.entry(parent: notebook, name: CanonicalName("New.md"))))
         try mount.rename("notebook/New.md", "notebook/Newer.md")
-        let work = mount.feed()
+        var work = mount.feed()
         XCTAssertTrue(work.contains(.entry(parent: notebook, name: CanonicalName("New.md"))), "\(work)")
-        XCTAssertTrue(work.contains(.entry(parent: notebook, name: CanonicalName("Newer.md"))), "\(work)")
+        XCTAssertFalse(work.contains(.entry(parent: notebook, name: CanonicalName("Newer.md"))), "\(work)")
+        try mount.mkdir("notebook/d")
+        XCTAssertFalse(mount.feed().contains(.entry(parent: notebook, name: CanonicalName("d"))))
+        try mount.rename("notebook/d", "notebook/e")
+        work = mount.feed()
+        XCTAssertTrue(work.contains(.entry(parent: notebook, name: CanonicalName("d"))), "\(work)")
+        XCTAssertFalse(work.contains(.entry(parent: notebook, name: CanonicalName("e"))), "\(work)")
     }
 }

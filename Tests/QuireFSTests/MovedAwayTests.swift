@@ -10,9 +10,12 @@ import XCTest
 /// save by rename onto the old name is a new version of the moved note.
 final class MovedAwayTests: XCTestCase {
     /// A sibling's move of `title` into `folder` (as the store holds it after a join).
-    private func movedElsewhere(_ mount: DirectMount, _ title: String, into folder: String?, retitled: String? = nil) throws {
+    /// `key`: which of the rows titled so (the only one if nil).
+    private func movedElsewhere(_ mount: DirectMount, _ title: String, key: RowKey? = nil, into folder: String?, retitled: String? = nil) throws {
         let rows = try mount.store.summaries(.notebook)
-        let key = try XCTUnwrap(rows.first { $0.name == title }?.key)
+        let titled = rows.filter { $0.name == title && !$0.isTombstone }
+        if key == nil { XCTAssertEqual(titled.count, 1, title) }
+        let key = try XCTUnwrap(key ?? titled.first?.key)
         guard case .note(var note)? = try mount.store.row(.notebook, key)?.content else { return XCTFail("no note \(title)") }
         note.folder = folder.map { name in rows.first { $0.name == name && $0.place.kind == .folder }!.key }
         if let retitled { note.title = retitled }
@@ -68,6 +71,7 @@ final class MovedAwayTests: XCTestCase {
         XCTAssertEqual(try mount.text("notebook/Archive/Unread.md"), "never read here\n")
 
         XCTAssertEqual(try mount.text("notebook/Read.md"), "read here\n")
+        let read = try XCTUnwrap(mount.store.summaries(.notebook).first { $0.name == "Read" }?.key)
         try movedElsewhere(mount, "Read", into: "Archive")
         try mount.writeFile("notebook/Read.md", "made anew by name\n")
         try saveByRename(mount, "notebook/Read.md", "saved over the new one\n")
@@ -76,7 +80,7 @@ final class MovedAwayTests: XCTestCase {
         // RENAME_NOREPLACE onto the old name makes a new note too.
         try mount.mkdir("notebook/Other")
         XCTAssertEqual(try mount.text("notebook/Archive/Read.md"), "read here\n")
-        try movedElsewhere(mount, "Read", into: "Other")
+        try movedElsewhere(mount, "Read", key: read, into: "Other")
         try mount.writeFile("notebook/Archive/Read.md.aB3dE9", "not replacing\n")
         try mount.rename("notebook/Archive/Read.md.aB3dE9", "notebook/Archive/Read.md", flags: .noReplace)
         XCTAssertEqual(try mount.text("notebook/Archive/Read.md"), "not replacing\n")

@@ -92,6 +92,14 @@ struct KernelCacheTracker {
 
     mutating func invalidate(_ invalidations: [Invalidation]) { for item in invalidations { invalidate(item) } }
 
+    /// The kernel holds `name` in `parent` for the file the tables give it
+    /// (it made or moved that entry itself): a queued invalidation of it
+    /// is dropped. Dropping an entry that is a program's working folder
+    /// leaves that program without a path (`mkdir d && cd d`, `git init`).
+    mutating func kernelHolds(parent: UInt64, name: CanonicalName) {
+        queued.removeAll { $0 == .entry(parent: parent, name: name) }
+    }
+
     /// Drops the pages and attributes of every inode in `inodes`.
     mutating func invalidateInodes(_ inodes: some Sequence<UInt64>) { for inode in inodes { invalidate(.inode(inode)) } }
 

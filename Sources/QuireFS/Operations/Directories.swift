@@ -351,7 +351,10 @@ extension QuireFileSystem {
         let zero = Timestamp(seconds: 0)
         let content = RowContent.note(Note(title: title, body: [], createdAt: zero, updatedAt: zero, kind: .folder, folder: folder.folderKey))
         let ref = RowRef(namespace: .notebook, key: key)
-        do { recordWrite(ref, try store.putFromMount(content, key: key)) } catch {
+        // The kernel holds the new folder under its name once this returns:
+        // dropping that entry would leave a shell that went into it (`mkdir
+        // d && cd d`) in a folder with no path.
+        do { recordWrite(ref, try store.putFromMount(content, key: key), kernelKnows: name) } catch {
             throw storeFailure(error, doing: "make the folder \(describe(parent))/\(name)")
         }
         return try entry(names.inodes.inode(for: ref))

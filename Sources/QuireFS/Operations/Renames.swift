@@ -76,8 +76,15 @@ extension QuireFileSystem {
                 watcherNotices.noteAnswered(from)
                 return
             }
+            let moved = inode(of: try resolve(name, in: try folder(parent.rawValue)))
             try rename(name, in: parent.rawValue, to: newName, in: newParent.rawValue, flags: flags,
                        process: processGroups.process(of: request.pid))
+            // The kernel moved its entry to the new name: when the tables give
+            // that name the same file, the entry stays (a shell in a renamed
+            // folder keeps its path).
+            if !flags.contains(.exchange), let moved, inode(of: try resolve(newName, in: try folder(newParent.rawValue))) == moved {
+                kernelCache.kernelHolds(parent: newParent.rawValue, name: newName)
+            }
             // The kernel moved its entry to the typed new name. The NFC
             // forms of both names it may cache are stale when they were
             // not the typed ones (the old one is gone, the new one showed
