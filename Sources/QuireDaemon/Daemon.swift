@@ -27,6 +27,10 @@ public final class Daemon: @unchecked Sendable {
     public static func start(home: DeviceHome, store: ReplicaStore, identity: Identity, relaySpec: String? = nil,
                              echo: (@Sendable (String) -> Void)? = nil,
                              log: @escaping @Sendable (String) -> Void) throws -> Daemon {
+        // A peer that goes away while we write to it (Redis stopped in the
+        // middle of a catch-up) is an error on that socket, which the relay
+        // handles and reports, never the end of the daemon.
+        signal(SIGPIPE, SIG_IGN)
         let sync = try SyncService.start(home: home, store: store, identity: identity, relaySpec: relaySpec, echo: echo)
         let runtime = OffloadRuntime(engine: sync.engine, home: home, store: store, log: log)
         return Daemon(sync: sync, runtime: runtime)

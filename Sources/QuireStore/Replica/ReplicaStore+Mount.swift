@@ -10,6 +10,9 @@ extension ReplicaStore {
         /// The change number the edit was written under; nil when the content
         /// equalled the stored row and nothing was written.
         public var seq: Int64?
+        /// False for a deletion the disk had no room to keep a copy of in
+        /// the trash (`deleteFromMount`).
+        public var keptInTrash = true
     }
 
     /// `put` that also reports the change number of the write.
@@ -27,7 +30,22 @@ extension ReplicaStore {
 
     /// `delete` that also reports the change number of the tombstone.
     public func deleteFromMount(_ namespace: Namespace, _ key: RowKey) throws(StoreError) -> MountEdit {
-        try write { ctx in MountEdit(row: try ctx.deleteLocal(namespace, key), seq: ctx.seq) }
+        try deleteEvenWhenFull { keep throws(StoreError) in
+            try write { ctx in
+                ctx.keepsReplacedText = keep
+                return MountEdit(row: try ctx.deleteLocal(namespace, key), seq: ctx.seq, keptInTrash: keep)
+            }
+        }
+    }
+
+    /// A deletion on a disk too full to keep the deleted text in the trash
+    /// still deletes, without that copy: deleting is how a user frees space.
+    func deleteEvenWhenFull<T>(_ delete: (_ keepInTrash: Bool) throws(StoreError) -> T) throws(StoreError) -> T {
+        do {
+            return try delete(true)
+        } catch where error.kind == .diskFull {
+            return try delete(false)
+        }
     }
 
     /// The save-by-rename of editors, in one transaction: `content` becomes

@@ -169,7 +169,7 @@ public final class ReplicaStore: @unchecked Sendable {
     /// Tombstones are never dropped here; only the barrier may collect them.
     @discardableResult
     public func delete(_ namespace: Namespace, _ key: RowKey) throws(StoreError) -> Row {
-        try write { ctx in try ctx.deleteLocal(namespace, key) }
+        try deleteFromMount(namespace, key).row
     }
 
     // MARK: - Reads

@@ -19,7 +19,7 @@ extension WriteContext {
     func keepReplacedText(by row: Row, exists: Bool, madeHere: Bool) throws(StoreError) {
         let limits = store.keptPolicy.limits
         pruneKeptIfDue(limits)
-        guard exists, row.namespace == .notebook, !limits.isOff,
+        guard exists, keepsReplacedText, row.namespace == .notebook, !limits.isOff,
               let record = try RowRecord.load(db, .notebook, row.key, withBody: false), !record.isTombstone else { return }
         let stored = try record.row(path: store.path)
         guard case .note(let old)? = stored.content else { return }

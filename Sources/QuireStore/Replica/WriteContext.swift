@@ -22,6 +22,10 @@ struct WriteContext {
     let incarnation = TransactionIncarnation()
     /// Bodies of a batch write, deflated on other cores as it runs.
     var bodiesAhead: BodiesAhead?
+    /// Whether the text a write replaces or deletes is kept in the trash
+    /// and earlier versions (off for a deletion on a full disk: the copy is
+    /// what needs the space).
+    var keepsReplacedText = true
 
     init(store: ReplicaStore) throws(StoreError) {
         self.store = store
