@@ -79,6 +79,14 @@ final class MountFaultTests: XCTestCase {
         }
         let status = try String(contentsOfFile: mountpoint + "/.quire/status", encoding: .utf8)
         XCTAssertTrue(status.contains("disk full"), status)
+        // Deleting is how space is made: with no room for a copy in the
+        // trash, a deletion goes ahead without one, and says so.
+        let stored = try FileManager.default.contentsOfDirectory(atPath: mountpoint + "/notebook").filter { $0.hasPrefix("Big ") && $0.hasSuffix(".md") }
+        XCTAssertFalse(stored.isEmpty)
+        for name in stored { XCTAssertEqual(unlink(mountpoint + "/notebook/" + name), 0, "\(name): \(String(cString: strerror(errno)))") }
+        let after = try String(contentsOfFile: mountpoint + "/.quire/status", encoding: .utf8)
+        XCTAssertTrue(after.contains("deleted without a copy in the trash: the disk is full"), after)
+        XCTAssertEqual(Syscall.writeFile(mountpoint + "/notebook/After.md", "room again").errno, 0)
     }
 
     /// After a clean unmount the database file alone holds every row: a

@@ -58,7 +58,11 @@ extension QuireFileSystem {
             // (`ChangeFeed.ghostGrace`): the deletion stands, and shows now.
             if ghosts.remove(ref), unlistIfVanished(ref) { return }
             do {
-                recordWrite(ref, try store.deleteFromMount(namespace, ref.key))
+                let edit = try store.deleteFromMount(namespace, ref.key)
+                recordWrite(ref, edit)
+                if !edit.keptInTrash {
+                    log.problem("\(folderPath(folder))/\(name) deleted without a copy in the trash: the disk is full")
+                }
             } catch {
                 throw storeFailure(error, doing: "delete \(folderPath(folder))/\(name)")
             }

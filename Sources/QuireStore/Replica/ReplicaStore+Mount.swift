@@ -31,7 +31,7 @@ extension ReplicaStore {
     /// `delete` that also reports the change number of the tombstone.
     public func deleteFromMount(_ namespace: Namespace, _ key: RowKey) throws(StoreError) -> MountEdit {
         try deleteEvenWhenFull { keep throws(StoreError) in
-            try write { ctx in
+            try write(zeroingFreedPages: keep) { ctx in
                 ctx.keepsReplacedText = keep
                 return MountEdit(row: try ctx.deleteLocal(namespace, key), seq: ctx.seq, keptInTrash: keep)
             }
@@ -39,7 +39,9 @@ extension ReplicaStore {
     }
 
     /// A deletion on a disk too full to keep the deleted text in the trash
-    /// still deletes, without that copy: deleting is how a user frees space.
+    /// still deletes, without that copy and without writing zeros over the
+    /// pages it frees (they are overwritten when reused): deleting is how a
+    /// user frees space.
     func deleteEvenWhenFull<T>(_ delete: (_ keepInTrash: Bool) throws(StoreError) -> T) throws(StoreError) -> T {
         do {
             return try delete(true)

@@ -101,11 +101,17 @@ public final class ReplicaStore: @unchecked Sendable {
 
     /// Runs `body` under the lock inside one immediate transaction.
     /// Observers hear of the commit once the lock is released.
-    func write<T>(_ body: (inout WriteContext) throws -> T) throws(StoreError) -> T {
+    /// `zeroingFreedPages: false` lets SQLite leave pages the transaction
+    /// frees as they are (its secure delete, on in Debian's build, writes
+    /// them over with zeros first, which needs room a full disk lacks).
+    func write<T>(zeroingFreedPages: Bool = true, _ body: (inout WriteContext) throws -> T) throws(StoreError) -> T {
         lock.lock()
         let value: T
         do {
             defer { lock.unlock() }
+            let saved = zeroingFreedPages ? nil : try db.queryOne("PRAGMA secure_delete") { $0.int(0) }
+            if saved != nil { try db.execute("PRAGMA secure_delete = FAST") }
+            defer { if let saved { try? db.execute("PRAGMA secure_delete = \(saved)") } }
             value = try transactionBody(body)
         }
         commitObservers.notify()

@@ -338,7 +338,12 @@ struct WriteContext {
                 try DeletedProse.noteDelete(db, row, path: store.path)
             }
             if !row.isTombstone, previousLeaf == nil { try DeletedProse.forget(db, row.namespace, row.key) }
-            try Shadows.keepMarkedText(db, row, path: store.path)
+            if keepsReplacedText {
+                try Shadows.keepMarkedText(db, row, path: store.path)
+            } else if row.isTombstone {
+                // A deletion on a full disk keeps no copy of the text, here either.
+                try Shadows.remove(db, row.namespace, row.key)
+            }
         }
         // Every stored note head satisfies contentHash == digest(body)
         // (stamped on local edits, checked when a row is decoded), so the

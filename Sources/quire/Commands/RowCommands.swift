@@ -260,8 +260,8 @@ enum RowCommands {
         valued: ["key"]
     ) { args, inv in
         let (ns, store, key) = try existingRow(args, inv)
-        try store.delete(ns, key)
-        Output.line("deleted \(ns.name)/\(key.hex)")
+        let edit = try store.deleteFromMount(ns, key)
+        Output.line("deleted \(ns.name)/\(key.hex)" + (edit.keptInTrash ? "" : " (the disk is full: no copy was kept in the trash)"))
     }
 
     /// `<namespace> <name>` or `<namespace> --key HEX` naming a live row:
