@@ -79,6 +79,8 @@ final class MountFaultTests: XCTestCase {
         }
         let status = try String(contentsOfFile: mountpoint + "/.quire/status", encoding: .utf8)
         XCTAssertTrue(status.contains("disk full"), status)
+        let words = try quireOK(["status"], home: home).stdout
+        XCTAssertTrue(words.contains("DISK FULL: the disk holding this device has"), words)
         // Deleting is how space is made: with no room for a copy in the
         // trash, a deletion goes ahead without one, and says so.
         let stored = try FileManager.default.contentsOfDirectory(atPath: mountpoint + "/notebook").filter { $0.hasPrefix("Big ") && $0.hasSuffix(".md") }

@@ -89,6 +89,10 @@ enum DigestCommands {
 struct StatusReport {
     var json: [String: Any]
     var text: String
+    /// Free bytes on the device's disk below which status warns, and below
+    /// which it says the disk is full.
+    static let lowDiskSpace: Int64 = 64 << 20
+    static let fullDisk: Int64 = 1 << 20
 
     static func gather(home: DeviceHome, identity: Identity, store: ReplicaStore) throws -> StatusReport {
         let prefs = try home.prefs.load()
@@ -102,6 +106,15 @@ struct StatusReport {
             held.append("\(c.live) \(ns.name)")
         }
         lines.append("holds " + held.joined(separator: ", "))
+        // Saves and siblings' changes need room: a version, its WAL frames and
+        // the copy the trash keeps of what it replaces.
+        let disk = try? FileManager.default.attributesOfFileSystem(forPath: home.path)
+        let free = (disk?[.systemFreeSize] as? NSNumber)?.int64Value
+        if let free, free < StatusReport.lowDiskSpace {
+            lines.append((free < StatusReport.fullDisk ? "DISK FULL" : "LOW DISK SPACE") + ": the disk holding this device has "
+                         + "\(ByteText.text(Int(free))) free; saves and siblings' changes fail while it has no room "
+                         + "(deleting a note makes room: with the disk full, no copy is kept in the trash)")
+        }
         let kinds = try store.notebookKinds()
         if (kinds[.file] ?? 0) + (kinds[.folder] ?? 0) > 0 {
             lines.append("the notebook is \(kinds[.note] ?? 0) notes, \(kinds[.file] ?? 0) attachments and \(kinds[.folder] ?? 0) folders")
@@ -157,6 +170,7 @@ struct StatusReport {
         }
         let json: [String: Any] = ["device": identity.deviceID.hex, "name": prefs.deviceName, "role": prefs.role.rawValue,
                                    "home": home.path, "generation": prefs.generation, "namespaces": counts,
+                                   "diskFree": free.map { Int($0) } as Any,
                                    "outboxPending": pending, "merges": merges,
                                    "conflictedAttachments": conflicted.map { ["key": $0.key.hex, "name": $0.name] }, "account": Hex.encode(identity.userIDHash),
                                    "incarnation": String(actor.incarnation, radix: 16),
