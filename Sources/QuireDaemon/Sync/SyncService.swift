@@ -27,11 +27,24 @@ public final class SyncService: @unchecked Sendable {
                              echo: (@Sendable (String) -> Void)? = nil) throws -> SyncService {
         let lock = try DeviceLock.acquire(path: home.syncLockPath)
         do {
-            let prefs = try home.prefs.load()
+            var prefs = try home.prefs.load()
+            let log = LogFile(path: home.logPath)
+            // A replica behind the device's generation was put back alone from
+            // an older copy: it syncs from its own generation, as a whole
+            // device put back would. A replica from before the record starts it.
+            if let reached = try store.replicaGeneration() {
+                if reached < prefs.generation {
+                    log.write("sync: the replica has reached generation \(reached) only, where this device had reached \(prefs.generation): "
+                              + "it was put back from an older copy, and catches up from generation \(reached)")
+                    try home.prefs.lowerGeneration(to: reached)
+                    prefs = try home.prefs.load()
+                }
+            } else {
+                try store.recordGeneration(prefs.generation)
+            }
             let spec = relaySpec ?? prefs.relay
             let relay: any Relay
             do { relay = try makeRelay(from: spec) } catch { throw SyncServiceError("cannot open relay \(spec): \(error)") }
-            let log = LogFile(path: home.logPath)
             let generation = GenerationReader(prefs: home.prefs, initial: prefs.generation)
             var deps = SyncEngine.Dependencies(
                 store: store, identity: identity, relay: relay, clock: SystemClock(), random: SystemRandom(),
@@ -57,6 +70,7 @@ public final class SyncService: @unchecked Sendable {
             let prefsFile = home.prefs
             deps.isAnchorEnabled = { (try? prefsFile.load().backupEnabled) ?? false }
             deps.setGeneration = { value in
+                try store.recordGeneration(value)
                 try prefsFile.setGeneration(value)
                 generation.set(value)
             }

@@ -75,6 +75,14 @@ public final class PrefsFile: @unchecked Sendable {
     }
 }
 
+extension PrefsFile {
+    /// Takes the device back to `generation`: its replica was put back from
+    /// a copy that never saw the barriers since (`replicaGeneration`).
+    public func lowerGeneration(to generation: UInt64) throws(StoreError) {
+        try update { (p: inout Prefs) throws(StoreError) in p.generation = min(p.generation, generation) }
+    }
+}
+
 /// Durable whole-file writes, and reads that never block.
 public enum AtomicFile {
     public static func write(_ bytes: [UInt8], to path: String, mode: mode_t) throws(StoreError) {

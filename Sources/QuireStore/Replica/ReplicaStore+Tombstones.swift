@@ -36,6 +36,7 @@ extension ReplicaStore {
         try write { ctx in
             if let roster { try ctx.setBarrierRoster(roster) }
             if let generation {
+                try ctx.recordGeneration(generation)
                 var coverage: GraveyardCoverage?
                 if let round {
                     try ctx.bury(round)
