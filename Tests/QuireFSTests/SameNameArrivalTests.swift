@@ -355,4 +355,31 @@ final class SameNameArrivalTests: XCTestCase {
         try mount.rmdir("notebook/att")
         XCTAssertEqual(try mount.liveTitles(.notebook), [])
     }
+
+    /// A backup of two notes that shared a title (`Ideas.md` and its twin
+    /// `Ideas%~1a2b3c4d.md`) copied back into an empty folder, twin first
+    /// (as `cp`, `tar` and `rsync` go, `%` sorting before `.`): each file
+    /// is its own note with its own text, written directly or through a
+    /// temp file renamed over the name.
+    func testABackupOfTwinsCopiedBackKeepsBothTexts() throws {
+        let mount = try DirectMount()
+        try mount.writeFile("notebook/Ideas%~1a2b3c4d.md", "the twin\n")
+        XCTAssertEqual(try mount.list("notebook"), ["Ideas%~1a2b3c4d.md"], "it keeps the name it was made under")
+        try mount.writeFile("notebook/Ideas.md", "the first\n")
+        try mount.writeFile("notebook/.Plan%~0badcafe.md.X1y2Z3", "plan twin\n")
+        try mount.rename("notebook/.Plan%~0badcafe.md.X1y2Z3", "notebook/Plan%~0badcafe.md")
+        try mount.writeFile("notebook/.Plan.md.Q9w8E7", "plan first\n")
+        try mount.rename("notebook/.Plan.md.Q9w8E7", "notebook/Plan.md")
+        XCTAssertEqual(try mount.list("notebook"), ["Ideas%~1a2b3c4d.md", "Ideas.md", "Plan%~0badcafe.md", "Plan.md"])
+        XCTAssertEqual(try mount.text("notebook/Ideas%~1a2b3c4d.md"), "the twin\n")
+        XCTAssertEqual(try mount.text("notebook/Ideas.md"), "the first\n")
+        XCTAssertEqual(try mount.text("notebook/Plan%~0badcafe.md"), "plan twin\n")
+        XCTAssertEqual(try mount.text("notebook/Plan.md"), "plan first\n")
+        // Once the claims end, the names are the ones every device gives:
+        // both texts stay, each under a name of its title.
+        mount.fileSystem.locked { mount.fileSystem.endClaims(at: Date(timeIntervalSinceNow: ChangeFeed.claimGrace + 1)) }
+        let names = try mount.list("notebook")
+        XCTAssertEqual(names.count, 4, "\(names)")
+        XCTAssertEqual(Set(try names.map { try XCTUnwrap(mount.text("notebook/" + $0)) }), ["the twin\n", "the first\n", "plan twin\n", "plan first\n"])
+    }
 }

@@ -88,6 +88,11 @@ struct NamespaceListing: Sendable {
     private var sortedNamesCache: [RowKey?: [CanonicalName]] = [:]
     /// Rows that keep the plain name of their group on this mount for now.
     private(set) var claimed: Set<RowKey> = []
+    /// Rows created here under a name with their key marker (a backup of
+    /// two same-titled notes copied back: `T.md` and `T%~1a2b3c4d.md`),
+    /// which keep that name for now, so the plain name stays free for the
+    /// copy's other file.
+    private(set) var markedClaims: Set<RowKey> = []
 
     init(namespace: Namespace, summaries: [RowSummary]) {
         self.namespace = namespace
@@ -226,9 +231,16 @@ struct NamespaceListing: Sendable {
 
     /// Gives `key` the first place in its group (or takes it back); the
     /// names that changed. A key not listed yet is placed first when it is.
-    mutating func setClaimed(_ key: RowKey, _ isClaimed: Bool) -> [NameChange] {
-        guard isClaimed ? claimed.insert(key).inserted : claimed.remove(key) != nil,
-              let slot = groupOfKey[key]?.slot else { return [] }
+    /// `keepsMarker`: the row keeps its marked name instead (`markedClaims`).
+    mutating func setClaimed(_ key: RowKey, _ isClaimed: Bool, keepsMarker: Bool = false) -> [NameChange] {
+        let changed: Bool
+        if isClaimed {
+            changed = keepsMarker ? markedClaims.insert(key).inserted : claimed.insert(key).inserted
+        } else {
+            let wasClaimed = claimed.remove(key) != nil, wasMarked = markedClaims.remove(key) != nil
+            changed = wasClaimed || wasMarked
+        }
+        guard changed, let slot = groupOfKey[key]?.slot else { return [] }
         return merged(assignNames(slot))
     }
 
@@ -315,10 +327,14 @@ struct NamespaceListing: Sendable {
         if keys.count > 1, !claimed.isEmpty, let first = keys.firstIndex(where: claimed.contains), first > 0 {
             keys.insert(keys.remove(at: first), at: 0)
         }
+        if !markedClaims.isEmpty, keys.contains(where: markedClaims.contains) {
+            keys = keys.filter { !markedClaims.contains($0) } + keys.filter(markedClaims.contains)
+        }
         var changes: [NameChange] = []
         for (index, key) in keys.enumerated() {
             guard let parts = groupOfKey[key] else { continue }
-            var name = CanonicalName(FileNames.name(stem: parts.stem, ext: parts.ext, key: key, isFirst: index == 0))
+            let isFirst = index == 0 && !markedClaims.contains(key)
+            var name = CanonicalName(FileNames.name(stem: parts.stem, ext: parts.ext, key: key, isFirst: isFirst))
             if let holder = entries[slot.folder]?[name], holder != key, groupOfKey[holder]?.slot != slot {
                 // Two 8-digit markers collided: fall back to the whole key.
                 name = CanonicalName(FileNames.name(stem: parts.stem, ext: parts.ext, key: key, isFirst: false, longMarker: true))

@@ -37,6 +37,8 @@ struct NameIndex {
     private var pending: [Folder: [CanonicalName: RowRef]] = [:]
     private(set) var detached: [RowRef: DetachedRow] = [:]
     private var claims = GraceTable<RowRef>()
+    /// Claims of rows created under their marked name (`NamespaceListing.markedClaims`).
+    private var markedClaims: Set<RowRef> = []
 
     // MARK: Listings
 
@@ -44,7 +46,9 @@ struct NameIndex {
 
     mutating func install(_ listing: NamespaceListing) {
         var listing = listing
-        for ref in claims.keys where ref.namespace == listing.namespace { _ = listing.setClaimed(ref.key, true) }
+        for ref in claims.keys where ref.namespace == listing.namespace {
+            _ = listing.setClaimed(ref.key, true, keepsMarker: markedClaims.contains(ref))
+        }
         listings[listing.namespace] = listing
     }
 
@@ -105,8 +109,9 @@ struct NameIndex {
         // Not a name with a key marker no row has: that names no row (a copy
         // of a twin), and taking the title's row would write over another file.
         guard !name.text.contains(FileNames.marker) else { return ResolvedName.none }
+        // Nor a row keeping its marked name: the plain name is not its.
         let keys = listing.keys(titled: title, kind: kind, in: folder.folderKey)
-            .filter { detached[RowRef(namespace: namespace, key: $0)] == nil }
+            .filter { detached[RowRef(namespace: namespace, key: $0)] == nil && !listing.markedClaims.contains($0) }
         return keys.count == 1 ? .row(RowRef(namespace: namespace, key: keys[0])) : ResolvedName.none
     }
 
@@ -178,9 +183,11 @@ struct NameIndex {
     // MARK: Names this mount just created
 
     /// `ref` was created here under its name: it keeps that name for now.
-    mutating func claim(_ ref: RowRef, at now: Date) -> [Invalidation] {
+    /// `keepingMarker`: it was created under its marked name, and keeps that.
+    mutating func claim(_ ref: RowRef, at now: Date, keepingMarker: Bool = false) -> [Invalidation] {
         claims.renew(ref, at: now)
-        guard let changes = listings[ref.namespace]?.setClaimed(ref.key, true) else { return [] }
+        if keepingMarker { markedClaims.insert(ref) }
+        guard let changes = listings[ref.namespace]?.setClaimed(ref.key, true, keepsMarker: keepingMarker) else { return [] }
         return invalidations(ref.namespace, changes)
     }
 
@@ -194,6 +201,7 @@ struct NameIndex {
 
     /// The same, with the names that changed hands (what file watchers are told).
     mutating func endClaimReporting(_ ref: RowRef) -> (invalidations: [Invalidation], changes: [NameChange]) {
+        markedClaims.remove(ref)
         guard claims.remove(ref),
               let changes = listings[ref.namespace]?.setClaimed(ref.key, false) else { return ([], []) }
         return (invalidations(ref.namespace, changes), changes)

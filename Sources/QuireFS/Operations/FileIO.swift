@@ -245,6 +245,7 @@ extension QuireFileSystem {
         var ref: RowRef
         var isNew = true
         var shown: [UInt8] = []
+        var keepsMarker = false
         if let detachedRef = names.detachedRow(titled: title, in: folder) {
             names.reattach(detachedRef)
             ref = detachedRef
@@ -259,7 +260,9 @@ extension QuireFileSystem {
                     ref = removal.ref
                     shown = removal.text ?? (try? store.deletedText(ref.key)).flatMap { $0 } ?? []
                 } else {
-                    ref = RowRef(namespace: namespace, key: RowKey(bytes: (0..<16).map { _ in UInt8.random(in: 0...255) })!)
+                    let fresh = try newRowKey(named: name, in: namespace)
+                    ref = RowRef(namespace: namespace, key: fresh.key)
+                    keepsMarker = fresh.keepsMarker
                 }
             }
             if try listing(namespace).rows[ref.key] != nil { isNew = false }
@@ -268,7 +271,7 @@ extension QuireFileSystem {
         if isNew {
             copy = openFiles.copy(ref) ?? WorkingCopy(title: title, content: [], kind: kind, folder: folder.folderKey, isNew: true)
             names.addPending(name, in: folder, ref)
-            kernelCache.invalidate(names.claim(ref, at: Date()))
+            kernelCache.invalidate(names.claim(ref, at: Date(), keepingMarker: keepsMarker))
             copy.willChange()
         } else {
             copy = try workingCopy(ref)
@@ -285,6 +288,21 @@ extension QuireFileSystem {
         if isNew { transientAttributes.removeValue(forKey: inode) }
         let handle = openFiles.add(OpenFile(target: .row(ref), inode: inode, flags: flags, shown: shown, process: process))
         return FuseCreateReply(entry: try entry(inode), open: FuseOpenReply(handle: handle))
+    }
+
+    /// A new row's key. For a name with a key marker (`T%~1a2b3c4d.md`: a
+    /// copy of a file that shared its title on another device), one that
+    /// starts with that marker, so the row keeps the name it was made
+    /// under while its claim lasts (`NameIndex.claim(keepingMarker:)`) and
+    /// the plain name stays free for the copy's other file.
+    func newRowKey(named name: CanonicalName, in namespace: Namespace) throws(FuseError) -> (key: RowKey, keepsMarker: Bool) {
+        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255) }
+        if let marker = FileNames.markerKeyPrefix(of: name.text, in: namespace), marker.utf8.count == 8 {
+            let digits = Array(marker.utf8)
+            for i in 0..<4 { bytes[i] = UInt8(String(decoding: digits[(2 * i)..<(2 * i + 2)], as: UTF8.self), radix: 16) ?? bytes[i] }
+            if let key = RowKey(bytes: bytes), try listing(namespace).rows[key] == nil { return (key, true) }
+        }
+        return (RowKey(bytes: bytes)!, false)
     }
 
     public func read(_ inode: FuseInode, handle: UInt64, offset: UInt64, size: Int, request: FuseRequest) throws -> [UInt8] {

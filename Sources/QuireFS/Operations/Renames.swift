@@ -122,6 +122,11 @@ extension QuireFileSystem {
         let tags = facts.sourceInode.flatMap { transientAttributes[$0]?[CanonicalName(Self.tagsAttribute)] }.flatMap(Self.tags)
         try apply(plan, process: process, tags: tags)
         if facts.removedAgain != nil { _ = recentlyRemoved.take(request.newName, in: request.to, at: Date()) }
+        // A new row made under a marked name keeps it, as a created one does.
+        if facts.freshKeyKeepsMarker, let namespace = request.to.namespace,
+           try listing(namespace).rows[facts.freshKey] != nil, !names.isClaimed(RowRef(namespace: namespace, key: facts.freshKey)) {
+            kernelCache.invalidate(names.claim(RowRef(namespace: namespace, key: facts.freshKey), at: Date(), keepingMarker: true))
+        }
         if facts.movedAway != nil {
             // The kernel now holds the old name for the note, which is listed
             // where the sibling put it: it forgets that name once this rename
@@ -144,8 +149,10 @@ extension QuireFileSystem {
             target = .row(moved)
             movedAway = moved
         }
+        let fresh = try request.to.namespace.map { namespace throws(FuseError) in try newRowKey(named: request.newName, in: namespace) }
         var facts = RenameFacts(source: source, target: target, sourceInode: inode(of: source), targetInode: inode(of: target),
-                                freshKey: RowKey.random(using: SystemRandom()))
+                                freshKey: fresh?.key ?? RowKey.random(using: SystemRandom()))
+        facts.freshKeyKeepsMarker = fresh?.keepsMarker ?? false
         facts.movedAway = movedAway
         for case .row(let ref) in [source, target] where openFiles.copy(ref)?.isNew == true { facts.newRows.insert(ref) }
         facts.targetIgnored = target == .none && isIgnored(request.newName, in: request.to)

@@ -42,6 +42,8 @@ struct RenameFacts {
     var movedAway: RowRef?
     /// A key for a row the rename creates, if it creates one.
     var freshKey: RowKey
+    /// It starts with the new name's key marker (`newRowKey`).
+    var freshKeyKeepsMarker = false
     /// Notebook folders: whether each name is one, whether the target
     /// folder is empty, and whether the destination folder is the source
     /// folder or inside it.
