@@ -97,4 +97,13 @@ final class CLIInputEndToEndTests: XCTestCase {
         try quireOK(["restore", "--from", backup], home: a)
         XCTAssertEqual(try quireOK(["get", "notebook", "Kept"], home: a).stdout, "kept words\n")
     }
+
+    /// The password in a Redis relay URL is kept in prefs, never printed.
+    func testConfigNeverPrintsTheRelayPassword() throws {
+        try quireOK(["init", "--name", "a", "--relay", "redis://:s3cret-pass@127.0.0.1:6379"], home: home("a"))
+        for output in [try quireOK(["config"], home: home("a")).stdout, try quireOK(["config", "--json"], home: home("a")).stdout] {
+            XCTAssertFalse(output.contains("s3cret-pass"), output)
+            XCTAssertTrue(output.contains("redis://***@127.0.0.1:6379"), output)
+        }
+    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import QuireCore
+import QuireRelay
 import QuireStore
 
 /// `quire config`: this device's own settings (prefs), which ride its
@@ -38,13 +39,15 @@ enum ConfigCommand {
         switch args.positional.first {
         case nil:
             let p = try home.prefs.load()
+            // A Redis URL's password stays in prefs (mode 0600), never on a screen.
+            let relay = (try? RelaySpec(parsing: p.relay))?.description ?? p.relay
             if args.has("json") {
-                Output.json(["cloud": p.cloud as Any, "cloudAnchor": p.backupEnabled, "relay": p.relay, "role": p.role.rawValue,
+                Output.json(["cloud": p.cloud as Any, "cloudAnchor": p.backupEnabled, "relay": relay, "role": p.role.rawValue,
                              "generation": p.generation, "trashDays": KeptLimits(prefs: p).days, "trashBytes": KeptLimits(prefs: p).bytes])
             } else {
                 Output.line("cloud         \(p.cloud ?? "(none)")")
                 Output.line("cloud-anchor  \(p.backupEnabled ? "on" : "off")")
-                Output.line("relay         \(p.relay)")
+                Output.line("relay         \(relay)")
                 Output.line("generation    \(p.generation)")
                 Output.line("trash-days    \(KeptLimits(prefs: p).days)")
                 Output.line("trash-size    \(KeptLimits(prefs: p).bytes >> 20) MiB")
