@@ -164,4 +164,32 @@ final class ProgramsWritingANoteTests: XCTestCase {
         XCTAssertEqual(try mount.stored(.notebook, "lim"), "small\n")
         XCTAssertEqual(try mount.lookup("notebook/sedAbC123").attributes.size, UInt64(big.utf8.count))
     }
+
+    /// A note just under the limit (a merge of two devices' appends can
+    /// make one), saved in place by a program that ignores the short write
+    /// the limit gives it: the cut text is never committed. close() fails
+    /// with EFBIG, the stored note stays whole, and what was written is
+    /// kept beside it.
+    func testATextWrittenPastTheLimitIsNeverCommittedCut() throws {
+        let line = String(repeating: "a", count: 99) + "\n"
+        let whole = String(repeating: line, count: RowLimits.maxBodyBytes / line.utf8.count) + "the last paragraph\n"
+        let mount = try DirectMount { try $0.putNote("big", whole) }
+        let edited = "one word more\n" + whole
+        let file = try mount.open("notebook/big.md", O_WRONLY | O_TRUNC)
+        let chunk = 128 * 1024
+        var offset = 0, refused = false
+        let bytes = Array(edited.utf8)
+        while offset < bytes.count {
+            let piece = String(decoding: bytes[offset..<min(bytes.count, offset + chunk)], as: UTF8.self)
+            do { offset += try mount.write(file, piece, at: offset) } catch { refused = (error as? FuseError) == .fileTooLarge; break }
+        }
+        XCTAssertTrue(refused, "the write past the limit is refused")
+        XCTAssertThrowsError(try mount.close(file)) { XCTAssertEqual($0 as? FuseError, .fileTooLarge) }
+        XCTAssertTrue(try mount.stored(.notebook, "big") == whole, "the stored note is whole")
+        XCTAssertEqual(try mount.lookup("notebook/big.md").attributes.size, UInt64(whole.utf8.count), "the file shows it whole")
+        XCTAssertEqual(try mount.lookup("notebook/big.md.rejected").attributes.size, UInt64(offset), "what was written is kept beside it")
+        // The next save that fits is saved.
+        try mount.writeFile("notebook/big.md", "smaller now\n")
+        XCTAssertEqual(try mount.stored(.notebook, "big"), "smaller now\n")
+    }
 }

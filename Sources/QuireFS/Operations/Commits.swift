@@ -73,6 +73,12 @@ extension QuireFileSystem {
         if !copy.isNew {
             do { previous = try store.row(ref.namespace, ref.key)?.content } catch { throw storeFailure(error, doing: "read \(name)") }
         }
+        if copy.writeRefused {
+            let error = FormatError(.tooLarge, "was written past the \(RowLimits.describe(RowLimits.maxBodyBytes)) a file may hold (EFBIG), "
+                                    + "so its text is cut; the stored text is left as it was")
+            reject(ref, copy: copy, previous: previous, error: error, name: name)
+            throw error.fuseError
+        }
         let baseline = shown ?? lastShown.baseline(ref, process: process) ?? (copy.isNew ? nil : unkeptBaseline(ref, version: copy.storedSeq))
         var content: RowContent
         do {

@@ -346,6 +346,7 @@ extension QuireFileSystem {
                 guard let count = openFiles.copy(ref)?.content.count else { throw .badFileHandle }
                 let start = file.flags.isAppending ? count : Int(clamping: offset)
                 guard start + data.count <= Self.maximumFileSize else {
+                    openFiles.modifyCopy(ref) { (copy: inout WorkingCopy) in if copy.isDirty { copy.writeRefused = true } }
                     throw refuse(.fileTooLarge, tooLargeMessage(ref, size: start + data.count))
                 }
                 // Changed in place in the table (`modifyCopy` says why).
