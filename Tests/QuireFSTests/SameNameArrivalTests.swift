@@ -65,6 +65,19 @@ final class SameNameArrivalTests: XCTestCase {
         return sibling
     }
 
+    /// A sibling that pulled this mount's rows deletes `keys`; the mount's
+    /// store and tables then hold the deletions.
+    @discardableResult
+    private func siblingDeletes(_ mount: DirectMount, _ keys: [RowKey], sibling: ReplicaStore? = nil) throws -> ReplicaStore {
+        let sibling = try sibling ?? ReplicaStore(path: mount.directory + "/sibling.sqlite",
+                                                  deviceID: DeviceID(bytes: [UInt8](repeating: 0xD2, count: 16))!, create: true)
+        try sibling.apply(try mount.store.rows(.notebook, from: [], to: nil))
+        for key in keys { try sibling.delete(.notebook, key) }
+        try mount.store.apply(try sibling.tombstones(.notebook))
+        mount.feed()
+        return sibling
+    }
+
     private func key(_ mount: DirectMount, _ path: String) throws -> RowKey? {
         let inode = try mount.lookup(path).attributes.inode
         return mount.fileSystem.locked { Self.rowKey(mount.fileSystem.names.inodes.object(inode.rawValue)) }
@@ -302,12 +315,7 @@ final class SameNameArrivalTests: XCTestCase {
         try mount.writeFile("notebook/att/Loc.md", "a\n")
         try mount.writeFile("notebook/att/pic.jpg", "a\n")
         let keys = try ["notebook/att/Loc.md", "notebook/att/pic.jpg"].map { try XCTUnwrap(key(mount, $0)) }
-        let sibling = try ReplicaStore(path: mount.directory + "/sibling.sqlite", deviceID: DeviceID(bytes: [UInt8](repeating: 0xD2, count: 16))!,
-                                       create: true)
-        try sibling.apply(try mount.store.rows(.notebook, from: [], to: nil))
-        for key in keys { try sibling.delete(.notebook, key) }
-        try mount.store.apply(try sibling.tombstones(.notebook))
-        mount.feed()
+        try siblingDeletes(mount, keys)
         for name in ["Loc.md", "pic.jpg"] {
             try mount.writeFile("notebook/att/\(name).new", "b\n")
             try mount.rename("notebook/att/\(name).new", "notebook/att/\(name)")
@@ -333,19 +341,10 @@ final class SameNameArrivalTests: XCTestCase {
         let keys = try ["notebook/att/a.md", "notebook/att/old.md"].map { try XCTUnwrap(key(mount, $0)) }
         let old = RowRef(namespace: .notebook, key: keys[1])
         mount.fileSystem.locked { mount.fileSystem.names.renewClaim(old, at: Date(timeIntervalSinceNow: -10)) }
-        let sibling = try ReplicaStore(path: mount.directory + "/sibling.sqlite", deviceID: DeviceID(bytes: [UInt8](repeating: 0xD2, count: 16))!,
-                                       create: true)
-        try sibling.apply(try mount.store.rows(.notebook, from: [], to: nil))
-        for key in keys { try sibling.delete(.notebook, key) }
-        try mount.store.apply(try sibling.tombstones(.notebook))
-        mount.feed()
+        let sibling = try siblingDeletes(mount, keys)
         XCTAssertEqual(try mount.list("notebook/att"), ["a.md"], "closed 10 s ago: its deletion shows at once")
         try mount.writeFile("notebook/att/b.md", "b\n")
-        let b = try XCTUnwrap(key(mount, "notebook/att/b.md"))
-        try sibling.apply(try mount.store.rows(.notebook, from: [], to: nil))
-        try sibling.delete(.notebook, b)
-        try mount.store.apply(try sibling.tombstones(.notebook))
-        mount.feed()
+        try siblingDeletes(mount, [try XCTUnwrap(key(mount, "notebook/att/b.md"))], sibling: sibling)
         XCTAssertEqual(try mount.list("notebook/att"), ["a.md", "b.md"])
         try mount.unlink("notebook/att/b.md")
         XCTAssertEqual(try mount.list("notebook/att"), ["a.md"], "rm of one kept for its program")
