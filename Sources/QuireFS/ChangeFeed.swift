@@ -310,11 +310,11 @@ extension QuireFileSystem {
         // keeps its name here, so its program's rename moves what it wrote
         // (`currentBytes`); the claim's end takes it away.
         if summary.isTombstone, claimedText(ref) != nil, names.listing(ref.namespace)?.rows[ref.key] != nil {
-            let now = Date()
-            let closed = names.claimRenewed(ref).map { now.timeIntervalSince($0) } ?? .infinity
-            if openFiles.openCount(of: ref) > 0 || closed < ChangeFeed.ghostGrace {
-                // Its grace counts from its last close (a file open waits for it).
-                ghosts.renew(ref, at: openFiles.openCount(of: ref) > 0 ? now : names.claimRenewed(ref) ?? now)
+            // Its grace counts from its last close (a file open waits for it).
+            let now = Date(), isOpen = openFiles.openCount(of: ref) > 0
+            let closed = names.claimRenewed(ref) ?? .distantPast
+            if isOpen || now.timeIntervalSince(closed) < ChangeFeed.ghostGrace {
+                ghosts.renew(ref, at: isOpen ? now : closed)
                 return
             }
         }

@@ -80,13 +80,16 @@ extension QuireFileSystem {
                 watcherNotices.noteAnswered(from)
                 return
             }
-            let moved = inode(of: try resolve(name, in: try folder(parent.rawValue)))
+            func inodeNamed(_ name: CanonicalName, in parent: UInt64) -> UInt64? {
+                (try? resolve(name, in: try folder(parent))).flatMap { inode(of: $0) }
+            }
+            let moved = inodeNamed(name, in: parent.rawValue)
             try rename(name, in: parent.rawValue, to: newName, in: newParent.rawValue, flags: flags,
                        process: processGroups.process(of: request.pid))
             // The kernel moved its entry to the new name: when the tables give
             // that name the same file, the entry stays (a shell in a renamed
             // folder keeps its path).
-            if !flags.contains(.exchange), let moved, inode(of: try resolve(newName, in: try folder(newParent.rawValue))) == moved {
+            if !flags.contains(.exchange), let moved, inodeNamed(newName, in: newParent.rawValue) == moved {
                 kernelCache.kernelHolds(parent: newParent.rawValue, name: newName)
             }
             // The kernel moved its entry to the typed new name. The NFC
@@ -142,9 +145,9 @@ extension QuireFileSystem {
         let source = try resolve(request.name, in: request.from)
         var target = try resolve(request.newName, in: request.to)
         var movedAway: RowRef?
+        let sourceRow: RowRef? = if case .row(let ref) = source { ref } else { nil }
         if target == .none, request.flags.isEmpty, let moved = self.movedAway.row(leaving: request.newName, in: request.to, at: Date()),
-           source != .row(moved), !{ if case .row(let ref) = source { return names.isFolder(ref) } else { return false } }(),
-           lastShown.baseline(moved, process: process) != nil,
+           sourceRow != moved, !(sourceRow.map(names.isFolder) ?? false), lastShown.baseline(moved, process: process) != nil,
            try listing(.notebook).rows[moved.key] != nil, !names.isFolder(moved) {
             target = .row(moved)
             movedAway = moved
