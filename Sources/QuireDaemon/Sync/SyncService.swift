@@ -27,21 +27,14 @@ public final class SyncService: @unchecked Sendable {
                              echo: (@Sendable (String) -> Void)? = nil) throws -> SyncService {
         let lock = try DeviceLock.acquire(path: home.syncLockPath)
         do {
-            var prefs = try home.prefs.load()
             let log = LogFile(path: home.logPath)
-            // A replica behind the device's generation was put back alone from
-            // an older copy: it syncs from its own generation, as a whole
-            // device put back would. A replica from before the record starts it.
-            if let reached = try store.replicaGeneration() {
-                if reached < prefs.generation {
-                    log.write("sync: the replica has reached generation \(reached) only, where this device had reached \(prefs.generation): "
-                              + "it was put back from an older copy, and catches up from generation \(reached)")
-                    try home.prefs.lowerGeneration(to: reached)
-                    prefs = try home.prefs.load()
-                }
-            } else {
-                try store.recordGeneration(prefs.generation)
+            // A replica put back alone from an older copy syncs from its own
+            // generation, as a whole device put back would.
+            if let lowered = try store.settleGeneration(with: home.prefs) {
+                log.write("sync: the replica has reached generation \(lowered.to) only, where this device had reached \(lowered.from): "
+                          + "it was put back from an older copy, and catches up from generation \(lowered.to)")
             }
+            let prefs = try home.prefs.load()
             let spec = relaySpec ?? prefs.relay
             let relay: any Relay
             do { relay = try makeRelay(from: spec) } catch { throw SyncServiceError("cannot open relay \(spec): \(error)") }

@@ -13,6 +13,21 @@ extension ReplicaStore {
         }
     }
 
+    /// At sync start: a replica behind `prefs` was put back alone from an
+    /// older copy, and the device goes back to the replica's generation
+    /// (returned as `lowered`, from and to); a replica from before this
+    /// record (an upgrade) takes the generation prefs say.
+    public func settleGeneration(with prefs: PrefsFile) throws(StoreError) -> (from: UInt64, to: UInt64)? {
+        let said = try prefs.load().generation
+        guard let reached = try replicaGeneration() else {
+            try recordGeneration(said)
+            return nil
+        }
+        guard reached < said else { return nil }
+        try prefs.lowerGeneration(to: reached)
+        return (said, reached)
+    }
+
     /// Records that the replica reached `generation` (never lowers it).
     public func recordGeneration(_ generation: UInt64) throws(StoreError) {
         try write { ctx in try ctx.recordGeneration(generation) }
