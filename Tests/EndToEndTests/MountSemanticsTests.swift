@@ -455,6 +455,30 @@ final class MountSemanticsTests: XCTestCase {
         XCTAssertEqual(try quire(["get", "notebook", "Plan"], home: device.home).stdout, "the plan", "one left")
     }
 
+    /// `quire put` takes a path too: it replaces the note there, or makes
+    /// one in that folder (and the folders that are missing), which the
+    /// mount shows where the path says.
+    func testPutWithAPathWritesInThatFolder() throws {
+        device = try MountedDevice()
+        try FileManager.default.createDirectory(atPath: device.path("notebook/Projects"), withIntermediateDirectories: true)
+        XCTAssertEqual(Syscall.writeFile(device.path("notebook/Projects/Plan.md"), "old plan").errno, 0)
+        let replaced = try quire(["put", "notebook", "Projects/Plan.md"], home: device.home, stdin: Array("new plan".utf8))
+        XCTAssertEqual(replaced.status, 0, replaced.stderr)
+        XCTAssertTrue(replaced.stdout.hasPrefix("notebook/Projects/Plan "), replaced.stdout)
+        XCTAssertTrue(eventually(2) { (try? String(contentsOfFile: self.device.path("notebook/Projects/Plan.md"), encoding: .utf8)) == "new plan" })
+        let made = try quire(["put", "notebook", "Projects/Q1/Deep/Idea.md"], home: device.home, stdin: Array("deep idea".utf8))
+        XCTAssertEqual(made.status, 0, made.stderr)
+        XCTAssertTrue(eventually(2) { (try? String(contentsOfFile: self.device.path("notebook/Projects/Q1/Deep/Idea.md"), encoding: .utf8)) == "deep idea" })
+        XCTAssertEqual(try quire(["put", "notebook", "Top"], home: device.home, stdin: Array("top".utf8)).status, 0)
+        let listed = try quire(["ls", "notebook"], home: device.home).stdout.split(separator: "\n").map { String($0.split(separator: " ").last ?? "") }
+        XCTAssertEqual(Set(listed), ["Projects/", "Projects/Plan", "Projects/Q1/", "Projects/Q1/Deep/", "Projects/Q1/Deep/Idea", "Top"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: device.path("notebook/Projects%2FQ1%2FDeep%2FIdea.md")))
+        // A folder is not a note, and a path must end in a name.
+        XCTAssertEqual(try quire(["put", "notebook", "Projects/Q1"], home: device.home, stdin: Array("x".utf8)).status, 1)
+        XCTAssertEqual(try quire(["put", "notebook", "Projects/"], home: device.home, stdin: Array("x".utf8)).status, 2)
+        XCTAssertEqual(try quire(["get", "notebook", "Projects/Q1/Deep.md"], home: device.home).status, 1, "still a folder only")
+    }
+
     /// A program that went into a folder just made, or that was renamed
     /// around it, still has a path (`mkdir d && cd d && git init`).
     func testAProgramInAFolderJustMadeOrRenamedKeepsItsPath() throws {

@@ -259,6 +259,34 @@ final class OffloadEndToEndTests: OffloadFleetBase {
     }
 }
 
+/// A device that joins once every other device offloaded a note receives
+/// it offloaded, with no holder recorded: fsck asks the homebase, and
+/// records what it says.
+final class JoinedAfterOffloadEndToEndTests: OffloadFleetBase {
+    func testADeviceJoinedAfterAnOffloadFindsTheHolderWithFsck() throws {
+        try makeFleet()
+        try put("phone", "old note", Self.body(10, size: 10_000))
+        XCTAssertTrue(try waitForEqualDigests([home("phone"), home("home"), home("tablet")], timeout: 30))
+        try quireOK(["offload", "--all"], home: home("phone"))
+        try quireOK(["offload", "--all"], home: home("tablet"))
+        try quireOK(["invite", "--out", dir + "/invite-late", "--kdf", "interactive"], home: home("phone"), env: env)
+        try quireOK(["init", "--join", dir + "/invite-late", "--name", "late", "--relay", relay], home: home("late"), env: env)
+        try start("late")
+        XCTAssertTrue(try waitForEqualDigests([home("phone"), home("late")], timeout: 30))
+        XCTAssertEqual(try offloadedTitles("late"), ["old note"], "it came offloaded")
+        XCTAssertTrue(try quireOK(["status"], home: home("late")).stdout.contains("no device recorded here (1"))
+
+        let fsck = try quire(["fsck", "--timeout", "5"], home: home("late"))
+        XCTAssertEqual(fsck.status, 0, fsck.stdout + fsck.stderr)
+        let status = try quireOK(["status"], home: home("late")).stdout
+        XCTAssertTrue(status.contains("held by 'home' (1)"), status)
+        stop("home")
+        let away = try quire(["fsck", "--timeout", "2"], home: home("late"))
+        XCTAssertEqual(away.status, 1)
+        XCTAssertTrue(away.stdout.contains("'home' did not answer"), away.stdout)
+    }
+}
+
 /// A holder revoked after an offload counted its copy: said apart from an
 /// unreachable one, never asked, and its notes brought back on request.
 final class RevokedHolderEndToEndTests: OffloadFleetBase {
@@ -301,6 +329,29 @@ final class RevokedHolderEndToEndTests: OffloadFleetBase {
         let after = try quireOK(["status"], home: home("phone")).stdout
         XCTAssertFalse(after.contains("REVOKED"), after)
         XCTAssertEqual(try quire(["recall", "--all", "--below-copies"], home: home("phone")).status, 2, "a usage error")
+    }
+
+    /// Revoking the only holder of offloaded bodies would lose them for
+    /// good (nothing it sends counts afterwards): refused, saying how to
+    /// bring them back, unless --force.
+    func testRevokingTheOnlyHolderOfBodiesIsRefusedUntilTheyAreRecalled() throws {
+        try makeFleet()
+        try put("phone", "kept", Self.body(8, size: 10_000))
+        try put("phone", "given up", Self.body(9, size: 10_000))
+        XCTAssertTrue(try waitForEqualDigests([home("phone"), home("home"), home("tablet")], timeout: 30))
+        try quireOK(["offload", "--all"], home: home("phone"))
+        XCTAssertEqual(try offloadedTitles("phone"), ["kept", "given up"])
+        let refused = try quire(["devices", "revoke", "home"], home: home("phone"))
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.stderr.contains("'home' holds the only copy this device knows of 2 offloaded note bodies"), refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("'quire recall --all'"), refused.stderr)
+        XCTAssertFalse(try quireOK(["devices"], home: home("phone")).stdout.contains("REVOKED"), "nothing was written")
+
+        try quireOK(["recall", "kept"], home: home("phone"))
+        XCTAssertTrue(try quire(["devices", "revoke", "home"], home: home("phone")).stderr.contains("of 1 offloaded note body"))
+        let forced = try quireOK(["devices", "revoke", "home", "--force"], home: home("phone"))
+        XCTAssertTrue(forced.stdout.contains("1 offloaded note body it alone held cannot be recalled any more"), forced.stdout)
+        XCTAssertEqual(try quireOK(["get", "notebook", "kept"], home: home("phone")).stdout, Self.body(8, size: 10_000))
     }
 }
 

@@ -22,7 +22,8 @@ final class FileNamesTests: XCTestCase {
     /// clipper's `What%20is%20FUSE.md`) is its own title, so it lists under
     /// the name it was made with; escapes escaping writes still decode.
     func testTypedPercentSequencesAreTheirOwnTitle() {
-        for name in ["What%20is%20FUSE", "pct%41", "q%zz", "note%2e", "100%", "%%", "a%2", "%3Cb%3E", "x%C3%A9", "100%25 sure", "50%25", "a%25b"] {
+        for name in ["What%20is%20FUSE", "pct%41", "q%zz", "note%2e", "100%", "%%", "a%2", "%3Cb%3E", "x%C3%A9", "100%25 sure", "50%25", "a%25b",
+                     "what%2fwhy", "%2efile", "a%2f%2e", "x%c3%a9", "%25%2f"] {
             XCTAssertEqual(FileNames.meaning(of: name + ".md", in: .notebook), .row(title: name), name)
             XCTAssertEqual(FileNames.escape(name), name, name)
         }

@@ -192,4 +192,26 @@ final class ProgramsWritingANoteTests: XCTestCase {
         try mount.writeFile("notebook/big.md", "smaller now\n")
         XCTAssertEqual(try mount.stored(.notebook, "big"), "smaller now\n")
     }
+    /// An attachment written past the limit keeps what was written beside
+    /// it as `NAME.rejected` too: a file of this device only, which can be
+    /// removed and renamed like one, and which no later mount syncs.
+    func testARejectedAttachmentStaysAFileOfThisDevice() throws {
+        let mount = try DirectMount()
+        let file = try mount.create("notebook/big.bin", O_WRONLY | O_CREAT | O_TRUNC)
+        let chunk = String(repeating: "b", count: 1 << 20)
+        var offset = 0, refused = false
+        while offset <= RowLimits.maxBodyBytes {
+            do { offset += try mount.write(file, chunk, at: offset) } catch { refused = (error as? FuseError) == .fileTooLarge; break }
+        }
+        XCTAssertTrue(refused)
+        XCTAssertThrowsError(try mount.close(file)) { XCTAssertEqual($0 as? FuseError, .fileTooLarge) }
+        XCTAssertEqual(FileNames.meaning(of: "big.bin.rejected", in: .notebook), .localOnly)
+        XCTAssertEqual(try mount.lookup("notebook/big.bin.rejected").attributes.size, UInt64(offset))
+        try mount.rename("notebook/big.bin.rejected", "notebook/big.bin.unsaved")
+        XCTAssertEqual(try mount.lookup("notebook/big.bin.unsaved").attributes.size, UInt64(offset))
+        _ = try mount.nextMount()
+        XCTAssertFalse(try mount.liveTitles(.notebook).contains { $0.hasPrefix("big.bin.") }, "no mount makes it a row")
+        try mount.unlink("notebook/big.bin.unsaved")
+        XCTAssertFalse(mount.exists("notebook/big.bin.unsaved"))
+    }
 }

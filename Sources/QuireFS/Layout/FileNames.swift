@@ -82,7 +82,7 @@ enum FileNames {
         var afterEscape = false
         while index < bytes.count {
             if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
-               let high = Hex.digitValue(bytes[index + 1]), let low = Hex.digitValue(bytes[index + 2]),
+               let high = upperHexDigit(bytes[index + 1]), let low = upperHexDigit(bytes[index + 2]),
                decodes(high << 4 | low, atStart: index == 0, afterEscape: afterEscape),
                high << 4 | low != UInt8(ascii: "%") || base == "%25"
                 || escapesPercent(bytes, at: index, atStart: index == 0, afterEscape: afterEscape) {
@@ -105,7 +105,7 @@ enum FileNames {
         let next = index + 3
         guard next < bytes.count else { return false }
         if bytes[next] == UInt8(ascii: "~") { return true }
-        guard next + 1 < bytes.count, let high = Hex.digitValue(bytes[next]), let low = Hex.digitValue(bytes[next + 1]) else { return false }
+        guard next + 1 < bytes.count, let high = upperHexDigit(bytes[next]), let low = upperHexDigit(bytes[next + 1]) else { return false }
         return decodes(high << 4 | low, atStart: atStart, afterEscape: afterEscape)
     }
 
@@ -123,7 +123,17 @@ enum FileNames {
     }
 
     private static func hexValue(_ scalar: Unicode.Scalar) -> UInt8? {
-        scalar.isASCII ? Hex.digitValue(UInt8(scalar.value)) : nil
+        scalar.isASCII ? upperHexDigit(UInt8(scalar.value)) : nil
+    }
+
+    /// A hex digit as `escape` writes it: 0-9 and A-F. A typed `%2f` (as
+    /// URL-minded tools name files) is no escape, so it keeps its name.
+    private static func upperHexDigit(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
     }
 
     /// Editor and desktop junk that lives in the local scratch area: every
@@ -253,8 +263,8 @@ enum FileNames {
     /// In the notebook (any folder of it): `NAME.md` is a note titled NAME;
     /// every other file is an attachment whose title is its whole name;
     /// hidden files (a leading dot) and editor junk stay on this device,
-    /// and so do the `.md.rejected` and `.md.unsaved` files the mount keeps
-    /// refused text in. (Hidden folders are folders: see `folderTitle`.)
+    /// and so do the `.rejected` and `.unsaved` files the mount keeps
+    /// refused or unsaved text in (`isKeptText`). (Hidden folders are folders: see `folderTitle`.)
     static func meaning(of canonical: CanonicalName, in namespace: Namespace) -> Meaning {
         let name = canonical.text
         if isJunk(name) { return .junk }
@@ -266,7 +276,7 @@ enum FileNames {
         let bytes = Array(name.utf8), extBytes = Array(ext.utf8)
         guard bytes.count >= extBytes.count, bytes.suffix(extBytes.count).elementsEqual(extBytes),
               bytes.count > extBytes.count || namespace != .saga else {
-            if namespace == .notebook && !name.hasSuffix(".md.rejected") && !name.hasSuffix(".md.unsaved") {
+            if namespace == .notebook && !isKeptText(name) {
                 return .row(title: attachmentTitle(name), kind: .file)
             }
             return .localOnly
@@ -280,6 +290,11 @@ enum FileNames {
         if namespace == .saga && !SagaEntry.isValidDate(title) { return .localOnly }
         return .row(title: title, kind: .note)
     }
+
+    /// A name the mount keeps text that could not be saved under, beside
+    /// its file (`Commits.reject`, `keepUnsaved`): a note's or an
+    /// attachment's, so every such name stays on this device.
+    static func isKeptText(_ name: String) -> Bool { name.hasSuffix(".rejected") || name.hasSuffix(".unsaved") }
 
     /// `base` without a trailing `%~` key marker.
     private static func withoutMarker(_ base: String) -> String { splitMarker(base)?.base ?? base }
@@ -352,7 +367,7 @@ enum FileNames {
             // An attachment whose name would not be one here (hidden, junk,
             // a note's): only a sibling's `quire put` makes one. It is shown
             // escaped and ending in `%`, which no such name does.
-            if isJunk(literal) || literal.hasSuffix(".md") || literal.hasSuffix(".md.rejected") || literal.hasSuffix(".md.unsaved") {
+            if isJunk(literal) || literal.hasSuffix(".md") || isKeptText(literal) {
                 return (escape(literal) + "%", "")
             }
             return splitExtension(literal)
@@ -411,7 +426,7 @@ enum FileNames {
         var escaped: [UInt8] = []   // trailing escaped bytes, last first
         var end = bytes.count
         while end >= 3, bytes[end - 3] == UInt8(ascii: "%"),
-              let high = Hex.digitValue(bytes[end - 2]), let low = Hex.digitValue(bytes[end - 1]) {
+              let high = upperHexDigit(bytes[end - 2]), let low = upperHexDigit(bytes[end - 1]) {
             escaped.append(high << 4 | low)
             end -= 3
         }

@@ -155,7 +155,7 @@ extension QuireFileSystem {
     /// under while its claim lasts (`NameIndex.claim(keepingMarker:)`) and
     /// the plain name stays free for the copy's other file.
     func newRowKey(named name: CanonicalName, in namespace: Namespace) throws(FuseError) -> (key: RowKey, keepsMarker: Bool) {
-        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255) }
+        var bytes = RowKey.random(using: SystemRandom()).bytes
         if let marker = FileNames.markerKeyPrefix(of: name.text, in: namespace), marker.utf8.count == 8 {
             let digits = Array(marker.utf8)
             for i in 0..<4 { bytes[i] = UInt8(String(decoding: digits[(2 * i)..<(2 * i + 2)], as: UTF8.self), radix: 16) ?? bytes[i] }

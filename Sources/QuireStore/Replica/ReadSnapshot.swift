@@ -80,6 +80,18 @@ final class SnapshotReader: @unchecked Sendable {
         defer { try? db.execute("COMMIT") }
         return try body(ReadSnapshot(db: db, path: path))
     }
+
+    /// `body` on the reader connection inside one read transaction: its
+    /// queries see one committed state, and take the file's locks once.
+    func read<T>(_ body: (Connection) throws(StoreError) -> T) throws(StoreError) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        if connection == nil { connection = try Connection(path: path, readOnly: true, vfs: vfs) }
+        let db = connection!
+        try db.execute("BEGIN")
+        defer { try? db.execute("COMMIT") }
+        return try body(db)
+    }
 }
 
 /// The range reads, on whichever connection: the writer's, under the
@@ -90,6 +102,13 @@ enum RangeReads {
                         [.int(Int64(ns.rawValue)), .int(Int64(level)), .int(prefix)]) {
             $0.fingerprint(countColumn: 0)
         } ?? .zero
+    }
+
+    /// Each namespace's whole-range fingerprint.
+    static func topBuckets(_ db: Connection) throws(StoreError) -> [Namespace: Fingerprint] {
+        var top: [Namespace: Fingerprint] = [:]
+        for ns in Namespace.allCases { top[ns] = try bucket(db, ns, level: 0, prefix: 0) }
+        return top
     }
 
     static func leafList(_ db: Connection, _ ns: Namespace, _ lo: [UInt8], _ hi: [UInt8]?) throws(StoreError) -> [(RowKey, [UInt8])] {

@@ -9,10 +9,10 @@ extension ReplicaStore {
     }
 
     /// One root per namespace, from the maintained buckets: O(namespaces).
+    /// Read on the reader connection: one state for every namespace, and
+    /// a save through the mount never waits for it.
     public func roots() throws(StoreError) -> [Namespace: [UInt8]] {
-        try read { () throws(StoreError) -> [Namespace: [UInt8]] in
-            try topBuckets().mapValues(\.root)
-        }
+        try reader.read { db throws(StoreError) in try RangeReads.topBuckets(db).mapValues(\.root) }
     }
 
     public func digest(generation: UInt64) throws(StoreError) -> StateDigest {
@@ -22,9 +22,9 @@ extension ReplicaStore {
     /// The digest, the live row count and the change number they were read
     /// at, from one read (the sync engine's advertisement after a commit).
     public func digestSnapshot(generation: UInt64) throws(StoreError) -> (digest: StateDigest, rows: UInt64, seq: Int64) {
-        try read { () throws(StoreError) -> (digest: StateDigest, rows: UInt64, seq: Int64) in
+        try reader.read { db throws(StoreError) -> (digest: StateDigest, rows: UInt64, seq: Int64) in
             let seq = try db.queryOne("SELECT value FROM meta WHERE name = 'seq'") { $0.int(0) } ?? 0
-            let top = try topBuckets()
+            let top = try RangeReads.topBuckets(db)
             return (StateDigest(roots: top.mapValues(\.root), generation: generation), top.values.reduce(0) { $0 + $1.count }, seq)
         }
     }
@@ -53,13 +53,6 @@ extension ReplicaStore {
             for ns in Namespace.allCases { roots[ns] = (sums[ns] ?? .zero).root }
             return roots
         }
-    }
-
-    /// Each namespace's whole-range fingerprint (inside a read).
-    private func topBuckets() throws(StoreError) -> [Namespace: Fingerprint] {
-        var top: [Namespace: Fingerprint] = [:]
-        for ns in Namespace.allCases { top[ns] = try bucket(ns, level: 0, prefix: 0) }
-        return top
     }
 
     private func bucket(_ ns: Namespace, level: Int, prefix: Int64) throws(StoreError) -> Fingerprint {

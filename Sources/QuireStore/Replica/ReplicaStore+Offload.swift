@@ -40,6 +40,19 @@ extension ReplicaStore {
         }
     }
 
+    /// Records the holders of an offloaded note that had none recorded (it
+    /// came here already offloaded, from a sibling), once they were asked
+    /// and said they hold its body. Residency only: no version, no seq.
+    public func recordFoundHolders(_ key: RowKey, contentHash: [UInt8], holders: [DeviceID]) throws(StoreError) {
+        guard !holders.isEmpty else { return }
+        let holderBytes = CBORWriter.encode(.array(holders.sorted().map { .bytes($0.bytes) }))
+        try write { ctx in
+            try ctx.db.run("UPDATE rows SET holders = ? WHERE ns = ? AND key = ? AND offloaded = 1 AND hash = ? AND (holders IS NULL OR holders = ?)",
+                           [.blob(holderBytes), .int(Int64(Namespace.notebook.rawValue)), .blob(key.bytes), .blob(contentHash),
+                            .blob(CBORWriter.encode(.array([])))])
+        }
+    }
+
     /// Puts recalled bytes back: checked against the hash first, then stored
     /// resident in every offloaded note that names this content, with no
     /// version bump. Returns how many notes became resident.

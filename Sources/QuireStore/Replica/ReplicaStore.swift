@@ -235,7 +235,8 @@ public final class ReplicaStore: @unchecked Sendable {
 
     /// Counts of live rows and tombstones.
     public func counts(_ namespace: Namespace) throws(StoreError) -> (live: Int, tombstones: Int) {
-        try read { () throws(StoreError) -> (live: Int, tombstones: Int) in
+        // One read transaction on the reader connection: both counts of one state.
+        try reader.read { db throws(StoreError) -> (live: Int, tombstones: Int) in
             // Both counts come from indexes alone (rows_key, rows_tombstones):
             // no row is read, so a status stays cheap at any size.
             let ns: [SQLValue] = [.int(Int64(namespace.rawValue))]

@@ -30,10 +30,16 @@ enum DevicesCommands {
                           are refused for recovery from then on. A device
                           revoked before rotation existed can be revoked again,
                           to rotate the key for it.
+                          Refused while the device holds the only copy this
+                          device knows of offloaded note bodies (a homebase):
+                          once revoked it is never heard again, so run
+                          'quire recall --all' first.
               --id HEX    the device id (or a unique prefix), when names repeat
+              --force     revoke it even so: those notes keep their titles and
+                          tags here, and their text is lost
               --json      list as JSON
             """,
-        valued: ["id"], flags: ["json"]
+        valued: ["id"], flags: ["json", "force"]
     ) { args, inv in
         if args.positional.first == "revoke" {
             try revoke(args, inv)
@@ -108,6 +114,15 @@ enum DevicesCommands {
         guard candidates.count == 1, let target = candidates.first else {
             throw CommandFailure("\(candidates.count) devices match; add --id with one of: \(candidates.map { $0.deviceID.hex.prefix(12) }.joined(separator: ", "))")
         }
+        // Bodies only the device to revoke holds: once revoked, nothing it
+        // sends is taken, so they could never come back.
+        let stranded = try store.offloadedNotes().filter { !$0.holders.isEmpty && $0.holders.allSatisfy { $0 == target.deviceID } }
+        if !stranded.isEmpty && !args.has("force") {
+            throw CommandFailure("'\(target.name)' holds the only copy this device knows of \(stranded.count) offloaded note "
+                                 + "bod\(stranded.count == 1 ? "y" : "ies") (\(RowLimits.describe(stranded.reduce(0) { $0 + $1.size }))): "
+                                 + "bring them back first with 'quire recall --all' while it is trusted and reachable, then revoke it "
+                                 + "(or pass --force: those notes keep their titles and tags, and lose their text)")
+        }
         // The rotation's key is kept (keys/backup-keys) before the statement
         // is written; the anchor is then sealed again under the new key.
         let before = try AnchorKeys.of(identity: identity, store: store, ring: ring)
@@ -137,6 +152,9 @@ enum DevicesCommands {
         Output.line("revoked '\(target.name)' (\(target.deviceID.hex.prefix(12))): a revocation signed by this device is in the device log; "
                     + "from now on nothing it signs counts, and this device refuses its frames")
         if !keptDevices.isEmpty { Output.line("devices it admitted before stay trusted: " + keptDevices.joined(separator: ", ")) }
+        if !stranded.isEmpty {
+            Output.line("\(stranded.count) offloaded note bod\(stranded.count == 1 ? "y" : "ies") it alone held cannot be recalled any more (--force)")
+        }
         Output.line(others.isEmpty ? "no other device needs to learn it"
                     : "still to do: the revocation reaches " + others.joined(separator: ", ")
                         + " when each next syncs with this device (run 'quire sync' here, or keep a mount running, until they have)")

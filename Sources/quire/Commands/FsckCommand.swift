@@ -46,9 +46,14 @@ enum FsckCommand {
         // A revoked holder is not asked (its frames are refused): its copy counts no more.
         let roster = try? Roster.load(from: store, accountKey: identity.account.publicKey).roster
         func isRevoked(_ id: DeviceID) -> Bool { roster?[id]?.isRevoked == true }
+        // A note that came here already offloaded (this device joined after
+        // its offload) has no holder recorded: the homebases are asked, as
+        // a recall would ask them.
+        let homebases = roster.map { r in r.siblings(of: identity.deviceID).filter { $0.role == "homebase" && !$0.isRevoked }.map(\.deviceID) } ?? []
+        func askedHolders(_ n: OffloadedNote) -> [DeviceID] { n.holders.isEmpty ? homebases : n.holders }
         var items: [DeviceID: [HoldQuery.Item]] = [:]
         for n in offloaded {
-            for h in n.holders where !isRevoked(h) { items[h, default: []].append(HoldQuery.Item(contentHash: n.contentHash, key: n.key)) }
+            for h in askedHolders(n) where !isRevoked(h) { items[h, default: []].append(HoldQuery.Item(contentHash: n.contentHash, key: n.key)) }
         }
         var answers: [DeviceID: Set<[UInt8]>?] = [:]
         if !items.isEmpty {
@@ -68,14 +73,18 @@ enum FsckCommand {
         for n in offloaded {
             let hash = Hex.encode(n.contentHash)
             var confirmed: [String] = [], silent: [String] = [], lost: [String] = [], revoked: [String] = []
-            for h in n.holders {
+            var found: [DeviceID] = []
+            for h in askedHolders(n) {
                 let name = names[h] ?? h.hex.prefix(12).description
                 if isRevoked(h) { revoked.append(name); continue }
                 switch answers[h] {
-                case .some(.some(let held)): if held.contains(n.contentHash) { confirmed.append(name) } else { lost.append(name) }
+                case .some(.some(let held)):
+                    if held.contains(n.contentHash) { confirmed.append(name); found.append(h) } else { lost.append(name) }
                 default: silent.append(name)
                 }
             }
+            // Holders found by asking are recorded: status and the next fsck know them.
+            if n.holders.isEmpty && !found.isEmpty { try store.recordFoundHolders(n.key, contentHash: n.contentHash, holders: found) }
             let need = OffloadCopiesFile.required(n, in: required)
             var entry: [String: Any] = ["key": n.key.hex, "title": n.title, "required": need, "confirmed": confirmed,
                                         "silent": silent, "lost": lost, "revoked": revoked]

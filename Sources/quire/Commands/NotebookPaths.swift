@@ -28,6 +28,9 @@ struct NotebookPaths {
         return parts.joined(separator: "/") + (row.place.kind == .folder ? "/" : "")
     }
 
+    /// The path of the live row `key`, if there is one.
+    func path(ofKey key: RowKey) -> String? { byKey[key].map(path(of:)) }
+
     /// The live rows a path through folders names: each folder by its
     /// title, the last part by its title or its file name as the mount
     /// shows it (with a key marker, only the row whose key it starts).
@@ -46,6 +49,35 @@ struct NotebookPaths {
             guard let shown, row.name == shown.title, row.place.kind != .folder else { return false }
             return shown.keyPrefix.map { row.key.hex.hasPrefix($0) } ?? true
         }.map(\.key)
+    }
+
+    /// Where a typed path (`Projects/Q1/Plan.md`) puts a new note: the
+    /// deepest folder along it that exists (nil: the top), the folder names
+    /// still to make below that one, and the note's title (the last part,
+    /// read as the mount shows file names). A folder name that names two
+    /// folders in one place is refused: nothing is guessed.
+    func placement(of typed: String) throws -> (parent: RowKey?, toMake: [String], title: String) {
+        var parts = typed.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        guard !typed.hasSuffix("/"), let last = parts.popLast() else {
+            throw UsageError("'\(typed)' names a folder; give the note's name after the last '/'")
+        }
+        var parent: RowKey? = nil
+        for (index, part) in parts.enumerated() {
+            let found = rows.filter { $0.place.kind == .folder && $0.name == part && $0.place.folder == parent }
+            if found.count > 1 {
+                throw CommandFailure("\(found.count) notebook folders are named '\(parts[...index].joined(separator: "/"))'; rename one in the mounted folder first")
+            }
+            guard let folder = found.first else { return (parent, Array(parts[index...]), Self.title(last)) }
+            parent = folder.key
+        }
+        return (parent, [], Self.title(last))
+    }
+
+    /// A note's title from its file name as the mount shows it (`Plan.md`,
+    /// `a%2Fb.md`); a name without the suffix is the title as typed.
+    static func title(_ name: String) -> String {
+        guard name.lowercased().hasSuffix(".md"), let shown = ShownName.row(name, in: .notebook) else { return name }
+        return shown.title
     }
 
     /// A title as one line of a listing: control characters (a newline a

@@ -29,7 +29,7 @@ extension StatusReport {
             for n in offloaded { for h in n.holders { byHolder[h, default: 0] += 1 } }
             let nowhere = offloaded.filter(\.holders.isEmpty).count
             let holders = byHolder.sorted { $0.key < $1.key }.map { "\(name($0.key)) (\($0.value))" }
-                + (nowhere > 0 ? ["no device known (\(nowhere))"] : [])
+                + (nowhere > 0 ? ["no device recorded here (\(nowhere): offloaded before this device had them; 'quire fsck' asks the homebase)"] : [])
             lines.append("\(offloaded.count) notes offloaded (\(ByteText.text(offloaded.reduce(0) { $0 + $1.size })) of bodies), held by "
                          + holders.joined(separator: ", "))
             // A revoked holder is said apart: it is not away, it is gone.

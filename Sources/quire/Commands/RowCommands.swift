@@ -16,7 +16,9 @@ enum RowCommands {
             or from standard input when no --file is given.
 
               notebook TITLE   [--file F] [--tags a,b] [--new] [--key HEX]
-                               the note's body is the input; --new always creates
+                               the note's body is the input; --new always creates;
+                               a path ('Projects/Plan.md') puts the note in that
+                               folder, making the folders that do not exist yet
               saga YYYY-MM-DD  [--file F]   the day's entry is the input
               plans TITLE      [--file F.ics] [--summary TEXT] [--notes TEXT]
                                [--due YYYY-MM-DD|YYYY-MM-DDTHH:MM:SSZ|none] [--done|--undone]
@@ -45,18 +47,39 @@ enum RowCommands {
         let settingValue = ns == .settings
         try args.expectPositional(settingValue ? 3...3 : 2...2, settingValue ? "settings name and value" : "name")
         let name = args.positional[1]
+        // A path through the notebook's folders (`Projects/Plan.md`), unless
+        // a note carries that very title: the note there, or a new one in
+        // that folder (folders along the path that do not exist are made).
+        var path: (parent: RowKey?, toMake: [String], title: String)? = nil
         let existingKey = try resolve(store, ns, name: name, key: args.value("key"), creating: true, forceNew: args.has("new"))
+        if existingKey == nil, ns == .notebook, args.value("key") == nil, name.contains("/") {
+            path = try NotebookPaths(try store.summaries(ns)).placement(of: name)
+        }
         let existing = try existingKey.flatMap { try store.row(ns, $0) }?.content
         let zero = Timestamp(seconds: 0)
         let content: RowContent
         switch ns {
         case .notebook:
             var n: Note
-            if case .note(let old)? = existing { n = old } else { n = Note(title: name, body: [], createdAt: zero, updatedAt: zero) }
+            if case .note(let old)? = existing {
+                n = old
+                // Reached by its path: the note keeps its title.
+                if !name.contains("/") || old.title == name { n.title = name }
+            } else {
+                n = Note(title: path?.title ?? name, body: [], createdAt: zero, updatedAt: zero)
+            }
+            if n.kind == .folder { throw CommandFailure("notebook/\(name) is a folder; give a note's name inside it") }
             if let tags = args.value("tags") { n.tags = tags.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
-            n.title = name
             n.body = try readBody(file: args.value("file"), ns, name)
             n.contentHash = Note.bodyDigest(n.body!)
+            if let path {
+                // The input is read: now the folders it goes in.
+                var parent = path.parent
+                for folder in path.toMake {
+                    parent = try store.put(.note(Note(title: folder, body: [], createdAt: zero, updatedAt: zero, kind: .folder, folder: parent))).key
+                }
+                n.folder = parent
+            }
             content = .note(n)
         case .saga:
             guard SagaEntry.isValidDate(name) else { throw UsageError("a journal day is YYYY-MM-DD, not '\(name)'") }
@@ -113,7 +136,8 @@ enum RowCommands {
         if args.has("json") {
             Output.json(["namespace": ns.name, "key": row.key.hex, "version": row.context.description])
         } else {
-            Output.line("\(ns.name)/\(row.content?.displayName ?? name) \(row.key.hex)")
+            let shown = ns == .notebook ? NotebookPaths(try store.summaries(ns)).path(ofKey: row.key) : nil
+            Output.line("\(ns.name)/\(NotebookPaths.oneLine(shown ?? row.content?.displayName ?? name)) \(row.key.hex)")
         }
     }
 
@@ -335,16 +359,17 @@ enum RowCommands {
         default: break
         }
         if forceNew { return nil }
-        var matches = try store.find(ns, name: name)
+        // A path through the notebook's folders (`Projects/Plan.md`) first:
+        // a file name as the mount shows it never holds a '/' (a title's is
+        // shown as %2F), so a typed one means the folders.
+        let isPath = ns == .notebook && name.contains("/")
+        var matches = isPath ? NotebookPaths(try store.summaries(ns)).keys(at: name) : []
+        if matches.isEmpty { matches = try store.find(ns, name: name) }
         // A file name as the mount shows it (`Ideas.md`, `a%2Fb.md`,
         // `Ideas%~1a2b3c4d.md`), for a row that exists: its title, and the
         // key its marker starts.
-        if matches.isEmpty, !creating, let shown = ShownName.row(name, in: ns), shown.title != name || shown.keyPrefix != nil {
+        if matches.isEmpty, !creating, !isPath, let shown = ShownName.row(name, in: ns), shown.title != name || shown.keyPrefix != nil {
             matches = try store.find(ns, name: shown.title).filter { key in shown.keyPrefix.map { key.hex.hasPrefix($0) } ?? true }
-        }
-        // A path through the notebook's folders (`Projects/Plan.md`).
-        if matches.isEmpty, !creating, ns == .notebook, name.contains("/") {
-            matches = NotebookPaths(try store.summaries(ns)).keys(at: name)
         }
         if matches.count > 1 {
             throw CommandFailure("\(matches.count) \(ns.name) rows are named '\(name)' (keys starting \(matches.map { $0.hex.prefix(12) }.joined(separator: ", "))); "
