@@ -48,6 +48,38 @@ final class CLIInputEndToEndTests: XCTestCase {
         XCTAssertEqual(try quire(["ls", "notebook"], home: home("a")).stdout.split(separator: "\n").count, 1)
     }
 
+    /// Rows by the names the mount shows them under: a day's file, a
+    /// setting's, a folder as ls prints it, a title in another Unicode
+    /// form; ls sizes every row as its file; rm refuses a folder that
+    /// holds notes, as rmdir does.
+    func testRowsAreFoundByTheirFileNamesAndListedWithTheirSizes() throws {
+        try quireOK(["init", "--name", "a"], home: home("a"))
+        try quireOK(["put", "saga", "2026-12-06.md"], home: home("a"), stdin: Array("a day\n".utf8))
+        XCTAssertEqual(try quireOK(["get", "saga", "2026-12-06.md"], home: home("a")).stdout, "a day\n")
+        XCTAssertEqual(try quireOK(["get", "saga", "2026-12-06"], home: home("a")).stdout, "a day\n")
+        try quireOK(["put", "settings", "theme", "dark"], home: home("a"))
+        XCTAssertEqual(try quire(["get", "settings", "theme.txt"], home: home("a")).status, 0)
+
+        try quireOK(["put", "plans", "Ship", "--due", "2026-12-24"], home: home("a"))
+        let plan = try quireOK(["get", "plans", "Ship", "--json"], home: home("a"))
+        let listed = try jsonObject(quireOK(["ls", "plans", "--json"], home: home("a")).stdout) as! [[String: Any]]
+        XCTAssertGreaterThan(listed.first?["size"] as? Int ?? 0, 100, "a VTODO's file size, not 0: \(plan.stdout)")
+
+        let nfd = "Nai\u{0308}ve"
+        try quireOK(["put", "notebook", nfd], home: home("a"), stdin: Array("decomposed\n".utf8))
+        XCTAssertEqual(try quireOK(["get", "notebook", "Na\u{00EF}ve.md"], home: home("a")).stdout, "decomposed\n")
+
+        try quireOK(["put", "notebook", "Proj/Plan.md"], home: home("a"), stdin: Array("plan\n".utf8))
+        XCTAssertEqual(try quireOK(["get", "notebook", "Proj/"], home: home("a")).stdout, "Proj/Plan\n", "a folder lists what it holds")
+        let refused = try quire(["rm", "notebook", "Proj/"], home: home("a"))
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.stderr.contains("notebook/Proj/ is a folder holding 1 note or folder"), refused.stderr)
+        XCTAssertEqual(try quireOK(["get", "notebook", "Proj/Plan.md"], home: home("a")).stdout, "plan\n", "nothing moved")
+        try quireOK(["rm", "notebook", "Proj/Plan.md"], home: home("a"))
+        try quireOK(["rm", "notebook", "Proj/"], home: home("a"))
+        XCTAssertFalse(try quireOK(["ls", "notebook"], home: home("a")).stdout.contains("Proj"))
+    }
+
     /// A name that misses only by case, an extension or the folders before
     /// it is offered; nothing is offered for a name nothing is near.
     func testARowNotFoundOffersTheNameMeantByCaseOrExtension() throws {

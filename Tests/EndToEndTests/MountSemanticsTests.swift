@@ -366,12 +366,15 @@ final class MountSemanticsTests: XCTestCase {
     func testEscapedLongAndDuplicateTitles() throws {
         let long = String(repeating: "é", count: 200)
         device = try MountedDevice { home in
-            for title in ["a/b", "..", ".hidden", "50% off", long] {
+            for title in ["..", ".hidden", "50% off", long] {
                 XCTAssertEqual(try quire(["put", "notebook", title], home: home, stdin: Array(title.utf8)).status, 0, title)
             }
             XCTAssertEqual(try quire(["put", "notebook", "Same", "--new"], home: home, stdin: Array("one".utf8)).status, 0)
             XCTAssertEqual(try quire(["put", "notebook", "Same", "--new"], home: home, stdin: Array("two".utf8)).status, 0)
         }
+        // A title with a slash (`quire put` reads one as a folder path).
+        XCTAssertEqual(Syscall.writeFile(device.path("notebook/a%2Fb.md"), "a/b").errno, 0)
+        XCTAssertTrue(try device.rows("notebook").contains { $0.name == "a/b" })
         let names = try FileManager.default.contentsOfDirectory(atPath: device.path("notebook"))
         XCTAssertTrue(names.contains("a%2Fb.md"), "\(names)")
         XCTAssertTrue(names.contains("%2E..md"))
@@ -475,7 +478,10 @@ final class MountSemanticsTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: device.path("notebook/Projects%2FQ1%2FDeep%2FIdea.md")))
         // A folder is not a note, and a path must end in a name.
         XCTAssertEqual(try quire(["put", "notebook", "Projects/Q1"], home: device.home, stdin: Array("x".utf8)).status, 1)
-        XCTAssertEqual(try quire(["put", "notebook", "Projects/"], home: device.home, stdin: Array("x".utf8)).status, 2)
+        let folder = try quire(["put", "notebook", "Projects/"], home: device.home, stdin: Array("x".utf8))
+        XCTAssertEqual(folder.status, 1)
+        XCTAssertTrue(folder.stderr.contains("is a folder; give a note's name inside it"), folder.stderr)
+        XCTAssertEqual(try quire(["put", "notebook", "Nowhere/"], home: device.home, stdin: Array("x".utf8)).status, 2, "names no note")
         XCTAssertEqual(try quire(["get", "notebook", "Projects/Q1/Deep.md"], home: device.home).status, 1, "still a folder only")
     }
 

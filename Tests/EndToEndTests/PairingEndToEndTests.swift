@@ -27,11 +27,17 @@ final class PairingEndToEndTests: SyncEndToEndBase {
         XCTAssertTrue(FileManager.default.fileExists(atPath: home("b") + "/keys/backup.key"), "b received the backup key when admitted")
 
         // The same invite file again, later: refused by the device that
-        // hears it, which tells the joiner why (the join says so at once).
+        // hears it, which tells the joiner why. The join says so at once and
+        // fails, keeping no device directory (a new invite can use it).
+        let refused = try quire(["init", "--join", dir + "/invite", "--name", "c", "--relay", relay], home: home("c"), env: pass)
+        XCTAssertEqual(refused.status, 1, refused.stdout)
+        XCTAssertTrue(refused.stderr.contains("not joined: a device of the account refused this device: its invite was already used"), refused.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: home("c")), "nothing kept")
+        // Joined while nobody listened, the refusal reaches the device's daemon.
+        stopAll()
         let joined = try quireOK(["init", "--join", dir + "/invite", "--name", "c", "--relay", relay, "--json"], home: home("c"), env: pass)
-        let said = try XCTUnwrap(try jsonObject(joined.stdout) as? [String: Any])
-        XCTAssertEqual(said["admitted"] as? Bool, false)
-        XCTAssertTrue((said["refused"] as? String ?? "").contains("already used"), "\(said)")
+        XCTAssertEqual((try jsonObject(joined.stdout) as? [String: Any])?["admitted"] as? Bool, false)
+        try startAll(["a", "b"])
         daemons.append(try SyncDaemon(home: home("c"), relay: relay))
         XCTAssertTrue(eventually(20) { self.daemons[0].output.contains("already used") }, daemons[0].output)
         XCTAssertTrue(eventually(20) { self.daemons[2].output.contains("refused to admit this device: its invite was already used") },

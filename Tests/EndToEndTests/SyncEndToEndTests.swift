@@ -145,6 +145,23 @@ final class SyncLocalRelayEndToEndTests: SyncEndToEndBase {
         XCTAssertEqual(try quire(["sync", "--bogus"], home: home("a")).status, 2)
         XCTAssertTrue(try quire(["sync", "--help"], home: home("a")).stdout.contains("--until-converged"))
     }
+
+    /// A sibling that stopped is said to be away once it has been silent
+    /// for three heartbeats, not "syncing" for as long as it stays gone.
+    func testASiblingThatStoppedIsSaidToBeAway() throws {
+        try makeThreeDevices()
+        try startAll(["a", "b"])
+        XCTAssertTrue(try waitForEqualDigests([home("a"), home("b")], timeout: 30))
+        let env = ["QUIRE_SIBLING_AWAY_AFTER_SECONDS": "5"]
+        func line() -> String {
+            ((try? quire(["status"], home: home("a"), env: env).stdout) ?? "").split(separator: "\n").first { $0.contains("'b'") }.map(String.init) ?? ""
+        }
+        XCTAssertTrue(eventually(20) { line().contains("in sync") }, line())
+        daemons[1].stop()
+        try put(home("a"), ["notebook", "While b is away"], body: "x")
+        XCTAssertTrue(eventually(30) { line().contains("AWAY: not heard from for") }, line())
+        XCTAssertFalse(line().contains("syncing"), line())
+    }
 }
 
 final class SyncRedisEndToEndTests: SyncEndToEndBase {

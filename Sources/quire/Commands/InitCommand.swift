@@ -154,6 +154,14 @@ enum InitCommand {
         } else if !heard.isEmpty {
             announced = "heard from \(names), not admitted yet; " + later
         }
+        if !admitted, let refusal {
+            // Refused for good (an invite used before, or not the account's):
+            // the directory this command made holds nothing worth keeping,
+            // and a join there again with a new invite needs it gone.
+            try? FileManager.default.removeItem(atPath: inv.home.path)
+            throw CommandFailure("not joined: a device of the account refused this device: \(refusal); "
+                                 + "nothing was kept in \(inv.home.path): join again with a new invite")
+        }
         let prefs = try inv.home.prefs.load()
         if args.has("json") {
             Output.json(["home": inv.home.path, "device": identity.deviceID.hex, "name": name,

@@ -35,8 +35,10 @@ struct NotebookPaths {
     /// title, the last part by its title or its file name as the mount
     /// shows it (with a key marker, only the row whose key it starts).
     func keys(at typed: String) -> [RowKey] {
+        // `Projects/` (as ls shows a folder) names the folder only.
+        let folderOnly = typed.hasSuffix("/")
         var parts = typed.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
-        guard parts.count > 1, let last = parts.popLast() else { return [] }
+        guard parts.count > 1 || folderOnly, let last = parts.popLast() else { return [] }
         var parents: Set<RowKey?> = [nil]
         for part in parts {
             parents = Set(rows.filter { $0.place.kind == .folder && $0.name == part && parents.contains($0.place.folder) }.map(\.key))
@@ -45,6 +47,7 @@ struct NotebookPaths {
         let shown = ShownName.row(last, in: .notebook)
         return rows.filter { row in
             guard parents.contains(row.place.folder) else { return false }
+            if folderOnly { return row.name == last && row.place.kind == .folder }
             if row.name == last { return true }
             guard let shown, row.name == shown.title, row.place.kind != .folder else { return false }
             return shown.keyPrefix.map { row.key.hex.hasPrefix($0) } ?? true

@@ -46,7 +46,8 @@ enum RowCommands {
         let (_, store) = try inv.open()
         let settingValue = ns == .settings
         try args.expectPositional(settingValue ? 3...3 : 2...2, settingValue ? "settings name and value" : "name")
-        let name = args.positional[1]
+        var name = args.positional[1]
+        if ns == .saga, name.hasSuffix(".md") { name = String(name.dropLast(3)) }   // the day's file name
         // A path through the notebook's folders (`Projects/Plan.md`), unless
         // a note carries that very title: the note there, or a new one in
         // that folder (folders along the path that do not exist are made).
@@ -206,6 +207,11 @@ enum RowCommands {
             return
         }
         switch content {
+        case .note(let n) where n.kind == .folder:
+            // A folder has no text: what it holds, by path.
+            let rows = try store.summaries(ns)
+            let paths = NotebookPaths(rows)
+            for r in rows where r.place.folder == key { Output.line(NotebookPaths.oneLine(paths.path(of: r))) }
         case .note(let n):
             guard let body = n.body else {
                 throw CommandFailure("the body of '\(n.title)' is offloaded; run 'quire recall' to bring it back")
@@ -241,10 +247,16 @@ enum RowCommands {
         }
         // The notebook is a folder tree: each row shows its path in it.
         let paths = ns == .notebook ? NotebookPaths(rows) : nil
+        // The store sizes note and journal text; a card, a todo, a setting
+        // or an event is as large as its file in the mounted folder.
+        func size(_ r: RowSummary) throws -> Int {
+            guard !r.isTombstone, ns != .notebook, ns != .saga else { return r.size }
+            return try store.row(ns, r.key)?.content.flatMap(FileText.render)?.count ?? r.size
+        }
         if args.has("json") {
             var out: [[String: Any]] = []
             for r in rows {
-                var o: [String: Any] = ["key": r.key.hex, "name": r.name, "size": r.size, "updatedAt": r.updatedAt.seconds,
+                var o: [String: Any] = ["key": r.key.hex, "name": r.name, "size": try size(r), "updatedAt": r.updatedAt.seconds,
                                         "tombstone": r.isTombstone, "offloaded": r.isOffloaded]
                 if let paths, !r.isTombstone {
                     o["path"] = paths.path(of: r)
@@ -258,7 +270,7 @@ enum RowCommands {
             return
         }
         for r in rows {
-            let state = r.isTombstone ? "deleted" : r.isOffloaded ? "offloaded" : r.place.kind == .folder ? "folder" : String(r.size)
+            let state = r.isTombstone ? "deleted" : r.isOffloaded ? "offloaded" : r.place.kind == .folder ? "folder" : String(try size(r))
             var shown = paths.map { r.isTombstone ? r.name : $0.path(of: r) } ?? r.name
             switch try fields(r) {
             case .plan(let p)?: shown = PlanOptions.line(p) + (p.summary == r.name ? "" : "  [\(r.name).ics]")
@@ -284,6 +296,16 @@ enum RowCommands {
         valued: ["key"]
     ) { args, inv in
         let (ns, store, key) = try existingRow(args, inv)
+        if ns == .notebook {
+            // As rmdir in the mount: a folder goes once it is empty, never
+            // leaving what it holds at the top of the notebook.
+            let rows = try store.summaries(ns)
+            let held = rows.filter { $0.place.folder == key }.count
+            if held > 0, let folder = rows.first(where: { $0.key == key }) {
+                throw CommandFailure("notebook/\(NotebookPaths(rows).path(of: folder)) is a folder holding \(held) "
+                                     + "\(held == 1 ? "note or folder" : "notes or folders"): remove them first (rm -r in the mounted folder)")
+            }
+        }
         let edit = try store.deleteFromMount(ns, key)
         Output.line("deleted \(ns.name)/\(key.hex)" + (edit.keptInTrash ? "" : " (the disk is full: no copy was kept in the trash)"))
     }
@@ -349,7 +371,10 @@ enum RowCommands {
             }
             return keys[0]
         }
-        guard let name else { return nil }
+        guard var name else { return nil }
+        // A day or a setting by its file name in the mounted folder.
+        if ns == .saga, name.hasSuffix(".md") { name = String(name.dropLast(3)) }
+        if ns == .settings, !creating, name.hasSuffix(".txt"), try live(Setting.key(for: name)) == nil { name = String(name.dropLast(4)) }
         switch ns {
         case .saga:
             guard SagaEntry.isValidDate(name) else { throw UsageError("a journal day is YYYY-MM-DD, not '\(name)'") }
@@ -363,13 +388,21 @@ enum RowCommands {
         // a file name as the mount shows it never holds a '/' (a title's is
         // shown as %2F), so a typed one means the folders.
         let isPath = ns == .notebook && name.contains("/")
+        // A title, or one typed (or pasted from ls, which shows NFC) in
+        // another Unicode form of it, as the mount opens any form.
+        func titled(_ title: String) throws -> [RowKey] {
+            let exact = try store.find(ns, name: title)
+            if !exact.isEmpty || isPath { return exact }
+            // Swift's == is canonical equivalence (SQLite's is bytes).
+            return try store.summaries(ns).filter { $0.name == title }.map(\.key)
+        }
         var matches = isPath ? NotebookPaths(try store.summaries(ns)).keys(at: name) : []
-        if matches.isEmpty { matches = try store.find(ns, name: name) }
+        if matches.isEmpty { matches = try titled(name) }
         // A file name as the mount shows it (`Ideas.md`, `a%2Fb.md`,
         // `Ideas%~1a2b3c4d.md`), for a row that exists: its title, and the
         // key its marker starts.
         if matches.isEmpty, !creating, !isPath, let shown = ShownName.row(name, in: ns), shown.title != name || shown.keyPrefix != nil {
-            matches = try store.find(ns, name: shown.title).filter { key in shown.keyPrefix.map { key.hex.hasPrefix($0) } ?? true }
+            matches = try titled(shown.title).filter { key in shown.keyPrefix.map { key.hex.hasPrefix($0) } ?? true }
         }
         if matches.count > 1 {
             throw CommandFailure("\(matches.count) \(ns.name) rows are named '\(name)' (keys starting \(matches.map { $0.hex.prefix(12) }.joined(separator: ", "))); "

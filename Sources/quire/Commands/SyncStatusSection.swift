@@ -27,6 +27,11 @@ enum SyncStatusSection {
     static let silentAfterSeconds: Int64 = ProcessInfo.processInfo.environment["QUIRE_SYNC_SILENT_AFTER_SECONDS"]
         .flatMap(Int64.init).map { max($0, 11) } ?? 60
 
+    /// Seconds without a word from a sibling after which it is called away:
+    /// three heartbeats (QUIRE_SIBLING_AWAY_AFTER_SECONDS, 5 or more, for tests).
+    static let awayAfterSeconds: Int64 = ProcessInfo.processInfo.environment["QUIRE_SIBLING_AWAY_AFTER_SECONDS"]
+        .flatMap(Int64.init).map { max($0, 5) } ?? Int64(3 * SyncConfiguration().heartbeatMilliseconds / 1000)
+
     static func describe(home: DeviceHome, now: Int64) -> (json: [String: Any], lines: [String]) {
         guard let s = SyncStatus.load(from: home) else {
             return (["running": false], ["sync: has not run on this device yet ('quire sync' or 'quire mount' runs it)"])
@@ -132,6 +137,11 @@ enum SyncStatusSection {
         }
         if let until = sib.stormBackoffUntil, until > now {
             return "\(who) STORM: too many rounds without converging; backing off until \(until - now) s from now; still out of sync in \(sib.divergent.joined(separator: ", ")); \(seen)"
+        }
+        // Silent for three heartbeats: gone (stopped, asleep, offline), not syncing.
+        if let last = sib.lastSeen, now - last > awayAfterSeconds {
+            let then = sib.inSync ? "in sync" : sib.divergent.isEmpty ? "out of sync" : "\(sib.divergent.joined(separator: ", ")) differed"
+            return "\(who) AWAY: not heard from for \(Ago.text(now - last).replacingOccurrences(of: " ago", with: "")); \(then) when last seen"
         }
         if sib.inSync { return "\(who) in sync; \(seen)" }
         if sib.lastSeen == nil { return "\(who) not heard from since sync started" }
