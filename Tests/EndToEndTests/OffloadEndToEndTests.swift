@@ -263,17 +263,35 @@ final class OffloadEndToEndTests: OffloadFleetBase {
 /// it offloaded, with no holder recorded: fsck asks the homebase, and
 /// records what it says.
 final class JoinedAfterOffloadEndToEndTests: OffloadFleetBase {
+    /// A homebase whose prefs say "device" (put back from a backup made
+    /// before it became one) shows and keeps the role its siblings know.
+    func testTheRoleShownIsTheOneTheDeviceLogGives() throws {
+        try makeFleet()
+        stop("home")
+        let prefsPath = home("home") + "/prefs.json"
+        var prefs = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: prefsPath))) as? [String: Any])
+        XCTAssertEqual(prefs["role"] as? String, "homebase")
+        prefs["role"] = "device"
+        try JSONSerialization.data(withJSONObject: prefs).write(to: URL(fileURLWithPath: prefsPath))
+        XCTAssertEqual(try quireOK(["role"], home: home("home")).stdout, "homebase\n")
+        let after = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: prefsPath))) as? [String: Any])
+        XCTAssertEqual(after["role"] as? String, "homebase", "prefs follow the device log")
+    }
+
     func testADeviceJoinedAfterAnOffloadFindsTheHolderWithFsck() throws {
         try makeFleet()
         try put("phone", "old note", Self.body(10, size: 10_000))
         XCTAssertTrue(try waitForEqualDigests([home("phone"), home("home"), home("tablet")], timeout: 30))
         try quireOK(["offload", "--all"], home: home("phone"))
         try quireOK(["offload", "--all"], home: home("tablet"))
+        // The homebase away while it joins: the note comes from a device that offloaded it.
+        stop("home")
         try quireOK(["invite", "--out", dir + "/invite-late", "--kdf", "interactive"], home: home("phone"), env: env)
         try quireOK(["init", "--join", dir + "/invite-late", "--name", "late", "--relay", relay], home: home("late"), env: env)
         try start("late")
         XCTAssertTrue(try waitForEqualDigests([home("phone"), home("late")], timeout: 30))
         XCTAssertEqual(try offloadedTitles("late"), ["old note"], "it came offloaded")
+        try start("home")
         XCTAssertTrue(try quireOK(["status"], home: home("late")).stdout.contains("no device recorded here (1"))
 
         let fsck = try quire(["fsck", "--timeout", "5"], home: home("late"))

@@ -33,6 +33,11 @@ final class PairingEndToEndTests: SyncEndToEndBase {
         XCTAssertEqual(refused.status, 1, refused.stdout)
         XCTAssertTrue(refused.stderr.contains("not joined: a device of the account refused this device: its invite was already used"), refused.stderr)
         XCTAssertFalse(FileManager.default.fileExists(atPath: home("c")), "nothing kept")
+        // In a folder that was there before, only what the join made goes.
+        try FileManager.default.createDirectory(atPath: home("d"), withIntermediateDirectories: true)
+        XCTAssertTrue(FileManager.default.createFile(atPath: home("d") + "/mine.txt", contents: Data("keep".utf8)))
+        XCTAssertEqual(try quire(["init", "--join", dir + "/invite", "--name", "d", "--relay", relay], home: home("d"), env: pass).status, 1)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: home("d")), ["mine.txt"])
         // Joined while nobody listened, the refusal reaches the device's daemon.
         stopAll()
         let joined = try quireOK(["init", "--join", dir + "/invite", "--name", "c", "--relay", relay, "--json"], home: home("c"), env: pass)

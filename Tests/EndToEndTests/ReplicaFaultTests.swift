@@ -195,8 +195,10 @@ final class ReplicaFaultTests: XCTestCase {
                        try quire(["get", "notebook", "--key", keys[0]], home: home).stdout)
         XCTAssertEqual(try quire(["get", "notebook", "dup.md"], home: home).status, 1, "still two of that title")
         XCTAssertEqual(try quire(["get", "notebook", "dup%~00000000.md"], home: home).status, 1, "no row has that key")
+        // A slash is a folder path: note b in folder a (made on the way).
         XCTAssertEqual(try quire(["put", "notebook", "a/b"], home: home, stdin: Array("slashed".utf8)).status, 0)
-        XCTAssertEqual(try quire(["get", "notebook", "a%2Fb.md"], home: home).stdout, "slashed")
+        XCTAssertEqual(try quire(["get", "notebook", "a/b.md"], home: home).stdout, "slashed")
+        XCTAssertEqual(try quire(["get", "notebook", "a%2Fb.md"], home: home).status, 1, "no title holds the slash")
         XCTAssertEqual(try quire(["get", "notebook", "saga.md"], home: home).status, 1)
         let digest = try jsonObject(try quire(["digest", "--json"], home: home).stdout) as! [String: Any]
         XCTAssertEqual(digest["size"] as? Int, 1 + 32 * 7 + 8)

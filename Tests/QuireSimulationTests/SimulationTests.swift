@@ -279,6 +279,15 @@ enum OffloadRegressions {
         // folder changed how histories unfold, 1100332 plays the same race.
         (1100332, ["--everything"], "two devices offloading one body at once, each asking for two copies, counted each other's copy and both dropped",
          ["not counted: 'cy', offloading its own copy on the strength of this one", "not counted: 'ben', offloading its own copy on the strength of this one"]),
+        // Reported by a tester as seed 2001041 (shrunk): a rename where one
+        // head was offloaded kept the concurrent head it had seen, whose
+        // sibling's clock ran ahead, and the view showed that older title.
+        (2001041, ["--devices", "3", "--steps", "50", "--steps-kept", "25,36,38,40,43,44,45,47,48,49"], "a rename that kept a concurrent head beside its pointer was placed before that head's rename",
+         ["ada: retitles to t7 notebook/2a1e99c9"]),
+        // The oracle's: `quire offload` records the copies of the offloads done only.
+        (900639, ["--devices", "3", "--steps", "50", "--counted-copies-kept"],
+         "an offload asking for two copies failed and cleared nothing; the note came offloaded later from a sibling's pointer, which promised one",
+         ["cy: offload of 19885b02: failed", "ada: retitles to t30 notebook/19885b02"]),
     ]
 }
 

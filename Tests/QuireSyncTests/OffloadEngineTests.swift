@@ -198,6 +198,34 @@ final class OffloadEngineTests: XCTestCase {
         XCTAssertEqual(try phone.store.offloadedNotes().count, 0)
     }
 
+    /// A recall that found the holder silent spares the recalls right
+    /// after it the wait (a search through a folder of offloaded notes),
+    /// until the holder is heard from again.
+    func testARecallWaitsAMomentOnlyWhileItsHolderStaysSilent() throws {
+        let fleet = try makeFleet()
+        let phone = fleet.devices[0]
+        let keys = try (0..<2).map { try phone.store.put(note("n\($0)", body($0))).key }
+        XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
+        XCTAssertTrue(runOffload(fleet, keys).allSatisfy { $0.result == .done })
+        let hashes = try keys.map { try hash(phone.store, $0) }
+        fleet.engines[1].stop()
+        fleet.engines[2].stop()   // the tablet's resident copies would answer
+        let started = fleet.clock.monotonicMilliseconds()
+        guard case .failure(let first)? = runRecall(fleet, keys[0], hashes[0], timeoutMs: 2000) else { return XCTFail("no failure") }
+        XCTAssertGreaterThanOrEqual(fleet.clock.monotonicMilliseconds() - started, 2000, first.description)
+        let second = fleet.clock.monotonicMilliseconds()
+        guard case .failure(let fast)? = runRecall(fleet, keys[1], hashes[1], timeoutMs: 2000) else { return XCTFail("no failure") }
+        XCTAssertLessThanOrEqual(fleet.clock.monotonicMilliseconds() - second, 1100, "a moment only")
+        XCTAssertTrue(fast.description.contains("'home'") && fast.description.contains("nor to a recall shortly before"), fast.description)
+        // Back: heard from, so asked again.
+        try fleet.restartEngine(1)
+        try fleet.restartEngine(2)
+        XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
+        fleet.engines[2].stop()   // the home alone holds the body again
+        guard case .success(let bytes)? = runRecall(fleet, keys[1], hashes[1], timeoutMs: 5000) else { return XCTFail("not recalled") }
+        XCTAssertEqual(bytes, Array(body(1).utf8))
+    }
+
     func testLostFramesAreRetriedWithTheSameOpID() throws {
         let fleet = try makeFleet(seed: 7)
         let phone = fleet.devices[0], home = fleet.devices[1]

@@ -38,6 +38,15 @@ public enum CardRebase {
             }
             result.append((unit, key))
         }
+        // A line the program added that the current text already holds
+        // (both sides made the same change: SEQUENCE:2 from SEQUENCE:1) is
+        // that line, not a second copy of it.
+        var holds: [String: Int] = [:]
+        for line in result { holds[line.key, default: 0] += 1 }
+        for (index, key) in mineKeys.enumerated() where !added[index] { holds[key, default: 0] -= 1 }
+        for (index, key) in mineKeys.enumerated() where added[index] {
+            if let left = holds[key], left > 0 { holds[key] = left - 1; added[index] = false }
+        }
         // A single property the program wrote anew replaces the current one.
         let minePlaces = CardText.places(ofUnits: mineUnits)
         var replaced = Set<String>()

@@ -21,9 +21,17 @@ final class OffloadLedger {
         let engine: ObjectIdentifier
         let id: UInt64
         let keys: [RowKey]
+        let copies: Int
+        /// The content hash of each note as the offload began.
+        let hashes: [RowKey: [UInt8]]
     }
 
-    /// Copies each offloading device required, per body.
+    /// Every body a device began to offload (a holder may keep it, whatever
+    /// became of the offload).
+    var begun: Set<Body> = []
+    /// Copies each offloading device required, per body it offloaded: as
+    /// `quire offload` records them, for the offloads reported done only
+    /// (one that failed cleared nothing and promised nothing).
     var requiredCopies: [Body: Int] = [:]
     var batches: [Batch] = []
     /// Bodies a restore of a holder from an older copy took back: the trace
@@ -34,7 +42,7 @@ final class OffloadLedger {
     /// Recalls whose bytes were checked against the content hash.
     var recallsChecked = 0
 
-    var everyHash: Set<[UInt8]> { Set(requiredCopies.keys.map(\.contentHash)) }
+    var everyHash: Set<[UInt8]> { Set(begun.map(\.contentHash)) }
 
     func isInFlight(slot: Int, key: RowKey) -> Bool { batches.contains { $0.slot == slot && $0.keys.contains(key) } }
 }
@@ -85,9 +93,10 @@ extension Simulation {
         candidates.sort { ($0.updated, $0.key) < ($1.updated, $1.key) }
         let start = random.int(0..<min(3, candidates.count))
         let chosen = Array(candidates[start..<min(candidates.count, start + count)])
-        for c in chosen { offloads.requiredCopies[OffloadLedger.Body(slot: d.slot, key: c.key, contentHash: c.hash)] = copies }
+        for c in chosen { offloads.begun.insert(OffloadLedger.Body(slot: d.slot, key: c.key, contentHash: c.hash)) }
         let id = engine.beginOffload(chosen.map(\.key), copies: copies, timeoutMilliseconds: 20_000)
-        offloads.batches.append(OffloadLedger.Batch(slot: d.slot, engine: ObjectIdentifier(engine), id: id, keys: chosen.map(\.key)))
+        offloads.batches.append(OffloadLedger.Batch(slot: d.slot, engine: ObjectIdentifier(engine), id: id, keys: chosen.map(\.key), copies: copies,
+                                                    hashes: Dictionary(chosen.map { ($0.key, $0.hash) }, uniquingKeysWith: { first, _ in first })))
         fleet.trace.record(d.name, "begins offloading \(chosen.map { $0.key.hex.prefix(8) }.joined(separator: ", ")) with \(copies) cop\(copies == 1 ? "y" : "ies") (batch \(id))")
         pollOffloads()
     }
@@ -104,6 +113,9 @@ extension Simulation {
             guard finished else { return false }
             let names = Dictionary(uniqueKeysWithValues: fleet.devices.map { ($0.id, $0.name) })
             for o in outcomes {
+                if o.result == .done, let hash = batch.hashes[o.key] {
+                    offloads.requiredCopies[OffloadLedger.Body(slot: batch.slot, key: o.key, contentHash: hash)] = batch.copies
+                }
                 fleet.trace.record(d.name, "offload of \(o.key.hex.prefix(8)): \(o.result.rawValue)"
                                    + (o.holders.isEmpty ? "" : ", held by \(o.holders.map { names[$0] ?? $0.hex.prefix(8).description }.joined(separator: ","))")
                                    + (o.reason.map { " (\($0))" } ?? ""))
@@ -186,7 +198,7 @@ extension Simulation {
     /// Offloaded bodies a device can serve, held for others or resident.
     func copiesOfOffloadedBodies(on d: SimDevice) throws -> Set<[UInt8]> {
         guard let store = d.store else { return [] }
-        return try Set(offloads.requiredCopies.keys.filter { body in
+        return try Set(offloads.begun.filter { body in
             try store.servableBody(contentHash: body.contentHash) != nil
                 || store.servableBody(contentHash: body.contentHash, key: body.key) != nil
         }.map(\.contentHash))

@@ -197,7 +197,9 @@ struct WriteContext {
                 n.createdAt = old.createdAt
                 // A rename or move is dated, so it outlives a concurrent edit (RowView).
                 let moved = !old.title.sameBytes(n.title) || old.folder != n.folder || old.kind != n.kind
-                n.placedAt = moved ? now : old.placedAt
+                // Placed after the place it replaces, even one a sibling's
+                // clock ahead of this one dated: the view shows the last placed.
+                n.placedAt = moved ? old.placedAt.map { max(now, Timestamp(seconds: $0.seconds + 1)) } ?? now : old.placedAt
             } else if n.createdAt.seconds == 0 { n.createdAt = now }
             n.updatedAt = now
             n.editedBy = me

@@ -164,7 +164,8 @@ extension SyncEngine {
             pulls.stopAll()
             note(mine.trust == .revoked
                  ? "this device was revoked: it no longer syncs (join again with a new invite)"
-                 : "the device that admitted this one was revoked before its admission counted: it never syncs (join again with a new invite)")
+                 : "this device's admission counts for nothing (the device that admitted it was revoked first, or its invite admitted "
+                    + "another device too): it never syncs (join again with a new invite)")
         }
         pickUpBackupKey()
         refreshBackupKeys(nowMs: clock.monotonicMilliseconds())

@@ -109,6 +109,8 @@ struct PendingRecall {
     var nextAttemptMs: UInt64 = 0
     var result: Result<[UInt8], OffloadError>?
     var answeredBy: DeviceID?
+    /// Every holder was silent to a recall shortly before: a short wait.
+    var stillSilent = false
 }
 
 /// A hold query to one sibling.
@@ -128,6 +130,10 @@ struct OffloadBook {
     /// opID → the batch it belongs to.
     var batchOfOperation: [[UInt8]: UInt64] = [:]
     var recalls: [[UInt8]: PendingRecall] = [:]
+    /// Holders a recall asked that never answered, and when it gave up: a
+    /// recall soon after, with nothing heard from them since, fails at once
+    /// (a search through many offloaded notes must not wait out each one).
+    var silentHolders: [DeviceID: UInt64] = [:]
     var queries: [[UInt8]: PendingQuery] = [:]
     /// Verified bodies received by this holder, committed together at the
     /// end of the engine step, then acknowledged.

@@ -29,8 +29,14 @@ extension SyncEngine {
         var candidates: [DeviceID] = []
         for id in recorded + homebaseSiblings + roster.siblings(of: me.deviceID).map(\.deviceID)
             where onRoster.contains(id) && !candidates.contains(id) { candidates.append(id) }
-        var recall = PendingRecall(contentHash: contentHash, key: key, title: title, candidates: candidates,
-                                   deadlineMs: nowMs + timeoutMilliseconds)
+        // Holders a recall just found silent, and not heard from since, go
+        // last; when they are all there is, they are given a moment only.
+        let silent = candidates.filter { isStillSilent($0, nowMs: nowMs) }
+        candidates = candidates.filter { !silent.contains($0) } + silent
+        let wait = !candidates.isEmpty && silent.count == candidates.count
+            ? min(timeoutMilliseconds, Self.silentHolderWaitMilliseconds) : timeoutMilliseconds
+        var recall = PendingRecall(contentHash: contentHash, key: key, title: title, candidates: candidates, deadlineMs: nowMs + wait)
+        recall.stillSilent = wait < timeoutMilliseconds
         if candidates.isEmpty {
             recall.result = .failure(OffloadError("cannot recall '\(title)': no other device of the account could hold its body"))
         }
@@ -193,6 +199,7 @@ extension SyncEngine {
         for (hash, recall) in offloadBook.recalls where recall.result == nil {
             if nowMs >= recall.deadlineMs {
                 var over = recall
+                for holder in recall.asked where !recall.excluded.contains(holder) { offloadBook.silentHolders[holder] = nowMs }
                 let text = describeFailure(recall, timedOut: true)
                 over.result = .failure(OffloadError(text))
                 offloadBook.recalls[hash] = over
@@ -204,6 +211,19 @@ extension SyncEngine {
         }
     }
 
+    /// A holder a recall found silent within the last minute, with no
+    /// frame from it since.
+    private func isStillSilent(_ holder: DeviceID, nowMs: UInt64) -> Bool {
+        guard let at = offloadBook.silentHolders[holder], nowMs &- at < Self.silentHolderMilliseconds else { return false }
+        return (siblings[holder]?.lastSeenMs ?? 0) <= at
+    }
+
+    /// How long a recall that found a holder silent spares the next ones
+    /// the wait (unless the holder is heard from meanwhile), and the wait
+    /// they are given instead.
+    static let silentHolderMilliseconds: UInt64 = 60_000
+    static let silentHolderWaitMilliseconds: UInt64 = 1_000
+
     private func describeFailure(_ recall: PendingRecall, timedOut: Bool) -> String {
         let silent = recall.asked.filter { !recall.excluded.contains($0) }
         var parts: [String] = []
@@ -212,6 +232,7 @@ extension SyncEngine {
                          + (silent.count == 1 ? " is" : " are") + " unreachable: no answer"
                          + (timedOut ? " within the timeout" : ""))
         }
+        if recall.stillSilent, !silent.isEmpty { parts[0] += " (nor to a recall shortly before: waited \(Self.silentHolderWaitMilliseconds / 1000) s only)" }
         parts += recall.problems
         if parts.isEmpty { parts.append("no holder answered") }
         return "cannot recall '\(recall.title)': " + parts.joined(separator: "; ")

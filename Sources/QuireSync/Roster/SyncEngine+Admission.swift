@@ -94,11 +94,13 @@ extension SyncEngine {
         /// words to whatever key a stranger named).
         func refuse(_ why: String, joiner: Enrolment? = nil) {
             count(.uncertifiedRoster)
+            // A verified joiner is always told (only an invite's holder can
+            // ask); the log line is what a flood must not multiply.
+            if let joiner { tellRefused(sender, boxKey: joiner.boxKey, why: why) }
             let (allowed, suppressed) = refusalLog.allow("admission", nowMs: nowMs)
             guard allowed else { return }
             note("refused to admit device \(sender.hex.prefix(12)): \(why)"
                  + (suppressed > 0 ? " (and \(suppressed) more refusals in the last minute, not logged)" : ""))
-            if let joiner { tellRefused(sender, boxKey: joiner.boxKey, why: why) }
         }
         guard roster[me.deviceID]?.trust == .trusted, backupKeyIsReal else { return }
         guard let grantID = Enrolment.claimedGrant(signed) else { return refuse("its enrolment is damaged") }

@@ -70,7 +70,13 @@ enum DevicesCommands {
             switch m.trust {
             case .trusted: state = isMe ? "this device" : seen.map { "last seen \(Ago.text(now - $0))" } ?? "not heard from yet"
             case .revoked: state = "REVOKED by \(who(m.revokedBy)) on \(DateText.format(m.revokedAt?.seconds ?? 0, time: true))"
-            case .untrusted: state = "NOT TRUSTED: admitted by \(who(m.addedBy)) after (or while) it was revoked"
+            case .untrusted:
+                // Its admission counts for nothing: made by a device revoked
+                // by then, or under an invite another device was admitted with too.
+                state = m.addedBy.flatMap { roster[$0] }?.isRevoked == true
+                    ? "NOT TRUSTED: admitted by \(who(m.addedBy)) after (or while) it was revoked"
+                    : "NOT TRUSTED: admitted under an invite that admitted another device too (an invite admits one device; "
+                        + "neither admission counts): join again with a new invite"
             }
             lines.append("\(m.name.padding(toLength: 16, withPad: " ", startingAt: 0)) \(m.deviceID.hex.prefix(12))  \(m.role.padding(toLength: 8, withPad: " ", startingAt: 0)) "
                          + "added by \(who(m.addedBy)) on \(DateText.format(m.issuedAt.seconds, time: true)); \(state)")

@@ -113,6 +113,9 @@ enum InitCommand {
             text = String(decoding: try Output.readFile(source, what: "invite file"), as: UTF8.self)
         }
         if inv.home.exists { throw CommandFailure("\(inv.home.path) already holds a quire device; choose another --home") }
+        // What the directory held before (nil: none): a refused join takes
+        // away only what it made.
+        let heldBefore = (try? FileManager.default.contentsOfDirectory(atPath: inv.home.path)).map(Set.init)
         let passphrase = try Passphrase.read(file: args.value("passphrase-file"), confirm: false)
         let identity: Identity
         let store: ReplicaStore
@@ -146,27 +149,30 @@ enum InitCommand {
             announced = "could not sync now (\(error)); " + later
         }
         let admitted = !FileManager.default.fileExists(atPath: inv.home.enrolmentPath)
+        if !admitted, let refusal {
+            // Refused for good (an invite used before, or expired): what this
+            // command made holds nothing worth keeping, and a join there
+            // again with a new invite needs it gone.
+            if let heldBefore {
+                for entry in (try? FileManager.default.contentsOfDirectory(atPath: inv.home.path)) ?? [] where !heldBefore.contains(entry) {
+                    try? FileManager.default.removeItem(atPath: inv.home.path + "/" + entry)
+                }
+            } else {
+                try? FileManager.default.removeItem(atPath: inv.home.path)
+            }
+            throw CommandFailure("not joined: a device of the account refused this device: \(refusal); "
+                                 + "nothing was kept in \(inv.home.path): join again with a new invite")
+        }
         let names = heard.map { "'\($0)'" }.joined(separator: ", ")
         if admitted {
             announced = "admitted by a sibling that is listening" + (heard.isEmpty ? "" : " (heard from \(names))")
-        } else if let refusal {
-            announced = SyncStatusSection.refusedText(refusal)
         } else if !heard.isEmpty {
             announced = "heard from \(names), not admitted yet; " + later
-        }
-        if !admitted, let refusal {
-            // Refused for good (an invite used before, or not the account's):
-            // the directory this command made holds nothing worth keeping,
-            // and a join there again with a new invite needs it gone.
-            try? FileManager.default.removeItem(atPath: inv.home.path)
-            throw CommandFailure("not joined: a device of the account refused this device: \(refusal); "
-                                 + "nothing was kept in \(inv.home.path): join again with a new invite")
         }
         let prefs = try inv.home.prefs.load()
         if args.has("json") {
             Output.json(["home": inv.home.path, "device": identity.deviceID.hex, "name": name,
-                         "account": Hex.encode(identity.userIDHash), "relay": prefs.relay, "admitted": admitted, "heardFrom": heard,
-                         "refused": refusal.map { $0 as Any } ?? NSNull()])
+                         "account": Hex.encode(identity.userIDHash), "relay": prefs.relay, "admitted": admitted, "heardFrom": heard])
         } else {
             Output.line("joined the account as '\(name)' (\(identity.deviceID.hex.prefix(12))) in \(inv.home.path); \(announced)")
         }

@@ -30,10 +30,18 @@ enum RoleCommand {
         let prefs = try inv.home.prefs.load()
         guard let wanted = args.positional.first else {
             let held = try store.heldBodies()
+            // The device log's role is the one siblings act on; prefs follow
+            // it (a device put back from a backup made before a role change).
+            var role = prefs.role
+            if let mine = try? Roster.load(from: store, accountKey: identity.account.publicKey).roster[identity.deviceID],
+               mine.trust == .trusted, let logged = Prefs.Role(rawValue: mine.role), logged != prefs.role {
+                role = logged
+                try inv.home.prefs.update { $0.role = logged }
+            }
             if args.has("json") {
-                Output.json(["role": prefs.role.rawValue, "heldBodies": held.reduce(0) { $0 + $1.count }])
+                Output.json(["role": role.rawValue, "heldBodies": held.reduce(0) { $0 + $1.count }])
             } else {
-                Output.line("\(prefs.role.rawValue)")
+                Output.line("\(role.rawValue)")
             }
             return
         }

@@ -43,6 +43,30 @@ final class CardRebaseTests: XCTestCase {
         XCTAssertTrue(result.contains("CATEGORIES:y") && result.contains("CATEGORIES:z"), result)
     }
 
+    /// Both sides bumped SEQUENCE to the same value and stamped their own
+    /// LAST-MODIFIED (todoman's edits on two devices): one of each, never
+    /// two (RFC 5545: they occur once), and each side's own change kept.
+    func testTheSameChangeOnBothSidesIsOneLine() {
+        let shown = card(["BEGIN:VCALENDAR", "BEGIN:VTODO", "UID:t", "DUE:20261210", "LAST-MODIFIED:20261206T100000Z", "PRIORITY:5",
+                          "SEQUENCE:1", "END:VTODO", "END:VCALENDAR"])
+        let stored = card(["BEGIN:VCALENDAR", "BEGIN:VTODO", "UID:t", "DUE:20261224", "LAST-MODIFIED:20261206T100500Z", "PRIORITY:5",
+                           "SEQUENCE:2", "END:VTODO", "END:VCALENDAR"])
+        let written = card(["BEGIN:VCALENDAR", "BEGIN:VTODO", "UID:t", "DUE:20261210", "LAST-MODIFIED:20261206T100600Z", "PRIORITY:1",
+                            "SEQUENCE:2", "END:VTODO", "END:VCALENDAR"])
+        let result = String(decoding: CardRebase.rebase(written, shown: shown, onto: stored, rules: Plan.rules), as: UTF8.self)
+        for name in ["SEQUENCE", "LAST-MODIFIED", "DUE", "PRIORITY"] {
+            XCTAssertEqual(result.components(separatedBy: "\r\n" + name).count - 1, 1, "\(name) once: \(result)")
+        }
+        XCTAssertTrue(result.contains("SEQUENCE:2") && result.contains("DUE:20261224") && result.contains("PRIORITY:1")
+                      && result.contains("LAST-MODIFIED:20261206T100600Z"), result)
+        // A line the program added twice where the current text holds it once: one more.
+        let twice = card(["BEGIN:VCARD", "FN:Pat", "EMAIL:a@x", "EMAIL:a@x", "END:VCARD"])
+        let once = card(["BEGIN:VCARD", "FN:Pat", "EMAIL:a@x", "END:VCARD"])
+        let base = card(["BEGIN:VCARD", "FN:Pat", "END:VCARD"])
+        XCTAssertEqual(String(decoding: CardRebase.rebase(twice, shown: base, onto: once, rules: Contact.rules), as: UTF8.self)
+                        .components(separatedBy: "EMAIL:a@x").count - 1, 2)
+    }
+
     /// A text without a final line end, with a line added after its last
     /// kept line: lines stay lines.
     func testLinesStaySeparate() {
