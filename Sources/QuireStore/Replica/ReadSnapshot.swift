@@ -72,18 +72,16 @@ final class SnapshotReader: @unchecked Sendable {
     }
 
     func run<T>(_ body: (ReadSnapshot) throws -> T) throws -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        if connection == nil { connection = try Connection(path: path, readOnly: true, vfs: vfs) }
-        let db = connection!
-        try db.execute("BEGIN")
-        defer { try? db.execute("COMMIT") }
-        return try body(ReadSnapshot(db: db, path: path))
+        try transaction { db in try body(ReadSnapshot(db: db, path: path)) }
     }
 
     /// `body` on the reader connection inside one read transaction: its
     /// queries see one committed state, and take the file's locks once.
     func read<T>(_ body: (Connection) throws(StoreError) -> T) throws(StoreError) -> T {
+        do { return try transaction(body) } catch let e as StoreError { throw e } catch { throw StoreError(.invalidInput, "\(error)") }
+    }
+
+    private func transaction<T>(_ body: (Connection) throws -> T) throws -> T {
         lock.lock()
         defer { lock.unlock() }
         if connection == nil { connection = try Connection(path: path, readOnly: true, vfs: vfs) }
