@@ -273,6 +273,8 @@ final class JoinedAfterOffloadEndToEndTests: OffloadFleetBase {
         XCTAssertEqual(prefs["role"] as? String, "homebase")
         prefs["role"] = "device"
         try JSONSerialization.data(withJSONObject: prefs).write(to: URL(fileURLWithPath: prefsPath))
+        XCTAssertTrue(try quireOK(["status"], home: home("home")).stdout.contains("role homebase"), "status reads the device log too")
+        XCTAssertTrue(try quire(["offload", "--all"], home: home("home")).stderr.contains("this device is a homebase"))
         XCTAssertEqual(try quireOK(["role"], home: home("home")).stdout, "homebase\n")
         let after = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: prefsPath))) as? [String: Any])
         XCTAssertEqual(after["role"] as? String, "homebase", "prefs follow the device log")

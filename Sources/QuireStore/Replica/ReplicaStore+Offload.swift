@@ -26,7 +26,7 @@ extension ReplicaStore {
                 throw StoreError(.conflict, "note \(key) changed while its offload was in flight; its new body stays resident")
             }
             guard !holders.isEmpty else { throw StoreError(.invalidInput, "an offload needs at least one holder") }
-            let holderBytes = CBORWriter.encode(.array(holders.sorted().map { .bytes($0.bytes) }))
+            let holderBytes = Self.encodedHolders(holders)
             // The shadow would keep a second full copy on a device that asked
             // for the space back. When it equals the offloaded bytes (a mark
             // does), the holders keep exactly that text (and a homebase's own
@@ -45,12 +45,16 @@ extension ReplicaStore {
     /// and said they hold its body. Residency only: no version, no seq.
     public func recordFoundHolders(_ key: RowKey, contentHash: [UInt8], holders: [DeviceID]) throws(StoreError) {
         guard !holders.isEmpty else { return }
-        let holderBytes = CBORWriter.encode(.array(holders.sorted().map { .bytes($0.bytes) }))
         try write { ctx in
             try ctx.db.run("UPDATE rows SET holders = ? WHERE ns = ? AND key = ? AND offloaded = 1 AND hash = ? AND (holders IS NULL OR holders = ?)",
-                           [.blob(holderBytes), .int(Int64(Namespace.notebook.rawValue)), .blob(key.bytes), .blob(contentHash),
-                            .blob(CBORWriter.encode(.array([])))])
+                           [.blob(Self.encodedHolders(holders)), .int(Int64(Namespace.notebook.rawValue)), .blob(key.bytes), .blob(contentHash),
+                            .blob(Self.encodedHolders([]))])
         }
+    }
+
+    /// The `holders` column: the device ids, sorted, as a CBOR array.
+    static func encodedHolders(_ holders: [DeviceID]) -> [UInt8] {
+        CBORWriter.encode(.array(holders.sorted().map { .bytes($0.bytes) }))
     }
 
     /// Puts recalled bytes back: checked against the hash first, then stored

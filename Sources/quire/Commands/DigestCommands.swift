@@ -95,9 +95,10 @@ struct StatusReport {
     static let fullDisk: Int64 = 1 << 20
 
     static func gather(home: DeviceHome, identity: Identity, store: ReplicaStore) throws -> StatusReport {
+        let role = try RoleCommand.settledRole(home: home, identity: identity, store: store)
         let prefs = try home.prefs.load()
         var counts: [String: Any] = [:]
-        var lines = ["device '\(prefs.deviceName)' (\(identity.deviceID.hex.prefix(12))), role \(prefs.role.rawValue), in \(home.path)",
+        var lines = ["device '\(prefs.deviceName)' (\(identity.deviceID.hex.prefix(12))), role \(role.rawValue), in \(home.path)",
                      "account \(Hex.encode(identity.userIDHash).prefix(12)), generation \(prefs.generation)"]
         var held: [String] = []
         for ns in Namespace.allCases where ns != .devices {
@@ -168,7 +169,7 @@ struct StatusReport {
         if damaged.count > waiting.count {
             lines.append("\(damaged.count - waiting.count) damaged note bod\(damaged.count - waiting.count == 1 ? "y was" : "ies were") repaired from a good copy")
         }
-        let json: [String: Any] = ["device": identity.deviceID.hex, "name": prefs.deviceName, "role": prefs.role.rawValue,
+        let json: [String: Any] = ["device": identity.deviceID.hex, "name": prefs.deviceName, "role": role.rawValue,
                                    "home": home.path, "generation": prefs.generation, "namespaces": counts,
                                    "diskFree": free.map { Int($0) } as Any,
                                    "outboxPending": pending, "merges": merges,

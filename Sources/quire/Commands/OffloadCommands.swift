@@ -85,8 +85,8 @@ enum OffloadCommands {
             throw UsageError("name the notes to offload, or choose them with --all, --older-than or --larger-than")
         }
         if !args.positional.isEmpty && all { throw UsageError("NOTE and --all exclude each other") }
-        let (_, store) = try inv.open()
-        if try inv.home.prefs.load().role == .homebase {
+        let (identity, store) = try inv.open()
+        if try RoleCommand.settledRole(home: inv.home, identity: identity, store: store) == .homebase {
             throw CommandFailure("this device is a homebase: it keeps every body resident and never offloads")
         }
         var keys = try args.positional.map { try resolveNote($0, store) }

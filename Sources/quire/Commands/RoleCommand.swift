@@ -27,17 +27,10 @@ enum RoleCommand {
     ) { args, inv in
         try args.expectPositional(0...1, "")
         let (identity, store) = try inv.open()
-        let prefs = try inv.home.prefs.load()
+        let current = try settledRole(home: inv.home, identity: identity, store: store)
         guard let wanted = args.positional.first else {
             let held = try store.heldBodies()
-            // The device log's role is the one siblings act on; prefs follow
-            // it (a device put back from a backup made before a role change).
-            var role = prefs.role
-            if let mine = try? Roster.load(from: store, accountKey: identity.account.publicKey).roster[identity.deviceID],
-               mine.trust == .trusted, let logged = Prefs.Role(rawValue: mine.role), logged != prefs.role {
-                role = logged
-                try inv.home.prefs.update { $0.role = logged }
-            }
+            let role = current
             if args.has("json") {
                 Output.json(["role": role.rawValue, "heldBodies": held.reduce(0) { $0 + $1.count }])
             } else {
@@ -62,7 +55,7 @@ enum RoleCommand {
         guard let mine = roster[identity.deviceID], mine.trust == .trusted else {
             throw CommandFailure("this device is not a trusted member of the account (not admitted yet, or revoked); its role cannot change")
         }
-        let changed = prefs.role != role
+        let changed = current != role
         if changed || mine.role != role.rawValue {
             // A role statement signed by this device's own key (the account
             // key is not on any device to re-sign a certificate).
@@ -81,5 +74,16 @@ enum RoleCommand {
             Output.line(changed ? "this device is now a \(role.rawValue); siblings learn it when they sync" : "this device is already a \(role.rawValue)")
             if let note { Output.line("note: " + note) }
         }
+    }
+
+    /// This device's role as the device log gives it (what siblings act
+    /// on), with prefs brought in line: a device put back from a backup
+    /// made before a role change still reads its old role there.
+    static func settledRole(home: DeviceHome, identity: Identity, store: ReplicaStore) throws -> Prefs.Role {
+        let saved = try home.prefs.load().role
+        guard let mine = try? Roster.load(from: store, accountKey: identity.account.publicKey).roster[identity.deviceID],
+              mine.trust == .trusted, let logged = Prefs.Role(rawValue: mine.role), logged != saved else { return saved }
+        try home.prefs.update { $0.role = logged }
+        return logged
     }
 }

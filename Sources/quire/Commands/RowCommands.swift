@@ -137,7 +137,10 @@ enum RowCommands {
         if args.has("json") {
             Output.json(["namespace": ns.name, "key": row.key.hex, "version": row.context.description])
         } else {
-            let shown = ns == .notebook ? NotebookPaths(try store.summaries(ns)).path(ofKey: row.key) : nil
+            // A note in a folder is named by its path (the top's by its title).
+            var inFolder = false
+            if case .note(let n)? = row.content, n.folder != nil { inFolder = true }
+            let shown = inFolder ? NotebookPaths(try store.summaries(ns)).path(ofKey: row.key) : nil
             Output.line("\(ns.name)/\(NotebookPaths.oneLine(shown ?? row.content?.displayName ?? name)) \(row.key.hex)")
         }
     }
@@ -239,40 +242,39 @@ enum RowCommands {
         let ns = try namespace(args.positional[0])
         let (_, store) = try inv.open()
         let rows = try store.summaries(ns, includeTombstones: args.has("tombstones"))
-        // Plans and contacts also show their fields (a plan's VTODO, a
-        // card's FN and email), the words `quire put` sets them with.
-        func fields(_ r: RowSummary) throws -> RowContent? {
-            guard !r.isTombstone, ns == .plans || ns == .contacts else { return nil }
+        // Rows other than notes and days are read whole, once: plans and
+        // contacts show their fields (a plan's VTODO, a card's FN and email,
+        // the words `quire put` sets them with), and each is as large as its
+        // file in the mounted folder (the store sizes note and day text only).
+        func content(_ r: RowSummary) throws -> RowContent? {
+            guard !r.isTombstone, ns != .notebook, ns != .saga else { return nil }
             return try store.row(ns, r.key)?.content
         }
+        func size(_ r: RowSummary, _ content: RowContent?) -> Int { content.flatMap(FileText.render)?.count ?? r.size }
         // The notebook is a folder tree: each row shows its path in it.
         let paths = ns == .notebook ? NotebookPaths(rows) : nil
-        // The store sizes note and journal text; a card, a todo, a setting
-        // or an event is as large as its file in the mounted folder.
-        func size(_ r: RowSummary) throws -> Int {
-            guard !r.isTombstone, ns != .notebook, ns != .saga else { return r.size }
-            return try store.row(ns, r.key)?.content.flatMap(FileText.render)?.count ?? r.size
-        }
         if args.has("json") {
             var out: [[String: Any]] = []
             for r in rows {
-                var o: [String: Any] = ["key": r.key.hex, "name": r.name, "size": try size(r), "updatedAt": r.updatedAt.seconds,
+                let read = try content(r)
+                var o: [String: Any] = ["key": r.key.hex, "name": r.name, "size": size(r, read), "updatedAt": r.updatedAt.seconds,
                                         "tombstone": r.isTombstone, "offloaded": r.isOffloaded]
                 if let paths, !r.isTombstone {
                     o["path"] = paths.path(of: r)
                     o["kind"] = r.place.kind == .folder ? "folder" : r.place.kind == .file ? "file" : "note"
                 }
-                if case .plan(let p)? = try fields(r) { o.merge(PlanOptions.json(p)) { old, _ in old } }
-                if case .contact(let c)? = try fields(r) { o["fn"] = c.name; o["emails"] = c.emails; o["uid"] = c.uid ?? NSNull() }
+                if case .plan(let p)? = read { o.merge(PlanOptions.json(p)) { old, _ in old } }
+                if case .contact(let c)? = read { o["fn"] = c.name; o["emails"] = c.emails; o["uid"] = c.uid ?? NSNull() }
                 out.append(o)
             }
             Output.json(out)
             return
         }
         for r in rows {
-            let state = r.isTombstone ? "deleted" : r.isOffloaded ? "offloaded" : r.place.kind == .folder ? "folder" : String(try size(r))
+            let read = try content(r)
+            let state = r.isTombstone ? "deleted" : r.isOffloaded ? "offloaded" : r.place.kind == .folder ? "folder" : String(size(r, read))
             var shown = paths.map { r.isTombstone ? r.name : $0.path(of: r) } ?? r.name
-            switch try fields(r) {
+            switch read {
             case .plan(let p)?: shown = PlanOptions.line(p) + (p.summary == r.name ? "" : "  [\(r.name).ics]")
             case .contact(let c)?: shown = c.name + (c.emails.first.map { " <\($0)>" } ?? "") + (c.name == r.name ? "" : "  [\(r.name).vcf]")
             default: break
@@ -392,7 +394,8 @@ enum RowCommands {
         // another Unicode form of it, as the mount opens any form.
         func titled(_ title: String) throws -> [RowKey] {
             let exact = try store.find(ns, name: title)
-            if !exact.isEmpty || isPath { return exact }
+            // An ASCII name has no other form worth a scan of every title.
+            if !exact.isEmpty || isPath || title.unicodeScalars.allSatisfy(\.isASCII) { return exact }
             // Swift's == is canonical equivalence (SQLite's is bytes).
             return try store.summaries(ns).filter { $0.name == title }.map(\.key)
         }
