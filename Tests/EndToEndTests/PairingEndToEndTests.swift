@@ -93,4 +93,29 @@ final class PairingEndToEndTests: SyncEndToEndBase {
         XCTAssertEqual(json?["admitted"] as? Bool, true)
         XCTAssertTrue((json?["heardFrom"] as? [String] ?? []).contains("a"), "\(json ?? [:])")   // and c, if it answered by then
     }
+
+    /// An invite made by a device that was revoked before anyone admitted
+    /// its joiner admits nobody, and the joiner is told why (it would
+    /// otherwise wait to be admitted for ever).
+    func testTheJoinerOfARevokedDevicesInviteIsToldWhy() throws {
+        try quireOK(["init", "--name", "a", "--relay", relay], home: home("a"))
+        let pass = ["QUIRE_PASSPHRASE": "a passphrase long enough"]
+        try quireOK(["invite", "--out", dir + "/invite-b", "--kdf", "interactive"], home: home("a"), env: pass)
+        try quireOK(["init", "--join", dir + "/invite-b", "--name", "b", "--relay", relay], home: home("b"), env: pass)
+        try startAll(["a", "b"])
+        XCTAssertTrue(eventually(30) { (try? self.trust("b", on: "a")) == "trusted" }, daemons.map(\.output).joined())
+        XCTAssertTrue(try waitForEqualDigests([home("a"), home("b")], timeout: 30))
+        stopAll()
+        // a invites while b is away; b revokes a before hearing of the invite.
+        try quireOK(["invite", "--out", dir + "/invite-j", "--kdf", "interactive"], home: home("a"), env: pass)
+        try quireOK(["devices", "revoke", "a"], home: home("b"))
+        try startAll(["b"])
+        let log = home("b") + "/quire.log"
+        XCTAssertTrue(eventually(10) { ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("sync: started on") })
+        let refused = try quire(["init", "--join", dir + "/invite-j", "--name", "j", "--relay", relay], home: home("j"), env: pass)
+        XCTAssertEqual(refused.status, 1, refused.stdout)
+        XCTAssertTrue(refused.stderr.contains("refused this device: its invite was made by 'a', which was revoked"), refused.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: home("j")), "nothing kept")
+        XCTAssertNotEqual(try trust("j", on: "b"), "trusted")
+    }
 }

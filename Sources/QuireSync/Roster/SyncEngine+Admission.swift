@@ -76,7 +76,7 @@ extension SyncEngine {
             try reloadRoster()
         }
         if roster[sender]?.isRevoked != false, let enrolment = message.enrolment {
-            admit(enrolment, from: sender, nowMs: nowMs)
+            admit(enrolment, from: sender, offered: offered, nowMs: nowMs)
         }
         if !known, let member = roster[sender], !member.isRevoked {
             note("device '\(member.name)' (\(sender.hex.prefix(12))) joined the account")
@@ -88,7 +88,9 @@ extension SyncEngine {
     }
 
     /// Admits a joining device whose enrolment checks out; otherwise says why not.
-    func admit(_ signed: [UInt8], from sender: DeviceID, nowMs: UInt64) {
+    /// `offered`: the statements its introduction carried (its invite's grant
+    /// among them, even when that grant does not count here).
+    func admit(_ signed: [UInt8], from sender: DeviceID, offered: [Row] = [], nowMs: UInt64) {
         /// `joiner`: the verified enrolment, whose box key the reason is
         /// sealed to (an unverified one gets no answer: we would be sending
         /// words to whatever key a stranger named).
@@ -105,9 +107,20 @@ extension SyncEngine {
         guard roster[me.deviceID]?.trust == .trusted, backupKeyIsReal else { return }
         guard let grantID = Enrolment.claimedGrant(signed) else { return refuse("its enrolment is damaged") }
         do {
-            let log = DeviceLog(rows: try store.rows(.devices, from: [], to: nil), accountKey: accountKey)
+            let existing = try store.rows(.devices, from: [], to: nil)
+            let log = DeviceLog(rows: existing, accountKey: accountKey)
             guard let grant = log.countingGrant(grantID) else {
-                return refuse("its invite is not one this account's trusted devices made (unknown, or made by a revoked device)")
+                let why = "its invite is not one this account's trusted devices made (unknown, or made by a revoked device)"
+                // A grant signed by a device since revoked: the joiner is told
+                // (it cannot be admitted until it has a new invite), once its
+                // enrolment is shown to be signed by that grant's pairing key.
+                guard let made = DeviceLog(rows: existing + offered, accountKey: accountKey).entries[grantID]?.statement,
+                      made.kind == .grant, let signer = roster[made.signer], signer.isRevoked,
+                      let key = try? SigningPublicKey(bytes: made.pairingKey),
+                      let enrolment = try? Enrolment.verify(signed, pairingKey: key), enrolment.deviceID == sender
+                else { return refuse(why) }
+                return refuse("its invite was made by '\(signer.name)', which was revoked; make a new one with 'quire invite' on a trusted device",
+                              joiner: enrolment)
             }
             let pairingKey = try SigningPublicKey(bytes: grant.pairingKey)
             let enrolment: Enrolment
