@@ -274,6 +274,35 @@ final class SameNameArrivalTests: XCTestCase {
         XCTAssertFalse(mount.exists("notebook/Other.new"))
     }
 
+    /// Only a write restarts the claim's grace: a program reading the file
+    /// now and then (an indexer, a `cat` in a loop) must not keep this
+    /// device's names apart from every other device's for ever.
+    func testReadingTheFileDoesNotProlongTheClaim() throws {
+        let mount = try DirectMount { try $0.putNote("Plan", "one\n") }
+        try mount.writeFile("notebook/Plan.md.new", "mine\n")
+        let mine = try XCTUnwrap(key(mount, "notebook/Plan.md.new"))
+        let ref = RowRef(namespace: .notebook, key: mine)
+        try siblingsFileLands(mount, "Plan.md.new", "theirs\n", like: mine)
+        // Written 20 s ago, read now.
+        mount.fileSystem.locked { _ = mount.fileSystem.names.claim(ref, at: Date(timeIntervalSinceNow: -20)) }
+        let reader = try mount.open("notebook/Plan.md.new", O_RDONLY)
+        try mount.close(reader)
+        mount.fileSystem.locked { mount.fileSystem.endClaims(at: Date(timeIntervalSinceNow: ChangeFeed.claimGrace - 15)) }
+        XCTAssertFalse(mount.fileSystem.locked { mount.fileSystem.names.isClaimed(ref) }, "the read did not start the grace again")
+        XCTAssertEqual(try key(mount, "notebook/Plan.md.new"), smallestKey, "the plain name is every device's again")
+        // A close after writing does.
+        let other = try mount.create("notebook/Other.md")
+        try mount.write(other, "x\n")
+        try mount.close(other)
+        let otherRef = RowRef(namespace: .notebook, key: try XCTUnwrap(key(mount, "notebook/Other.md")))
+        mount.fileSystem.locked { _ = mount.fileSystem.names.claim(otherRef, at: Date(timeIntervalSinceNow: -20)) }
+        let writer = try mount.open("notebook/Other.md", O_WRONLY | O_APPEND)
+        try mount.write(writer, "y\n", at: 2)
+        try mount.close(writer)
+        mount.fileSystem.locked { mount.fileSystem.endClaims(at: Date(timeIntervalSinceNow: ChangeFeed.claimGrace - 15)) }
+        XCTAssertTrue(mount.fileSystem.locked { mount.fileSystem.names.isClaimed(otherRef) })
+    }
+
     /// The claim is local and short: once it ends, every device lists the
     /// same names again (the smaller key plain).
     func testTheClaimEndsAfterItsGraceAndTheNamesAreEveryDevicesAgain() throws {

@@ -216,10 +216,13 @@ extension QuireFileSystem {
     }
 
     /// The last handle on a row went away (or none ever held the copy):
-    /// commit what is unsaved and drop the copy.
-    func releaseWorkingCopy(_ ref: RowRef, process: Int32? = nil) {
+    /// commit what is unsaved and drop the copy. `wrote`: the handle closed
+    /// was open for writing, and a claim's grace starts again from here (a
+    /// program that only reads the file now and then must not keep its
+    /// name from the one every device gives it).
+    func releaseWorkingCopy(_ ref: RowRef, process: Int32? = nil, wrote: Bool = true) {
         guard openFiles.openCount(of: ref) == 0 else { return }
-        names.renewClaim(ref, at: Date())
+        if wrote { names.renewClaim(ref, at: Date()) }
         guard let copy = openFiles.copy(ref) else { return }
         if copy.isDirty {
             do { try commit(ref, shown: nil, process: process) } catch { keepUnsaved(ref, because: "\(error)") }

@@ -275,7 +275,7 @@ extension QuireFileSystem {
                     provisional.closed(ScratchPlace(folder: folder, name: name), at: Date())
                 }
             case .control, .orphan: break
-            case .row(let ref): releaseWorkingCopy(ref, process: file.process)
+            case .row(let ref): releaseWorkingCopy(ref, process: file.process, wrote: file.flags.isWritable)
             }
             dropIfForgotten(file.inode)
         }
