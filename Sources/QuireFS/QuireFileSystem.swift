@@ -126,6 +126,8 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
     /// dropped at that handle's release.
     var forgottenWhileOpen: Set<UInt64> = []
     var lastSeenSequence: Int64 = 0
+    /// Room on the replica's disk for what a write makes of a text.
+    var diskRoom: DiskRoom
     /// Parsed `.quireignore` files by folder (see IgnoredPaths.swift).
     var ignoreCache: [Folder: IgnoreRules] = [:]
     /// `.quire/trash` and `.quire/versions` (Control/KeptFiles.swift).
@@ -141,6 +143,7 @@ public final class QuireFileSystem: FuseFileSystem, @unchecked Sendable {
         self.scratch = ScratchArea(root: configuration.scratchPath)
         self.owner = (getuid(), getgid())
         self.mountedAt = .now
+        self.diskRoom = DiskRoom(path: (store.path as NSString).deletingLastPathComponent)
         for note in try scratch.prepare() { configuration.log.problem(note) }
         lastSeenSequence = try store.changeSequence()
         lastShown = ShownBaselines(startSequence: lastSeenSequence)

@@ -91,6 +91,42 @@ final class MountFaultTests: XCTestCase {
         XCTAssertEqual(Syscall.writeFile(mountpoint + "/notebook/After.md", "room again").errno, 0)
     }
 
+    /// A shell's `>>` never checks close(): on a full disk the write()
+    /// itself fails (ENOSPC), so the shell says so, the note is left as it
+    /// was, and the status says what fills the disk and what will not help.
+    func testAWriteIsRefusedAtOnceWhenTheDiskIsFull() throws {
+        guard getuid() == 0 else { throw XCTSkip("mounting a small tmpfs needs root") }
+        let small = makeTemporaryDirectory() + "/small"
+        try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
+        XCTAssertEqual(shell("mount -t tmpfs -o size=4m tmpfs '\(small)'").status, 0)
+        defer { shell("umount -l '\(small)'") }
+        let mountpoint = small + "-mnt"
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        let home = small + "/home"
+        XCTAssertEqual(try quire(["init", "--name", "small"], home: home).status, 0)
+        XCTAssertEqual(try quire(["put", "notebook", "Todo"], home: home, stdin: Array("keep me\n".utf8)).status, 0)
+        XCTAssertEqual(try quire(["mount", mountpoint, "-o", "nosync"], home: home).status, 0)
+        defer { _ = try? quire(["unmount", mountpoint], home: home); shell("fusermount3 -u -z '\(mountpoint)' 2>/dev/null") }
+        // Local-only files of the mounted folder fill the disk.
+        shell("dd if=/dev/zero of='\(mountpoint)/notebook/.filler' bs=64k 2>/dev/null")
+        let todo = mountpoint + "/notebook/Todo.md"
+        let refused = shell("bash -c \"echo 'buy milk' >> '\(todo)'\"")
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.output.contains("No space left on device"), refused.output)
+        XCTAssertEqual(try String(contentsOfFile: todo, encoding: .utf8), "keep me\n")
+        let status = try String(contentsOfFile: mountpoint + "/.quire/status", encoding: .utf8)
+        XCTAssertTrue(status.contains("a write to notebook/Todo.md was refused: the disk holding this device is full"), status)
+        let words = try quireOK(["status"], home: home).stdout
+        XCTAssertTrue(words.contains("DISK FULL: the disk holding this device has"), words)
+        XCTAssertTrue(words.contains("deleting notes does not give the disk room back"), words)
+        XCTAssertTrue(words.contains("files kept on this device only"), words)
+        // Room again: the next write goes through at once.
+        XCTAssertEqual(unlink(mountpoint + "/notebook/.filler"), 0)
+        XCTAssertEqual(shell("echo 'buy milk' >> '\(todo)'").status, 0)
+        XCTAssertEqual(try String(contentsOfFile: todo, encoding: .utf8), "keep me\nbuy milk\n")
+        XCTAssertEqual(try quireOK(["get", "notebook", "Todo"], home: home).stdout, "keep me\nbuy milk\n")
+    }
+
     /// After a clean unmount the database file alone holds every row: a
     /// copy that leaves out the WAL (a backup tool that skips *-wal, a WAL
     /// deleted as a temp file) loses nothing.

@@ -31,17 +31,19 @@ struct WorkingCopy {
     /// kernel was told the listed version's size.
     var storedSeq: Int64 = 0
 
-    /// A write past the size limit was refused since the copy was clean:
-    /// the text lacks what its program meant to write (one that ignores a
-    /// short write saves a cut text), so it is never committed (`commit`).
-    var writeRefused = false
+    /// Why a write was refused since the copy was clean (past the size
+    /// limit, or no room on the disk): the text lacks what its program meant
+    /// to write (one that ignores a failed write saves a cut text), so it is
+    /// never committed (`commit`).
+    enum RefusedWrite { case tooLarge, noRoom }
+    var refusedWrite: RefusedWrite? = nil
 
     /// Called before each change of the text: the first since the copy was
     /// clean keeps that text as `cleanText`, and the copy is dirty.
     mutating func willChange() {
         if !isDirty {
             cleanText = content
-            writeRefused = false
+            refusedWrite = nil
         }
         isDirty = true
     }

@@ -73,11 +73,18 @@ extension QuireFileSystem {
         if !copy.isNew {
             do { previous = try store.row(ref.namespace, ref.key)?.content } catch { throw storeFailure(error, doing: "read \(name)") }
         }
-        if copy.writeRefused {
+        switch copy.refusedWrite {
+        case .tooLarge?:
             let error = FormatError(.tooLarge, "was written past the \(RowLimits.describe(RowLimits.maxBodyBytes)) a file may hold (EFBIG), "
                                     + "so its text is cut; the stored text is left as it was")
             reject(ref, copy: copy, previous: previous, error: error, name: name)
             throw error.fuseError
+        case .noRoom?:
+            // Nothing kept beside it: there is no room for a copy either.
+            revertToStored(ref, copy: copy, previous: previous)
+            throw refuse(.noSpace, "\(name) was not saved: a write to it was refused for lack of room on the disk, "
+                         + "so its text is cut; the stored text is left as it was", kind: "disk full")
+        case nil: break
         }
         let baseline = shown ?? lastShown.baseline(ref, process: process) ?? (copy.isNew ? nil : unkeptBaseline(ref, version: copy.storedSeq))
         var content: RowContent
@@ -194,11 +201,16 @@ extension QuireFileSystem {
             kept = "and your text could not be kept (\(error)): save it again elsewhere"
         }
         log.problem("\(name) \(error.message); not saved, \(kept)")
+        kernelCache.invalidate(.entry(parent: names.directoryInode(folder), name: keptName))
+        revertToStored(ref, copy: copy, previous: previous)
+    }
+
+    /// The copy shows the stored version again (nothing of it was saved).
+    private func revertToStored(_ ref: RowRef, copy: WorkingCopy, previous: RowContent?) {
         var reverted = copy
         reverted.isDirty = false
         reverted.content = previous.flatMap(RowFormat.render) ?? []
         openFiles.keep(reverted, for: ref)
-        kernelCache.invalidate(.entry(parent: names.directoryInode(folder), name: keptName))
         kernelCache.invalidateInodes(names.inodes.inodesOfRow[ref] ?? [])
     }
 

@@ -190,8 +190,13 @@ extension QuireFileSystem {
                 guard let count = openFiles.copy(ref)?.content.count else { throw .badFileHandle }
                 let start = file.flags.isAppending ? count : Int(clamping: offset)
                 guard start + data.count <= Self.maximumFileSize else {
-                    openFiles.modifyCopy(ref) { (copy: inout WorkingCopy) in if copy.isDirty { copy.writeRefused = true } }
+                    openFiles.modifyCopy(ref) { (copy: inout WorkingCopy) in if copy.isDirty { copy.refusedWrite = .tooLarge } }
                     throw refuse(.fileTooLarge, tooLargeMessage(ref, size: start + data.count))
+                }
+                guard diskRoom.hasRoom(forText: max(count, start + data.count)) else {
+                    openFiles.modifyCopy(ref) { (copy: inout WorkingCopy) in if copy.isDirty { copy.refusedWrite = .noRoom } }
+                    throw refuse(.noSpace, "a write to \(rowPath(ref)) was refused: the disk holding this device is full "
+                                 + "(ENOSPC); the stored text is left as it was", kind: "disk full")
                 }
                 // Changed in place in the table (`modifyCopy` says why).
                 openFiles.modifyCopy(ref) { (copy: inout WorkingCopy) in

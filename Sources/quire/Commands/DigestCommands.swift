@@ -94,6 +94,18 @@ struct StatusReport {
     static let lowDiskSpace: Int64 = 64 << 20
     static let fullDisk: Int64 = 1 << 20
 
+    /// The bytes the regular files under `path` take (0 when unreadable).
+    static func bytesUnder(_ path: String) -> Int64 {
+        guard let walker = FileManager.default.enumerator(atPath: path) else { return 0 }
+        var total: Int64 = 0
+        while walker.nextObject() != nil {
+            if walker.fileAttributes?[.type] as? FileAttributeType == .typeRegular {
+                total += (walker.fileAttributes?[.size] as? NSNumber)?.int64Value ?? 0
+            }
+        }
+        return total
+    }
+
     static func gather(home: DeviceHome, identity: Identity, store: ReplicaStore) throws -> StatusReport {
         let role = try RoleCommand.settledRole(home: home, identity: identity, store: store)
         let prefs = try home.prefs.load()
@@ -112,9 +124,18 @@ struct StatusReport {
         let disk = try? FileManager.default.attributesOfFileSystem(forPath: home.path)
         let free = (disk?[.systemFreeSize] as? NSNumber)?.int64Value
         if let free, free < StatusReport.lowDiskSpace {
-            lines.append((free < StatusReport.fullDisk ? "DISK FULL" : "LOW DISK SPACE") + ": the disk holding this device has "
-                         + "\(ByteText.text(Int(free))) free; saves and siblings' changes fail while it has no room "
-                         + "(deleting a note makes room: with the disk full, no copy is kept in the trash)")
+            // Deleting notes frees pages inside the replica for later saves,
+            // never room on the disk, and a deletion needs a little room too.
+            let full = free < StatusReport.fullDisk
+            var line = (full ? "DISK FULL" : "LOW DISK SPACE") + ": the disk holding this device has \(ByteText.text(Int(free))) free; "
+                + (full ? "saves and siblings' changes fail until room is made on that disk (deleting notes does not give the disk room back)"
+                        : "saves and siblings' changes will fail once it fills")
+            let local = StatusReport.bytesUnder(home.scratchPath)
+            if local >= StatusReport.fullDisk {
+                line += "; files kept on this device only (editor and local-only files of the mounted folder) take "
+                    + "\(ByteText.text(Int(local))) in \(home.scratchPath)"
+            }
+            lines.append(line)
         }
         let kinds = try store.notebookKinds()
         if (kinds[.file] ?? 0) + (kinds[.folder] ?? 0) > 0 {
