@@ -45,3 +45,49 @@ enum AppendedLines {
         return lines.count >= 2 && lines.filter(kept.contains).count * 2 >= lines.count
     }
 }
+
+/// One paragraph appended to on two devices at once (`echo … >> log.md` on
+/// both): each device's version is the original plus its own lines, the
+/// original tombstoned by both, and the version merge keeps both versions
+/// whole (every word kept). Left so, every later round of appends would
+/// copy the whole paragraph again. A local save joins such neighbours into
+/// one: the shared lines once, then the first one's added lines, then the
+/// second's (the one the writer appended to goes last, as it was typed
+/// last). Only paragraphs the edit was shown, as they were or with lines
+/// added at their end, are joined, so nothing the writer typed moves; and
+/// only where a tombstoned paragraph begins both (one origin, rewritten
+/// twice), never two paragraphs that merely start alike.
+enum SplitAppends {
+    static func join(shown: String, edited: String, tombstones: Set<ParagraphHash>) -> String {
+        guard !tombstones.isEmpty else { return edited }
+        var texts = Paragraphs.parse(edited).map(\.text)
+        guard texts.count >= 2 else { return edited }
+        let before = Paragraphs.parse(shown)
+        let shownIDs = Set(before.map(\.hash))
+        let editedIDs = Set(texts.map(ParagraphHash.init(paragraph:)))
+        // Shown paragraphs the edit appended to (gone as they were).
+        let appendedTo = before.filter { !editedIDs.contains($0.hash) }.map { lines($0.text) }
+        func wasShown(_ text: String) -> Bool {
+            if shownIDs.contains(ParagraphHash(paragraph: text)) { return true }
+            let these = lines(text)
+            return appendedTo.contains { these.count > $0.count && these.starts(with: $0) }
+        }
+        var joined = false
+        var i = 0
+        while i + 1 < texts.count {
+            let first = lines(texts[i]), second = lines(texts[i + 1])
+            let shared = zip(first, second).prefix { $0 == $1 }.count
+            guard shared > 0, first != second, wasShown(texts[i]), wasShown(texts[i + 1]),
+                  (1...shared).reversed().contains(where: { tombstones.contains(ParagraphHash(paragraph: first[..<$0].joined(separator: "\n"))) })
+            else { i += 1; continue }
+            texts[i] = (first + second[shared...]).joined(separator: "\n")
+            texts.remove(at: i + 1)
+            joined = true
+        }
+        return joined ? Paragraphs.join(texts) : edited
+    }
+
+    private static func lines(_ text: String) -> [Substring] {
+        text.split(separator: "\n", omittingEmptySubsequences: false)
+    }
+}

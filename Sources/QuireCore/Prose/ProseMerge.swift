@@ -177,9 +177,12 @@ public enum ProseMerge {
     /// result syncs as an ordinary new version.
     ///
     /// Lines another writer appended meanwhile to a paragraph the edit
-    /// rewrote go after the rewrite (`AppendedLines`), not in a second copy.
+    /// rewrote go after the rewrite (`AppendedLines`), not in a second copy;
+    /// two shown versions of one paragraph appended to on two devices at
+    /// once become one again (`SplitAppends`).
     public static func applyEdit(shown: String, edited typed: String, onto record: ProseVersion) -> ProseVersion {
-        let (edited, superseded) = AppendedLines.fold(shown: shown, edited: typed, record: record.text)
+        let (folded, superseded) = AppendedLines.fold(shown: shown, edited: typed, record: record.text)
+        let edited = SplitAppends.join(shown: shown, edited: folded, tombstones: record.deletedParagraphs)
         let change = changes(shown: shown, edited: edited)
         let tombstones = record.deletedParagraphs.subtracting(change.typed).union(change.deleted).union(superseded)
         let parsedEdit = Paragraphs.parse(edited)

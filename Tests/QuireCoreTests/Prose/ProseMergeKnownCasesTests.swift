@@ -83,6 +83,44 @@ final class ProseMergeKnownCasesTests: XCTestCase {
         XCTAssertEqual(kept.text, "a\nmore\n\nb\n\nc\n")
     }
 
+    /// A log appended to on two devices at once, round after round
+    /// (`echo … >> log.md` on both): the merge keeps both versions of the
+    /// paragraph whole, and the next local append joins them, so each round
+    /// leaves at most one extra copy, never a copy of every earlier copy.
+    func testALogAppendedToOnTwoDevicesAtOnceDoesNotGrowCopies() {
+        func append(_ version: ProseVersion, _ line: String) -> ProseVersion {
+            ProseMerge.applyEdit(shown: version.text, edited: String(version.text.dropLast()) + "\n" + line + "\n", onto: version)
+        }
+        var a = ProseVersion(text: "# log\n"), b = a
+        for round in 1...6 {
+            a = append(a, "a\(round)")
+            b = append(b, "b\(round)")
+            let merged = ProseMerge.merge(a, b)
+            XCTAssertEqual(merged, ProseMerge.merge(b, a))
+            a = merged
+            b = merged
+        }
+        let lines = a.text.split(separator: "\n").filter { !$0.isEmpty }
+        // One round's copy at most: the header and the first five rounds'
+        // lines twice (the last merge's two versions), never more.
+        XCTAssertLessThanOrEqual(lines.filter { $0 == "# log" }.count, 2, a.text)
+        XCTAssertLessThanOrEqual(lines.count, 2 * 13, a.text)
+        for round in 1...6 { XCTAssertTrue(lines.contains("a\(round)") && lines.contains("b\(round)"), a.text) }
+        // The next append on either device leaves every line once, the new one last.
+        let tidy = append(a, "a7")
+        XCTAssertEqual(tidy.paragraphs.count, 1, tidy.text)
+        let tidyLines = tidy.text.split(separator: "\n").map(String.init)
+        XCTAssertEqual(tidyLines.count, 14, tidy.text)
+        XCTAssertEqual(Set(tidyLines).count, 14, tidy.text)
+        XCTAssertEqual(tidyLines.first, "# log")
+        XCTAssertEqual(tidyLines.last, "a7")
+        // Two paragraphs that only start alike, with no common original
+        // rewritten, stay as they are.
+        let alike = "TODO:\n- milk\n\nTODO:\n- bread\n"
+        let kept = ProseMerge.applyEdit(shown: alike, edited: alike + "\nmore\n", onto: ProseVersion(text: alike))
+        XCTAssertEqual(kept.text, alike + "\nmore\n")
+    }
+
     func testAppendedSentenceRevisionDoesNotComeBackBesideItsOriginal() {
         let start = ProseVersion(text: base)
         let longer = evening + " Dreamt of the sea."
