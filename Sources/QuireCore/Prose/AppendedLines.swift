@@ -53,22 +53,23 @@ enum AppendedLines {
 /// copy the whole paragraph again. A local save joins such neighbours into
 /// one: the shared lines once, then the first one's added lines, then the
 /// second's (the one the writer appended to goes last, as it was typed
-/// last). Only paragraphs the edit was shown, as they were or with lines
-/// added at their end, are joined, so nothing the writer typed moves; and
-/// only where a tombstoned paragraph begins both (one origin, rewritten
-/// twice), never two paragraphs that merely start alike.
+/// last). Only paragraphs the edit was shown or found stored (a program
+/// appending with `>>` reads nothing), as they were or with lines added at
+/// their end, are joined, so nothing the writer typed moves; and only where
+/// a tombstoned paragraph begins both (one origin, rewritten twice), never
+/// two paragraphs that merely start alike.
 enum SplitAppends {
-    static func join(shown: String, edited: String, tombstones: Set<ParagraphHash>) -> String {
+    static func join(shown: String, record: String, edited: String, tombstones: Set<ParagraphHash>) -> String {
         guard !tombstones.isEmpty else { return edited }
         var texts = Paragraphs.parse(edited).map(\.text)
         guard texts.count >= 2 else { return edited }
-        let before = Paragraphs.parse(shown)
-        let shownIDs = Set(before.map(\.hash))
+        let before = Paragraphs.parse(shown) + Paragraphs.parse(record)
+        let knownIDs = Set(before.map(\.hash))
         let editedIDs = Set(texts.map(ParagraphHash.init(paragraph:)))
-        // Shown paragraphs the edit appended to (gone as they were).
+        // Known paragraphs the edit appended to (gone as they were).
         let appendedTo = before.filter { !editedIDs.contains($0.hash) }.map { lines($0.text) }
-        func wasShown(_ text: String) -> Bool {
-            if shownIDs.contains(ParagraphHash(paragraph: text)) { return true }
+        func wasKnown(_ text: String) -> Bool {
+            if knownIDs.contains(ParagraphHash(paragraph: text)) { return true }
             let these = lines(text)
             return appendedTo.contains { these.count > $0.count && these.starts(with: $0) }
         }
@@ -77,7 +78,7 @@ enum SplitAppends {
         while i + 1 < texts.count {
             let first = lines(texts[i]), second = lines(texts[i + 1])
             let shared = zip(first, second).prefix { $0 == $1 }.count
-            guard shared > 0, first != second, wasShown(texts[i]), wasShown(texts[i + 1]),
+            guard shared > 0, first != second, wasKnown(texts[i]), wasKnown(texts[i + 1]),
                   (1...shared).reversed().contains(where: { tombstones.contains(ParagraphHash(paragraph: first[..<$0].joined(separator: "\n"))) })
             else { i += 1; continue }
             texts[i] = (first + second[shared...]).joined(separator: "\n")

@@ -182,7 +182,7 @@ public enum ProseMerge {
     /// once become one again (`SplitAppends`).
     public static func applyEdit(shown: String, edited typed: String, onto record: ProseVersion) -> ProseVersion {
         let (folded, superseded) = AppendedLines.fold(shown: shown, edited: typed, record: record.text)
-        let edited = SplitAppends.join(shown: shown, edited: folded, tombstones: record.deletedParagraphs)
+        let edited = SplitAppends.join(shown: shown, record: record.text, edited: folded, tombstones: record.deletedParagraphs)
         let change = changes(shown: shown, edited: edited)
         let tombstones = record.deletedParagraphs.subtracting(change.typed).union(change.deleted).union(superseded)
         let parsedEdit = Paragraphs.parse(edited)
