@@ -32,6 +32,7 @@ extension SyncEngine {
         if inner.subKind != .introduce {
             let now = clock.now()
             siblings.update(inner.sender) { $0.heard(at: now, nowMs: nowMs, bytes: bytes.count) }
+            auditHoldsIfNewSession(of: inner.sender, nowMs: nowMs)
         }
         if inner.subKind == .chunk {
             guard let chunk = Chunk.decode(inner.payload) else { count(.badPayload); return }

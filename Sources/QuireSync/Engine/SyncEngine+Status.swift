@@ -30,7 +30,8 @@ extension SyncEngine {
                           unsyncableRows: unsyncable.isEmpty ? nil : unsyncableStatus, barrier: barrier.lastOutcome, anchor: anchorState,
                           wedgedSince: wedged.map { now.seconds - Int64((nowMs &- $0.sinceMs) / 1000) },
                           wedgedReason: wedged?.reason, catchUp: catchUpProgress(nowMs: nowMs), cloudWarnings: currentCloudWarnings,
-                          admissionRefused: roster[me.deviceID]?.trust == .trusted ? nil : admissionRefusal)
+                          admissionRefused: roster[me.deviceID]?.trust == .trusted ? nil : admissionRefusal,
+                          offloadWarnings: missingBodyWarnings)
     }
 
     /// Anchors refused and backup keys missing, for the status (nil: nothing to say).

@@ -111,6 +111,8 @@ public struct SyncStatus: Codable, Equatable, Sendable {
     public var cloudWarnings: [String]? = nil
     /// Why a device of the account refused to admit this joining device.
     public var admissionRefused: String? = nil
+    /// Offloaded bodies a holder no longer holds (`SyncEngine.auditHolds`).
+    public var offloadWarnings: [String]? = nil
 
     public static func path(in home: DeviceHome) -> String { home.syncStatusPath }
 

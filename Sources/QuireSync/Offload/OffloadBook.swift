@@ -121,6 +121,9 @@ struct PendingQuery {
     var nextRetryMs: UInt64
     /// Offload batch whose copies this query counts (nil: a verification).
     var batch: UInt64?
+    /// An audit (`SyncEngine.auditHolds`): answered on the engine's thread,
+    /// given up at this time if the holder stays silent.
+    var auditUntilMs: UInt64? = nil
 }
 
 /// Per-engine offload state, guarded by the engine lock.
@@ -135,6 +138,12 @@ struct OffloadBook {
     /// (a search through many offloaded notes must not wait out each one).
     var silentHolders: [DeviceID: UInt64] = [:]
     var queries: [[UInt8]: PendingQuery] = [:]
+    /// Per holder, the session of it whose holds were last audited.
+    var auditedSessions: [DeviceID: SessionSeen] = [:]
+    /// Bodies this device offloaded that a holder it counted on answered
+    /// it no longer holds, by content hash: what the status warns of until
+    /// a later audit finds them held or they are no longer offloaded here.
+    var missingBodies: [[UInt8]: (title: String, holder: DeviceID)] = [:]
     /// Verified bodies received by this holder, committed together at the
     /// end of the engine step, then acknowledged.
     var holdsToCommit: [(put: OffloadPut, from: DeviceID)] = []

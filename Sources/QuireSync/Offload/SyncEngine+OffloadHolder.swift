@@ -107,6 +107,9 @@ extension SyncEngine {
         if let batchID = query.batch {
             offloadBook.queries[answer.queryID] = nil
             countResidentCopies(answer, from: sender, batch: batchID, nowMs: nowMs)
+        } else if query.auditUntilMs != nil {
+            offloadBook.queries[answer.queryID] = nil
+            auditAnswered(query.items, held: Set(answer.held), by: sender)
         }
         signalOffloadProgress()
     }
@@ -128,6 +131,9 @@ extension SyncEngine {
 
     /// Resends verification queries that got no answer yet.
     private func advanceQueries(nowMs: UInt64) {
+        for (id, query) in offloadBook.queries where query.answer == nil && (query.auditUntilMs ?? .max) <= nowMs {
+            offloadBook.queries[id] = nil   // an audit of a holder that went away: the next session of it asks again
+        }
         for (id, query) in offloadBook.queries where query.answer == nil && query.batch == nil && nowMs >= query.nextRetryMs {
             send(.holdQuery, HoldQuery(queryID: id, items: query.items).encoded(), to: query.target)
             // Computed first: an optional-chained assignment holds its write

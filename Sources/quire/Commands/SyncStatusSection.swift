@@ -82,12 +82,13 @@ enum SyncStatusSection {
         if let barrier = s.barrier { lines.append(barrier) }
         if let anchor = s.anchor { lines.append("STUCK: " + anchor) }
         for warning in s.cloudWarnings ?? [] { lines.append("cloud folder: " + warning) }
+        for warning in s.offloadWarnings ?? [] { lines.append("OFFLOADED BODIES MISSING: " + warning) }
         if let since = s.wedgedSince, let reason = s.wedgedReason {
             lines.append("WEDGED since \(DateText.format(since, time: true)): \(reason); nothing has succeeded since. "
                          + "'quire repair' backs this device up first, then offers the ways back")
         }
         for event in s.events.suffix(3) { lines.append("  recent: \(event)") }
-        var json: [String: Any] = ["barrier": s.barrier as Any, "anchor": s.anchor as Any, "cloudWarnings": s.cloudWarnings ?? [],
+        var json: [String: Any] = ["barrier": s.barrier as Any, "anchor": s.anchor as Any, "cloudWarnings": s.cloudWarnings ?? [], "offloadWarnings": s.offloadWarnings ?? [],
                                    "wedged": s.wedgedReason.map { ["since": s.wedgedSince ?? 0, "reason": $0] as [String: Any] } as Any, "running": alive, "phase": s.phase.rawValue, "relay": s.relay, "pid": s.pid,
                                    "updatedAt": s.updatedAt, "silent": alive && silentFor >= Self.silentAfterSeconds, "rounds": s.rounds, "rowsApplied": s.rowsApplied,
                                    "dropped": s.dropped, "sendErrors": s.sendErrors, "relayUnreachableSince": s.relayUnreachableSince as Any,
