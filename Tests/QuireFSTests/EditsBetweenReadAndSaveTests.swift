@@ -216,6 +216,39 @@ final class EditsBetweenReadAndSaveTests: XCTestCase {
         try mount.close(follower)
     }
 
+    /// An append is sent at the offset where the kernel believes the file
+    /// ends, and the kernel writes its bytes there in its own pages. With a
+    /// sibling's longer version in and the kernel not told yet, that is
+    /// before the text's end: the text is appended to at its end, and the
+    /// kernel's size and pages are dropped (the change feed leaves our own
+    /// writes alone), or a reader kept on them would be shown a cut text
+    /// and its save would delete the cut paragraphs.
+    func testAnAppendAtAnOldEndDropsTheKernelsSizeAndPages() throws {
+        let mount = try DirectMount { try $0.putNote("A", "one\n") }
+        XCTAssertEqual(try mount.text("notebook/A.md"), "one\n")
+        let appender = try mount.open("notebook/A.md", O_WRONLY | O_APPEND)
+        try landsElsewhere(mount, "A", "one\n\ntwo\n")
+        _ = mount.feed()
+        // The kernel still thought the file 4 bytes long.
+        try mount.write(appender, "\nmine\n", at: 4)
+        let queued = mount.fileSystem.locked { mount.fileSystem.kernelCache.take() }
+        XCTAssertTrue(queued.contains(.inode(appender.inode.rawValue)), "\(queued)")
+        try mount.close(appender)
+        XCTAssertEqual(try mount.stored(.notebook, "A"), "one\n\ntwo\n\nmine\n")
+        // Until the kernel has dropped them, a reader is served past them.
+        let reader = try mount.open("notebook/A.md", O_RDONLY)
+        XCTAssertFalse(reader.options.contains(.keepCache))
+        XCTAssertTrue(reader.options.contains(.directIO))
+        XCTAssertEqual(try mount.read(reader), "one\n\ntwo\n\nmine\n")
+        try mount.close(reader)
+        // An append at the end the kernel knows drops nothing.
+        _ = mount.feed()
+        let next = try mount.open("notebook/A.md", O_WRONLY | O_APPEND)
+        try mount.write(next, "more\n", at: "one\n\ntwo\n\nmine\n".utf8.count)
+        XCTAssertFalse(mount.fileSystem.locked { mount.fileSystem.kernelCache.take() }.contains(.inode(next.inode.rawValue)))
+        try mount.close(next)
+    }
+
     /// An editor that keeps one note open all day and glances at many
     /// others: each save shows it the note again, so its baseline outlives
     /// the notes it read since its first read of it, in its own texts and

@@ -189,6 +189,16 @@ extension QuireFileSystem {
             case .row(let ref):
                 guard let count = openFiles.copy(ref)?.content.count else { throw .badFileHandle }
                 let start = file.flags.isAppending ? count : Int(clamping: offset)
+                // An append is sent at the offset where the kernel believes
+                // the file ends, and the kernel puts its bytes there in its
+                // own pages. Elsewhere than where the text ends (the kernel
+                // still holds an older version's size), its size and pages
+                // no longer match the text, and being our own write will not
+                // make the change feed drop them: they go now, or a reader
+                // shown the kernel's pages would save a cut text.
+                if file.flags.isAppending, Int(clamping: offset) != count {
+                    kernelCache.invalidateInodes(names.inodes.inodesOfRow[ref] ?? [inode.rawValue])
+                }
                 guard start + data.count <= Self.maximumFileSize else {
                     openFiles.modifyCopy(ref) { (copy: inout WorkingCopy) in if copy.isDirty { copy.refusedWrite = .tooLarge } }
                     throw refuse(.fileTooLarge, tooLargeMessage(ref, size: start + data.count))
