@@ -158,6 +158,13 @@ final class AnchorTests: XCTestCase {
         XCTAssertEqual(try folder.newest(keys: keys)?.1.generation, 6)
         XCTAssertEqual(try folder.survey(keys: keys).refused.map(\.generation), [99], "the forgery is named, not used")
         XCTAssertEqual(try folder.candidates().first?.header.generation, 99, "without the key only headers can be read")
+        XCTAssertEqual(try folder.survey(keys: keys).unreadable, [], "every file so far has a header")
+        // A sync service's placeholder (empty) and an interrupted download (cut short): named, not used.
+        XCTAssertTrue(FileManager.default.createFile(atPath: prefix + " (2).qanchor", contents: Data()))
+        XCTAssertTrue(FileManager.default.createFile(atPath: prefix + " (3).qanchor", contents: Data(newer.prefix(30))))
+        let survey = try folder.survey(keys: keys)
+        XCTAssertEqual(survey.unreadable, [prefix + " (2).qanchor", prefix + " (3).qanchor"])
+        XCTAssertEqual(survey.newest?.snapshot.generation, 6)
         XCTAssertThrowsError(try CloudFolder(path: dir + "/missing", accountID: account).write(newer)) { e in
             XCTAssertTrue("\(e)".contains("is not a folder"), "\(e)")
         }

@@ -44,7 +44,12 @@ public struct CloudFolder: Sendable {
 
     /// Every file in the folder that claims to be an anchor of this
     /// account, highest generation first (headers only: no key needed).
-    public func candidates() throws(AnchorError) -> [Candidate] {
+    public func candidates() throws(AnchorError) -> [Candidate] { try scan().candidates }
+
+    /// `candidates`, and the files named as this account's anchors whose
+    /// header does not read (empty, cut short, another format): a sync
+    /// service's placeholder or an interrupted download, worth saying.
+    func scan() throws(AnchorError) -> (candidates: [Candidate], unreadable: [String]) {
         let names: [String]
         do { names = try CloudIO.list(path) } catch let error as CloudIO.NotAnswering {
             throw .unreadable("\(path): \(error)")
@@ -53,9 +58,13 @@ public struct CloudFolder: Sendable {
         }
         let prefix = CloudFolder.filePrefix(accountID)
         var out: [Candidate] = []
+        var unreadable: [String] = []
         for name in names where name.hasPrefix(prefix) && !name.contains(".tmp-") {
             guard let head = try CloudFolder.readHeader(path + "/" + name),
-                  let header = try? AnchorFile.header(of: head, accountID: accountID) else { continue }
+                  let header = try? AnchorFile.header(of: head, accountID: accountID) else {
+                unreadable.append(path + "/" + name)
+                continue
+            }
             out.append(Candidate(path: path + "/" + name, header: header))
         }
         // At one generation, the canonical file first (and a revoking
@@ -70,12 +79,13 @@ public struct CloudFolder: Sendable {
         // rest: it is the writer's clock, which may run ahead of the
         // committing leader's. Then the name.
         func rank(_ c: Candidate) -> Int { c.path == anchorPath || c.path.contains("-resealed-") ? 0 : 1 }
-        return out.sorted {
+        let sorted = out.sorted {
             if $0.header.generation != $1.header.generation { return $0.header.generation > $1.header.generation }
             if rank($0) != rank($1) { return rank($0) < rank($1) }
             if $0.header.writtenAt != $1.header.writtenAt { return $0.header.writtenAt.seconds > $1.header.writtenAt.seconds }
             return $0.path < $1.path
         }
+        return (sorted, unreadable.sorted())
     }
 
     /// The header bytes of a file (the fixed part, then the key block), or
@@ -116,13 +126,17 @@ public struct CloudFolder: Sendable {
         public var unknownRotations: [DeviceID] = []
         /// The highest generation any header claims.
         public var highestClaimed: UInt64?
+        /// Files named as this account's anchors whose header does not read.
+        public var unreadable: [String] = []
     }
 
     /// Reads the folder: the newest usable anchor, and what was refused above it.
     public func survey(keys: AnchorKeys) throws(AnchorError) -> Survey {
         var survey = Survey()
         var unknown = Set<DeviceID>()
-        for candidate in try candidates() {
+        let scanned = try scan()
+        survey.unreadable = scanned.unreadable
+        for candidate in scanned.candidates {
             survey.highestClaimed = max(survey.highestClaimed ?? 0, candidate.header.generation)
             unknown.formUnion(keys.unknownRotations(in: candidate.header.keySet))
             guard survey.newest == nil else { continue }

@@ -110,6 +110,12 @@ extension SyncEngine {
                        + survey.unknownRotations.map { "statement \($0.hex.prefix(8))" }.joined(separator: ", ")
                        + "; it was put back from an older backup?): no anchor is trusted here until a sibling brings its device log up to date")
         }
+        for file in survey.unreadable {
+            let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0
+            out.append("the anchor file \(file) is empty, cut short or damaged (\(size) bytes): a sync service's placeholder "
+                       + "or an interrupted download? It is not used; until the next barrier writes a new one, a device put back "
+                       + "from a backup is guarded only by the anchors that remain" + (survey.newest == nil ? " (none here)" : ""))
+        }
         for refusal in survey.refused {
             switch refusal.error {
             case .staleKey(let why) where refusal.generation > local:
