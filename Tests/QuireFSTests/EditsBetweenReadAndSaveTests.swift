@@ -249,6 +249,32 @@ final class EditsBetweenReadAndSaveTests: XCTestCase {
         try mount.close(next)
     }
 
+    /// A note opened to be read and written in place (`r+`: read, seek 0,
+    /// truncate, write) has its deletions counted against the text at its
+    /// open, so it reads exactly that, from the daemon: never pages or a
+    /// size the kernel kept of another version (three devices appending
+    /// to and editing one note lost paragraphs that way). A reader keeps
+    /// the page cache; so does an attachment, which is bytes.
+    func testANoteEditedInPlaceReadsTheTextItsSaveIsCountedAgainst() throws {
+        let mount = try DirectMount { try $0.putNote("A", "one\n") }
+        XCTAssertEqual(try mount.text("notebook/A.md"), "one\n")
+        let reader = try mount.open("notebook/A.md", O_RDONLY)
+        XCTAssertTrue(reader.options.contains(.keepCache), "the kernel holds this version")
+        try mount.close(reader)
+        let editor = try mount.open("notebook/A.md", O_RDWR)
+        XCTAssertFalse(editor.options.contains(.keepCache))
+        XCTAssertTrue(editor.options.contains(.directIO))
+        XCTAssertEqual(try mount.read(editor), "one\n")
+        try mount.truncate(editor, to: 0)
+        _ = try mount.write(editor, "one\n\ntwo\n")
+        try mount.close(editor)
+        XCTAssertEqual(try mount.stored(.notebook, "A"), "one\n\ntwo\n")
+        try mount.writeFile("notebook/data.bin", "bytes")
+        let attachment = try mount.open("notebook/data.bin", O_RDWR)
+        XCTAssertFalse(attachment.options.contains(.directIO))
+        try mount.close(attachment)
+    }
+
     /// An editor that keeps one note open all day and glances at many
     /// others: each save shows it the note again, so its baseline outlives
     /// the notes it read since its first read of it, in its own texts and

@@ -87,7 +87,13 @@ extension QuireFileSystem {
         // there, cutting the text, and the editor's next save would delete
         // the cut paragraphs. This file reads past it.
         let listed = names.listing(ref.namespace)?.rows[ref.key]?.seq ?? 0
-        let kernelIsBehind = (!copy.isDirty && copy.storedSeq > listed) || kernelCache.mayHoldOlder(inode)
+        // A text opened to be read and written in place (no O_TRUNC) has
+        // its save's deletions counted against the text at this open
+        // (`shownBaseline`), so that is what it must read: never pages or a
+        // size the kernel kept of another version. Attachments are bytes,
+        // with no deletions counted (and may be mapped, which needs pages).
+        let editsInPlace = flags.isReadable && flags.isWritable && !flags.isTruncating && copy.kind != .file
+        let kernelIsBehind = (!copy.isDirty && copy.storedSeq > listed) || kernelCache.mayHoldOlder(inode) || editsInPlace
         // Keep the kernel's pages when they hold exactly this version.
         let keepsCache = kernelCache.opened(inode, version: copy.isDirty || kernelIsBehind ? nil : copy.seq)
         // What a reader is shown counts from its first read; the kernel
