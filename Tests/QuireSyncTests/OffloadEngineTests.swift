@@ -396,6 +396,42 @@ final class OffloadEngineTests: XCTestCase {
         let counted = HoldQuery(queryID: [UInt8](repeating: 1, count: 8), items: [.init(contentHash: h, key: key)], counting: 3)
         XCTAssertEqual(try HoldQuery.decode(counted.encoded()), counted)
     }
+
+    /// A holder put back from a copy of its directory made before an
+    /// offload no longer holds that body, and this device cleared its own:
+    /// the holder's next session is audited and the status names the note
+    /// at once (a restart that lost nothing says nothing).
+    func testAHolderPutBackFromACopyIsAuditedAndTheMissingBodyNamed() throws {
+        let fleet = try makeFleet()
+        let phone = fleet.devices[0], home = fleet.devices[1]
+        let kept = try sharedNote(fleet, "Kept", body(1))
+        XCTAssertTrue(runOffload(fleet, [kept.key]).allSatisfy { $0.result == .done })
+        // The homebase's copy is made before the note exists.
+        let copy = base + "/home-copy.sqlite"
+        try home.store.backup(to: copy)
+        let precious = try phone.store.put(note("Precious", body(2))).key
+        XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
+        XCTAssertTrue(runOffload(fleet, [precious]).allSatisfy { $0.result == .done })
+        fleet.engines[2].stop()   // the tablet's resident copies would fill the homebase again
+        // A restart that lost nothing: audited, nothing to say.
+        try fleet.restartEngine(1)
+        for _ in 0..<100 { fleet.tick() }
+        XCTAssertNil(fleet.engines[0].status().offloadWarnings)
+        // The copy put back: a new store and engine for the homebase.
+        fleet.engines[1].stop()
+        let putBack = try ReplicaStore(path: copy, deviceID: home.id, clock: fleet.clock, random: SeededRandom(seed: 99))
+        let deps = SyncEngine.Dependencies(store: putBack, identity: home.identity, relay: fleet.relay, clock: fleet.clock,
+                                           random: SeededRandom(seed: 98), generation: { 0 }, log: { _ in },
+                                           statusPath: nil, statePath: nil, relayDescription: "test")
+        fleet.engines[1] = SyncEngine(deps, configuration: SyncConfiguration())
+        try fleet.engines[1].attach()
+        for _ in 0..<200 { fleet.tick() }
+        let warnings = fleet.engines[0].status().offloadWarnings ?? []
+        XCTAssertEqual(warnings.count, 1, "\(warnings)")
+        XCTAssertTrue(warnings.first?.contains("1 offloaded note body is no longer held by 'home'") == true, "\(warnings)")
+        XCTAssertTrue(warnings.first?.contains("'Precious'") == true && warnings.first?.contains("'Kept'") == false, "\(warnings)")
+        XCTAssertTrue(fleet.engines[0].status().events.contains { $0.contains("no longer holds the offloaded body of 'Precious'") })
+    }
 }
 
 /// Hands a test object to a helper thread (the engines it drives lock themselves).
