@@ -55,8 +55,18 @@ final class RevocationEndToEndTests: SyncEndToEndBase {
         // The phone, never told, tries everything it has.
         try put(home("phone"), ["notebook", "From the phone"], body: "refused everywhere")
         try invite(from: "phone", to: dir + "/invite-thief")
+        // Heard by the honest devices, a join with an invite of the revoked
+        // phone is refused, and the joiner told why.
+        for (file, name) in [("invite-thief", "thief"), ("invite-early", "thief2")] {
+            let refused = try quire(["init", "--join", dir + "/" + file, "--name", name, "--relay", relay], home: home(name), env: env)
+            XCTAssertEqual(refused.status, 1, "\(name): \(refused.stdout)")
+            XCTAssertTrue(refused.stderr.contains("its invite was made by 'phone', which was revoked"), "\(name): \(refused.stderr)")
+        }
+        // With none of them listening, the joins wait, and only the phone will admit them.
+        stopAll()
         try quireOK(["init", "--join", dir + "/invite-thief", "--name", "thief", "--relay", relay], home: home("thief"), env: env)
         try quireOK(["init", "--join", dir + "/invite-early", "--name", "thief2", "--relay", relay], home: home("thief2"), env: env)
+        try startAll(["laptop", "tablet"])
         let sync = try quire(["sync", "--until-converged", "--timeout", "8"], home: home("phone"))
         XCTAssertNotEqual(sync.status, 0, "a revoked device never reports convergence: \(sync.stdout)")
         try quireOK(["devices", "revoke", "laptop"], home: home("phone"))

@@ -34,6 +34,18 @@ final class ConflictCopyTests: XCTestCase {
         return try XCTUnwrap(names.first { $0.contains(".sync-conflict-") }, "\(names)")
     }
 
+    /// Concurrent versions with the same bytes (two devices saving one
+    /// loser of a conflict as a file of their own) show no copy, and the
+    /// status does not list the file as edited on two devices at once.
+    func testEqualVersionsAreNoConflictAnywhere() throws {
+        let (mount, key) = try mountWithConflict(ours: "same", theirs: "same")
+        XCTAssertEqual(try mount.store.row(.notebook, key)?.heads.count, 2)
+        XCTAssertFalse(try mount.list("notebook").contains { $0.contains(".sync-conflict-") })
+        XCTAssertTrue(try mount.store.conflictedAttachments().isEmpty)
+        let (other, otherKey) = try mountWithConflict()
+        XCTAssertEqual(try other.store.conflictedAttachments().map(\.key), [otherKey])
+    }
+
     func testTheLaterVersionKeepsTheNameAndTheOtherShowsBesideIt() throws {
         let (mount, _) = try mountWithConflict()
         XCTAssertEqual(try mount.text("notebook/photo.jpg"), "theirs")

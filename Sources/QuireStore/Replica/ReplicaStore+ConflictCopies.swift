@@ -58,12 +58,20 @@ extension ReplicaStore {
 extension ReplicaStore {
     /// Attachments that hold concurrent versions (each shown with conflict copies).
     public func conflictedAttachments() throws(StoreError) -> [(key: RowKey, name: String)] {
-        try read { () throws(StoreError) -> [(key: RowKey, name: String)] in
+        let candidates = try read { () throws(StoreError) -> [(key: RowKey, name: String)] in
             try db.query("SELECT key, name FROM rows WHERE ns = ? AND tombstone = 0 AND kind = ? AND versions > 1 ORDER BY name",
                          [.int(Int64(Namespace.notebook.rawValue)), .int(Int64(NoteKind.file.rawValue))]) {
                 (ID16(bytes: $0.blob(0) ?? [])!, $0.text(1) ?? "")
             }
         }
+        // Versions with the same bytes (two devices saving one loser of a
+        // conflict as a file of its own) are one: no copy shows for them.
+        var out: [(key: RowKey, name: String)] = []
+        for candidate in candidates {
+            guard let row = try row(.notebook, candidate.key), !ConflictCopy.losingVersions(of: row).isEmpty else { continue }
+            out.append(candidate)
+        }
+        return out
     }
 
     /// Live notebook rows by kind (notes, attachments, folders).

@@ -57,5 +57,8 @@ public struct SyncConfiguration: Sendable {
     /// every one). `quire init --join` pulls only the roster: it waits to be
     /// admitted, and the content is the running daemon's to fetch.
     public var pulledNamespaces: Set<Namespace> = Set(Namespace.allCases)
+    /// Whether a holder's offloaded bodies are audited at each new session
+    /// of it heard while this engine runs (`SyncEngine.auditHoldsIfNewSession`).
+    public var auditsHolders = true
     public init() {}
 }

@@ -140,6 +140,8 @@ struct OffloadBook {
     var queries: [[UInt8]: PendingQuery] = [:]
     /// Per holder, the session of it whose holds were last audited.
     var auditedSessions: [DeviceID: SessionSeen] = [:]
+    /// Audits sent by this engine (their query ids).
+    var audits: UInt32 = 0
     /// Bodies this device offloaded that a holder it counted on answered
     /// it no longer holds, by content hash: what the status warns of until
     /// a later audit finds them held or they are no longer offloaded here.

@@ -7,17 +7,21 @@ import QuireStore
 /// those bodies when they were offloaded: the loss must be said when it
 /// happens, not found by a read or `quire fsck` months later. A new session
 /// is what a holder shows after every restart, its put-back included, so
-/// each one is asked (once per session) which of this device's offloaded
-/// bodies it still holds; what it lacks is named in the status until a
+/// at each one heard while this device runs it is asked which of this
+/// device's offloaded bodies it still holds; what it lacks is named in the status until a
 /// later audit finds it held or the note is no longer offloaded here.
 extension SyncEngine {
     static let auditWaitMilliseconds: UInt64 = 60_000
 
     func auditHoldsIfNewSession(of holder: DeviceID, nowMs: UInt64) {
-        guard let session = link.newestSession(of: holder), offloadBook.auditedSessions[holder] != session,
+        guard configuration.auditsHolders, let session = link.newestSession(of: holder), offloadBook.auditedSessions[holder] != session,
               let member = roster[holder], !member.isRevoked else { return }
+        // The first session heard since this engine started is where the
+        // count begins: a holder is asked when it comes back while this
+        // device runs (its restart, its put-back), not at every start here.
+        let seenBefore = offloadBook.auditedSessions[holder] != nil
         offloadBook.auditedSessions[holder] = session
-        auditHolds(at: holder, isHomebase: member.role == "homebase", nowMs: nowMs)
+        if seenBefore { auditHolds(at: holder, isHomebase: member.role == "homebase", nowMs: nowMs) }
     }
 
     /// Asks `holder` about every offloaded body this device counts on it
@@ -32,7 +36,10 @@ extension SyncEngine {
         }
         for part in stride(from: 0, to: items.count, by: OffloadLimits.maxQueryItems) {
             let slice = Array(items[part..<min(items.count, part + OffloadLimits.maxQueryItems)])
-            let id = deps.random.bytes(8)
+            // Numbered, not drawn: an audit takes nothing from the engine's
+            // random source, which a replayed history depends on.
+            offloadBook.audits += 1
+            let id = Array("audt".utf8) + withUnsafeBytes(of: offloadBook.audits.bigEndian) { Array($0) }
             offloadBook.queries[id] = PendingQuery(target: holder, items: slice, nextRetryMs: nowMs + offloadBook.timing.retryMilliseconds,
                                                    batch: nil, auditUntilMs: nowMs + Self.auditWaitMilliseconds)
             send(.holdQuery, HoldQuery(queryID: id, items: slice).encoded(), to: holder)
