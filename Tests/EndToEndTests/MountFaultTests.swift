@@ -49,18 +49,9 @@ final class MountFaultTests: XCTestCase {
     }
 
     func testFullDiskFailsAtCloseAndKeepsEarlierText() throws {
-        guard getuid() == 0 else { throw XCTSkip("mounting a small tmpfs needs root") }
-        let small = makeTemporaryDirectory() + "/small"
-        try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
-        XCTAssertEqual(shell("mount -t tmpfs -o size=2m tmpfs '\(small)'").status, 0)
-        defer { shell("umount -l '\(small)'") }
-        let mountpoint = small + "-mnt"
-        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
-        let home = small + "/home"
-        XCTAssertEqual(try quire(["init", "--name", "small"], home: home).status, 0)
-        XCTAssertEqual(try quire(["put", "notebook", "Safe"], home: home, stdin: Array("keep me".utf8)).status, 0)
-        XCTAssertEqual(try quire(["mount", mountpoint, "-o", "nosync"], home: home).status, 0)
-        defer { _ = try? quire(["unmount", mountpoint], home: home); shell("fusermount3 -u -z '\(mountpoint)' 2>/dev/null") }
+        let disk = try SmallDiskDevice(megabytes: 2, note: "Safe", text: "keep me")
+        defer { disk.close() }
+        let (mountpoint, home) = (disk.mountpoint, disk.home)
         // Random letters: bodies are stored deflated, and text that does
         // not compress is what fills a disk.
         var generator = SystemRandomNumberGenerator()
@@ -95,18 +86,9 @@ final class MountFaultTests: XCTestCase {
     /// itself fails (ENOSPC), so the shell says so, the note is left as it
     /// was, and the status says what fills the disk and what will not help.
     func testAWriteIsRefusedAtOnceWhenTheDiskIsFull() throws {
-        guard getuid() == 0 else { throw XCTSkip("mounting a small tmpfs needs root") }
-        let small = makeTemporaryDirectory() + "/small"
-        try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
-        XCTAssertEqual(shell("mount -t tmpfs -o size=4m tmpfs '\(small)'").status, 0)
-        defer { shell("umount -l '\(small)'") }
-        let mountpoint = small + "-mnt"
-        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
-        let home = small + "/home"
-        XCTAssertEqual(try quire(["init", "--name", "small"], home: home).status, 0)
-        XCTAssertEqual(try quire(["put", "notebook", "Todo"], home: home, stdin: Array("keep me\n".utf8)).status, 0)
-        XCTAssertEqual(try quire(["mount", mountpoint, "-o", "nosync"], home: home).status, 0)
-        defer { _ = try? quire(["unmount", mountpoint], home: home); shell("fusermount3 -u -z '\(mountpoint)' 2>/dev/null") }
+        let disk = try SmallDiskDevice(megabytes: 4, note: "Todo", text: "keep me\n")
+        defer { disk.close() }
+        let (mountpoint, home) = (disk.mountpoint, disk.home)
         // Local-only files of the mounted folder fill the disk.
         shell("dd if=/dev/zero of='\(mountpoint)/notebook/.filler' bs=64k 2>/dev/null")
         let todo = mountpoint + "/notebook/Todo.md"
@@ -319,4 +301,31 @@ final class ConfirmedWrites: @unchecked Sendable {
     func finish() { done.signal() }
     func waitForFinish(timeout: TimeInterval) -> Bool { done.wait(timeout: .now() + timeout) == .success }
     var items: [(String, String)] { lock.lock(); defer { lock.unlock() }; return storage }
+}
+
+/// A device on a tmpfs of a few megabytes holding one note, mounted
+/// without sync: a disk that fills (mounting the tmpfs needs root).
+struct SmallDiskDevice {
+    let disk: String
+    let home: String
+    let mountpoint: String
+
+    init(megabytes: Int, note: String, text: String) throws {
+        guard getuid() == 0 else { throw XCTSkip("mounting a small tmpfs needs root") }
+        disk = makeTemporaryDirectory() + "/small"
+        home = disk + "/home"
+        mountpoint = disk + "-mnt"
+        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
+        XCTAssertEqual(shell("mount -t tmpfs -o size=\(megabytes)m tmpfs '\(disk)'").status, 0)
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        XCTAssertEqual(try quire(["init", "--name", "small"], home: home).status, 0)
+        XCTAssertEqual(try quire(["put", "notebook", note], home: home, stdin: Array(text.utf8)).status, 0)
+        XCTAssertEqual(try quire(["mount", mountpoint, "-o", "nosync"], home: home).status, 0)
+    }
+
+    func close() {
+        _ = try? quire(["unmount", mountpoint], home: home)
+        shell("fusermount3 -u -z '\(mountpoint)' 2>/dev/null")
+        shell("umount -l '\(disk)'")
+    }
 }

@@ -431,6 +431,12 @@ final class OffloadEngineTests: XCTestCase {
         XCTAssertTrue(warnings.first?.contains("1 offloaded note body is no longer held by 'home'") == true, "\(warnings)")
         XCTAssertTrue(warnings.first?.contains("'Precious'") == true && warnings.first?.contains("'Kept'") == false, "\(warnings)")
         XCTAssertTrue(fleet.engines[0].status().events.contains { $0.contains("no longer holds the offloaded body of 'Precious'") })
+        // The tablet still has it: a recall brings it back, and the line goes.
+        try fleet.restartEngine(2)
+        let hash = try XCTUnwrap(try phone.store.offloadedNotes().first { $0.key == precious }?.contentHash)
+        guard case .success? = runRecall(fleet, precious, hash) else { return XCTFail("not recalled") }
+        fleet.tick()
+        XCTAssertNil(fleet.engines[0].status().offloadWarnings)
     }
 }
 

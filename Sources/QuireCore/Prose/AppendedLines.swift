@@ -62,7 +62,9 @@ enum SplitAppends {
     static func join(shown: String, record: String, edited: String, tombstones: Set<ParagraphHash>) -> String {
         guard !tombstones.isEmpty else { return edited }
         var texts = Paragraphs.parse(edited).map(\.text)
-        guard texts.count >= 2 else { return edited }
+        // Most saves have no neighbours that begin with the same line: they
+        // pay for that check alone, not for digesting the texts below.
+        guard texts.count >= 2, zip(texts, texts.dropFirst()).contains(where: { firstLine($0) == firstLine($1) }) else { return edited }
         let before = Paragraphs.parse(shown) + Paragraphs.parse(record)
         let knownIDs = Set(before.map(\.hash))
         let editedIDs = Set(texts.map(ParagraphHash.init(paragraph:)))
@@ -86,6 +88,10 @@ enum SplitAppends {
             joined = true
         }
         return joined ? Paragraphs.join(texts) : edited
+    }
+
+    private static func firstLine(_ text: String) -> Substring {
+        text.prefix { $0 != "\n" }
     }
 
     private static func lines(_ text: String) -> [Substring] {

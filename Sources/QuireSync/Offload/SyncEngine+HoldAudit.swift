@@ -8,8 +8,9 @@ import QuireStore
 /// happens, not found by a read or `quire fsck` months later. A new session
 /// is what a holder shows after every restart, its put-back included, so
 /// at each one heard while this device runs it is asked which of this
-/// device's offloaded bodies it still holds; what it lacks is named in the status until a
-/// later audit finds it held or the note is no longer offloaded here.
+/// device's offloaded bodies it still holds; what it lacks is named in the
+/// status until a recall brings it back, a later audit finds it held, or
+/// the note is no longer offloaded here.
 extension SyncEngine {
     static let auditWaitMilliseconds: UInt64 = 60_000
 
@@ -31,8 +32,9 @@ extension SyncEngine {
         do { notes = try store.offloadedNotes() } catch { report("reading offloaded notes to audit \(name(of: holder))", error); return }
         let items = notes.filter { $0.holders.contains(holder) || ($0.holders.isEmpty && isHomebase) }
             .map { HoldQuery.Item(contentHash: $0.contentHash, key: $0.key) }
-        for (hash, missing) in offloadBook.missingBodies where missing.holder == holder && !items.contains(where: { $0.contentHash == hash }) {
-            offloadBook.missingBodies[hash] = nil   // no longer offloaded here (recalled, deleted)
+        let asked = Set(items.map(\.contentHash))
+        for (hash, missing) in offloadBook.missingBodies where missing.holder == holder && !asked.contains(hash) {
+            offloadBook.missingBodies[hash] = nil   // no longer offloaded here (deleted, or recalled elsewhere)
         }
         for part in stride(from: 0, to: items.count, by: OffloadLimits.maxQueryItems) {
             let slice = Array(items[part..<min(items.count, part + OffloadLimits.maxQueryItems)])

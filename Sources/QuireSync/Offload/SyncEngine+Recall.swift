@@ -168,6 +168,7 @@ extension SyncEngine {
                     try store.restoreBody(body, contentHash: response.contentHash, key: recall.key)
                     recall.result = .success(body)
                     recall.answeredBy = sender
+                    offloadBook.missingBodies[response.contentHash] = nil   // resident again: nothing is missing
                     // Resident again: the copies the offload counted are no
                     // longer relied on (homebases pin nothing).
                     let homebases = Set(homebaseSiblings), others = holders.filter { !homebases.contains($0) && $0 != me.deviceID }
