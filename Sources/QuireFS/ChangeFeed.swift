@@ -337,7 +337,9 @@ extension QuireFileSystem {
         // Someone else changed the row: a clean working copy follows it; a
         // dirty one keeps the user's edit (committed at its flush).
         if var copy = openFiles.copy(ref), !copy.isDirty {
-            let content = openFiles.openCount(of: ref) == 0 ? nil : (try? store.row(ref.namespace, ref.key))??.content
+            // The text and its change number from one read (see `workingCopy`).
+            let read = openFiles.openCount(of: ref) == 0 ? nil : (try? store.rowWithChangeNumber(ref.namespace, ref.key)) ?? nil
+            let content = read?.row.content
             let rendered = content.flatMap(RowFormat.render)
             openFiles.keepTextOfReaders(of: ref, becoming: rendered)
             if openFiles.openCount(of: ref) == 0 {
@@ -347,7 +349,7 @@ extension QuireFileSystem {
                 copy.title = content.displayName
                 copy.place(content)
                 copy.seq = summary.seq
-                copy.storedSeq = (try? store.changeNumber(ref.namespace, ref.key)).flatMap { $0 } ?? summary.seq
+                copy.storedSeq = read?.changeNumber ?? summary.seq
                 openFiles.keep(copy, for: ref)
             }
         }

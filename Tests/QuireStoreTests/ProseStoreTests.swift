@@ -35,6 +35,33 @@ final class ProseStoreTests: XCTestCase {
         XCTAssertEqual(n.deletedParagraphs.first, ParagraphHash(paragraph: "beta two").bytes)
     }
 
+    /// A save with no shown text kept stands on the stored text only while
+    /// that is the version it was shown: a sibling's version stored in
+    /// between (the sync engine commits between the mount's read of the
+    /// version and its save) is no deletion; at that version the save's
+    /// deletions count as before.
+    func testASaveShownAnEarlierStoredVersionDeletesNothingOfALaterOne() throws {
+        let s = try makeStore(temporaryDirectory())
+        let r = try s.saveProse(noteContent("alpha one\n\nbeta two\n"))
+        let shownVersion = try XCTUnwrap(try s.changeNumber(.notebook, r.key))
+        var remote = try XCTUnwrap(try s.row(.notebook, r.key))
+        if case .note(var n)? = remote.content {
+            n.body = Array("alpha one\n\nbeta two\n\ngamma from the sibling\n".utf8)
+            n.contentHash = Note.bodyDigest(n.body!)
+            remote = remote.edited(by: Actor(device: deviceB, incarnation: 1), to: .note(n))
+        }
+        try confirmHeld(s)
+        try s.apply([remote])
+        let saved = try s.putFromMount(noteContent("alpha one\n\nbeta two\n\ndelta typed here\n"), key: r.key,
+                                       shownVersion: shownVersion).row
+        XCTAssertEqual(body(saved), "alpha one\n\nbeta two\n\ngamma from the sibling\n\ndelta typed here\n",
+                       "the sibling's paragraph stays beside the new one")
+        // Shown the version stored now, the same save deletes what it left out.
+        let current = try XCTUnwrap(try s.changeNumber(.notebook, r.key))
+        let again = try s.putFromMount(noteContent("alpha one\n\ndelta typed here\n"), key: r.key, shownVersion: current).row
+        XCTAssertEqual(body(again), "alpha one\n\ndelta typed here\n")
+    }
+
     /// A paragraph deleted and typed again (an undo, a file emptied and
     /// written anew) keeps no tombstone of its own in the new version, so a
     /// sibling's concurrent edit, which still holds the paragraph, does not

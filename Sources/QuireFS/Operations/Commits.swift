@@ -22,9 +22,14 @@ extension QuireFileSystem {
             copy.storedSeq = stored
             return copy
         }
-        let row: Row?
-        do { row = try store.row(ref.namespace, ref.key) } catch { throw storeFailure(error, doing: "read \(ref.namespace.name)/\(ref.key.hex)") }
-        guard let row, let content = row.content, !names.isDetached(ref) else { throw .noEntry }
+        // The text and its change number from one read: the copy's number
+        // tells the kernel cache which pages and size are this text's.
+        let read: (row: Row, changeNumber: Int64)?
+        do { read = try store.rowWithChangeNumber(ref.namespace, ref.key) } catch {
+            throw storeFailure(error, doing: "read \(ref.namespace.name)/\(ref.key.hex)")
+        }
+        guard let read, var content = read.row.content, !names.isDetached(ref) else { throw .noEntry }
+        var storedSeq = read.changeNumber
         var bytes = RowFormat.render(content)
         if bytes == nil, case .note(let note) = content {
             bytes = try recall(ref, note: note)
@@ -36,12 +41,17 @@ extension QuireFileSystem {
             // a concurrent version beside the offloaded one, that is their
             // union; the recalled bytes alone would lose the other's words
             // at the next save.
-            if let now = try? store.row(ref.namespace, ref.key)?.content, let rendered = RowFormat.render(now) { bytes = rendered }
+            if let now = try? store.rowWithChangeNumber(ref.namespace, ref.key), let nowContent = now.row.content,
+               let rendered = RowFormat.render(nowContent) {
+                bytes = rendered
+                content = nowContent
+                storedSeq = now.changeNumber
+            }
         }
         let seq = (try? listing(ref.namespace).rows[ref.key]?.seq) ?? nil
-        var copy = WorkingCopy(title: content.displayName, content: bytes ?? [], seq: seq ?? 0, storedSeq: stored ?? 0)
+        var copy = WorkingCopy(title: content.displayName, content: bytes ?? [], seq: seq ?? 0, storedSeq: storedSeq)
         copy.place(content)
-        if let stored { cleanCopies.keep(copy, seq: stored, for: ref) }
+        cleanCopies.keep(copy, seq: storedSeq, for: ref)
         return copy
     }
 
@@ -118,7 +128,9 @@ extension QuireFileSystem {
             throw error.fuseError
         }
         let edit: ReplicaStore.MountEdit
-        do { edit = try store.putFromMount(content, key: ref.key, shown: baseline) } catch {
+        // No text kept: the stored text is the baseline while it is still the version this copy came from.
+        let shownVersion = baseline == nil && !copy.isNew ? copy.storedSeq : nil
+        do { edit = try store.putFromMount(content, key: ref.key, shown: baseline, shownVersion: shownVersion) } catch {
             throw storeFailure(error, doing: "save \(name)")
         }
         // The writer was shown what it wrote, not what the store merged in

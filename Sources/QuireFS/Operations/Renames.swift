@@ -281,8 +281,11 @@ extension QuireFileSystem {
         let listed = previous == nil ? names.listing(namespace)?.rows[targetRef.key] : nil
         let title = newTitle ?? openFiles.copy(targetRef)?.title ?? previous?.displayName ?? listed?.title ?? ""
         var shown = lastShown.baseline(targetRef, process: process)
+        var shownVersion: Int64? = nil
         if shown == nil, previous != nil, let version = try? store.changeNumber(namespace, targetRef.key) {
             shown = unkeptBaseline(targetRef, version: version)
+            // The stored text stands for the baseline only while it is this version.
+            if shown == nil { shownVersion = version }
         }
         var content = try parseForRename(namespace, title: title, bytes: rebasedCard(bytes, shown: shown, previous: previous), previous: previous,
                                          key: targetRef.key, name: sourceName)
@@ -315,7 +318,8 @@ extension QuireFileSystem {
         do {
             // The editor wrote the temp file from what this device last
             // showed of the target: deletions are computed against that.
-            edit = try store.replaceFromMount(target: targetRef.key, with: content, removing: source?.key, shown: shown)
+            edit = try store.replaceFromMount(target: targetRef.key, with: content, removing: source?.key, shown: shown,
+                                              shownVersion: shownVersion)
         } catch {
             throw storeFailure(error, doing: "save \(namespace.name)/\(sourceName) over its target")
         }

@@ -31,16 +31,19 @@ extension ReplicaStore {
     }
 
     /// A row as readers get it: a damaged body is set aside first.
-    func loadRow(_ ns: Namespace, _ key: RowKey) throws(StoreError) -> (row: Row?, wasDamaged: Bool) {
-        let decoded = try read { () throws(StoreError) -> (row: Row, isBodyDamaged: Bool)? in
-            try RowRecord.load(db, ns, key, withBody: true)?.decode(path: path)
+    /// `seq`: the change number of the version read.
+    func loadRow(_ ns: Namespace, _ key: RowKey) throws(StoreError) -> (row: Row?, seq: Int64, wasDamaged: Bool) {
+        let decoded = try read { () throws(StoreError) -> (row: Row, isBodyDamaged: Bool, seq: Int64)? in
+            guard let record = try RowRecord.load(db, ns, key, withBody: true) else { return nil }
+            let (row, isBodyDamaged) = try record.decode(path: path)
+            return (row, isBodyDamaged, record.seq)
         }
-        guard let decoded else { return (nil, false) }
-        guard decoded.isBodyDamaged else { return (decoded.row, false) }
+        guard let decoded else { return (nil, 0, false) }
+        guard decoded.isBodyDamaged else { return (decoded.row, decoded.seq, false) }
         try write { ctx in
             if let record = try RowRecord.load(ctx.db, ns, key, withBody: true) { _ = try ctx.decodeSettingAside(record) }
         }
-        return (decoded.row, true)
+        return (decoded.row, decoded.seq, true)
     }
 }
 

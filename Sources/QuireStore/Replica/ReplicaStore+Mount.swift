@@ -19,10 +19,14 @@ extension ReplicaStore {
     /// For prose (notebook, saga), `shown` is what this device last showed
     /// of the row (the bytes the open file read): removed paragraphs become
     /// paragraph tombstones computed against it, never against the record.
-    public func putFromMount(_ content: RowContent, key: RowKey?, shown: [UInt8]? = nil) throws(StoreError) -> MountEdit {
+    /// With no `shown`, the stored text is the baseline; `shownVersion`
+    /// (when given) is the change number of the version that was shown, and
+    /// a row stored past it meanwhile is counted against no baseline at all.
+    public func putFromMount(_ content: RowContent, key: RowKey?, shown: [UInt8]? = nil,
+                             shownVersion: Int64? = nil) throws(StoreError) -> MountEdit {
         try write { ctx in
             let before = ctx.rowsWritten
-            let row = try ctx.putMountEdit(content, key: key, shown: shown)
+            let row = try ctx.putMountEdit(content, key: key, shown: shown, shownVersion: shownVersion)
             // An edit equal to the stored row writes nothing and has no change number.
             return MountEdit(row: row, seq: ctx.rowsWritten > before ? ctx.seq : nil)
         }
@@ -58,9 +62,9 @@ extension ReplicaStore {
     /// prove a row never left it, and a row removed without a tombstone
     /// would come back from whoever pulled it.
     public func replaceFromMount(target: RowKey, with content: RowContent, removing source: RowKey?,
-                                 shown: [UInt8]? = nil) throws(StoreError) -> MountEdit {
+                                 shown: [UInt8]? = nil, shownVersion: Int64? = nil) throws(StoreError) -> MountEdit {
         try write { ctx in
-            let edit = MountEdit(row: try ctx.putMountEdit(content, key: target, shown: shown), seq: ctx.seq)
+            let edit = MountEdit(row: try ctx.putMountEdit(content, key: target, shown: shown, shownVersion: shownVersion), seq: ctx.seq)
             if let source, source != target,
                let existing = try RowRecord.load(ctx.db, content.namespace, source, withBody: false), !existing.isTombstone {
                 _ = try ctx.deleteLocal(content.namespace, source)
@@ -72,9 +76,9 @@ extension ReplicaStore {
 
 extension WriteContext {
     /// A mount edit: prose goes through the paragraph-aware save.
-    mutating func putMountEdit(_ content: RowContent, key: RowKey?, shown: [UInt8]?) throws(StoreError) -> Row {
+    mutating func putMountEdit(_ content: RowContent, key: RowKey?, shown: [UInt8]?, shownVersion: Int64? = nil) throws(StoreError) -> Row {
         switch content.namespace {
-        case .notebook, .saga: return try saveProse(content, key: key, shown: shown)
+        case .notebook, .saga: return try saveProse(content, key: key, shown: shown, shownVersion: shownVersion)
         default: return try putLocal(content, key: key)
         }
     }

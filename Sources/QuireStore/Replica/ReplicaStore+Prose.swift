@@ -116,7 +116,10 @@ enum ProseText {
 }
 
 extension WriteContext {
-    mutating func saveProse(_ content: RowContent, key explicitKey: RowKey?, shown: [UInt8]?) throws(StoreError) -> Row {
+    /// `shownVersion`: with no `shown`, the change number of the stored
+    /// version that was shown (see `putFromMount`).
+    mutating func saveProse(_ content: RowContent, key explicitKey: RowKey?, shown: [UInt8]?,
+                            shownVersion: Int64? = nil) throws(StoreError) -> Row {
         var content = content
         let key: RowKey? = explicitKey ?? {
             if case .saga(let s) = content { return SagaEntry.key(for: s.date) }
@@ -129,7 +132,9 @@ extension WriteContext {
         if let existing = loaded, !existing.isTombstone,
            let stored = decoded?.content,
            let record = ProseText.of(stored), let edit = ProseText.of(content) {
-            let baseline = shown ?? record.text
+            // The stored text stands for what was shown only while it is
+            // that version: a sibling's version stored since is no deletion.
+            let baseline = shown ?? (shownVersion.map { $0 != existing.seq } == true ? [] : record.text)
             if let recordText = String(validating: record.text, as: UTF8.self),
                let shownText = String(validating: baseline, as: UTF8.self),
                let editedText = String(validating: edit.text, as: UTF8.self) {

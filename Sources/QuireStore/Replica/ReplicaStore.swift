@@ -186,6 +186,16 @@ public final class ReplicaStore: @unchecked Sendable {
         try loadRow(namespace, key).row
     }
 
+    /// A row and the change number of that very version, read in one
+    /// query (nil: no row). Two reads could straddle a version committed
+    /// in between (the sync engine, another process) and pair one
+    /// version's text with another's number, and a reader's pages and
+    /// baseline are tracked by that number.
+    public func rowWithChangeNumber(_ namespace: Namespace, _ key: RowKey) throws(StoreError) -> (row: Row, changeNumber: Int64)? {
+        let loaded = try loadRow(namespace, key)
+        return loaded.row.map { ($0, loaded.seq) }
+    }
+
     /// A row without its note body (the first note head comes back as a
     /// pointer, its length known): its title, tags, times and place, for a
     /// caller that replaces the body anyway, at no inflate or hash of the

@@ -18,13 +18,16 @@ struct RowRecord {
     var hash: [UInt8]? = nil
     /// How many versions (heads) the row holds (the `versions` column).
     var versions = 1
+    /// The change number of the version read (the `seq` column), read with
+    /// it: a second query could see a version committed in between.
+    var seq: Int64 = 0
     /// Whether `body` was read. A record loaded without it decodes to a row
     /// whose first note head is a pointer: fine for comparing versions,
     /// never to be written back.
     var isBodyLoaded = true
 
     static func load(_ db: Connection, _ ns: Namespace, _ key: RowKey, withBody: Bool) throws(StoreError) -> RowRecord? {
-        let sql = "SELECT vv, tombstone, leaf, content, offloaded, holders, size, hash, versions" + (withBody ? ", body, bodyFormat" : "")
+        let sql = "SELECT vv, tombstone, leaf, content, offloaded, holders, size, hash, versions, seq" + (withBody ? ", body, bodyFormat" : "")
             + " FROM rows WHERE ns = ? AND key = ?"
         return try db.queryOne(sql, [.int(Int64(ns.rawValue)), .blob(key.bytes)]) { s throws(StoreError) in
             let context: VersionVector
@@ -32,8 +35,8 @@ struct RowRecord {
                 throw StoreError(.corrupt, "\(db.path): causal context of \(ns)/\(key) does not decode: \(error)")
             }
             return RowRecord(namespace: ns, key: key, context: context, isTombstone: s.int(1) != 0, leaf: s.blob(2), content: s.blob(3),
-                             body: withBody ? s.blob(9).map { StoredBody.decode($0, format: s.int(10)) ?? [] } : nil, isOffloaded: s.int(4) != 0, holders: s.blob(5), size: Int(s.int(6)),
-                             hash: s.blob(7), versions: Int(s.int(8)), isBodyLoaded: withBody)
+                             body: withBody ? s.blob(10).map { StoredBody.decode($0, format: s.int(11)) ?? [] } : nil, isOffloaded: s.int(4) != 0, holders: s.blob(5), size: Int(s.int(6)),
+                             hash: s.blob(7), versions: Int(s.int(8)), seq: s.int(9), isBodyLoaded: withBody)
         }
     }
 
