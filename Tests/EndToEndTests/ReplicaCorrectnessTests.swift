@@ -30,6 +30,11 @@ final class ReplicaCorrectnessTests: XCTestCase {
         XCTAssertTrue(ok, "did not converge: \(daemons.map(\.output).joined(separator: "\n"))", file: file, line: line)
     }
 
+    /// Rows of `device` holding a write no sibling has confirmed.
+    func unconfirmed(_ device: String) throws -> Int {
+        try XCTUnwrap((try jsonObject(try quireOK(["status", "--json"], home: home(device)).stdout) as? [String: Any])?["unconfirmedWrites"] as? Int)
+    }
+
     func setting(_ name: String, _ device: String) throws -> String? {
         let r = try quire(["get", "settings", name], home: home(device))
         return r.status == 0 ? r.stdout.trimmingCharacters(in: .newlines) : nil
@@ -151,14 +156,26 @@ final class ReplicaCorrectnessTests: XCTestCase {
         try quireOK(["put", "notebook", "After the backup"], home: home("a"), stdin: Array("kept by the phone\n".utf8))
         try quireOK(["put", "plans", "Trip", "--notes", "v2"], home: home("a"))
         try sync(["a", "b"])
+        // The phone's word that it holds them may come after the digests met.
+        for _ in 0..<5 where try unconfirmed("a") > 0 { try sync(["a", "b"]) }
+        XCTAssertEqual(try unconfirmed("a"), 0, "the phone confirmed every write")
         try quireOK(["put", "plans", "Trip", "--notes", "v3 by the phone"], home: home("b"))
+        // Written after the phone last heard from it: no other device has it.
+        try quireOK(["put", "notebook", "Offline only"], home: home("a"), stdin: Array("an afternoon of work\n".utf8))
         let dry = try quireOK(["restore", "--from", file, "--dry-run"], home: home("a")).stdout
         XCTAssertTrue(dry.contains("move what is there now"), dry)
+        XCTAssertTrue(dry.contains("set aside 1 write made on this device that no other device received"), dry)
+        XCTAssertTrue(dry.contains("notebook 'Offline only'"), dry)
+        XCTAssertFalse(dry.contains("After the backup"), "the phone holds that one, and gives it back: \(dry)")
         XCTAssertTrue(try quireOK(["ls", "notebook"], home: home("a")).stdout.contains("After the backup"), "a dry run changes nothing")
-        try quireOK(["restore", "--from", file], home: home("a"))
+        let restored = try quireOK(["restore", "--from", file, "--json"], home: home("a")).stdout
+        let setAside = (try jsonObject(restored) as? [String: Any])?["unsharedSetAside"] as? [[String: Any]]
+        XCTAssertEqual(setAside?.compactMap { $0["name"] as? String }, ["Offline only"], restored)
         XCTAssertFalse(try quireOK(["ls", "notebook"], home: home("a")).stdout.contains("After the backup"))
         let aside = try FileManager.default.contentsOfDirectory(atPath: home("a")).filter { $0.hasPrefix("before-restore-") }
         XCTAssertEqual(aside.count, 1, "the replica that was there is kept")
+        XCTAssertEqual(try quireOK(["get", "notebook", "Offline only"], home: home("a") + "/" + aside[0]).stdout, "an afternoon of work\n",
+                       "the set-aside write reads from the folder the restore named")
         try quireOK(["put", "plans", "Trip", "--notes", "offline after the restore"], home: home("a"))
         try sync(["a", "b"])
         XCTAssertTrue(try quireOK(["get", "notebook", "After the backup"], home: home("a")).stdout.contains("kept by the phone"))

@@ -45,3 +45,49 @@ extension ReplicaStore {
         return (actor, kept.adopted, kept.damaged)
     }
 }
+
+/// A write this device made that no sibling confirmed receiving.
+public struct UnsharedWrite: Equatable, Sendable {
+    public var namespace: Namespace
+    public var key: RowKey
+    /// The row's name (a deleted row's may be empty).
+    public var name: String
+    /// The write deleted the row.
+    public var isDeletion: Bool
+}
+
+extension ReplicaStore {
+    /// The writes no sibling confirmed receiving (`unshipped`) in the
+    /// replica at `current` whose rows the replica at `restored` does not
+    /// hold as they are: what putting `restored` in its place sets aside,
+    /// since no other device can bring them back. By namespace, then name.
+    public static func unsharedWrites(in current: String, missingFrom restored: String) throws(StoreError) -> [UnsharedWrite] {
+        let old = try Connection(path: current, readOnly: true)
+        let tables = try old.queryOne("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'unshipped'") { $0.int(0) } ?? 0
+        guard tables > 0 else { return [] }
+        let candidates = try old.query("""
+            SELECT r.ns, r.key, r.name, r.tombstone, r.leaf, r.vv FROM rows r
+             WHERE EXISTS (SELECT 1 FROM unshipped u WHERE u.ns = r.ns AND u.key = r.key)
+             ORDER BY r.ns, r.name, r.key
+            """) { s in
+            (namespace: Namespace(rawValue: UInt8(s.int(0))), key: ID16(bytes: s.blob(1) ?? []), name: s.text(2) ?? "",
+             isDeletion: s.int(3) != 0, leaf: s.blob(4), context: s.blob(5))
+        }
+        guard !candidates.isEmpty else { return [] }
+        let new = try Connection(path: restored, readOnly: true)
+        var missing: [UnsharedWrite] = []
+        for row in candidates {
+            guard let namespace = row.namespace, let key = row.key else { continue }
+            // A tombstone has no leaf: its causal context tells it apart.
+            let held = try new.queryOne("SELECT leaf, tombstone, vv, name FROM rows WHERE ns = ? AND key = ?",
+                                        [.int(Int64(namespace.rawValue)), .blob(key.bytes)]) {
+                (leaf: $0.blob(0), isTombstone: $0.int(1) != 0, context: $0.blob(2), name: $0.text(3) ?? "")
+            }
+            if let held, held.leaf == row.leaf, held.isTombstone == row.isDeletion, held.context == row.context { continue }
+            // A deletion keeps no name: the one the restored row has.
+            let name = row.name.isEmpty ? held?.name ?? "" : row.name
+            missing.append(UnsharedWrite(namespace: namespace, key: key, name: name, isDeletion: row.isDeletion))
+        }
+        return missing
+    }
+}

@@ -57,7 +57,10 @@ enum BackupCommands {
             devices that offloaded them have no other copy. The restored device mints a new
             incarnation before anything else, so its new writes can never be taken
             for ones it made before the backup; when it next syncs, whatever the
-            other devices learned since the backup comes back to it.
+            other devices learned since the backup comes back to it. Writes made
+            here that the backup predates and no other device received cannot
+            come back that way: they are named (--dry-run names them too), and
+            stay readable in the moved-aside folder ('quire --home FOLDER get').
               --dry-run   only say what would be done
             """,
         valued: ["from"], flags: ["dry-run", "json"]
@@ -107,9 +110,18 @@ enum BackupCommands {
             plan.append("  keep the bodies held there for other devices")
         }
         plan.append("  then mint a new incarnation, so new writes never reuse a counter from before the backup")
+        // Writes no other device received are in no copy but the one moved
+        // aside: the user must hear of them before and after, by name.
+        let current = home.path + "/replica.sqlite"
+        var unshared: [UnsharedWrite] = []
+        if interrupted == nil, fm.fileExists(atPath: current),
+           let replica = archive.files.first(where: { $0.path == "replica.sqlite" }) {
+            unshared = unsharedWrites(in: current, restoring: replica.bytes)
+            if !unshared.isEmpty { plan.append("  set aside " + describe(unshared, keptIn: aside)) }
+        }
         if !args.has("json") { plan.forEach(Output.line) }
         if args.has("dry-run") {
-            if args.has("json") { Output.json(["dryRun": true, "plan": plan]) }
+            if args.has("json") { Output.json(["dryRun": true, "plan": plan, "unsharedSetAside": unshared.map(json)]) }
             return
         }
         if interrupted == nil {
@@ -141,8 +153,12 @@ enum BackupCommands {
             if args.has("json") {
                 Output.json(["restored": true, "device": archive.deviceID.hex, "takenAt": archive.takenAt.seconds,
                              "incarnation": String(actor.incarnation, radix: 16), "generation": generation, "movedAside": interrupted != nil ? before : (existing.isEmpty ? "" : aside),
-                             "heldBodiesKept": done.adopted, "heldBodiesDamaged": done.damaged])
+                             "heldBodiesKept": done.adopted, "heldBodiesDamaged": done.damaged, "unsharedSetAside": unshared.map(json)])
             } else {
+                if !unshared.isEmpty {
+                    Output.line("warning: \(unshared.count) write\(unshared.count == 1 ? "" : "s") no other device received \(unshared.count == 1 ? "was" : "were") "
+                                + "set aside (named above): \(unshared.count == 1 ? "it is" : "they are") in \(aside)/ only")
+                }
                 if done.adopted > 0 {
                     Output.line("kept \(done.adopted) bod\(done.adopted == 1 ? "y" : "ies") this device holds for other devices (the backup predates \(done.adopted == 1 ? "it" : "them"))")
                 }
@@ -155,6 +171,37 @@ enum BackupCommands {
         } catch {
             throw CommandFailure("restore failed: \(error); what was there before is in \(before)/; run it again to finish it")
         }
+    }
+
+    /// The writes of the replica at `current` that no sibling confirmed and
+    /// the backup's replica (`restoring`, its bytes) lacks. A replica that
+    /// cannot be read (the reason for many a restore) names none.
+    static func unsharedWrites(in current: String, restoring: [UInt8]) -> [UnsharedWrite] {
+        let copy = NSTemporaryDirectory() + "/quire-restore-check-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sqlite"
+        defer { for suffix in ["", "-wal", "-shm"] { _ = unlink(copy + suffix) } }
+        do {
+            try AtomicFile.write(restoring, to: copy, mode: 0o600)
+            return try ReplicaStore.unsharedWrites(in: current, missingFrom: copy)
+        } catch {
+            return []
+        }
+    }
+
+    /// "N writes made here that no other device received: ..." and where they stay.
+    static func describe(_ writes: [UnsharedWrite], keptIn aside: String) -> String {
+        let shown = writes.prefix(10).map { write in
+            let name = write.name.isEmpty ? write.key.hex.prefix(12) + "…" : "'" + write.name + "'"
+            return "\(write.namespace) \(name)\(write.isDeletion ? " (a deletion)" : "")"
+        }
+        let more = writes.count > shown.count ? " and \(writes.count - shown.count) more" : ""
+        let example = writes.first { !$0.isDeletion && !$0.name.isEmpty }
+        let read = example.map { " (read one with 'quire --home \(aside) get \($0.namespace) \"\($0.name)\"', put it back with 'quire put')" } ?? ""
+        return "\(writes.count) write\(writes.count == 1 ? "" : "s") made on this device that no other device received, "
+            + "newer than the backup: \(shown.joined(separator: ", "))\(more). They stay in \(aside)/\(read)"
+    }
+
+    static func json(_ write: UnsharedWrite) -> [String: Any] {
+        ["namespace": write.namespace.name, "key": write.key.hex, "name": write.name, "deletion": write.isDeletion]
     }
 
     /// A mount of this device whose daemon is still alive, if any.
