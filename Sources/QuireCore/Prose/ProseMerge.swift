@@ -66,12 +66,20 @@
 /// - A stale original that reaches the merge without its tombstone (from a
 ///   writer that bypassed `deletions`) stays beside its rewrite.
 /// - Removing one of two identical copies does not travel (no tombstone).
-/// - Tombstones are per identity. A paragraph typed again, byte for byte
-///   (after normalization), after that identity was deleted from this body
-///   lifts its tombstone from the version the edit makes (`typedAgain`), but
-///   a concurrent version still carrying that tombstone (a device that took
-///   in the deletion and not yet the typing) removes it at their merge.
 /// - Trailing-space-only edits lose to the byte-greatest spelling on merge.
+///
+/// ## Known hole: a lost word
+/// Tombstones are per identity and carry no causality. A paragraph typed
+/// again, byte for byte (after normalization), after that identity was
+/// deleted from this body lifts its tombstone from the version the edit
+/// makes (`typedAgain`), but a concurrent version still carrying that
+/// tombstone (any device that took in the deletion, and edited before it
+/// took in the typing) removes it at their merge, though the typing came
+/// after the deletion it names: a to-do line ticked and unticked while
+/// another device edits the note goes. Closing it needs tombstones that
+/// say which deletion they are (a revival marker outranking the deletion
+/// it follows, and a later deletion outranking that), judged by the
+/// highest marker of the identity in the union.
 
 /// All functions are pure and deterministic.
 public enum ProseMerge {
