@@ -12,19 +12,24 @@ final class ProseStoreTests: XCTestCase {
         .note(Note(title: title, body: Array(text.utf8), createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0)))
     }
 
-    func testDeletionIsComputedAgainstWhatWasShownNotTheLiveRecord() throws {
-        let s = try makeStore(temporaryDirectory())
-        let r = try s.saveProse(noteContent("alpha one\n\nbeta two\n"))
-        let shown = Array("alpha one\n\nbeta two\n".utf8)
-        // A sibling's version lands while the file is open: it adds a paragraph.
-        var remote = try XCTUnwrap(try s.row(.notebook, r.key))
+    /// A sibling's version of the note `key`, with `paragraph` after the stored text, lands.
+    func siblingAdds(_ paragraph: String, to key: RowKey, in s: ReplicaStore) throws {
+        var remote = try XCTUnwrap(try s.row(.notebook, key))
         if case .note(var n)? = remote.content {
-            n.body = Array("alpha one\n\nbeta two\n\ngamma from the sibling\n".utf8)
+            n.body = (n.body ?? []) + Array("\n\(paragraph)\n".utf8)
             n.contentHash = Note.bodyDigest(n.body!)
             remote = remote.edited(by: Actor(device: deviceB, incarnation: 1), to: .note(n))
         }
         try confirmHeld(s)
         try s.apply([remote])
+    }
+
+    func testDeletionIsComputedAgainstWhatWasShownNotTheLiveRecord() throws {
+        let s = try makeStore(temporaryDirectory())
+        let r = try s.saveProse(noteContent("alpha one\n\nbeta two\n"))
+        let shown = Array("alpha one\n\nbeta two\n".utf8)
+        // A sibling's version lands while the file is open: it adds a paragraph.
+        try siblingAdds("gamma from the sibling", to: r.key, in: s)
         // The editor saves what it showed, minus "beta two" (a deliberate deletion).
         let saved = try s.saveProse(noteContent("alpha one\n"), key: r.key, shown: shown)
         let text = body(saved)
@@ -44,14 +49,7 @@ final class ProseStoreTests: XCTestCase {
         let s = try makeStore(temporaryDirectory())
         let r = try s.saveProse(noteContent("alpha one\n\nbeta two\n"))
         let shownVersion = try XCTUnwrap(try s.changeNumber(.notebook, r.key))
-        var remote = try XCTUnwrap(try s.row(.notebook, r.key))
-        if case .note(var n)? = remote.content {
-            n.body = Array("alpha one\n\nbeta two\n\ngamma from the sibling\n".utf8)
-            n.contentHash = Note.bodyDigest(n.body!)
-            remote = remote.edited(by: Actor(device: deviceB, incarnation: 1), to: .note(n))
-        }
-        try confirmHeld(s)
-        try s.apply([remote])
+        try siblingAdds("gamma from the sibling", to: r.key, in: s)
         let saved = try s.putFromMount(noteContent("alpha one\n\nbeta two\n\ndelta typed here\n"), key: r.key,
                                        shownVersion: shownVersion).row
         XCTAssertEqual(body(saved), "alpha one\n\nbeta two\n\ngamma from the sibling\n\ndelta typed here\n",
@@ -60,6 +58,26 @@ final class ProseStoreTests: XCTestCase {
         let current = try XCTUnwrap(try s.changeNumber(.notebook, r.key))
         let again = try s.putFromMount(noteContent("alpha one\n\ndelta typed here\n"), key: r.key, shownVersion: current).row
         XCTAssertEqual(body(again), "alpha one\n\ndelta typed here\n")
+    }
+
+    /// A paragraph rewritten, then typed again as it was (a to-do line
+    /// ticked and unticked), while a sibling that took in the rewrite adds
+    /// a paragraph: the typing came after the deletion the sibling carries,
+    /// and the paragraph stays at their merge.
+    func testAParagraphTypedAgainOutlivesASiblingCarryingItsDeletion() throws {
+        let s = try makeStore(temporaryDirectory())
+        let r = try s.saveProse(noteContent("x\n\n- [ ] milk\n"))
+        _ = try s.saveProse(noteContent("x\n\n- [x] milk\n"), key: r.key, shown: Array("x\n\n- [ ] milk\n".utf8))
+        var remote = try XCTUnwrap(try s.row(.notebook, r.key))
+        if case .note(var n)? = remote.content {
+            n.body = Array("x\n\n- [x] milk\n\ny from the sibling\n".utf8)
+            n.contentHash = Note.bodyDigest(n.body!)
+            remote = remote.edited(by: Actor(device: deviceB, incarnation: 1), to: .note(n))
+        }
+        _ = try s.saveProse(noteContent("x\n\n- [ ] milk\n"), key: r.key, shown: Array("x\n\n- [x] milk\n".utf8))
+        try confirmHeld(s)
+        try s.apply([remote])
+        XCTAssertEqual(body(try s.row(.notebook, r.key)), "x\n\n- [ ] milk\n\ny from the sibling\n")
     }
 
     /// A paragraph deleted and typed again (an undo, a file emptied and

@@ -59,7 +59,7 @@ enum AppendedLines {
 /// a tombstoned paragraph begins both (one origin, rewritten twice), never
 /// two paragraphs that merely start alike.
 enum SplitAppends {
-    static func join(shown: String, record: String, edited: String, tombstones: Set<ParagraphHash>) -> String {
+    static func join(shown: String, record: String, edited: String, tombstones: ParagraphTombstones) -> String {
         guard !tombstones.isEmpty else { return edited }
         var texts = Paragraphs.parse(edited).map(\.text)
         // Most saves have no neighbours that begin with the same line: they
@@ -81,7 +81,7 @@ enum SplitAppends {
             let first = lines(texts[i]), second = lines(texts[i + 1])
             let shared = zip(first, second).prefix { $0 == $1 }.count
             guard shared > 0, first != second, wasKnown(texts[i]), wasKnown(texts[i + 1]),
-                  (1...shared).reversed().contains(where: { tombstones.contains(ParagraphHash(paragraph: first[..<$0].joined(separator: "\n"))) })
+                  (1...shared).reversed().contains(where: { tombstones.isDeleted(ParagraphHash(paragraph: first[..<$0].joined(separator: "\n"))) })
             else { i += 1; continue }
             texts[i] = (first + second[shared...]).joined(separator: "\n")
             texts.remove(at: i + 1)

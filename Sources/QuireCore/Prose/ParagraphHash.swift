@@ -18,7 +18,7 @@ public struct ParagraphHash: Hashable, Comparable, Sendable, CustomStringConvert
     public static let byteCount = 32
     public static let separator = "quire.prose.paragraph"
 
-    private let words: (UInt64, UInt64, UInt64, UInt64)
+    private var words: (UInt64, UInt64, UInt64, UInt64)
 
     /// Wraps digest bytes read from a row; nil unless exactly 32 bytes.
     public init?(bytes: [UInt8]) {
@@ -62,6 +62,22 @@ public struct ParagraphHash: Hashable, Comparable, Sendable, CustomStringConvert
         hasher.combine(words.1)
         hasher.combine(words.2)
         hasher.combine(words.3)
+    }
+
+    /// The identity with its last four bytes XORed with `k` (`ParagraphTombstones`' ranks).
+    func flippingLastWord(_ k: UInt32) -> ParagraphHash {
+        var copy = self
+        copy.words.3 ^= UInt64(k)
+        return copy
+    }
+
+    /// All but the last four bytes, and those four (`ParagraphTombstones` groups by the first).
+    var rankKey: (prefix: RankPrefix, last: UInt32) {
+        (RankPrefix(a: words.0, b: words.1, c: words.2, d: UInt32(truncatingIfNeeded: words.3 >> 32)), UInt32(truncatingIfNeeded: words.3))
+    }
+
+    struct RankPrefix: Hashable {
+        let a: UInt64, b: UInt64, c: UInt64, d: UInt32
     }
 
     /// Byte order, so that tombstone sets serialize in one canonical order.

@@ -3,9 +3,11 @@
 /// ## What survives
 /// The result holds every paragraph of either side, as many times as the
 /// side that holds it most often (a paragraph twice in one text stays
-/// twice; a paragraph in both texts is not doubled), except paragraphs whose
-/// identity is in the union of both tombstone sets: a deletion wins
-/// everywhere. The result's tombstones are that union. An empty body brings
+/// twice; a paragraph in both texts is not doubled), except paragraphs the
+/// union of both tombstone sets deletes (`ParagraphTombstones`: its highest
+/// ranked marker is a deletion): a deletion wins everywhere over a copy that
+/// never saw it, and a paragraph typed again after a deletion outranks that
+/// deletion. The result's tombstones are that union. An empty body brings
 /// nothing and removes nothing, so it never erases.
 ///
 /// A rewritten paragraph does not come back beside its rewrite because
@@ -36,12 +38,12 @@
 ///
 /// ## Why every device ends with the same bytes
 /// - The surviving multiset is "per identity, the maximum count over all
-///   inputs, zero if tombstoned anywhere", with the byte-greatest spelling
-///   and the union of tombstones. Max, union and "zero if in the union" are
-///   associative, commutative and idempotent, and tombstones only grow, so a
-///   paragraph a tombstone removed earlier would be removed again later: the
-///   SET (with multiplicities and spellings) is associative over any
-///   grouping of any number of versions.
+///   inputs, zero if the union of tombstones deletes it", with the
+///   byte-greatest spelling. Max, union and "zero if the union deletes it"
+///   are associative, commutative and idempotent (the verdict is a function
+///   of the union, and markers only join), so the SET (with multiplicities
+///   and spellings) is associative over any grouping of any number of
+///   versions.
 /// - ORDER is commutative and idempotent: `merge(a, a)` and
 ///   `merge(merge(a, b), b)` return their first argument, because the merged
 ///   side holds everything the other holds, so either it has more paragraphs
@@ -67,19 +69,10 @@
 ///   writer that bypassed `deletions`) stays beside its rewrite.
 /// - Removing one of two identical copies does not travel (no tombstone).
 /// - Trailing-space-only edits lose to the byte-greatest spelling on merge.
-///
-/// ## Known hole: a lost word
-/// Tombstones are per identity and carry no causality. A paragraph typed
-/// again, byte for byte (after normalization), after that identity was
-/// deleted from this body lifts its tombstone from the version the edit
-/// makes (`typedAgain`), but a concurrent version still carrying that
-/// tombstone (any device that took in the deletion, and edited before it
-/// took in the typing) removes it at their merge, though the typing came
-/// after the deletion it names: a to-do line ticked and unticked while
-/// another device edits the note goes. Closing it needs tombstones that
-/// say which deletion they are (a revival marker outranking the deletion
-/// it follows, and a later deletion outranking that), judged by the
-/// highest marker of the identity in the union.
+/// - Markers are per identity, ranked, not per copy: two devices that
+///   delete one paragraph independently make one marker, and a device that
+///   never saw a deletion yet deletes the paragraph while another types it
+///   again (a revival) leaves it there: a kept paragraph, never a lost one.
 
 /// All functions are pure and deterministic.
 public enum ProseMerge {
@@ -100,7 +93,7 @@ public enum ProseMerge {
         -> (version: ProseVersion, report: ProseMergeReport) {
         let parsedA = Paragraphs.parse(a.text)
         let parsedB = Paragraphs.parse(b.text)
-        let tombstones = a.deletedParagraphs.union(b.deletedParagraphs)
+        let tombstones = ParagraphTombstones(a.deletedParagraphs.union(b.deletedParagraphs))
         let spelling = ParagraphSpelling(greatestOf: parsedA + parsedB)
         let aLeads = leads(survivors(parsedA, excluding: tombstones),
                            over: survivors(parsedB, excluding: tombstones), spelling: spelling)
@@ -146,8 +139,8 @@ public enum ProseMerge {
 
     /// The paragraphs one local edit typed that were not in `shown`: new
     /// text, or a paragraph deleted before and typed again (an undo, a
-    /// paste back, a file emptied and rewritten). Such a paragraph's own
-    /// tombstone does not stay in the version the edit makes (see
+    /// paste back, a file emptied and rewritten). Such a paragraph is revived
+    /// in the version the edit makes (a marker outranking the deletion: see
     /// `applyEdit`): the writer's latest word on it is that it is there.
     /// Only paragraphs absent from `shown` count, so an editor that never
     /// saw a sibling's deletion and saves its old text whole does not bring
@@ -180,8 +173,9 @@ public enum ProseMerge {
     /// spelling, plus whatever `record` (the live record, which may have
     /// gained paragraphs underneath the editor) holds that the edit neither
     /// showed-and-removed nor already contains; tombstones are the record's,
-    /// less those of paragraphs the edit typed again (`typedAgain`), plus
-    /// `deletions(shown:edited:)`. Local, so the edit's order leads; the
+    /// with `deletions(shown:edited:)` deleted once more and the paragraphs
+    /// the edit typed again (`typedAgain`) revived (`ParagraphTombstones.afterEdit`).
+    /// Local, so the edit's order leads; the
     /// result syncs as an ordinary new version.
     ///
     /// Lines another writer appended meanwhile to a paragraph the edit
@@ -190,9 +184,10 @@ public enum ProseMerge {
     /// once become one again (`SplitAppends`).
     public static func applyEdit(shown: String, edited typed: String, onto record: ProseVersion) -> ProseVersion {
         let (folded, superseded) = AppendedLines.fold(shown: shown, edited: typed, record: record.text)
-        let edited = SplitAppends.join(shown: shown, record: record.text, edited: folded, tombstones: record.deletedParagraphs)
+        let recorded = ParagraphTombstones(record.deletedParagraphs)
+        let edited = SplitAppends.join(shown: shown, record: record.text, edited: folded, tombstones: recorded)
         let change = changes(shown: shown, edited: edited)
-        let tombstones = record.deletedParagraphs.subtracting(change.typed).union(change.deleted).union(superseded)
+        let tombstones = ParagraphTombstones(recorded.afterEdit(deleted: change.deleted.union(superseded), typed: change.typed))
         let parsedEdit = Paragraphs.parse(edited)
         let parsedRecord = Paragraphs.parse(record.text)
         let spelling = ParagraphSpelling(preferring: parsedEdit, then: parsedRecord)
@@ -216,7 +211,7 @@ public enum ProseMerge {
     /// what was restored) and B is the incoming version.
     public static func restoreWithReport(shadow: String, incoming: ProseVersion)
         -> (version: ProseVersion, report: ProseMergeReport) {
-        let tombstones = incoming.deletedParagraphs
+        let tombstones = ParagraphTombstones(incoming.deletedParagraphs)
         let parsedShadow = Paragraphs.parse(shadow)
         let parsedIncoming = Paragraphs.parse(incoming.text)
         let spelling = ParagraphSpelling(preferring: parsedIncoming, then: parsedShadow)
@@ -226,8 +221,8 @@ public enum ProseMerge {
 
     // MARK: - Internals
 
-    private static func survivors(_ paragraphs: [ParsedParagraph], excluding tombstones: Set<ParagraphHash>) -> [ParagraphHash] {
-        paragraphs.map(\.hash).filter { !tombstones.contains($0) }
+    private static func survivors(_ paragraphs: [ParsedParagraph], excluding tombstones: ParagraphTombstones) -> [ParagraphHash] {
+        paragraphs.map(\.hash).filter { !tombstones.isDeleted($0) }
     }
 
     /// True when `x` should lead over `y`: more paragraphs, then, at the
@@ -251,8 +246,8 @@ public enum ProseMerge {
     /// a paragraph written after it stays after the rewrite (placement only:
     /// nothing is dropped).
     static func interleave(leading allOfLeading: [ParsedParagraph], other: [ParsedParagraph],
-                           tombstones: Set<ParagraphHash>) -> [ParagraphHash] {
-        let leading = allOfLeading.filter { !tombstones.contains($0.hash) }
+                           tombstones: ParagraphTombstones) -> [ParagraphHash] {
+        let leading = allOfLeading.filter { !tombstones.isDeleted($0.hash) }
         let otherIDs = Set(other.map(\.hash))
         // Paragraphs of `leading` the other side rewrote (tombstoned there,
         // its rewrite among its extras), each with the slot it held: the
@@ -264,7 +259,7 @@ public enum ProseMerge {
                 var slots: [(slot: Int, words: ParagraphWords)] = []
                 var survivors = 0
                 for q in allOfLeading {
-                    if !tombstones.contains(q.hash) { survivors += 1 } else if !otherIDs.contains(q.hash) { slots.append((survivors, ParagraphWords(q.text))) }
+                    if !tombstones.isDeleted(q.hash) { survivors += 1 } else if !otherIDs.contains(q.hash) { slots.append((survivors, ParagraphWords(q.text))) }
                 }
                 rewritten = slots
             }
@@ -285,7 +280,7 @@ public enum ProseMerge {
         var slot = 0
         for p in other {
             let id = p.hash
-            if tombstones.contains(id) {
+            if tombstones.isDeleted(id) {
                 if rewriteWords == nil {
                     rewriteWords = leading.indices.filter { !otherIDs.contains(leading[$0].hash) }
                         .map { ($0, ParagraphWords(leading[$0].text)) }
@@ -315,11 +310,11 @@ public enum ProseMerge {
         return order
     }
 
-    private static func finish(_ order: [ParagraphHash], tombstones: Set<ParagraphHash>, spelling: ParagraphSpelling,
+    private static func finish(_ order: [ParagraphHash], tombstones: ParagraphTombstones, spelling: ParagraphSpelling,
                                a: [ParsedParagraph], b: [ParsedParagraph], reporting: Bool)
         -> (version: ProseVersion, report: ProseMergeReport) {
         let result = order.map { spelling.paragraph(for: $0) }
-        let version = ProseVersion(text: Paragraphs.join(result.map(\.text)), deletedParagraphs: tombstones)
+        let version = ProseVersion(text: Paragraphs.join(result.map(\.text)), deletedParagraphs: tombstones.markers)
         let report = reporting
             ? ProseMergeReport.describing(result: result, a: a, b: b, tombstones: tombstones)
             : ProseMergeReport()

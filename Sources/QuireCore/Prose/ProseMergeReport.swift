@@ -27,13 +27,13 @@ public struct ProseMergeReport: Hashable, Sendable {
     /// Builds the report by comparing the result with both inputs. Symmetric
     /// in the sense that swapping A and B swaps the two `keptFrom` lists.
     static func describing(result: [ParsedParagraph], a: [ParsedParagraph], b: [ParsedParagraph],
-                           tombstones: Set<ParagraphHash>) -> ProseMergeReport {
+                           tombstones: ParagraphTombstones) -> ProseMergeReport {
         var report = ProseMergeReport()
         report.keptFromA = multisetDifference(result, minus: b)
         report.keptFromB = multisetDifference(result, minus: a)
         let resultWords = result.map { ParagraphWords($0.text) }
         var seen: Set<ParagraphHash> = []
-        for paragraph in a + b where tombstones.contains(paragraph.hash) && seen.insert(paragraph.hash).inserted {
+        for paragraph in a + b where tombstones.isDeleted(paragraph.hash) && seen.insert(paragraph.hash).inserted {
             let words = ParagraphWords(paragraph.text)
             if resultWords.contains(where: { ParagraphRevision.areRevisions(words, $0) }) {
                 report.droppedAsRevised.append(paragraph.hash)

@@ -7,9 +7,10 @@
 public struct ProseVersion: Hashable, Sendable {
     /// The body.
     public var text: String
-    /// Paragraph tombstones: identities of paragraphs deliberately deleted or
-    /// deliberately rewritten. They sync with the row, only grow, and win
-    /// over every copy of the paragraph on every device.
+    /// Paragraph tombstones: markers of paragraphs deliberately deleted or
+    /// rewritten, and typed again since (`ParagraphTombstones` ranks them).
+    /// They sync with the row, join by union at a merge, and win over every
+    /// copy of the paragraph that never saw them, on every device.
     public var deletedParagraphs: Set<ParagraphHash>
 
     public init(text: String, deletedParagraphs: Set<ParagraphHash> = []) {

@@ -138,25 +138,24 @@ extension WriteContext {
             if let recordText = String(validating: record.text, as: UTF8.self),
                let shownText = String(validating: baseline, as: UTF8.self),
                let editedText = String(validating: edit.text, as: UTF8.self) {
-                // Deduplicated and sorted by `replacing`.
-                var deleted = record.deleted + edit.deleted
+                // The record's tombstones and those the content came with
+                // (its previous version's), ranked (`ParagraphTombstones`).
+                let carried = ParagraphTombstones(Set((record.deleted + edit.deleted).compactMap { ParagraphHash(bytes: $0) }))
                 var text = edit.text
-                var typed: Set<ParagraphHash> = []
+                let markers: Set<ParagraphHash>
                 if baseline == record.text {
                     // Nothing landed underneath: keep the user's bytes exactly.
                     let change = ProseMerge.changes(shown: shownText, edited: editedText)
-                    deleted += change.deleted.map(\.bytes)
-                    typed = change.typed
+                    markers = carried.afterEdit(deleted: change.deleted, typed: change.typed)
                 } else {
                     // The record moved while the file was open: fold it in.
-                    let merged = ProseMerge.applyEdit(shown: shownText, edited: editedText, onto: ProseText.version(recordText, record.deleted))
+                    let merged = ProseMerge.applyEdit(shown: shownText, edited: editedText,
+                                                      onto: ProseVersion(text: recordText, deletedParagraphs: carried.markers))
                     text = Array(merged.text.utf8)
-                    deleted += merged.deletedParagraphs.map(\.bytes)
-                    typed = ProseMerge.typedAgain(shown: shownText, edited: editedText)
+                    markers = merged.deletedParagraphs
                 }
-                // Typed again since it was deleted: no tombstone of its own (`typedAgain`).
-                if !typed.isEmpty && !deleted.isEmpty { deleted.removeAll { ParagraphHash(bytes: $0).map(typed.contains) ?? false } }
-                content = ProseText.replacing(content, text: text, deleted: deleted)
+                // Sorted by `replacing`.
+                content = ProseText.replacing(content, text: text, deleted: markers.map(\.bytes))
             }
         } else if let key, let existing = loaded, existing.isTombstone, let edit = ProseText.of(content) {
             // Written again after a delete: the old text stays deleted

@@ -235,6 +235,46 @@ final class ProseMergeKnownCasesTests: XCTestCase {
         XCTAssertEqual(ProseVersion(text: lunch, deletedParagraphs: [Paragraphs.paragraphHash(lunch)]).normalized().text, "")
     }
 
+    /// A to-do line ticked, then unticked (typed again, byte for byte) on
+    /// the phone, while the laptop, which took in the tick, adds a line:
+    /// the unticked line outlives the laptop's copy of the tick's tombstone.
+    /// Unticked again later on the laptop after it heard of it, the line
+    /// goes, whatever the phone does meanwhile.
+    func testALineTypedAgainAfterItsDeletionOutlivesAConcurrentVersionCarryingTheDeletion() {
+        let open = "- [ ] buy milk", done = "- [x] buy milk", note = "Called Dad."
+        let start = ProseVersion(text: Paragraphs.join([morning, open]))
+        let ticked = edit(start, into: [morning, done])
+        let unticked = edit(ticked, into: [morning, open])
+        let laptop = edit(ticked, into: [morning, done, note])
+        let merged = assertCommutes(unticked, laptop)
+        XCTAssertEqual(merged.paragraphs, [morning, open, note], "the phone's unticking stands, the laptop's line joins it")
+        // The laptop, shown the merge, removes the line: a later deletion.
+        let removed = edit(merged, into: [morning, note])
+        let phoneAgain = edit(unticked, into: [morning, open, "Phone: more milk."])
+        XCTAssertEqual(assertCommutes(removed, phoneAgain).paragraphs, [morning, note, "Phone: more milk."],
+                       "a deletion after the typing outranks it")
+        // And typed a third time, after that deletion: back for good.
+        let third = edit(ProseMerge.merge(removed, phoneAgain), into: [morning, note, "Phone: more milk.", open])
+        XCTAssertEqual(assertCommutes(third, removed).paragraphs, [morning, note, "Phone: more milk.", open])
+    }
+
+    /// A version holds the plain identity of a paragraph exactly while it
+    /// deletes it (what quire versions that know nothing of ranks read):
+    /// typed again, the identity goes and a revival marker takes its place.
+    func testTheFirstDeletionsMarkerIsHeldOnlyWhileTheParagraphIsDeleted() {
+        let start = ProseVersion(text: Paragraphs.join([morning, lunch]))
+        let deleted = edit(start, into: [morning])
+        XCTAssertEqual(deleted.deletedParagraphs, [Paragraphs.paragraphHash(lunch)])
+        let typed = edit(deleted, into: [morning, lunch])
+        XCTAssertFalse(typed.deletedParagraphs.contains(Paragraphs.paragraphHash(lunch)))
+        XCTAssertEqual(typed.deletedParagraphs.count, 1, "one revival marker")
+        XCTAssertEqual(ParagraphTombstones(typed.deletedParagraphs).rank(of: Paragraphs.paragraphHash(lunch)), 2)
+        let again = edit(typed, into: [morning])
+        XCTAssertTrue(again.deletedParagraphs.contains(Paragraphs.paragraphHash(lunch)))
+        XCTAssertEqual(ParagraphTombstones(again.deletedParagraphs).rank(of: Paragraphs.paragraphHash(lunch)), 3)
+        XCTAssertEqual(ParagraphTombstones(again.deletedParagraphs).rank(of: Paragraphs.paragraphHash(morning)), 0)
+    }
+
     func testWhitespaceOnlyDifferencesAndLineEndingsConverge() {
         let unix = ProseVersion(text: "alpha\nbeta\n\ngamma\n")
         let windows = ProseVersion(text: "alpha\r\nbeta\r\n\r\n\r\ngamma")
