@@ -166,7 +166,8 @@ extension WriteContext {
             if let shown { old.formUnion(Paragraphs.hashes(of: String(decoding: shown, as: UTF8.self))) }
             let removed = old.subtracting(written)
             if !removed.isEmpty {
-                content = ProseText.replacing(content, text: edit.text, deleted: edit.deleted + removed.map(\.bytes))
+                let carried = ParagraphTombstones(Set(edit.deleted.compactMap { ParagraphHash(bytes: $0) }))
+                content = ProseText.replacing(content, text: edit.text, deleted: carried.afterEdit(deleted: removed, typed: []).map(\.bytes))
             }
         }
         // The shadow is set to the saved text below: no need to keep a
