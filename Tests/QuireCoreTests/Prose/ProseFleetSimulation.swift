@@ -20,6 +20,13 @@ struct ProseFleetSimulation {
     private var random: ProseSeededRandom
     private var inFlight: [(to: Int, version: ProseVersion)] = []
     private var serial = 0
+    /// Whether users type deleted paragraphs again, byte for byte (an undo,
+    /// a to-do line unticked), and the texts they may type again.
+    private let retypes: Bool
+    private var removedTexts: [String] = []
+    /// Identities typed again at least once: their fate depends on what
+    /// each typist and deleter had seen, so only the algebra is checked.
+    private(set) var retyped: Set<ParagraphHash> = []
 
     private static let vocabulary = """
         the a river morning coffee rain we walked talked slept wrote letter mother garden bread \
@@ -27,7 +34,8 @@ struct ProseFleetSimulation {
         called laughed found lost kept old new blue small warm cold after before again never
         """.split(separator: " ").map(String.init)
 
-    init(seed: UInt64) {
+    init(seed: UInt64, retypes: Bool = false) {
+        self.retypes = retypes
         random = ProseSeededRandom(seed: seed)
         devices = []
         let deviceCount = 3 + random.below(3)
@@ -115,10 +123,20 @@ struct ProseFleetSimulation {
         case 5..<8:
             let i = random.below(paragraphs.count)
             intendedTombstones.insert(Paragraphs.paragraphHash(paragraphs[i]))
+            removedTexts.append(paragraphs[i])
             paragraphs[i] = rewrite(paragraphs[i])
         default:
-            let removed = paragraphs.remove(at: random.below(paragraphs.count))
-            intendedTombstones.insert(Paragraphs.paragraphHash(removed))
+            if retypes, !removedTexts.isEmpty, random.chance(percent: 50) {
+                let again = random.element(of: removedTexts)
+                if !paragraphs.contains(again) {
+                    retyped.insert(Paragraphs.paragraphHash(again))
+                    paragraphs.insert(again, at: random.below(paragraphs.count + 1))
+                }
+            } else {
+                let removed = paragraphs.remove(at: random.below(paragraphs.count))
+                intendedTombstones.insert(Paragraphs.paragraphHash(removed))
+                removedTexts.append(removed)
+            }
         }
         let edited = render(paragraphs)
         if slow, let index = inFlight.firstIndex(where: { $0.to == d }) {
@@ -171,6 +189,14 @@ struct ProseFleetSimulation {
     }
 
     private mutating func checkNothingLost(_ final: ProseVersion) {
+        if retypes {
+            // Paragraphs nobody deleted, rewrote or typed again are there once.
+            let actual = multiset(final)
+            let settled = written.subtracting(intendedTombstones).subtracting(retyped)
+            check(settled.allSatisfy { actual[$0] == 1 }, "lost or doubled a paragraph nobody deleted or typed again")
+            check(actual.keys.allSatisfy { written.contains($0) }, "a paragraph nobody wrote")
+            return
+        }
         let tombstones = final.deletedParagraphs
         let intended = intendedTombstones
         let falseOnes = tombstones.subtracting(intended).count

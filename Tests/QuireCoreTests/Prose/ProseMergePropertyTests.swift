@@ -23,6 +23,23 @@ final class ProseMergePropertyTests: XCTestCase {
         print("prose fleets: order associative in \(associative) of \(checks) triples")
     }
 
+    /// Users who also type deleted paragraphs again (ranked tombstones):
+    /// the merge stays commutative, idempotent and associative in its set,
+    /// every schedule reaches one text, and no other paragraph is lost.
+    func testRandomFleetsThatTypeDeletedParagraphsAgainConverge() {
+        var typedAgain = 0
+        for seed in ProseSeeds.seeds(first: 1, count: 250) {
+            var fleet = ProseFleetSimulation(seed: seed, retypes: true)
+            fleet.run(steps: 60)
+            fleet.finish()
+            typedAgain += fleet.retyped.count
+            if let failure = fleet.failures.first {
+                XCTFail("seed \(seed) (replay with QUIRE_SEED=\(seed)): \(failure)")
+            }
+        }
+        XCTAssertGreaterThan(typedAgain, 100, "paragraphs were typed again")
+    }
+
     /// `deletions` skips telling rewrites from deletions; it must still name
     /// exactly the paragraphs `classifyEdit` tombstones.
     func testDeletionsAreTheClassifiedTombstones() {
