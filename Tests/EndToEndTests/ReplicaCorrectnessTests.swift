@@ -30,7 +30,7 @@ final class ReplicaCorrectnessTests: XCTestCase {
         XCTAssertTrue(ok, "did not converge: \(daemons.map(\.output).joined(separator: "\n"))", file: file, line: line)
     }
 
-    /// Rows of `device` holding a write no sibling has confirmed.
+    /// Writes of `device` no sibling has confirmed (`status --json`).
     func unconfirmed(_ device: String) throws -> Int {
         try XCTUnwrap((try jsonObject(try quireOK(["status", "--json"], home: home(device)).stdout) as? [String: Any])?["unconfirmedWrites"] as? Int)
     }

@@ -124,9 +124,14 @@ public enum ProseMerge {
         changes(shown: shown, edited: edited).deleted
     }
 
-    /// `deletions` and `typedAgain` of one edit, from one reading of each
-    /// text. Compared by the bytes identities digest: only paragraphs one
-    /// side lacks are digested.
+    /// `deletions`, and the paragraphs the edit typed that were not in
+    /// `shown` (`typed`: new text, or a paragraph deleted before and typed
+    /// again: an undo, a paste back, a file emptied and rewritten, which the
+    /// edit's version revives), from one reading of each text. Only
+    /// paragraphs absent from `shown` count as typed, so an editor that never
+    /// saw a sibling's deletion and saves its old text whole does not bring
+    /// the deleted paragraph back. Compared by the bytes identities digest:
+    /// only paragraphs one side lacks are digested.
     public static func changes(shown: String, edited: String) -> (deleted: Set<ParagraphHash>, typed: Set<ParagraphHash>) {
         let before = Set(Paragraphs.normalizedParagraphs(shown))
         let after = Set(Paragraphs.normalizedParagraphs(edited))
@@ -135,18 +140,6 @@ public enum ProseMerge {
         var typed = Set<ParagraphHash>()
         for paragraph in after where !before.contains(paragraph) { typed.insert(paragraph.identity) }
         return (deleted, typed)
-    }
-
-    /// The paragraphs one local edit typed that were not in `shown`: new
-    /// text, or a paragraph deleted before and typed again (an undo, a
-    /// paste back, a file emptied and rewritten). Such a paragraph is revived
-    /// in the version the edit makes (a marker outranking the deletion: see
-    /// `applyEdit`): the writer's latest word on it is that it is there.
-    /// Only paragraphs absent from `shown` count, so an editor that never
-    /// saw a sibling's deletion and saves its old text whole does not bring
-    /// the deleted paragraph back.
-    public static func typedAgain(shown: String, edited: String) -> Set<ParagraphHash> {
-        changes(shown: shown, edited: edited).typed
     }
 
     /// `deletions`, split into plain deletions and rewrites.
@@ -174,7 +167,7 @@ public enum ProseMerge {
     /// gained paragraphs underneath the editor) holds that the edit neither
     /// showed-and-removed nor already contains; tombstones are the record's,
     /// with `deletions(shown:edited:)` deleted once more and the paragraphs
-    /// the edit typed again (`typedAgain`) revived (`ParagraphTombstones.afterEdit`).
+    /// the edit typed again (`changes`' `typed`) revived (`ParagraphTombstones.afterEdit`).
     /// Local, so the edit's order leads; the
     /// result syncs as an ordinary new version.
     ///

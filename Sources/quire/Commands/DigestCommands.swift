@@ -196,7 +196,7 @@ struct StatusReport {
                                    "outboxPending": pending, "merges": merges,
                                    "conflictedAttachments": conflicted.map { ["key": $0.key.hex, "name": $0.name] }, "account": Hex.encode(identity.userIDHash),
                                    "incarnation": String(actor.incarnation, radix: 16),
-                                   // Rows holding a write no sibling has confirmed receiving: this device's copy is the only one known.
+                                   // Writes no sibling has confirmed receiving (one a row and incarnation): this device's copy is the only one known.
                                    "unconfirmedWrites": (try? store.unconfirmedWrites()) ?? 0,
                                    "rollbacks": rollbacks.map { ["at": $0.at.seconds, "reason": $0.reason, "reissued": $0.reissued] as [String: Any] },
                                    "collisions": collisions.map { ["namespace": $0.namespace.name, "key": $0.key.hex, "dot": $0.dot] },
