@@ -16,6 +16,8 @@ public final class ChangeFeed: @unchecked Sendable {
     private let condition = NSCondition()
     private var isStopped = false
     private var isWoken = false
+    /// The first commit not yet read, if any (`committed`).
+    private var commitsSince: Date?
     private var thread: Thread?
     private var observation: CommitObservation?
     private let finished = DispatchSemaphore(value: 0)
@@ -35,6 +37,8 @@ public final class ChangeFeed: @unchecked Sendable {
     /// With no news, the feed still reads the store this often: the safety
     /// net for a change no watch reported (a database replaced under us).
     static let safetyInterval: TimeInterval = 30
+    /// How long a round waits after a commit for the ones that follow it.
+    static let commitWindow: TimeInterval = 0.004
 
     public init(fileSystem: QuireFileSystem, session: FuseSession) {
         self.fileSystem = fileSystem
@@ -44,12 +48,12 @@ public final class ChangeFeed: @unchecked Sendable {
     public func start() {
         var safety = Self.safetyInterval
         do {
-            observation = try fileSystem.store.observeCommits(otherProcesses: true) { [weak self] in self?.wake() }
+            observation = try fileSystem.store.observeCommits(otherProcesses: true) { [weak self] in self?.committed() }
         } catch {
             // No inotify (a limit reached): this process's commits still
             // wake the feed; other processes' show within a second.
             fileSystem.log.problem("changes by other processes show within a second, not at once: \(error)")
-            observation = try? fileSystem.store.observeCommits { [weak self] in self?.wake() }
+            observation = try? fileSystem.store.observeCommits { [weak self] in self?.committed() }
             safety = 1
         }
         fileSystem.locked { fileSystem.wakeFeed = { [weak self] in self?.wake() } }
@@ -57,9 +61,14 @@ public final class ChangeFeed: @unchecked Sendable {
             var deadline = Date(timeIntervalSinceNow: safety)
             while true {
                 condition.lock()
-                while !isWoken && !isStopped && condition.wait(until: deadline) {}
+                while !isWoken && !isStopped {
+                    let until = min(deadline, commitsSince.map { $0.addingTimeInterval(Self.commitWindow) } ?? .distantFuture)
+                    if until <= Date() { break }
+                    _ = condition.wait(until: until)
+                }
                 let stop = isStopped
                 isWoken = false
+                commitsSince = nil
                 condition.unlock()
                 if stop { break }
                 deadline = min(poll() ?? .distantFuture, Date(timeIntervalSinceNow: safety))
@@ -71,11 +80,25 @@ public final class ChangeFeed: @unchecked Sendable {
         thread.start()
     }
 
-    /// Runs a round soon (a commit, or the filesystem queued work).
+    /// Runs a round now (the filesystem queued work).
     public func wake() {
         condition.lock()
         isWoken = true
         condition.signal()
+        condition.unlock()
+    }
+
+    /// A commit (this process's, or another's seen on the WAL): one round
+    /// `commitWindow` after the first of a burst covers them all. Most are
+    /// the mount's own saves, which the tables show already; a save loop
+    /// would otherwise pay two rounds a save (the commit, then its WAL
+    /// write seen by the watch), each reading the store under its lock.
+    private func committed() {
+        condition.lock()
+        if commitsSince == nil {
+            commitsSince = Date()
+            condition.signal()
+        }
         condition.unlock()
     }
 

@@ -36,7 +36,8 @@ final class ReplicaStoreTests: XCTestCase {
         let s = try makeStore(temporaryDirectory())
         let body = "first paragraph\n\nsecond paragraph"
         let written = try s.put(note("title", body, tags: ["b", "a"]))
-        let head = try XCTUnwrap(try s.rowWithoutBody(.notebook, written.key))
+        let (head, changeNumber) = try XCTUnwrap(try s.rowWithoutBody(.notebook, written.key))
+        XCTAssertEqual(changeNumber, try s.changeNumber(.notebook, written.key), "the change number of the version read")
         guard case .note(let n)? = head.content, case .note(let whole)? = try s.row(.notebook, written.key)?.content else {
             return XCTFail("not a note")
         }
@@ -50,7 +51,8 @@ final class ReplicaStoreTests: XCTestCase {
         XCTAssertNil(try s.rowWithoutBody(.notebook, RowKey(bytes: [UInt8](repeating: 3, count: 16))!))
         // Elsewhere the text is in the heads: the row comes back whole.
         let plan = try s.put(.plan(Plan(title: "plan", createdAt: Timestamp(seconds: 0), updatedAt: Timestamp(seconds: 0))))
-        XCTAssertEqual(try s.rowWithoutBody(.plans, plan.key), try s.row(.plans, plan.key))
+        XCTAssertEqual(try s.rowWithoutBody(.plans, plan.key)?.row, try s.row(.plans, plan.key))
+        XCTAssertEqual(try s.rowWithoutBody(.plans, plan.key)?.changeNumber, try s.changeNumber(.plans, plan.key))
     }
 
     func testLocalEditBumpsOnlyThisDeviceAndWritesTheOutboxInTheSameTransaction() throws {

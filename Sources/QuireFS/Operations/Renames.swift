@@ -274,7 +274,13 @@ extension QuireFileSystem {
                          process: Int32?) throws(FuseError) -> [UInt8] {
         let namespace = targetRef.namespace
         // The new bytes replace the body: the old one is not read here.
-        let previous = try storedContent(targetRef, withBody: false)
+        let stored: (row: Row, changeNumber: Int64)?
+        do {
+            stored = try store.rowWithoutBody(namespace, targetRef.key)
+        } catch {
+            throw storeFailure(error, doing: "read \(namespace.name)/\(targetRef.key.hex)")
+        }
+        let previous = stored?.row.content
         // A target the store holds deleted that the tables still list (a
         // file created here, still claimed, that a sibling deleted): its
         // name, kind and folder are the ones listed.
@@ -282,7 +288,7 @@ extension QuireFileSystem {
         let title = newTitle ?? openFiles.copy(targetRef)?.title ?? previous?.displayName ?? listed?.title ?? ""
         var shown = lastShown.baseline(targetRef, process: process)
         var shownVersion: Int64? = nil
-        if shown == nil, previous != nil, let version = try? store.changeNumber(namespace, targetRef.key) {
+        if shown == nil, previous != nil, let version = stored?.changeNumber {
             shown = unkeptBaseline(targetRef, version: version)
             // The stored text stands for the baseline only while it is this version.
             if shown == nil { shownVersion = version }
@@ -435,10 +441,9 @@ extension QuireFileSystem {
         names.isClaimed(ref) ? lastShown[ref] : nil
     }
 
-    private func storedContent(_ ref: RowRef, withBody: Bool = true) throws(FuseError) -> RowContent? {
+    private func storedContent(_ ref: RowRef) throws(FuseError) -> RowContent? {
         do {
-            let row = withBody ? try store.row(ref.namespace, ref.key) : try store.rowWithoutBody(ref.namespace, ref.key)
-            return row?.content
+            return try store.row(ref.namespace, ref.key)?.content
         } catch {
             throw storeFailure(error, doing: "read \(ref.namespace.name)/\(ref.key.hex)")
         }

@@ -197,19 +197,21 @@ public final class ReplicaStore: @unchecked Sendable {
     }
 
     /// A row without its note body (the first note head comes back as a
-    /// pointer, its length known): its title, tags, times and place, for a
-    /// caller that replaces the body anyway, at no inflate or hash of the
-    /// old one. Other namespaces keep their text in the heads: read whole.
-    public func rowWithoutBody(_ namespace: Namespace, _ key: RowKey) throws(StoreError) -> Row? {
-        guard namespace == .notebook else { return try row(namespace, key) }
-        return try read { () throws(StoreError) -> Row? in
+    /// pointer, its length known), with the change number of that version
+    /// (read together, as `rowWithChangeNumber`): its title, tags, times and
+    /// place, for a caller that replaces the body anyway, at no inflate or
+    /// hash of the old one. Other namespaces keep their text in the heads:
+    /// read whole.
+    public func rowWithoutBody(_ namespace: Namespace, _ key: RowKey) throws(StoreError) -> (row: Row, changeNumber: Int64)? {
+        guard namespace == .notebook else { return try rowWithChangeNumber(namespace, key) }
+        return try read { () throws(StoreError) -> (row: Row, changeNumber: Int64)? in
             guard let record = try RowRecord.load(db, namespace, key, withBody: false) else { return nil }
             var row = try record.row(path: path)
             if let first = row.heads.first, case .note(var n) = first.content, n.body == nil {
                 n.length = record.size
                 row.replaceHeadContent(first.dot, with: .note(n))
             }
-            return row
+            return (row, record.seq)
         }
     }
 
