@@ -7,7 +7,8 @@
 /// saw it, as a paragraph that lands under an editor is not deleted by its
 /// save (`ProseMerge.applyEdit`).
 ///
-/// Lines are compared by their unfolded text (`CardText.matchKey`). A line
+/// Lines are compared by their unfolded text (`CardText.matchKey`), a
+/// component inside an item (an alarm) as one (`CardText.mergeUnits`). A line
 /// the program removed or changed is removed from the current text if it
 /// is still there; a line it added or changed goes after the nearest line
 /// before it in its own text that the current text holds (so it stays in
@@ -18,11 +19,11 @@
 public enum CardRebase {
     public static func rebase(_ mine: [UInt8], shown base: [UInt8], onto theirs: [UInt8], rules: CardRules) -> [UInt8] {
         if base == theirs || mine == theirs { return mine }
-        let mineUnits = ContentLines.units(of: mine)
+        let mineUnits = CardText.mergeUnits(of: mine)
         let mineKeys = mineUnits.map(CardText.matchKey)
         // What the program removed (and changed): base lines beyond their count in its text.
         var removed: [String: Int] = [:]
-        for unit in ContentLines.units(of: base) { removed[CardText.matchKey(unit), default: 0] += 1 }
+        for unit in CardText.mergeUnits(of: base) { removed[CardText.matchKey(unit), default: 0] += 1 }
         var added = [Bool](repeating: false, count: mineUnits.count)
         for (index, key) in mineKeys.enumerated() {
             if let left = removed[key], left > 0 { removed[key] = left - 1 } else { added[index] = true }
@@ -30,7 +31,7 @@ public enum CardRebase {
         // The current text's lines, each unfolded once (a PHOTO line can be
         // large, and every kept line of the program's text is looked up).
         var result: [(bytes: [UInt8], key: String)] = []
-        for unit in ContentLines.units(of: theirs) {
+        for unit in CardText.mergeUnits(of: theirs) {
             let key = CardText.matchKey(unit)
             if let left = removed[key], left > 0 {
                 removed[key] = left - 1

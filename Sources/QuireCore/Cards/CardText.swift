@@ -31,8 +31,9 @@ public struct CardRules: Sendable {
 }
 
 /// A vCard or an iCalendar file as a replica keeps it: its property lines
-/// (`ContentLines.units`) in order, each with an identity, and the
-/// identities of the lines this version deliberately removed or replaced.
+/// (`mergeUnits`: lines, and components inside an item whole) in order,
+/// each with an identity, and the identities of the lines this version
+/// deliberately removed or replaced.
 ///
 /// Why lines with identities. A contact edited on two devices at once must
 /// keep both edits when they touch different properties (one device
@@ -73,7 +74,7 @@ public struct CardText: Equatable, Sendable {
     /// rest are new, and each new line of a property name takes the slot
     /// of the next removed line of that name (a change, not an add).
     public func edited(to newBytes: [UInt8]) -> CardText {
-        let newUnits = ContentLines.units(of: newBytes)
+        let newUnits = Self.mergeUnits(of: newBytes)
         var available: [String: [Int]] = [:]
         for (index, unit) in units.enumerated() { available[Self.matchKey(unit.bytes), default: []].append(index) }
         var matched = [Int?](repeating: nil, count: newUnits.count)
@@ -164,8 +165,49 @@ public struct CardText: Equatable, Sendable {
         return CardText(units: order.map { newest[$0]! }, removed: Array(removedSet))
     }
 
+    /// The components whose properties merge one by one: the card, the
+    /// calendar and its items. Any other component (a to-do's VALARM, a
+    /// VTIMEZONE and its STANDARD and DAYLIGHT parts) is one unit.
+    static let componentsMergedByLine: Set<String> = ["VCARD", "VCALENDAR", "VTODO", "VEVENT", "VJOURNAL"]
+
+    /// The units a text merges by: one per logical line
+    /// (`ContentLines.units`), except that a component inside an item is
+    /// one unit from its BEGIN to its END. Its lines mean something only
+    /// together: two alarms added at once are two alarms (line by line,
+    /// their identical BEGIN lines were one, and the result had one BEGIN
+    /// and two ENDs), and an alarm one device changed while another
+    /// deleted it comes back whole, not as a TRIGGER on its own.
+    public static func mergeUnits(of bytes: [UInt8]) -> [[UInt8]] {
+        var out: [[UInt8]] = []
+        var block: [UInt8] = []
+        var depth = 0
+        for unit in ContentLines.units(of: bytes) {
+            let line = ContentLines.parse(ContentLines.unfolded(unit))
+            if depth > 0 {
+                block += unit
+                if line?.name == "BEGIN" { depth += 1 } else if line?.name == "END" { depth -= 1 }
+                if depth == 0 { out.append(block); block = [] }
+            } else if let line, line.name == "BEGIN", !componentsMergedByLine.contains(line.value.uppercased()) {
+                block = unit
+                depth = 1
+            } else {
+                out.append(unit)
+            }
+        }
+        // A component never closed (a text no check passed): kept as it is.
+        if !block.isEmpty { out.append(block) }
+        return out
+    }
+
+    /// The logical lines of a unit, unfolded: one, or a component's.
+    static func logicalLines(_ unit: [UInt8]) -> [String] {
+        let lines = ContentLines.units(of: unit)
+        return lines.count <= 1 ? [ContentLines.unfolded(unit)] : lines.map(ContentLines.unfolded)
+    }
+
     /// Where each unit sits: the components open around it and its name.
-    /// BEGIN and END sit in the component around the one they delimit.
+    /// BEGIN and END sit in the component around the one they delimit; a
+    /// component that is one unit sits, as its BEGIN, where it is.
     static func placesOf(_ text: CardText) -> [(path: [String], name: String)] { places(ofUnits: text.units.map(\.bytes)) }
 
     /// `placesOf` for the units of a text as bytes.
@@ -173,7 +215,9 @@ public struct CardText: Equatable, Sendable {
         var stack: [String] = []
         var out: [(path: [String], name: String)] = []
         for unit in units {
-            guard let line = ContentLines.parse(ContentLines.unfolded(unit)) else { out.append((stack, "")); continue }
+            let lines = logicalLines(unit)
+            guard let line = ContentLines.parse(lines[0]) else { out.append((stack, "")); continue }
+            if lines.count > 1 && line.name == "BEGIN" { out.append((stack, "BEGIN")); continue }
             switch line.name {
             case "BEGIN":
                 out.append((stack, "BEGIN"))
@@ -207,12 +251,14 @@ public struct CardText: Equatable, Sendable {
         return hasher.finalize()
     }
 
-    /// Lines match when their unfolded text does.
-    static func matchKey(_ unit: [UInt8]) -> String { ContentLines.unfolded(unit) }
+    /// Lines match when their unfolded text does (a component's, line by line).
+    static func matchKey(_ unit: [UInt8]) -> String { logicalLines(unit).joined(separator: "\n") }
 
-    /// A property's name with its group: what a changed line pairs on.
+    /// A property's name with its group: what a changed line pairs on. A
+    /// component pairs on its kind (`BEGIN:VALARM`).
     static func propertyKey(_ unit: [UInt8]) -> String {
-        guard let line = ContentLines.parse(ContentLines.unfolded(unit)) else { return "" }
+        guard let line = ContentLines.parse(logicalLines(unit)[0]) else { return "" }
+        if line.name == "BEGIN" || line.name == "END" { return line.name + ":" + line.value.uppercased() }
         return (line.group.map { $0.uppercased() + "." } ?? "") + line.name
     }
 }

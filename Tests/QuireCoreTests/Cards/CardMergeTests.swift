@@ -148,6 +148,133 @@ final class CardMergeTests: XCTestCase {
         XCTAssertEqual(shown.categories, ["home"])
         XCTAssertEqual(shown.uid, "u")
     }
-}
 
-import Foundation
+    // MARK: Components inside an item (alarms)
+
+    let todo = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:x\r\nBEGIN:VTODO\r\nUID:t1\r\nSUMMARY:todo one\r\nDUE:20261201T100000Z\r\n%@END:VTODO\r\nEND:VCALENDAR\r\n"
+    let alarmB = "BEGIN:VALARM\r\nACTION:DISPLAY\r\nDESCRIPTION:B\r\nTRIGGER:-PT15M\r\nEND:VALARM\r\n"
+    let alarmA = "BEGIN:VALARM\r\nACTION:AUDIO\r\nTRIGGER:-PT5M\r\nEND:VALARM\r\n"
+
+    func planRow(_ text: String, by actor: Actor, at seconds: Int64, after previous: Row? = nil) -> Row {
+        let plan: (CardText) -> RowContent = { .plan(Plan(title: "t1", calendar: $0, createdAt: Timestamp(seconds: 1), updatedAt: Timestamp(seconds: seconds))) }
+        guard let previous else {
+            return Row.single(.plans, key, dot: Dot(actor: actor, counter: 1), context: VersionVector(), content: plan(CardText(fresh: Array(text.utf8))))
+        }
+        guard case .plan(let shown)? = previous.content else { fatalError("not a plan") }
+        return previous.edited(by: actor, to: plan(shown.calendar.edited(to: Array(text.utf8))))
+    }
+
+    func planText(_ row: Row) -> String {
+        guard case .plan(let p)? = row.content else { return "" }
+        return String(decoding: p.calendar.bytes, as: UTF8.self)
+    }
+
+    /// Every component opened is closed, in order, and nothing is left over.
+    func assertBalanced(_ text: String, file: StaticString = #filePath, line: UInt = #line) {
+        var stack: [String] = []
+        for l in text.components(separatedBy: "\r\n") where !l.isEmpty {
+            if l.hasPrefix("BEGIN:") { stack.append(String(l.dropFirst(6))) }
+            if l.hasPrefix("END:") { XCTAssertEqual(stack.popLast(), String(l.dropFirst(4)), text, file: file, line: line) }
+        }
+        XCTAssertEqual(stack, [], text, file: file, line: line)
+    }
+
+    func testTwoAlarmsAddedAtOnceAreTwoWholeAlarms() {
+        let start = planRow(String(format: todo, ""), by: a, at: 10)
+        let onB = planRow(String(format: todo, alarmB), by: b, at: 20, after: start)
+        let onA = planRow(String(format: todo, alarmA), by: a, at: 21, after: start)
+        let ab = RowMerge.join(onA, onB), ba = RowMerge.join(onB, onA)
+        XCTAssertTrue(RowMerge.sameState(ab, ba))
+        XCTAssertEqual(planText(ab), planText(ba))
+        let text = planText(ab)
+        assertBalanced(text)
+        XCTAssertTrue(text.contains(alarmA) && text.contains(alarmB), text)
+        // And a card written by a program that saw one alarm, onto a text that has the other.
+        let rebased = CardRebase.rebase(Array(String(format: todo, alarmA).utf8), shown: Array(String(format: todo, "").utf8),
+                                        onto: Array(String(format: todo, alarmB).utf8), rules: Plan.rules)
+        let rebasedText = String(decoding: rebased, as: UTF8.self)
+        assertBalanced(rebasedText)
+        XCTAssertTrue(rebasedText.contains(alarmA) && rebasedText.contains(alarmB), rebasedText)
+    }
+
+    func testAnAlarmChangedWhileAnotherDeviceDeletedItComesBackWhole() {
+        let start = planRow(String(format: todo, alarmB), by: a, at: 10)
+        let deleted = planRow(String(format: todo, ""), by: a, at: 20, after: start)
+        let changed = planRow(String(format: todo, alarmB.replacingOccurrences(of: "-PT15M", with: "-PT45M")), by: b, at: 21, after: start)
+        let text = planText(RowMerge.join(deleted, changed))
+        assertBalanced(text)
+        XCTAssertTrue(text.contains(alarmB.replacingOccurrences(of: "-PT15M", with: "-PT45M")), text)
+        XCTAssertFalse(text.contains("-PT15M"), text)
+        // Deleted where nobody changed it, it stays deleted.
+        let other = planRow(String(format: todo, alarmB).replacingOccurrences(of: "todo one", with: "todo two"), by: b, at: 21, after: start)
+        let gone = planText(RowMerge.join(deleted, other))
+        XCTAssertFalse(gone.contains("VALARM"), gone)
+        XCTAssertTrue(gone.contains("SUMMARY:todo two"), gone)
+    }
+
+    func testOneAlarmChangedOnTwoDevicesShowsTheLastWritersWhole() {
+        let start = planRow(String(format: todo, alarmB + alarmA), by: a, at: 10)
+        let early = planRow(String(format: todo, alarmB.replacingOccurrences(of: "DESCRIPTION:B", with: "DESCRIPTION:early") + alarmA),
+                            by: a, at: 20, after: start)
+        let late = planRow(String(format: todo, alarmB.replacingOccurrences(of: "-PT15M", with: "-PT1H") + alarmA), by: b, at: 30, after: start)
+        let merged = RowMerge.join(early, late)
+        let text = planText(merged)
+        assertBalanced(text)
+        XCTAssertEqual(text, String(format: todo, alarmB.replacingOccurrences(of: "-PT15M", with: "-PT1H") + alarmA))
+        XCTAssertEqual(merged.heads.count, 2, "the other alarm stays in its head")
+        // An edit that saw both versions settles it, one alarm changed, the other untouched.
+        let settled = planRow(text, by: c, at: 40, after: merged)
+        XCTAssertEqual(settled.heads.count, 1)
+        XCTAssertEqual(planText(settled), text)
+    }
+
+    func testAnAlarmRefoldedOrWithOtherLineEndsIsNoEdit() {
+        let crlf = CardText(fresh: Array(String(format: todo, alarmB).utf8))
+        let lf = crlf.edited(to: Array(String(format: todo, alarmB).replacingOccurrences(of: "\r\n", with: "\n").utf8))
+        XCTAssertEqual(crlf.units.map(\.id), lf.units.map(\.id))
+        XCTAssertTrue(lf.removed.isEmpty)
+        XCTAssertEqual(CardText.mergeUnits(of: Array(String(format: todo, alarmB + alarmA).utf8)).count, 11,
+                       "seven lines of the calendar and to-do, two alarms, two ENDs")
+    }
+
+    func testAlarmMergesAreCommutativeAssociativeAndBalancedOverRandomEdits() {
+        var generator = SplitMix64(seed: 61)
+        let triggers = ["-PT5M", "-PT15M", "-PT1H", "-P1D"]
+        for round in 0..<200 {
+            let start = planRow(String(format: todo, alarmB), by: a, at: 10)
+            var rows: [Row] = []
+            for (i, actor) in [a, b, c].enumerated() {
+                var row = start
+                for step in 0..<Int.random(in: 1...3, using: &generator) {
+                    let pick = Int.random(in: 0..<4, using: &generator)
+                    let trigger = triggers.randomElement(using: &generator)!
+                    var text = planText(row)
+                    switch pick {
+                    case 0: text = text.replacingOccurrences(of: "END:VTODO", with: "BEGIN:VALARM\r\nACTION:DISPLAY\r\nTRIGGER:\(trigger)\r\nEND:VALARM\r\nEND:VTODO")
+                    case 1: text = text.replacingOccurrences(of: #"TRIGGER:-P[^\r]*"#, with: "TRIGGER:" + trigger, options: .regularExpression)
+                    case 2:
+                        if let range = text.range(of: #"BEGIN:VALARM\r\n(?:(?!END:VALARM).*\r\n)*END:VALARM\r\n"#, options: .regularExpression) {
+                            text.removeSubrange(range)
+                        }
+                    default: text = text.replacingOccurrences(of: "SUMMARY:", with: "SUMMARY:\(trigger) ")
+                    }
+                    row = planRow(text, by: actor, at: Int64(20 + i + step * 3), after: row)
+                }
+                rows.append(row)
+            }
+            let x = RowMerge.join(RowMerge.join(rows[0], rows[1]), rows[2])
+            let y = RowMerge.join(rows[0], RowMerge.join(rows[2], rows[1]))
+            let z = RowMerge.join(RowMerge.join(rows[2], rows[0]), RowMerge.join(rows[1], rows[1]))
+            XCTAssertTrue(RowMerge.sameState(x, y) && RowMerge.sameState(y, z), "seed 61 round \(round)")
+            XCTAssertEqual(planText(x), planText(y), "seed 61 round \(round)")
+            XCTAssertEqual(planText(x), planText(z), "seed 61 round \(round)")
+            assertBalanced(planText(x))
+            // Every alarm shown is one some device wrote whole.
+            for alarm in planText(x).components(separatedBy: "BEGIN:VALARM\r\n").dropFirst() {
+                let body = alarm.components(separatedBy: "END:VALARM")[0]
+                XCTAssertEqual(body.components(separatedBy: "TRIGGER:").count - 1, 1, "seed 61 round \(round): \(planText(x))")
+                XCTAssertEqual(body.components(separatedBy: "ACTION:").count - 1, 1, "seed 61 round \(round): \(planText(x))")
+            }
+        }
+    }
+}
