@@ -80,6 +80,29 @@ final class CLIInputEndToEndTests: XCTestCase {
         XCTAssertFalse(try quireOK(["ls", "notebook"], home: home("a")).stdout.contains("Proj"))
     }
 
+    /// `put` with a file name as the mounted folder shows it (copied from
+    /// `ls`) writes the row that file shows, and a new row gets the title
+    /// the name shows: no second row whose file is `X.ics.ics`.
+    func testPutByTheFileNameTheFolderShowsWritesThatRow() throws {
+        try quireOK(["init", "--name", "a"], home: home("a"))
+        try quireOK(["put", "notebook", "Ideas"], home: home("a"), stdin: Array("first\n".utf8))
+        try quireOK(["put", "notebook", "Ideas.md"], home: home("a"), stdin: Array("second\n".utf8))
+        try quireOK(["put", "plans", "abc@host", "--summary", "real plan"], home: home("a"))
+        try quireOK(["put", "plans", "abc@host.ics", "--done"], home: home("a"))
+        try quireOK(["put", "contacts", "u7", "--email", "old@example.org"], home: home("a"))
+        try quireOK(["put", "contacts", "u7.vcf", "--email", "real@example.org"], home: home("a"))
+        try quireOK(["put", "contacts", "Grace.vcf", "--email", "grace@example.org"], home: home("a"))
+        for (ns, titles) in [("notebook", ["Ideas"]), ("plans", ["abc@host"]), ("contacts", ["Grace", "u7"])] {
+            let listed = try jsonObject(quireOK(["ls", ns, "--json"], home: home("a")).stdout) as! [[String: Any]]
+            XCTAssertEqual(listed.compactMap { $0["name"] as? String }.sorted(), titles, ns)
+        }
+        XCTAssertEqual(try quireOK(["get", "notebook", "Ideas"], home: home("a")).stdout, "second\n")
+        let plan = try quireOK(["get", "plans", "abc@host"], home: home("a")).stdout
+        XCTAssertTrue(plan.contains("done: yes") && plan.contains("summary: real plan"), plan)
+        let card = try quireOK(["get", "contacts", "u7.vcf"], home: home("a")).stdout
+        XCTAssertTrue(card.contains("real@example.org") && !card.contains("old@example.org"), card)
+    }
+
     /// A name that misses only by case, an extension or the folders before
     /// it is offered; nothing is offered for a name nothing is near.
     func testARowNotFoundOffersTheNameMeantByCaseOrExtension() throws {

@@ -13,7 +13,9 @@ enum RowCommands {
 
             Creates a row, or replaces the live row with that name (one local edit:
             a new version, advertised to siblings). Bodies come from --file FILE,
-            or from standard input when no --file is given.
+            or from standard input when no --file is given. A file name as the
+            mounted folder shows it (Ideas.md, abc@host.ics, Ada.vcf) names the
+            row that file shows, or a new row titled without the extension.
 
               notebook TITLE   [--file F] [--tags a,b] [--new] [--key HEX]
                                the note's body is the input; --new always creates;
@@ -57,6 +59,18 @@ enum RowCommands {
             path = try NotebookPaths(try store.summaries(ns)).placement(of: name)
         }
         let existing = try existingKey.flatMap { try store.row(ns, $0) }?.content
+        // A file name as the mounted folder shows it (`Ideas.md`,
+        // `abc@host.ics`, `Ada%~1a2b3c4d.vcf`) stands for the row it shows,
+        // which keeps its title, or names a new row of the title it shows.
+        if [.notebook, .plans, .contacts].contains(ns), args.value("key") == nil, !name.contains("/"),
+           let shown = ShownName.row(name, in: ns), shown.title != name {
+            switch existing {
+            case .note(let n)?: name = n.title
+            case .plan(let p)?: name = p.title
+            case .contact(let c)?: name = c.title
+            default: name = shown.title
+            }
+        }
         let zero = Timestamp(seconds: 0)
         let content: RowContent
         switch ns {
@@ -404,7 +418,7 @@ enum RowCommands {
         // A file name as the mount shows it (`Ideas.md`, `a%2Fb.md`,
         // `Ideas%~1a2b3c4d.md`), for a row that exists: its title, and the
         // key its marker starts.
-        if matches.isEmpty, !creating, !isPath, let shown = ShownName.row(name, in: ns), shown.title != name || shown.keyPrefix != nil {
+        if matches.isEmpty, !isPath, let shown = ShownName.row(name, in: ns), shown.title != name || shown.keyPrefix != nil {
             matches = try titled(shown.title).filter { key in shown.keyPrefix.map { key.hex.hasPrefix($0) } ?? true }
         }
         if matches.count > 1 {
