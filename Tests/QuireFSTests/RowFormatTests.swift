@@ -65,6 +65,41 @@ final class RowFormatTests: XCTestCase {
         XCTAssertEqual(again.bytes, contact.bytes)
     }
 
+    /// What Windows tools write: a byte-order mark, and CRLF files passed
+    /// once more through a text-mode converter (CR CR LF). Read as the card
+    /// it is, and kept byte for byte.
+    func testACardWithAByteOrderMarkOrDoubledCRsIsReadAndKeptAsWritten() throws {
+        for card in ["\u{FEFF}BEGIN:VCARD\r\nVERSION:4.0\r\nUID:b\r\nFN:Bom\r\nEND:VCARD\r\n",
+                     "BEGIN:VCARD\r\r\nVERSION:4.0\r\r\nUID:b\r\r\nFN:Bom\r\r\nEND:VCARD\r\r\n"] {
+            let contact = try VCard.parse(Array(card.utf8), title: "x", key: nil, previous: nil)
+            XCTAssertEqual(contact.bytes, Array(card.utf8), card.debugDescription)
+            XCTAssertEqual(contact.name, "Bom", card.debugDescription)
+            XCTAssertEqual(contact.uid, "b", card.debugDescription)
+        }
+    }
+
+    /// A line quire adds goes in with the file's own line ends.
+    func testLinesAddedToAnLFCardEndInLF() throws {
+        let key = RowKey(hex: "00112233445566778899aabbccddeeff")!
+        let contact = try VCard.parse(Array("BEGIN:VCARD\nVERSION:4.0\nFN:Ann\nEND:VCARD\n".utf8), title: "x", key: key, previous: nil)
+        XCTAssertEqual(String(decoding: contact.bytes, as: UTF8.self),
+                       "BEGIN:VCARD\nVERSION:4.0\nUID:00112233-4455-6677-8899-aabbccddeeff\nFN:Ann\nEND:VCARD\n")
+        var mailed = contact
+        mailed.emails = ["ann@example.org"]
+        XCTAssertFalse(mailed.bytes.contains(UInt8(ascii: "\r")), String(decoding: mailed.bytes, as: UTF8.self))
+        XCTAssertEqual(mailed.emails, ["ann@example.org"])
+    }
+
+    /// A refusal quotes the line with what a terminal would not show escaped.
+    func testARefusalShowsControlCharactersEscaped() {
+        XCTAssertThrowsError(try VCard.parse(Array("BEGIN:VCARD\ngar\u{1}bage\nEND:VCARD\n".utf8), title: "x", key: nil, previous: nil)) { error in
+            XCTAssertTrue((error as? FormatError)?.message.contains("'gar\\u{1}bage'") == true, "\(error)")
+        }
+        XCTAssertThrowsError(try VCard.parse(Array("\u{FEFF}\u{FEFF}BEGIN:VCARD\nEND:VCARD\n".utf8), title: "x", key: nil, previous: nil)) { error in
+            XCTAssertTrue((error as? FormatError)?.message.contains("\\u{FEFF}") == true, "\(error)")
+        }
+    }
+
     func testUnparsableCardsAreRefusedWithAReason() {
         let cases: [(String, String)] = [
             ("FN:No begin\n", "does not start with BEGIN:VCARD"),

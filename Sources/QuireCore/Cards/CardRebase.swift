@@ -90,17 +90,8 @@ public enum CardRebase {
         }
         var lines = result.map(\.bytes)
         // Every line but the last ends its line (one that ended a text may sit inside now).
-        let end = lineEnd(of: lines)
+        let end = ContentLines.lineEnd(of: lines)
         for index in lines.indices.dropLast() where lines[index].last != UInt8(ascii: "\n") { lines[index] += end }
         return lines.flatMap { $0 }
-    }
-
-    /// The line end the text uses (CRLF when none says, as the RFCs write).
-    private static func lineEnd(of units: [[UInt8]]) -> [UInt8] {
-        for unit in units {
-            guard let newline = unit.firstIndex(of: UInt8(ascii: "\n")) else { continue }
-            return newline > 0 && unit[newline - 1] == UInt8(ascii: "\r") ? Array("\r\n".utf8) : Array("\n".utf8)
-        }
-        return Array("\r\n".utf8)
     }
 }

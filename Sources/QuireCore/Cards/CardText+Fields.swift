@@ -32,7 +32,9 @@ extension CardText {
         var inserted = false
         var inside = false
         var done = false
-        let newUnits = lines.map(ContentLines.unit)
+        // In the text's own line ends (an LF file stays LF).
+        let end = ContentLines.lineEnd(of: units.map(\.bytes))
+        let newUnits = lines.map { ContentLines.unit($0, end: end) }
         for (unit, place) in zip(units, places) {
             if !done && place.path == path {
                 inside = true

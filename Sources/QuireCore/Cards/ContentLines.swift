@@ -59,15 +59,22 @@ public enum ContentLines {
 
     /// The unit's logical line: continuations joined, line ends and blank
     /// lines dropped. Invalid UTF-8 is replaced (callers check it first).
+    /// A line end is any run of CRs before an LF (CRCRLF is a CRLF file
+    /// passed once more through a text-mode converter: no value ends in a
+    /// CR, vCard and iCalendar have no way to write one), and a byte-order
+    /// mark before the first line (Windows tools write one) is no part of
+    /// it: both are kept in the bytes, never read as text.
     public static func unfolded(_ unit: [UInt8]) -> String {
         var out: [UInt8] = []
         var atLineStart = true
-        var index = 0
+        var index = unit.starts(with: byteOrderMark) ? byteOrderMark.count : 0
         while index < unit.count {
             let byte = unit[index]
             if byte == UInt8(ascii: "\n") { atLineStart = true; index += 1; continue }
-            if byte == UInt8(ascii: "\r") && (index + 1 == unit.count || unit[index + 1] == UInt8(ascii: "\n")) {
-                index += 1; continue
+            if byte == UInt8(ascii: "\r") {
+                var next = index + 1
+                while next < unit.count && unit[next] == UInt8(ascii: "\r") { next += 1 }
+                if next == unit.count || unit[next] == UInt8(ascii: "\n") { index = next; continue }
             }
             if atLineStart && !out.isEmpty && (byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t")) {
                 atLineStart = false; index += 1; continue   // a fold: drop the one whitespace
@@ -77,6 +84,39 @@ public enum ContentLines {
             index += 1
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
+
+    /// The line end a text's units use (CRLF when none says, as the RFCs write).
+    public static func lineEnd(of units: [[UInt8]]) -> [UInt8] {
+        for unit in units {
+            guard let newline = unit.firstIndex(of: UInt8(ascii: "\n")) else { continue }
+            return newline > 0 && unit[newline - 1] == UInt8(ascii: "\r") ? Array("\r\n".utf8) : Array("\n".utf8)
+        }
+        return Array("\r\n".utf8)
+    }
+
+    /// Text of a line quoted in a message: control characters and a
+    /// byte-order mark escaped (`BEGIN:VCARD\r`), so a refusal names what
+    /// a terminal would not show.
+    public static func quoted(_ text: Substring) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case "\n": out += "\\n"
+            case "\u{FEFF}": out += "\\u{FEFF}"
+            default:
+                if scalar.properties.generalCategory == .control {
+                    out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out
     }
 
     /// Reads a logical line; nil when it is not `NAME[;params]:value`.
@@ -184,20 +224,21 @@ public enum ContentLines {
     }
 
     /// `NAME:value` as a unit: folded at 75 octets without splitting a
-    /// character, CRLF line ends (what RFC 6350 and RFC 5545 ask of writers).
-    public static func unit(_ line: String) -> [UInt8] {
+    /// character, CRLF line ends (what RFC 6350 and RFC 5545 ask of
+    /// writers), or `end`'s (the text it goes into).
+    public static func unit(_ line: String, end: [UInt8] = Array("\r\n".utf8)) -> [UInt8] {
         var out: [UInt8] = []
         var used = 0
         for character in line {
             let bytes = Array(String(character).utf8)
             if used + bytes.count > 75 {
-                out += Array("\r\n ".utf8)
+                out += end + [UInt8(ascii: " ")]
                 used = 1
             }
             out += bytes
             used += bytes.count
         }
-        return out + Array("\r\n".utf8)
+        return out + end
     }
 }
 

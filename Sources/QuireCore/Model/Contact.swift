@@ -28,7 +28,7 @@ public struct Contact: Equatable, Sendable {
         lines += phones.map { "TEL:" + ContentLines.escape($0) }
         if let note { lines.append("NOTE:" + ContentLines.escape(note)) }
         lines.append("END:VCARD")
-        self.init(title: name, card: CardText(fresh: lines.flatMap(ContentLines.unit)), updatedAt: updatedAt, editedBy: editedBy)
+        self.init(title: name, card: CardText(fresh: lines.flatMap { ContentLines.unit($0) }), updatedAt: updatedAt, editedBy: editedBy)
     }
 
     public static let path = ["VCARD"]

@@ -39,7 +39,7 @@ public struct Plan: Equatable, Sendable {
         lines.append(isDone ? "STATUS:COMPLETED" : "STATUS:NEEDS-ACTION")
         if isDone { lines.append("COMPLETED:" + CardDates.formatDateTime(updatedAt.seconds)) }
         lines += ["END:VTODO", "END:VCALENDAR"]
-        self.init(title: title, calendar: CardText(fresh: lines.flatMap(ContentLines.unit)), createdAt: createdAt,
+        self.init(title: title, calendar: CardText(fresh: lines.flatMap { ContentLines.unit($0) }), createdAt: createdAt,
                   updatedAt: updatedAt, editedBy: editedBy)
     }
 

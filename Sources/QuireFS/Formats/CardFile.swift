@@ -31,14 +31,14 @@ enum CardFile {
             let logical = ContentLines.unfolded(unit)
             if logical.allSatisfy({ $0.isWhitespace }) { lines.append((stack, nil)); continue }
             guard let line = ContentLines.parse(logical) else {
-                throw FormatError(.invalid, "line \(lineNumber) is not a property (NAME:value): '\(logical.prefix(40))'")
+                throw FormatError(.invalid, "line \(lineNumber) is not a property (NAME:value): '\(ContentLines.quoted(logical.prefix(40)))'")
             }
             if closed {
                 throw FormatError(.invalid, "has text after END:\(outer) (line \(lineNumber)); one \(kind) per file")
             }
             let value = line.value.uppercased()
             if stack.isEmpty && !(line.name == "BEGIN" && value == outer) {
-                throw FormatError(.invalid, "does not start with BEGIN:\(outer) (line \(lineNumber) is '\(logical.prefix(40))')")
+                throw FormatError(.invalid, "does not start with BEGIN:\(outer) (line \(lineNumber) is '\(ContentLines.quoted(logical.prefix(40)))')")
             }
             switch line.name {
             case "BEGIN":
@@ -49,7 +49,7 @@ enum CardFile {
                 stack.append(value)
             case "END":
                 guard stack.last == value else {
-                    throw FormatError(.invalid, "has END:\(line.value) at line \(lineNumber) where END:\(stack.last ?? outer) belongs")
+                    throw FormatError(.invalid, "has END:\(ContentLines.quoted(line.value[...])) at line \(lineNumber) where END:\(stack.last ?? outer) belongs")
                 }
                 stack.removeLast()
                 closed = stack.isEmpty
@@ -67,13 +67,15 @@ enum CardFile {
     static func inserting(_ line: String, into checked: Checked, after: (_ path: [String], _ line: ContentLines.Line) -> Bool) -> [UInt8] {
         var out: [UInt8] = []
         var done = false
+        // In the file's own line ends: one CRLF line in an LF file is a mixed file.
+        let end = ContentLines.lineEnd(of: checked.units)
         for (unit, place) in zip(checked.units, checked.lines) {
             out += unit
             if !done, let parsed = place.line, after(place.path, parsed) {
                 // A unit that does not end its line (the file's last, no
                 // newline) gets one before the new line.
-                if out.last != UInt8(ascii: "\n") { out += Array("\r\n".utf8) }
-                out += ContentLines.unit(line)
+                if out.last != UInt8(ascii: "\n") { out += end }
+                out += ContentLines.unit(line, end: end)
                 done = true
             }
         }
