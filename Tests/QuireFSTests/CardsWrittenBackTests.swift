@@ -63,4 +63,18 @@ final class CardsWrittenBackTests: XCTestCase {
         try mount.close(file)
         XCTAssertEqual(try mount.stored(.plans, "Ship"), text)
     }
+
+    /// `: > card.vcf`, then the card written into it: the lines quire
+    /// filled the empty card with (VERSION, UID, FN) are no edit of the
+    /// program's, which was shown an empty file and wrote the whole card.
+    func testACardWrittenIntoAFileMadeEmptyFirstIsTheCardWritten() throws {
+        let mount = try DirectMount()
+        try mount.writeFile("contacts/e1.vcf", "")
+        XCTAssertTrue(try XCTUnwrap(mount.stored(.contacts, "e1")).contains("FN:e1"), "an empty card holds its name")
+        let text = "BEGIN:VCARD\nVERSION:3.0\nUID:e1\nFN:Written\nEND:VCARD\n"
+        let file = try mount.open("contacts/e1.vcf", O_WRONLY | O_TRUNC)
+        try mount.write(file, text)
+        try mount.close(file)
+        XCTAssertEqual(try mount.stored(.contacts, "e1"), text)
+    }
 }

@@ -173,7 +173,10 @@ extension QuireFileSystem {
         case .plan?: rules = Plan.rules
         default: return bytes
         }
-        guard let shown, let previous, let stored = RowFormat.render(previous) else { return bytes }
+        // Shown an empty file (just made, or `touch`ed into a card with
+        // only its name): the write is the whole card, not an edit of the
+        // lines quire filled it with.
+        guard let shown, !CardFile.isBlank(shown), let previous, let stored = RowFormat.render(previous) else { return bytes }
         return CardRebase.rebase(bytes, shown: shown, onto: stored, rules: rules)
     }
 
