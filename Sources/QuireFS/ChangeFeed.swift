@@ -348,12 +348,12 @@ extension QuireFileSystem {
         // Our own write: the kernel already has these bytes.
         if kernelCache.isOwnWrite(ref, version: summary.seq) { return }
         tellWatchers(ref, nameChanges, isTombstone: summary.isTombstone, wasFolder: wasFolder)
-        // A note a sibling moved or renamed: a save by rename onto its old
-        // name by a program shown it here follows it (`MovedAway`).
-        if ref.namespace == .notebook, !summary.isTombstone, !wasFolder, !names.isFolder(ref) {
+        // A note, card or plan a sibling moved or renamed: a save by rename
+        // onto its old name by a program shown it here follows it (`MovedAway`).
+        if MovedAway.namespaces.contains(ref.namespace), !summary.isTombstone, !wasFolder, !names.isFolder(ref) {
             for change in nameChanges where change.key == ref.key {
                 if let old = change.old, let new = change.new, old != new {
-                    movedAway.record(ref, leaving: old.name, in: Folder(.notebook, old.folder), at: Date())
+                    movedAway.record(ref, leaving: old.name, in: Folder(ref.namespace, old.folder), at: Date())
                 }
             }
         }

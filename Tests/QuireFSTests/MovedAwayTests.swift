@@ -29,6 +29,26 @@ final class MovedAwayTests: XCTestCase {
         try mount.rename(path + ".aB3dE9", path)
     }
 
+    /// khard saves by rename too: a card renamed by a sibling (vdir file
+    /// names are handles) gets the edit, and no second card of its UID.
+    func testASaveByRenameOntoTheOldNameOfARenamedCardWritesThatCard() throws {
+        let mount = try DirectMount()
+        let card = "BEGIN:VCARD\r\nVERSION:4.0\r\nUID:r1\r\nFN:Ren One\r\nTEL:111\r\nEND:VCARD\r\n"
+        try mount.writeFile("contacts/r1.vcf", card)
+        let key = try XCTUnwrap(mount.store.summaries(.contacts).first { $0.name == "r1" }?.key)
+        XCTAssertEqual(try mount.text("contacts/r1.vcf"), card, "the program reads it")
+        guard case .contact(var contact)? = try mount.store.row(.contacts, key)?.content else { return XCTFail("no card") }
+        contact.title = "r1-moved"
+        contact.updatedAt = Timestamp(seconds: contact.updatedAt.seconds + 100)
+        _ = try mount.store.put(.contact(contact), key: key)
+        mount.feed()
+        XCTAssertEqual(try mount.list("contacts"), ["r1-moved.vcf"])
+        try saveByRename(mount, "contacts/r1.vcf", card.replacingOccurrences(of: "TEL:111", with: "TEL:222"))
+        XCTAssertEqual(try mount.list("contacts"), ["r1-moved.vcf"], "one card, under the sibling's name")
+        XCTAssertEqual(try mount.text("contacts/r1-moved.vcf"), card.replacingOccurrences(of: "TEL:111", with: "TEL:222"))
+        XCTAssertEqual(try mount.store.summaries(.contacts).filter { !$0.isTombstone }.map(\.key), [key])
+    }
+
     func testASaveByRenameOntoTheOldNameOfAMovedNoteWritesTheMovedNote() throws {
         let mount = try DirectMount { try $0.putNote("Ideas", "one\n\ntwo\n") }
         try mount.mkdir("notebook/Archive")

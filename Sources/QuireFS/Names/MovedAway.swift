@@ -1,8 +1,8 @@
 import Foundation
 import QuireCore
 
-/// Notebook files a sibling moved or renamed, under the name they had here,
-/// for a while after.
+/// Notebook files, cards and plans a sibling moved or renamed, under the
+/// name they had here, for a while after.
 ///
 /// An editor that read `Ideas.md` saves by writing a temp file and renaming
 /// it over `Ideas.md`. When a sibling moved the note to `Archive/` in
@@ -12,6 +12,9 @@ import QuireCore
 /// the note to is a new version of the moved note instead: one note, where
 /// the sibling put it, with the edit (`RenameFacts.movedAway`).
 struct MovedAway {
+    /// Where a file is saved through a temp name and can be moved: a
+    /// journal day's name is its date, not a place.
+    static let namespaces: Set<Namespace> = [.notebook, .plans, .contacts]
     /// Editors keep a note open for long: the program's baseline is what
     /// ties its save to the note, and this bounds how long a name is kept.
     static let window: TimeInterval = 3600

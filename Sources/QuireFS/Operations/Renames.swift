@@ -148,7 +148,7 @@ extension QuireFileSystem {
         let sourceRow: RowRef? = if case .row(let ref) = source { ref } else { nil }
         if target == .none, request.flags.isEmpty, let moved = self.movedAway.row(leaving: request.newName, in: request.to, at: Date()),
            sourceRow != moved, !(sourceRow.map(names.isFolder) ?? false), lastShown.baseline(moved, process: process) != nil,
-           try listing(.notebook).rows[moved.key] != nil, !names.isFolder(moved) {
+           try listing(moved.namespace).rows[moved.key] != nil, !names.isFolder(moved) {
             target = .row(moved)
             movedAway = moved
         }
