@@ -16,8 +16,8 @@ public final class ChangeFeed: @unchecked Sendable {
     private let condition = NSCondition()
     private var isStopped = false
     private var isWoken = false
-    /// The first commit not yet read, if any (`committed`).
-    private var commitsSince: Date?
+    /// When the first commit not yet read came (`systemUptime`), if any.
+    private var commitsSince: TimeInterval?
     private var thread: Thread?
     private var observation: CommitObservation?
     private let finished = DispatchSemaphore(value: 0)
@@ -62,7 +62,11 @@ public final class ChangeFeed: @unchecked Sendable {
             while true {
                 condition.lock()
                 while !isWoken && !isStopped {
-                    let until = min(deadline, commitsSince.map { $0.addingTimeInterval(Self.commitWindow) } ?? .distantFuture)
+                    // The window is counted on the monotonic clock: a wall
+                    // clock set back must not hold a round up.
+                    let left = commitsSince.map { $0 + Self.commitWindow - ProcessInfo.processInfo.systemUptime }
+                    if let left, left <= 0 { break }
+                    let until = min(deadline, left.map { Date(timeIntervalSinceNow: $0) } ?? .distantFuture)
                     if until <= Date() { break }
                     _ = condition.wait(until: until)
                 }
@@ -96,7 +100,7 @@ public final class ChangeFeed: @unchecked Sendable {
     private func committed() {
         condition.lock()
         if commitsSince == nil {
-            commitsSince = Date()
+            commitsSince = ProcessInfo.processInfo.systemUptime
             condition.signal()
         }
         condition.unlock()
