@@ -45,15 +45,17 @@ public final class TestRedisServer: @unchecked Sendable {
 
     /// `arguments` are added to redis-server's (ACL users, say); with them,
     /// QUIRE_TEST_REDIS_URL is not used.
-    public init(arguments: [String] = []) throws {
-        if arguments.isEmpty, let url = ProcessInfo.processInfo.environment["QUIRE_TEST_REDIS_URL"], !url.isEmpty {
+    /// `port`: this one (a server started again where one was stopped);
+    /// QUIRE_TEST_REDIS_URL is not used either.
+    public init(arguments: [String] = [], port chosen: Int? = nil) throws {
+        if arguments.isEmpty, chosen == nil, let url = ProcessInfo.processInfo.environment["QUIRE_TEST_REDIS_URL"], !url.isEmpty {
             self.url = url
             return
         }
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/redis-server") else {
             throw TestSupportError("redis-server is not installed (/usr/bin/redis-server); run tools/setup: these tests need a real Redis")
         }
-        let port = try freeTCPPort()
+        let port = try chosen ?? freeTCPPort()
         url = "redis://127.0.0.1:\(port)"
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")

@@ -37,7 +37,11 @@ public final class SyncService: @unchecked Sendable {
             let prefs = try home.prefs.load()
             let spec = relaySpec ?? prefs.relay
             let relay: any Relay
-            do { relay = try makeRelay(from: spec) } catch { throw SyncServiceError("cannot open relay \(spec): \(error)") }
+            do { relay = try makeRelay(from: spec) } catch let error as RelayError where error.code == .unreachable {
+                throw RelayUnreachable(relay: spec, reason: "\(error)")
+            } catch {
+                throw SyncServiceError("cannot open relay \(spec): \(error)")
+            }
             let generation = GenerationReader(prefs: home.prefs, initial: prefs.generation)
             var deps = SyncEngine.Dependencies(
                 store: store, identity: identity, relay: relay, clock: SystemClock(), random: SystemRandom(),
@@ -75,7 +79,10 @@ public final class SyncService: @unchecked Sendable {
             if let ms = env["QUIRE_QUIET_WINDOW_MS"].flatMap(UInt64.init) { configuration.quietWindowMilliseconds = ms }
             if let ms = env["QUIRE_WEDGED_AFTER_MS"].flatMap(UInt64.init) { configuration.wedgedAfterMilliseconds = ms }
             let engine = SyncEngine(deps, configuration: configuration)
-            try engine.start()
+            do { try engine.start() } catch let error as RelayError where error.code == .unreachable {
+                relay.close()
+                throw RelayUnreachable(relay: spec, reason: "\(error)")
+            }
             log.write("sync: started on \(deps.relayDescription) as channel \(engine.channel)")
             return SyncService(engine: engine, relay: relay, lock: lock, log: log)
         } catch {
@@ -103,6 +110,15 @@ public final class SyncService: @unchecked Sendable {
 public struct SyncServiceError: Error, CustomStringConvertible, Sendable {
     public let description: String
     public init(_ description: String) { self.description = description }
+}
+
+/// The relay could not be reached when sync started (Redis down, or not
+/// up yet on a machine that starts offline). A mount waits for it
+/// (`DaemonWaiter`); `quire sync` says so and stops.
+public struct RelayUnreachable: Error, CustomStringConvertible, Sendable {
+    public let relay: String
+    public let reason: String
+    public var description: String { "cannot reach the relay \(relay): \(reason)" }
 }
 
 /// Another process runs the sync engine of this device directory.

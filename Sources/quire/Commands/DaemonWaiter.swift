@@ -2,11 +2,15 @@ import Foundation
 import QuireDaemon
 import QuireFS
 
-/// Starts the mount's daemon once the process holding the device's sync
-/// lock lets go: tries again every `interval` seconds until it starts, the
-/// mount ends, or the start fails for another reason (logged).
+/// Starts the mount's daemon once what held it up is gone: the process
+/// holding the device's sync lock lets go (tried every `interval` seconds),
+/// or the relay answers (tried at growing intervals, up to
+/// `relayInterval`, as a laptop that mounts before its network is up
+/// meets it). Tries until it starts, the mount ends, or the start fails
+/// for another reason (logged).
 final class DaemonWaiter: @unchecked Sendable {
     static let interval: Double = 1
+    static let relayInterval: Double = 30
     private let slot: DaemonSlot
     private let log: MountLog
     private let start: @Sendable () throws -> Daemon
@@ -37,14 +41,26 @@ final class DaemonWaiter: @unchecked Sendable {
     }
 
     private func run() {
+        var wait = Self.interval
+        var reason: String?
         while true {
             condition.lock()
-            if !isStopped { _ = condition.wait(until: Date(timeIntervalSinceNow: Self.interval)) }
+            if !isStopped { _ = condition.wait(until: Date(timeIntervalSinceNow: wait)) }
             let stopped = isStopped
             condition.unlock()
             if stopped { return }
             let daemon: Daemon
-            do { daemon = try start() } catch is DeviceLockHeld { continue } catch {
+            do {
+                daemon = try start()
+            } catch is DeviceLockHeld {
+                wait = Self.interval
+                reason = "the process that held it stopped"
+                continue
+            } catch is RelayUnreachable {
+                wait = min(wait * 2, Self.relayInterval)
+                reason = "the relay answers"
+                continue
+            } catch {
                 log.problem("sync did not start while mounted: \(error)")
                 return
             }
@@ -57,7 +73,7 @@ final class DaemonWaiter: @unchecked Sendable {
             running = daemon
             slot.set(daemon)
             condition.unlock()
-            log.info("sync started: the process that held it stopped")
+            log.info("sync started: \(reason ?? "the process that held it stopped")")
             return
         }
     }

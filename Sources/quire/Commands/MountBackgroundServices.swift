@@ -31,6 +31,15 @@ enum MountBackgroundServices {
                 let waiter = DaemonWaiter(slot: context.daemon, log: context.log, start: start)
                 waiter.begin()
                 return { waiter.stop() }
+            } catch let unreachable as RelayUnreachable {
+                // Mounted before the network (or Redis) is up: the folder
+                // works now, and sync starts when the relay answers.
+                let words = "sync waits for the relay: \(unreachable); it starts once the relay answers, and the folder works meanwhile"
+                context.log.problem(words)
+                context.note(words)
+                let waiter = DaemonWaiter(slot: context.daemon, log: context.log, start: start)
+                waiter.begin()
+                return { waiter.stop() }
             }
         },
     ]

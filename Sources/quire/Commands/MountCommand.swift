@@ -122,6 +122,8 @@ struct MountContext: Sendable {
     let options: MountOptions
     /// The running daemon, once started: the mount's recalls go through it.
     let daemon: DaemonSlot
+    /// A line `quire mount` prints when it returns.
+    let note: @Sendable (String) -> Void
 }
 
 /// The mount's daemon, set once its services start (nil with -o nosync).

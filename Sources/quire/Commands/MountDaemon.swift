@@ -76,7 +76,8 @@ enum MountDaemon {
         let feed = ChangeFeed(fileSystem: fileSystem, session: session)
         feed.start()
         MountProcess.writePidFile(home: home, mountpoint: mountpoint)
-        let context = MountContext(home: home, identity: identity, store: store, log: log, options: options, daemon: daemon)
+        let context = MountContext(home: home, identity: identity, store: store, log: log, options: options, daemon: daemon,
+                                   note: { notifier.note($0) })
         var stops: [@Sendable () -> Void] = []
         for service in MountBackgroundServices.all {
             do {
