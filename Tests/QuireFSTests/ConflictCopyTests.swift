@@ -56,6 +56,58 @@ final class ConflictCopyTests: XCTestCase {
         XCTAssertThrowsError(try mount.open("notebook/" + name, O_WRONLY)) { XCTAssertEqual($0 as? FuseError, .permissionDenied) }
     }
 
+    /// The sibling's version (which saw ours) of an attachment, as a sync stores it.
+    func siblingWrites(_ mount: DirectMount, _ key: RowKey, _ text: String) throws {
+        let stored = try XCTUnwrap(mount.store.row(.notebook, key))
+        guard case .note(var note)? = stored.content else { return XCTFail("no note") }
+        note.body = Array(text.utf8)
+        note.contentHash = Note.bodyDigest(note.body!)
+        note.updatedAt = Timestamp(seconds: note.updatedAt.seconds + 60)
+        note.editedBy = sibling
+        _ = try mount.store.apply([stored.edited(by: Actor(device: sibling, incarnation: 1), to: .note(note))])
+        _ = mount.feed()
+    }
+
+    /// A program here patches an attachment in place, and before it closes
+    /// the file a sibling's whole new version syncs in: the close writes
+    /// the program's text, and the sibling's version, which it never saw,
+    /// is kept as a file of its own (it disappeared on both devices).
+    func testAnAttachmentPatchedHereWhileASiblingReplacedItKeepsBothVersions() throws {
+        let mount = try DirectMount()
+        try mount.writeFile("notebook/f.bin", "version one, as both devices had it")
+        let key = try XCTUnwrap(mount.store.summaries(.notebook).first?.key)
+        let file = try mount.open("notebook/f.bin", O_RDWR)
+        try mount.write(file, "PATCHED", at: 8)
+        try siblingWrites(mount, key, "version two, the sibling's")
+        try mount.close(file)
+        let names = try mount.list("notebook")
+        XCTAssertEqual(names.count, 2, "\(names)")
+        XCTAssertEqual(try mount.text("notebook/f.bin"), "version PATCHED both devices had it")
+        let kept = try XCTUnwrap(names.first { $0.hasPrefix("f.sync-conflict-") && $0.hasSuffix(".bin") }, "\(names)")
+        XCTAssertTrue(kept.contains("-5b5b5b5b."), "named for the sibling that wrote it: \(kept)")
+        XCTAssertEqual(try mount.text("notebook/" + kept), "version two, the sibling's")
+        // The same over a file truncated at open (cp onto it).
+        let again = try mount.open("notebook/f.bin", O_WRONLY | O_TRUNC)
+        try siblingWrites(mount, key, "version three, the sibling's")
+        _ = try mount.write(again, "copied over it")
+        try mount.close(again)
+        XCTAssertEqual(try mount.text("notebook/f.bin"), "copied over it")
+        XCTAssertTrue(try mount.list("notebook").contains { $0.hasPrefix("f.sync-conflict-") && (try? mount.text("notebook/" + $0)) == "version three, the sibling's" })
+    }
+
+    /// With no version synced in meanwhile, writing over an attachment
+    /// (cp onto it, a patch in place) keeps no copy of what it replaced.
+    func testWritingOverAnAttachmentNobodyElseChangedKeepsNoCopy() throws {
+        let mount = try DirectMount()
+        try mount.writeFile("notebook/f.bin", "first")
+        try mount.writeFile("notebook/f.bin", "second, over it")
+        let file = try mount.open("notebook/f.bin", O_RDWR)
+        try mount.write(file, "SECOND", at: 0)
+        try mount.close(file)
+        XCTAssertEqual(try mount.list("notebook"), ["f.bin"])
+        XCTAssertEqual(try mount.text("notebook/f.bin"), "SECOND, over it")
+    }
+
     /// A save of the file here keeps the other version as a file of its own.
     func testASaveHereKeepsTheLosingVersionAsAFile() throws {
         let (mount, key) = try mountWithConflict()

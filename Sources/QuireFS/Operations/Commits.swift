@@ -130,7 +130,10 @@ extension QuireFileSystem {
         let edit: ReplicaStore.MountEdit
         // No text kept: the stored text is the baseline while it is still the version this copy came from.
         let shownVersion = baseline == nil && !copy.isNew ? copy.storedSeq : nil
-        do { edit = try store.putFromMount(content, key: ref.key, shown: baseline, shownVersion: shownVersion) } catch {
+        // An attachment's writes landed on the text the copy held when clean:
+        // a version stored since then (a sibling's) is kept beside it.
+        let basedOn = copy.isNew ? nil : copy.cleanText
+        do { edit = try store.putFromMount(content, key: ref.key, shown: baseline, shownVersion: shownVersion, basedOn: basedOn) } catch {
             throw storeFailure(error, doing: "save \(name)")
         }
         // The writer was shown what it wrote, not what the store merged in

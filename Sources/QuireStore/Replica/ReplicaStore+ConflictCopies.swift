@@ -13,23 +13,45 @@ extension WriteContext {
     mutating func keepConflictingVersions(of row: Row?, except discarded: Dot? = nil) throws(StoreError) {
         guard let row, row.namespace == .notebook, case .note(let shown)? = row.content else { return }
         for head in ConflictCopy.losingVersions(of: row) where head.dot != discarded {
-            guard case .note(let version) = head.content else { continue }
-            let key = RowKey.derived(separator: "quire.notebook.conflict", name: row.key.hex + "/" + head.dot.description)
-            if let existing = try RowRecord.load(db, .notebook, key, withBody: false), !existing.isTombstone { continue }
-            let zero = Timestamp(seconds: 0)
-            var copy = Note(title: ConflictCopy.title(of: version, writtenBy: head.dot), body: [], createdAt: zero, updatedAt: zero,
-                            kind: .file, folder: shown.folder,
-                            modifiedAt: version.modifiedAt ?? version.updatedAt.seconds * 1_000_000_000)
-            if let body = version.body {
-                copy.body = body
-            } else {
-                // An offloaded version: the copy points at the same body.
-                copy.body = nil
-                copy.contentHash = version.contentHash
-                copy.length = version.length
-            }
-            _ = try putLocal(.note(copy), key: key, loaded: nil)
+            try keepAsFile(head, of: row.key, in: shown.folder)
         }
+    }
+
+    /// An attachment written here onto another version than the stored
+    /// one (`basedOn`: the text the writer's copy held before its writes;
+    /// a sibling's version synced in while the file was open): the stored
+    /// version becomes a file of its own, as a conflict copy would, and the
+    /// write the file's text. Two devices editing one attachment at once
+    /// keep both versions however their writes interleave.
+    mutating func keepUnseenVersion(of row: Row, writing body: [UInt8]?, basedOn: [UInt8]) throws(StoreError) {
+        guard row.namespace == .notebook, case .note(let stored)? = row.content, stored.kind == .file, let storedBody = stored.body,
+              storedBody != body, storedBody != basedOn else { return }
+        let losing = Set(ConflictCopy.losingVersions(of: row).map(\.dot))
+        for head in row.heads where !losing.contains(head.dot) {
+            try keepAsFile(head, of: row.key, in: stored.folder)
+        }
+    }
+
+    /// One version of an attachment as a file of its own, titled as its
+    /// conflict copy shows. Its key is derived from the row and the version,
+    /// so two devices that do this for the same version make one row.
+    private mutating func keepAsFile(_ head: RowHead, of rowKey: RowKey, in folder: RowKey?) throws(StoreError) {
+        guard case .note(let version) = head.content else { return }
+        let key = RowKey.derived(separator: "quire.notebook.conflict", name: rowKey.hex + "/" + head.dot.description)
+        if let existing = try RowRecord.load(db, .notebook, key, withBody: false), !existing.isTombstone { return }
+        let zero = Timestamp(seconds: 0)
+        var copy = Note(title: ConflictCopy.title(of: version, writtenBy: head.dot), body: [], createdAt: zero, updatedAt: zero,
+                        kind: .file, folder: folder,
+                        modifiedAt: version.modifiedAt ?? version.updatedAt.seconds * 1_000_000_000)
+        if let body = version.body {
+            copy.body = body
+        } else {
+            // An offloaded version: the copy points at the same body.
+            copy.body = nil
+            copy.contentHash = version.contentHash
+            copy.length = version.length
+        }
+        _ = try putLocal(.note(copy), key: key, loaded: nil)
     }
 }
 

@@ -22,11 +22,15 @@ extension ReplicaStore {
     /// With no `shown`, the stored text is the baseline; `shownVersion`
     /// (when given) is the change number of the version that was shown, and
     /// a row stored past it meanwhile is counted against no baseline at all.
+    /// For an attachment, `basedOn` is the text the writer's copy held
+    /// before its writes: a stored version other than that one, which the
+    /// write replaces unseen, is kept as a file of its own
+    /// (`keepUnseenVersion`).
     public func putFromMount(_ content: RowContent, key: RowKey?, shown: [UInt8]? = nil,
-                             shownVersion: Int64? = nil) throws(StoreError) -> MountEdit {
+                             shownVersion: Int64? = nil, basedOn: [UInt8]? = nil) throws(StoreError) -> MountEdit {
         try write { ctx in
             let before = ctx.rowsWritten
-            let row = try ctx.putMountEdit(content, key: key, shown: shown, shownVersion: shownVersion)
+            let row = try ctx.putMountEdit(content, key: key, shown: shown, shownVersion: shownVersion, basedOn: basedOn)
             // An edit equal to the stored row writes nothing and has no change number.
             return MountEdit(row: row, seq: ctx.rowsWritten > before ? ctx.seq : nil)
         }
@@ -76,9 +80,10 @@ extension ReplicaStore {
 
 extension WriteContext {
     /// A mount edit: prose goes through the paragraph-aware save.
-    mutating func putMountEdit(_ content: RowContent, key: RowKey?, shown: [UInt8]?, shownVersion: Int64? = nil) throws(StoreError) -> Row {
+    mutating func putMountEdit(_ content: RowContent, key: RowKey?, shown: [UInt8]?, shownVersion: Int64? = nil,
+                               basedOn: [UInt8]? = nil) throws(StoreError) -> Row {
         switch content.namespace {
-        case .notebook, .saga: return try saveProse(content, key: key, shown: shown, shownVersion: shownVersion)
+        case .notebook, .saga: return try saveProse(content, key: key, shown: shown, shownVersion: shownVersion, basedOn: basedOn)
         default: return try putLocal(content, key: key)
         }
     }

@@ -119,7 +119,7 @@ extension WriteContext {
     /// `shownVersion`: with no `shown`, the change number of the stored
     /// version that was shown (see `putFromMount`).
     mutating func saveProse(_ content: RowContent, key explicitKey: RowKey?, shown: [UInt8]?,
-                            shownVersion: Int64? = nil) throws(StoreError) -> Row {
+                            shownVersion: Int64? = nil, basedOn: [UInt8]? = nil) throws(StoreError) -> Row {
         var content = content
         let key: RowKey? = explicitKey ?? {
             if case .saga(let s) = content { return SagaEntry.key(for: s.date) }
@@ -169,6 +169,9 @@ extension WriteContext {
                 let carried = ParagraphTombstones(Set(edit.deleted.compactMap { ParagraphHash(bytes: $0) }))
                 content = ProseText.replacing(content, text: edit.text, deleted: carried.afterEdit(deleted: removed, typed: []).map(\.bytes))
             }
+        }
+        if let basedOn, let existing = loaded, !existing.isTombstone, let stored = decoded, case .note(let written) = content, written.kind == .file {
+            try keepUnseenVersion(of: stored, writing: written.body, basedOn: basedOn)
         }
         // The shadow is set to the saved text below: no need to keep a
         // marked one's old text first.
