@@ -102,6 +102,12 @@ final class MountFaultTests: XCTestCase {
         XCTAssertTrue(words.contains("DISK FULL: the disk holding this device has"), words)
         XCTAssertTrue(words.contains("deleting notes does not give the disk room back"), words)
         XCTAssertTrue(words.contains("files kept on this device only"), words)
+        // truncate(1) is open, ftruncate, close: an emptied file is saved at
+        // its last close, which no program hears fail, so the ftruncate fails.
+        let truncated = shell("truncate -s 0 '\(todo)'")
+        XCTAssertNotEqual(truncated.status, 0)
+        XCTAssertTrue(truncated.output.contains("No space left on device"), truncated.output)
+        XCTAssertEqual(try String(contentsOfFile: todo, encoding: .utf8), "keep me\n")
         // Room again: the next write goes through at once.
         XCTAssertEqual(unlink(mountpoint + "/notebook/.filler"), 0)
         XCTAssertEqual(shell("echo 'buy milk' >> '\(todo)'").status, 0)

@@ -375,6 +375,15 @@ extension QuireFileSystem {
         guard size <= Self.maximumFileSize else { throw refuse(.fileTooLarge, tooLargeMessage(ref, size: size)) }
         var copy = try workingCopy(ref)
         if size == copy.content.count { return }
+        // An open file's new size is saved at its close, and an emptied one
+        // at its last (`waitsForText`), whose failure no program hears of:
+        // on a disk with no room to save it, the ftruncate fails now, as a
+        // write does (`truncate -s 0` reported success, and the file came
+        // back at its old size).
+        if byHandle, !diskRoom.hasRoom(forText: size) {
+            throw refuse(.noSpace, "\(rowPath(ref)) was not resized: the disk holding this device is full (ENOSPC); "
+                         + "the stored text is left as it was", kind: "disk full")
+        }
         copy.willChange()
         if size < copy.content.count {
             copy.content.removeSubrange(size...)
