@@ -39,7 +39,7 @@ let package = Package(
         // The command-line program and its daemon.
         // What runs in the background: sync service, offload runtime,
         // control channel, the mount daemon's process plumbing.
-        .target(name: "QuireDaemon", dependencies: ["QuireSync", "QuireStore", "QuireCore", "QuireCrypto", "QuireRelay"]),
+        .target(name: "QuireDaemon", dependencies: ["QuireSync", "QuireStore", "QuireCore", "QuireCrypto", "QuireRelay", "CSystem"]),
         .executableTarget(name: "quire", dependencies: ["QuireStore", "QuireCore", "QuireCrypto", "QuireSync", "QuireFS", "QuireRelay", "QuireDaemon"]),
 
         // Benchmarks (run through the scripts in tools/).

@@ -1,6 +1,7 @@
 // Linux calls Swift's Glibc module does not import. Header only: each is a
 // static inline function over the kernel's own interface.
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/stat.h>
@@ -19,4 +20,11 @@ static inline int csystem_inode_and_birth(const char *path, unsigned long long *
     *birth_seconds = sx.stx_btime.tv_sec;
     *birth_nanoseconds = sx.stx_btime.tv_nsec;
     return 0;
+}
+
+// mallopt(M_MMAP_THRESHOLD): a fixed threshold, so that buffers of at
+// least `bytes` are mappings of their own, returned to the system when
+// freed (glibc otherwise raises the threshold after each one is freed).
+static inline int csystem_fix_mmap_threshold(int bytes) {
+    return mallopt(M_MMAP_THRESHOLD, bytes);
 }

@@ -333,6 +333,24 @@ final class EditsBetweenReadAndSaveTests: XCTestCase {
         XCTAssertEqual(texts.count, 3)
     }
 
+    /// An attachment's bytes, or a text past the size kept, are no baseline:
+    /// only their version is (a viewer reading 15 MB files held every copy).
+    func testBaselinesKeepNoBinaryOrOversizedTextOnlyItsVersion() {
+        var shown = ShownBaselines()
+        let ref = RowRef(namespace: .notebook, key: RowKey(bytes: [UInt8](repeating: 9, count: 16))!)
+        shown.record(ref, Array("a note\n".utf8), process: 7, version: 3)
+        XCTAssertEqual(shown.baseline(ref, process: 7), Array("a note\n".utf8))
+        shown.record(ref, [0xFF, 0xD8, 0xFF, 0xE0, 0x00], process: 7, version: 4)
+        XCTAssertNil(shown.baseline(ref, process: 7), "a photo's bytes are not kept, and the older text is gone")
+        XCTAssertTrue(shown.showed(ref, version: 4))
+        shown.record(ref, [UInt8](repeating: UInt8(ascii: "a"), count: ShownBaselines.maxTextBytes + 1), process: 8, version: 5)
+        XCTAssertNil(shown.baseline(ref, process: 8))
+        XCTAssertNil(shown.baseline(ref, process: 7))
+        XCTAssertTrue(shown.showed(ref, version: 5))
+        shown[ref] = [0xFF]
+        XCTAssertNil(shown[ref])
+    }
+
     /// Past the bound, the process holding the most baselines loses its oldest.
     func testProcessBaselinesAreBoundedPerProcessAndInAll() {
         var texts = ProcessTexts(capacity: 10, perProcess: 4, isRunning: { _ in true })

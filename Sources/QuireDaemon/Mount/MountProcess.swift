@@ -1,3 +1,4 @@
+import CSystem
 import Foundation
 import QuireCore
 import QuireCrypto
@@ -144,6 +145,19 @@ enum LibCExtras {
 }
 
 /// The daemon's half of the start-up pipe.
+extension MountProcess {
+    /// A mount holds whole files in memory while they are open (a working
+    /// copy is the file's text), and glibc's malloc raises its mmap
+    /// threshold after each such buffer is freed: the next ones came from
+    /// the heap and stayed there, so a daemon that served many 15 MB
+    /// attachments kept hundreds of megabytes it no longer used. A fixed
+    /// threshold keeps buffers of 1 MiB and more as their own mappings,
+    /// given back to the system when freed.
+    public static func returnLargeBuffersWhenFreed() {
+        _ = csystem_fix_mmap_threshold(1 << 20)
+    }
+}
+
 public final class Notifier: @unchecked Sendable {
     private var descriptor: Int32?
 

@@ -20,6 +20,12 @@ import QuireCore
 struct ShownBaselines {
     static let capacity = 256
     static let perProcess = 64
+    /// A text kept is at most this long. Baselines are of prose and cards;
+    /// an attachment's bytes (a photo read by every viewer, a 15 MB file
+    /// rewritten again and again) are no baseline of anything, and kept
+    /// for every process that read them they held hundreds of megabytes.
+    /// Past it, or not UTF-8, only the version shown is kept.
+    static let maxTextBytes = 1 << 20
     private var device = BoundedTexts<RowRef>(capacity: capacity)
     private var processes = ProcessTexts(capacity: capacity, perProcess: perProcess)
     /// The change number of the version of each row last shown whole (-1: unknown).
@@ -35,7 +41,7 @@ struct ShownBaselines {
         get { device[ref] }
         set {
             guard Self.keeps(ref) else { return }
-            device[ref] = newValue
+            device[ref] = newValue.flatMap { Self.keepsText($0) ? $0 : nil }
             versions[ref] = -1
         }
     }
@@ -57,6 +63,13 @@ struct ShownBaselines {
     /// device; `version`: the stored version that is exactly this text, if one is.
     mutating func record(_ ref: RowRef, _ text: [UInt8], process: Int32?, version: Int64?) {
         guard Self.keeps(ref) else { return }
+        guard Self.keepsText(text) else {
+            // The version alone: the stored text is the baseline while it is that one.
+            device[ref] = nil
+            if let process { processes.remove(ref, process: process) }
+            versions[ref] = version ?? -1
+            return
+        }
         device[ref] = text
         if let process { processes.set(ref, text, process: process) }
         versions[ref] = version ?? -1
@@ -64,6 +77,10 @@ struct ShownBaselines {
 
     /// Prose, and the cards programs read and write back whole (`CardRebase`).
     private static func keeps(_ ref: RowRef) -> Bool { [.notebook, .saga, .contacts, .plans].contains(ref.namespace) }
+
+    private static func keepsText(_ text: [UInt8]) -> Bool {
+        text.count <= maxTextBytes && String(validating: text, as: UTF8.self) != nil
+    }
 }
 
 /// Texts of rows by process: at most `perProcess` for one process (the
@@ -88,6 +105,14 @@ struct ProcessTexts {
     }
 
     func text(_ ref: RowRef, process: Int32) -> [UInt8]? { byProcess[process]?[ref] }
+
+    mutating func remove(_ ref: RowRef, process: Int32) {
+        guard byProcess[process]?[ref] != nil, var texts = byProcess.removeValue(forKey: process) else { return }
+        count -= texts.count
+        texts[ref] = nil
+        count += texts.count
+        if texts.count > 0 { byProcess[process] = texts } else { lastShown[process] = nil }
+    }
 
     mutating func set(_ ref: RowRef, _ text: [UInt8], process: Int32) {
         var texts = byProcess.removeValue(forKey: process) ?? BoundedTexts<RowRef>(capacity: perProcess)

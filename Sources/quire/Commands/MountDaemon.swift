@@ -15,6 +15,7 @@ enum MountDaemon {
     static func run(mountpoint: String, options: MountOptions, invocation: Invocation) throws {
         let notifier = Notifier()
         if MountProcess.isDaemonChild { _ = setsid() }   // leave the caller's session and terminal
+        MountProcess.returnLargeBuffersWhenFreed()
         do {
             try serve(mountpoint: mountpoint, options: options, invocation: invocation, notifier: notifier)
         } catch let failure as CommandFailure {
