@@ -226,6 +226,29 @@ final class OffloadEngineTests: XCTestCase {
         XCTAssertEqual(bytes, Array(body(1).utf8))
     }
 
+    /// The same with a sibling that answers it does not hold the body (it
+    /// offloaded the notes too): once it has said so, only the silent
+    /// holder is left, and the recalls after the first wait a moment only.
+    func testARecallWaitsAMomentOnlyWhenTheOthersSayTheyDoNotHoldIt() throws {
+        let fleet = try makeFleet()
+        let phone = fleet.devices[0]
+        let keys = try (0..<3).map { try phone.store.put(note("n\($0)", body($0))).key }
+        XCTAssertGreaterThanOrEqual(try fleet.runUntilConverged(), 0)
+        XCTAssertTrue(runOffload(fleet, keys).allSatisfy { $0.result == .done })
+        XCTAssertTrue(runOffload(fleet, keys, on: 2).allSatisfy { $0.result == .done }, "the tablet offloads them too")
+        let hashes = try keys.map { try hash(phone.store, $0) }
+        fleet.engines[1].stop()
+        let started = fleet.clock.monotonicMilliseconds()
+        guard case .failure(let first)? = runRecall(fleet, keys[0], hashes[0], timeoutMs: 4000) else { return XCTFail("no failure") }
+        XCTAssertGreaterThanOrEqual(fleet.clock.monotonicMilliseconds() - started, 4000, first.description)
+        for i in 1..<3 {
+            let start = fleet.clock.monotonicMilliseconds()
+            guard case .failure(let fast)? = runRecall(fleet, keys[i], hashes[i], timeoutMs: 4000) else { return XCTFail("no failure") }
+            XCTAssertLessThanOrEqual(fleet.clock.monotonicMilliseconds() - start, 1200, "a moment only: \(fast)")
+            XCTAssertTrue(fast.description.contains("'home'") && fast.description.contains("nor to a recall shortly before"), fast.description)
+        }
+    }
+
     func testLostFramesAreRetriedWithTheSameOpID() throws {
         let fleet = try makeFleet(seed: 7)
         let phone = fleet.devices[0], home = fleet.devices[1]

@@ -191,6 +191,14 @@ extension SyncEngine {
             recall.problems.append("\(name(of: sender)): \(response.refusal ?? "refused")")
         }
         recall.excluded.insert(sender)
+        // Only holders a recall just found silent are left (a sibling said
+        // it does not hold the body, the homebase is off): they get the
+        // moment `beginRecall` gives them when they are all there is.
+        let left = recall.candidates.filter { !recall.excluded.contains($0) }
+        if !left.isEmpty, left.allSatisfy({ isStillSilent($0, nowMs: nowMs) }) {
+            recall.deadlineMs = min(recall.deadlineMs, nowMs + Self.silentHolderWaitMilliseconds)
+            recall.stillSilent = true
+        }
         offloadBook.recalls[response.contentHash] = recall
         askNextHolder(response.contentHash, nowMs: nowMs)
         signalOffloadProgress()
