@@ -201,6 +201,21 @@ final class MountFaultTests: XCTestCase {
         XCTAssertEqual(try String(contentsOfFile: hidden, encoding: .utf8), "mine\n")
     }
 
+    /// A daemon that stops answering (stopped here with SIGSTOP, as a
+    /// wedged one would): `quire unmount --lazy` detaches at once, as it
+    /// says, rather than hanging on a question to that daemon.
+    func testALazyUnmountDetachesAStuckDaemonsMount() throws {
+        device = try MountedDevice()
+        let pid = try XCTUnwrap(device.daemonPID)
+        XCTAssertEqual(kill(pid, SIGSTOP), 0)
+        defer { kill(pid, SIGCONT); kill(pid, SIGTERM) }
+        let started = Date()
+        let result = try quire(["unmount", "--lazy", device.mountpoint], home: device.home)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5)
+        XCTAssertFalse(device.isMounted)
+    }
+
     func testDaemonModesOptionsAndUnmounting() throws {
         device = try MountedDevice()
         let table = try String(contentsOfFile: "/proc/self/mounts", encoding: .utf8)

@@ -78,7 +78,10 @@ enum MountCommands {
         try args.expectPositional(1...1, "mount directory")
         let mountpoint = MountProcess.absolutePath(args.positional[0])
         let lazy = args.has("lazy") || args.has("z")
-        if FuseMounts.isStale(mountpoint) {
+        let daemon = MountProcess.daemonProcess(home: inv.home, mountpoint: mountpoint)
+        // Only a mount whose daemon is gone can be stale; asking one whose
+        // daemon lives but is stuck (stopped, wedged) would hang here.
+        if daemon == nil, FuseMounts.isStale(mountpoint) {
             do { try FuseMounts.unmountLazily(mountpoint) } catch {
                 throw CommandFailure("\(mountpoint) is a stale mount and could not be removed: \(error)")
             }
@@ -90,7 +93,6 @@ enum MountCommands {
         guard entry.type == "fuse.quire" else {
             throw CommandFailure("\(mountpoint) is a \(entry.type) mount, not a quire one; use umount")
         }
-        let daemon = MountProcess.daemonProcess(home: inv.home, mountpoint: mountpoint)
         // Busy for a moment is not busy: a file held open briefly (an
         // indexer, the daemon telling file watchers of a sibling's change).
         for attempt in 1... {
