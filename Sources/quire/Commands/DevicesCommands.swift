@@ -9,7 +9,7 @@ enum DevicesCommands {
         summary: "list the account's devices, or revoke one",
         usage: """
             usage: quire devices [--json]
-                   quire devices revoke NAME [--id HEX]
+                   quire devices revoke NAME [--id HEX] [--force]
 
             Lists the roster as the device log makes it: every device, this one
             included, who admitted it and when, who revoked it, and when this

@@ -17,8 +17,8 @@ enum RoleCommand {
               homebase   this device keeps every note body resident and holds the
                          bodies other devices offload (a device with a big disk)
               device     an ordinary device, which may offload bodies to a homebase
-            The new role is written into this device's certificate (signed by the
-            account key) and reaches the siblings when they sync. A device with
+            The new role is a statement of the device log, signed by this device's
+            own key, and reaches the siblings when they sync. A device with
             offloaded notes must recall them before it becomes a homebase; a
             homebase that holds bodies for others keeps serving them until they
             are recalled, and says so.
