@@ -199,8 +199,11 @@ public struct CardText: Equatable, Sendable {
         return out
     }
 
-    /// The logical lines of a unit, unfolded: one, or a component's.
+    /// The logical lines of a unit, unfolded: one, or a component's. Only a
+    /// unit that starts with BEGIN can be a component: any other (a PHOTO
+    /// line of megabytes) is unfolded once, not cut into lines first.
     static func logicalLines(_ unit: [UInt8]) -> [String] {
+        guard let first = unit.first, first | 0x20 == UInt8(ascii: "b") else { return [ContentLines.unfolded(unit)] }
         let lines = ContentLines.units(of: unit)
         return lines.count <= 1 ? [ContentLines.unfolded(unit)] : lines.map(ContentLines.unfolded)
     }

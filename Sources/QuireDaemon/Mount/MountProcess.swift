@@ -144,7 +144,6 @@ enum LibCExtras {
     }
 }
 
-/// The daemon's half of the start-up pipe.
 extension MountProcess {
     /// A mount holds whole files in memory while they are open (a working
     /// copy is the file's text), and glibc's malloc raises its mmap
@@ -158,6 +157,7 @@ extension MountProcess {
     }
 }
 
+/// The daemon's half of the start-up pipe.
 public final class Notifier: @unchecked Sendable {
     private var descriptor: Int32?
 
