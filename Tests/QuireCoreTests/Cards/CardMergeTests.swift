@@ -277,4 +277,27 @@ final class CardMergeTests: XCTestCase {
             }
         }
     }
+
+    /// A calendar stored before alarms merged whole holds one unit per line.
+    /// Such a row reads as it did, an edit of it on this build writes the
+    /// same text, and its versions merge with ones that hold the alarm whole.
+    func testACalendarStoredLineByLineUpgradesOnItsNextEdit() {
+        let text = String(format: todo, alarmB)
+        let lines = ContentLines.units(of: Array(text.utf8))
+        let stored = CardText(units: lines.enumerated().map { i, bytes in CardUnit(id: [UInt8](repeating: UInt8(i + 1), count: 16), slot: nil, bytes: bytes) },
+                              removed: [])
+        XCTAssertEqual(stored.bytes, Array(text.utf8))
+        let plan: (CardText, Int64) -> RowContent = { .plan(Plan(title: "t1", calendar: $0, createdAt: Timestamp(seconds: 1), updatedAt: Timestamp(seconds: $1))) }
+        let start = Row.single(.plans, key, dot: Dot(actor: a, counter: 1), context: VersionVector(), content: plan(stored, 10))
+        XCTAssertEqual(planText(start), text, "read as before")
+        let same = stored.edited(to: Array(text.utf8))
+        XCTAssertEqual(same.bytes, Array(text.utf8), "an edit of the same text writes the same text")
+        // One device (this build) adds an alarm; another changes the summary.
+        let added = start.edited(by: a, to: plan(stored.edited(to: Array(String(format: todo, alarmB + alarmA).utf8)), 20))
+        let retitled = start.edited(by: b, to: plan(stored.edited(to: Array(text.replacingOccurrences(of: "todo one", with: "todo two").utf8)), 21))
+        let merged = planText(RowMerge.join(added, retitled))
+        assertBalanced(merged)
+        XCTAssertEqual(merged, String(format: todo, alarmB + alarmA).replacingOccurrences(of: "todo one", with: "todo two"))
+        XCTAssertEqual(planText(RowMerge.join(retitled, added)), merged)
+    }
 }
