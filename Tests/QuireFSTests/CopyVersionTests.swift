@@ -16,9 +16,11 @@ import XCTest
 /// from those pages deleted the newer paragraphs.
 final class CopyVersionTests: XCTestCase {
     /// Versions of one note stored as fast as the store takes them, each
-    /// text naming its own number in the order written; returns what each
+    /// text naming its own number in the order written. `landed` counts
+    /// them so far; `finish` waits for the writer and returns what each
     /// change number stored.
-    private func storeVersions(of key: RowKey, in store: ReplicaStore, until done: @escaping @Sendable () -> Bool) -> () -> [Int64: String] {
+    private func storeVersions(of key: RowKey, in store: ReplicaStore, until done: @escaping @Sendable () -> Bool)
+        -> (landed: () -> Int, finish: () -> [Int64: String]) {
         let texts = Guarded<[Int64: String]>([:])
         let finished = DispatchSemaphore(value: 0)
         Thread {
@@ -33,9 +35,22 @@ final class CopyVersionTests: XCTestCase {
             }
             finished.signal()
         }.start()
-        return {
-            finished.wait()
-            return texts.withLock { $0 }
+        return (landed: { texts.withLock { $0.count } },
+                finish: {
+                    finished.wait()
+                    return texts.withLock { $0 }
+                })
+    }
+
+    /// Runs `step` at least `times` times and on until `enough` versions
+    /// landed meanwhile (a slow machine's writer may store only a few in
+    /// the first thousand steps), for at most a minute.
+    private func repeatWhileVersionsLand(times: Int, enough: Int, landed: () -> Int, _ step: () throws -> Void) rethrows {
+        let deadline = Date().addingTimeInterval(60)
+        var done = 0
+        while done < times || (landed() <= enough && Date() < deadline) {
+            try step()
+            done += 1
         }
     }
 
@@ -46,7 +61,7 @@ final class CopyVersionTests: XCTestCase {
         let stop = Guarded(false)
         let versions = storeVersions(of: key!, in: mount.store) { stop.withLock { $0 } }
         var seen: [(seq: Int64, text: String)] = []
-        for _ in 0..<1_500 {
+        try repeatWhileVersionsLand(times: 1_500, enough: 20, landed: versions.landed) {
             let file = try mount.open("notebook/Busy.md", O_RDONLY)
             if let copy = mount.fileSystem.locked({ mount.fileSystem.openFiles.copy(ref) }) {
                 seen.append((copy.storedSeq, String(decoding: copy.content, as: UTF8.self)))
@@ -54,7 +69,7 @@ final class CopyVersionTests: XCTestCase {
             try mount.close(file)
         }
         stop.withLock { $0 = true }
-        let stored = versions()
+        let stored = versions.finish()
         XCTAssertGreaterThan(stored.count, 20, "versions landed while the file was opened")
         var checked = 0
         for (seq, text) in seen {
@@ -76,14 +91,14 @@ final class CopyVersionTests: XCTestCase {
         let stop = Guarded(false)
         let versions = storeVersions(of: key!, in: mount.store) { stop.withLock { $0 } }
         var seen: [(seq: Int64, text: String)] = []
-        for _ in 0..<1_500 {
+        repeatWhileVersionsLand(times: 1_500, enough: 20, landed: versions.landed) {
             mount.feed()
             if let copy = mount.fileSystem.locked({ mount.fileSystem.openFiles.copy(ref) }) {
                 seen.append((copy.storedSeq, String(decoding: copy.content, as: UTF8.self)))
             }
         }
         stop.withLock { $0 = true }
-        let stored = versions()
+        let stored = versions.finish()
         XCTAssertGreaterThan(stored.count, 20, "versions landed while the feed ran")
         var checked = 0
         for (seq, text) in seen {
