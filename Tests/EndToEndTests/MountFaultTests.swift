@@ -115,6 +115,30 @@ final class MountFaultTests: XCTestCase {
         XCTAssertEqual(try quireOK(["get", "notebook", "Todo"], home: home).stdout, "keep me\nbuy milk\n")
     }
 
+    /// A resize that could not be saved shows no more once its close has
+    /// failed: the file is the stored text again, size and bytes, as soon
+    /// as the release that follows the close is done (the kernel kept the
+    /// grown size for its whole attribute timeout, 30 s).
+    func testAGrowingTruncateThatCouldNotBeSavedShowsTheStoredText() throws {
+        let disk = try SmallDiskDevice(megabytes: 4, note: "Todo", text: "keep me\n")
+        defer { disk.close() }
+        let todo = disk.mountpoint + "/notebook/Todo.md"
+        let descriptor = open(todo, O_RDWR)
+        XCTAssertGreaterThanOrEqual(descriptor, 0)
+        // A write that changes nothing asks for room while there is some;
+        // the disk fills from outside the mount right after.
+        XCTAssertEqual(pwrite(descriptor, "k", 1, 0), 1)
+        shell("dd if=/dev/zero of='\(disk.disk)/filler' bs=64k 2>/dev/null")
+        // The ftruncate fails at once, or (room known a moment ago) the close does.
+        let resized = ftruncate(descriptor, 200_000) == 0 ? 0 : errno
+        let closed = close(descriptor) == 0 ? 0 : errno
+        XCTAssertEqual(resized == 0 ? closed : resized, ENOSPC, "ftruncate: \(resized), close: \(closed)")
+        XCTAssertTrue(eventually(2) { Syscall.status(todo)?.size == 8 }, "\(String(describing: Syscall.status(todo)))")
+        XCTAssertEqual(try String(contentsOfFile: todo, encoding: .utf8), "keep me\n")
+        XCTAssertEqual(unlink(disk.disk + "/filler"), 0)
+        XCTAssertEqual(try quireOK(["get", "notebook", "Todo"], home: disk.home).stdout, "keep me\n")
+    }
+
     /// After a clean unmount the database file alone holds every row: a
     /// copy that leaves out the WAL (a backup tool that skips *-wal, a WAL
     /// deleted as a temp file) loses nothing.

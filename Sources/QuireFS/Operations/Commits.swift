@@ -243,6 +243,11 @@ extension QuireFileSystem {
         if !kept { try? scratch.remove(folder, keptName) }
         log.problem("\(rowPath(ref)) could not be saved (\(reason)); "
                     + (kept ? "the text is kept in \(folderPath(folder))/\(keptName)" : "and could not be kept either"))
+        // The file shows the stored text again: the kernel drops the size
+        // and pages it holds from the unsaved writes (an ftruncate that
+        // grew the file showed its new size until the cache timed out).
+        kernelCache.invalidate(.entry(parent: names.directoryInode(folder), name: keptName))
+        kernelCache.invalidateInodes(names.inodes.inodesOfRow[ref] ?? [])
     }
 
     /// The last handle on a row went away (or none ever held the copy):
