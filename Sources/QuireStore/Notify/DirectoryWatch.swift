@@ -63,14 +63,14 @@ final class DirectoryWatch: @unchecked Sendable {
             let ready = poll(&fds, 2, -1)
             if ready < 0 && errno == EINTR { continue }
             if ready < 0 || fds[1].revents != 0 { return }
-            guard drain(fd, into: &buffer, wanted: wanted) else { continue }
             // One commit is dozens of writes to the WAL: let the burst run
-            // for `settleMs`, watching only the stop pipe (so its writes do
-            // not wake this thread again), then tell once.
+            // for `settleMs` before reading, watching only the stop pipe, so
+            // its writes neither wake this thread again nor are read one by
+            // one as they come (the kernel folds a repeated event into the
+            // last unread one), then tell once.
             var stop = [pollfd(fd: stopFD, events: Int16(POLLIN), revents: 0)]
             if poll(&stop, 1, Int32(settleMs)) > 0 { return }
-            _ = drain(fd, into: &buffer, wanted: wanted)
-            onChange()
+            if drain(fd, into: &buffer, wanted: wanted) { onChange() }
         }
     }
 
