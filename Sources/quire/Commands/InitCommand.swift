@@ -57,10 +57,7 @@ enum InitCommand {
         let name = args.value("name") ?? ProcessInfo.processInfo.hostName
         guard !name.isEmpty, name.utf8.count <= 64 else { throw UsageError("--name must be 1 to 64 bytes") }
         let role: Prefs.Role = args.has("homebase") ? .homebase : .device
-        let relay = args.value("relay")
-        if let relay {
-            do { _ = try RelaySpec(parsing: relay) } catch { throw UsageError("\(error)") }
-        }
+        let relay = try args.relaySpec()
         let cloud = try args.value("cloud").map { try ConfigCommand.cloudFolder($0, home: inv.home) }
         if let source = args.value("from-cloud") {
             try CloudRecovery.rebuild(from: try ConfigCommand.cloudFolder(source, home: inv.home), name: name, role: role,

@@ -16,7 +16,9 @@ enum SyncCommands {
         quire commands (or the mount) are picked up and advertised.
 
           --relay SPEC        use this relay instead of the one in prefs:
-                              local, local:/dir, or redis://host:port
+                              local, local:/dir, or redis://host:port (any
+                              other SPEC is a usage error, exit 2; a relay
+                              that cannot be reached is a failure, exit 1)
           --once              one exchange: advertise, wait for the siblings that
                               answer to converge, then exit (at most --timeout,
                               default 10 s; exit 1 if one that answered did not)
@@ -30,8 +32,12 @@ enum SyncCommands {
                               says so after 2 s and exits 3
           --timeout S         seconds, for --once and --until-converged
           --verbose           print sync events on standard error
-          --json              with --once/--until-converged: the result as JSON;
-                              progress lines on standard error become JSON too
+          --json              with --once/--until-converged: the result as JSON
+                              (ok, message, rounds, rowsApplied, bytesOut,
+                              bytesIn); a sync that cannot start (the relay
+                              unreachable, another sync running) prints it
+                              too, with ok false and why; progress lines on
+                              standard error become JSON too
 
         While catching up (a new device, a long sleep), a progress line on
         standard error says how many rows and bytes came in, at what rate, and
@@ -71,22 +77,28 @@ enum SyncCommands {
             guard let v = Double(t), v > 0 else { throw UsageError("--timeout expects seconds, not '\(t)'") }
             timeout = v
         }
-        let (identity, store) = try inv.open()
+        let relay = try args.relaySpec()
+        let json = args.has("json")
         let verbose = args.has("verbose")
         let printEvent: @Sendable (String) -> Void = { line in Output.error("sync: " + line) }
         let echo: (@Sendable (String) -> Void)? = verbose ? printEvent : nil
         // Also serves 'quire offload/recall/fsck' run meanwhile.
+        let store: ReplicaStore
         let service: Daemon
         do {
-            service = try Daemon.start(home: inv.home, store: store, identity: identity, relaySpec: args.value("relay"), echo: echo,
+            let identity: Identity
+            (identity, store) = try inv.open()
+            service = try Daemon.start(home: inv.home, store: store, identity: identity, relaySpec: relay, echo: echo,
                                        log: printEvent)
-        } catch let e as DeviceLockHeld {
-            throw CommandFailure(e.description)
-        } catch let e as SyncServiceError {
-            throw CommandFailure(e.description)
+        } catch {
+            // A script that asked for JSON reads the failure there too (the
+            // one line on stderr stays, as for every failure).
+            let failure = error as? CommandFailure ?? CommandFailure("\(error)")
+            if json { Output.json(result(ok: false, message: failure.message, metrics: nil)) }
+            throw failure
         }
         let stop = StopSignal()
-        let progress = ProgressLine(json: args.has("json"))
+        let progress = ProgressLine(json: json)
         defer { progress.finish() }
         let started = Date()
         var outcome: (ok: Bool, message: String)? = nil
@@ -130,14 +142,20 @@ enum SyncCommands {
         service.stop()
         try? store.compact()   // see MountDaemon: the database file holds every row once sync stops
         guard let outcome else { return }
-        if args.has("json") {
-            Output.json(["ok": outcome.ok, "message": outcome.message, "rounds": metrics.rounds, "rowsApplied": metrics.rowsApplied,
-                         "bytesOut": metrics.bytesOut, "bytesIn": metrics.bytesIn])
+        if json {
+            Output.json(result(ok: outcome.ok, message: outcome.message, metrics: metrics))
         } else {
             Output.line(outcome.message)
         }
         if alone { throw CommandFailure(outcome.message, status: 3) }
         if !outcome.ok { throw CommandFailure(outcome.message) }
+    }
+
+    /// What `--json` prints: the same fields whether sync ran (`metrics`)
+    /// or failed before it could (then nothing was exchanged: zeros).
+    static func result(ok: Bool, message: String, metrics: SyncMetrics?) -> [String: Any] {
+        ["ok": ok, "message": message, "rounds": metrics?.rounds ?? 0, "rowsApplied": metrics?.rowsApplied ?? 0,
+         "bytesOut": metrics?.bytesOut ?? 0, "bytesIn": metrics?.bytesIn ?? 0]
     }
 }
 
