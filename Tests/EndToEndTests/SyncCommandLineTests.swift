@@ -30,6 +30,11 @@ final class SyncCommandLineTests: XCTestCase {
             // The one line on stderr stays, as for every failure.
             XCTAssertTrue(r.stderr.contains("cannot reach the relay"), r.stderr)
         }
+        // A Redis password stays in prefs, out of the failure's words.
+        let secret = try quire(["sync", "--once", "--json", "--relay", "redis://:a-secret@127.0.0.1:\(try freeTCPPort())"], home: home("a"))
+        XCTAssertEqual(secret.status, 1, secret.stderr)
+        XCTAssertTrue(secret.stdout.contains("redis://***@127.0.0.1:"), secret.stdout)
+        XCTAssertFalse(secret.stdout.contains("a-secret") || secret.stderr.contains("a-secret"), secret.stdout + secret.stderr)
         // Without --json, nothing on stdout.
         let plain = try quire(["sync", "--once", "--timeout", "2", "--relay", closed], home: home("a"))
         XCTAssertEqual(plain.status, 1)

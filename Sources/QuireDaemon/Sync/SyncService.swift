@@ -36,11 +36,13 @@ public final class SyncService: @unchecked Sendable {
             }
             let prefs = try home.prefs.load()
             let spec = relaySpec ?? prefs.relay
+            // What errors and status show: a Redis password stays in prefs.
+            let shown = (try? RelaySpec(parsing: spec).description) ?? spec
             let relay: any Relay
             do { relay = try makeRelay(from: spec) } catch let error as RelayError where error.code == .unreachable {
-                throw RelayUnreachable(relay: spec, reason: "\(error)")
+                throw RelayUnreachable(relay: shown, reason: "\(error)")
             } catch {
-                throw SyncServiceError("cannot open relay \(spec): \(error)")
+                throw SyncServiceError("cannot open relay \(shown): \(error)")
             }
             let generation = GenerationReader(prefs: home.prefs, initial: prefs.generation)
             var deps = SyncEngine.Dependencies(
@@ -48,7 +50,7 @@ public final class SyncService: @unchecked Sendable {
                 generation: { generation.value() },
                 log: { line in log.write("sync: " + line); echo?(line) },
                 statusPath: SyncStatus.path(in: home), statePath: home.syncStatePath,
-                relayDescription: (try? RelaySpec(parsing: spec).description) ?? spec)
+                relayDescription: shown)
             deps.watchOtherProcesses = true
             // A joining device sends its enrolment until a sibling admits it;
             // then it keeps the backup key sealed to it and drops the enrolment.
@@ -81,7 +83,7 @@ public final class SyncService: @unchecked Sendable {
             let engine = SyncEngine(deps, configuration: configuration)
             do { try engine.start() } catch let error as RelayError where error.code == .unreachable {
                 relay.close()
-                throw RelayUnreachable(relay: spec, reason: "\(error)")
+                throw RelayUnreachable(relay: shown, reason: "\(error)")
             }
             log.write("sync: started on \(deps.relayDescription) as channel \(engine.channel)")
             return SyncService(engine: engine, relay: relay, lock: lock, log: log)
@@ -116,6 +118,7 @@ public struct SyncServiceError: Error, CustomStringConvertible, Sendable {
 /// up yet on a machine that starts offline). A mount waits for it
 /// (`DaemonWaiter`); `quire sync` says so and stops.
 public struct RelayUnreachable: Error, CustomStringConvertible, Sendable {
+    /// As shown to people (`RelaySpec.description`: no password).
     public let relay: String
     public let reason: String
     public var description: String { "cannot reach the relay \(relay): \(reason)" }

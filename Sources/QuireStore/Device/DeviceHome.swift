@@ -35,6 +35,9 @@ public struct DeviceHome: Sendable {
     public var syncStatePath: String { path + "/sync-state.json" }
     /// The engine's status snapshot, for `quire status` and `.quire/status`.
     public var syncStatusPath: String { path + "/sync-status.json" }
+    /// While a mount's sync waits for a relay that does not answer: which,
+    /// since when, the last error (no engine runs to write a snapshot).
+    public var relayWaitPath: String { path + "/sync-relay-wait.json" }
     /// Pid files of the mount daemons serving this device.
     public var mountsPath: String { path + "/mounts" }
     /// The control channel's socket (when the path fits AF_UNIX).

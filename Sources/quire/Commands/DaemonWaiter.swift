@@ -14,6 +14,8 @@ final class DaemonWaiter: @unchecked Sendable {
     private let slot: DaemonSlot
     private let log: MountLog
     private let start: @Sendable () throws -> Daemon
+    /// What `quire status` reads while the relay does not answer.
+    private let relayWait: RelayWaitRecord
     /// Signalled when the thread ends.
     private let done = DispatchSemaphore(value: 0)
     private let condition = NSCondition()
@@ -22,9 +24,10 @@ final class DaemonWaiter: @unchecked Sendable {
     private var running: Daemon?
     private var started = false
 
-    init(slot: DaemonSlot, log: MountLog, start: @escaping @Sendable () throws -> Daemon) {
+    init(slot: DaemonSlot, log: MountLog, relayWait: RelayWaitRecord, start: @escaping @Sendable () throws -> Daemon) {
         self.slot = slot
         self.log = log
+        self.relayWait = relayWait
         self.start = start
     }
 
@@ -48,22 +51,27 @@ final class DaemonWaiter: @unchecked Sendable {
             if !isStopped { _ = condition.wait(until: Date(timeIntervalSinceNow: wait)) }
             let stopped = isStopped
             condition.unlock()
-            if stopped { return }
+            if stopped { relayWait.clear(); return }
             let daemon: Daemon
             do {
                 daemon = try start()
             } catch is DeviceLockHeld {
+                // The holder's own status says how sync goes now.
+                relayWait.clear()
                 wait = Self.interval
                 reason = "the process that held it stopped"
                 continue
-            } catch is RelayUnreachable {
+            } catch let unreachable as RelayUnreachable {
+                relayWait.note(unreachable)
                 wait = min(wait * 2, Self.relayInterval)
                 reason = "the relay answers"
                 continue
             } catch {
+                relayWait.clear()
                 log.problem("sync did not start while mounted: \(error)")
                 return
             }
+            relayWait.clear()
             condition.lock()
             if isStopped {
                 condition.unlock()
@@ -89,6 +97,7 @@ final class DaemonWaiter: @unchecked Sendable {
         condition.unlock()
         guard !wasStopped else { return }
         if wasStarted { done.wait() }
+        relayWait.clear()
         if daemon != nil { slot.set(nil) }
         daemon?.stop()
     }

@@ -28,7 +28,7 @@ enum MountBackgroundServices {
                 // this device now: the mount takes over when it ends, rather
                 // than never syncing until it is mounted again.
                 context.log.problem("sync waits for process \(held.holder), which syncs this device now; it starts here once that one stops")
-                let waiter = DaemonWaiter(slot: context.daemon, log: context.log, start: start)
+                let waiter = DaemonWaiter(slot: context.daemon, log: context.log, relayWait: RelayWaitRecord(home: context.home), start: start)
                 waiter.begin()
                 return { waiter.stop() }
             } catch let unreachable as RelayUnreachable {
@@ -37,7 +37,10 @@ enum MountBackgroundServices {
                 let words = "sync waits for the relay: \(unreachable); it starts once the relay answers, and the folder works meanwhile"
                 context.log.problem(words)
                 context.note(words)
-                let waiter = DaemonWaiter(slot: context.daemon, log: context.log, start: start)
+                // `quire status` (another process) tells the same, from a record.
+                let relayWait = RelayWaitRecord(home: context.home)
+                relayWait.note(unreachable)
+                let waiter = DaemonWaiter(slot: context.daemon, log: context.log, relayWait: relayWait, start: start)
                 waiter.begin()
                 return { waiter.stop() }
             }

@@ -2,6 +2,7 @@ import Foundation
 import QuireCore
 import QuireStore
 import QuireSync
+import QuireDaemon
 
 /// The sync part of `quire status`, read from the snapshot the running sync
 /// (daemon or mount) writes: in words, whether each sibling is in sync, and
@@ -33,11 +34,18 @@ enum SyncStatusSection {
         .flatMap(Int64.init).map { max($0, 5) } ?? Int64(3 * SyncConfiguration().heartbeatMilliseconds / 1000)
 
     static func describe(home: DeviceHome, now: Int64) -> (json: [String: Any], lines: [String]) {
-        guard let s = SyncStatus.load(from: home) else {
+        let snapshot = SyncStatus.load(from: home)
+        // A mount waiting for its relay runs no engine, so only its record
+        // says why sync does not run; an engine running meanwhile (another
+        // process took the lock) speaks for itself.
+        let relayWait = snapshot?.isProcessAlive == true ? nil : RelayWait.load(from: home)
+        guard let s = snapshot else {
+            if let relayWait { return (["running": false, "waitingForRelay": waitJSON(relayWait)], [waitText(relayWait, now: now)]) }
             return (["running": false], ["sync: has not run on this device yet ('quire sync' or 'quire mount' runs it)"])
         }
         var lines: [String] = []
         let alive = s.isProcessAlive
+        if let relayWait { lines.append(waitText(relayWait, now: now)) }
         // A running engine writes its snapshot at least every 10 seconds;
         // one silent for a minute is blocked (a cloud folder on a network
         // mount that does not answer, a disk that hangs) or killed without
@@ -93,6 +101,7 @@ enum SyncStatusSection {
                                    "updatedAt": s.updatedAt, "silent": alive && silentFor >= Self.silentAfterSeconds, "rounds": s.rounds, "rowsApplied": s.rowsApplied,
                                    "dropped": s.dropped, "sendErrors": s.sendErrors, "relayUnreachableSince": s.relayUnreachableSince as Any,
                                    "admissionRefused": s.admissionRefused as Any]
+        if let relayWait { json["waitingForRelay"] = waitJSON(relayWait) }
         if alive, let c = s.catchUp {
             json["catchUp"] = ["rowsPulled": c.rowsPulled, "bytesPulled": c.bytesPulled, "seconds": c.seconds,
                                "rowsRemaining": c.rowsRemaining as Any]
@@ -112,6 +121,18 @@ enum SyncStatusSection {
             return o
         }
         return (json, lines)
+    }
+
+    /// A mount's sync waiting for its relay, in words (the same as the
+    /// line the mount logged, with what it learned since).
+    static func waitText(_ wait: RelayWait, now: Int64) -> String {
+        "sync: WAITS FOR THE RELAY \(wait.relay), unreachable since \(DateText.format(wait.since, time: true)) (\(Ago.text(now - wait.since))); "
+            + "last tried \(Ago.text(now - wait.lastTriedAt)): \(wait.lastError). The mount (process \(wait.pid)) starts sync once it answers "
+            + "(it tries again at least every \(Int(DaemonWaiter.relayInterval)) s); the folder works meanwhile, and edits wait to be advertised"
+    }
+
+    static func waitJSON(_ wait: RelayWait) -> [String: Any] {
+        ["relay": wait.relay, "since": wait.since, "lastTriedAt": wait.lastTriedAt, "lastError": wait.lastError, "pid": wait.pid]
     }
 
     static func unsyncableText(_ row: SyncStatus.UnsyncableRow) -> String {
