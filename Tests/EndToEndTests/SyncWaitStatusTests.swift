@@ -87,4 +87,53 @@ final class SyncWaitStatusTests: XCTestCase {
         XCTAssertNil(try syncStatus(home)["waitingForRelay"])
         XCTAssertFalse(FileManager.default.fileExists(atPath: home + "/sync-relay-wait.json"))
     }
+
+    /// A second mount of one device leaves sync to the first, and its
+    /// `.quire/status` names the first one's process.
+    func testASecondMountOfOneDeviceNamesTheMountThatSyncs() throws {
+        let home = dir + "/a"
+        try quireOK(["init", "--name", "a", "--relay", "local:\(dir)/relay"], home: home)
+        _ = try mount(home, at: "one")
+        let first = try mountPid(home, "one")
+        _ = try mount(home, at: "two")
+        let second = try String(contentsOfFile: dir + "/two/.quire/status", encoding: .utf8)
+        XCTAssertTrue(second.contains("sync waits for process \(first), which syncs this device now"), second)
+        XCTAssertTrue(second.contains("sync: running (process \(first))"), second)
+        XCTAssertFalse(second.contains("process ?"), second)
+    }
+
+    /// A mount that asks just as another process has taken the lock, and
+    /// has not written its pid yet (two mounts started at once), waits for
+    /// the pid and names it, rather than "process ?"; it takes over once
+    /// that process stops. The other process is a shell holding the lock
+    /// with util-linux `flock`, paused in that moment.
+    func testAMountNamesAProcessThatTookTheLockAMomentBefore() throws {
+        let home = dir + "/a"
+        try quireOK(["init", "--name", "a", "--relay", "local:\(dir)/relay"], home: home)
+        let ready = dir + "/holder-ready"
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/bin/sh")
+        holder.arguments = ["-c", """
+            exec 9<>"$LOCK"
+            flock -x 9 || exit 9
+            : > "$READY"
+            sleep 0.5
+            : > "$LOCK"; printf '%s\\n' $$ > "$LOCK"
+            exec sleep 60
+            """]
+        holder.environment = ["LOCK": home + "/sync.lock", "READY": ready, "PATH": "/usr/bin:/bin"]
+        try holder.run()
+        defer { if holder.isRunning { holder.terminate() } }
+        XCTAssertTrue(eventually(5) { FileManager.default.fileExists(atPath: ready) }, "the holder never took the lock")
+        _ = try mount(home, at: "mnt")
+        let status = { (try? String(contentsOfFile: self.dir + "/mnt/.quire/status", encoding: .utf8)) ?? "" }
+        XCTAssertTrue(status().contains("sync waits for process \(holder.processIdentifier), which syncs this device now"), status())
+        XCTAssertFalse(status().contains("process ?"), status())
+
+        holder.terminate()
+        holder.waitUntilExit()
+        let mountPid = try self.mountPid(home, "mnt")
+        XCTAssertTrue(eventually(10) { (try? quire(["status"], home: home).stdout)?.contains("sync: running (process \(mountPid))") == true },
+                      (try? quire(["status"], home: home).stdout) ?? "")
+    }
 }

@@ -126,9 +126,12 @@ public struct RelayUnreachable: Error, CustomStringConvertible, Sendable {
 
 /// Another process runs the sync engine of this device directory.
 public struct DeviceLockHeld: Error, CustomStringConvertible, Sendable {
-    /// The holder's process id as it wrote it ("?" when unreadable).
-    public let holder: String
-    public var description: String { "sync is already running for this device (process \(holder)); stop it first or use that one" }
+    /// The holder's process id as it wrote it (nil: it wrote none that
+    /// names a live process, even after waiting for it).
+    public let holder: pid_t?
+    /// "process 1234", or what is known when the pid is not.
+    public var holderText: String { holder.map { "process \($0)" } ?? "another process, whose pid could not be read" }
+    public var description: String { "sync is already running for this device (\(holderText)); stop it first or use that one" }
 }
 
 /// `flock` on `<home>/sync.lock`: one sync engine per device directory,
@@ -138,20 +141,39 @@ public final class DeviceLock: @unchecked Sendable {
 
     private init(fd: Int32) { self.fd = fd }
 
+    /// How long a loser waits for the holder's pid (see `holder`).
+    static let holderWaitSeconds = 1.0
+
     public static func acquire(path: String) throws -> DeviceLock {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw SyncServiceError("cannot open \(path): \(String(cString: strerror(errno)))") }
-        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            var buffer = [UInt8](repeating: 0, count: 32)
-            let n = read(fd, &buffer, 31)
-            close(fd)
-            let holder = n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) : "?"
-            throw DeviceLockHeld(holder: holder)
+        // A holder writes its pid just after it takes the lock, so one that
+        // won by microseconds (two mounts started at once) has written
+        // nothing yet, or the file still names the holder before it: read
+        // again until it names a live process, or the lock comes free.
+        let deadline = Date().addingTimeInterval(holderWaitSeconds)
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let holder = livePid(fd)
+            if holder != nil || Date() >= deadline {
+                close(fd)
+                throw DeviceLockHeld(holder: holder)
+            }
+            usleep(10_000)
         }
         _ = ftruncate(fd, 0)
         let pid = Array("\(getpid())\n".utf8)
         _ = pwrite(fd, pid, pid.count, 0)
         return DeviceLock(fd: fd)
+    }
+
+    /// The pid the file names, if that process lives and is not this one
+    /// (which may have held the lock before, and holds it no more).
+    private static func livePid(_ fd: Int32) -> pid_t? {
+        var buffer = [UInt8](repeating: 0, count: 32)
+        let n = pread(fd, &buffer, 31, 0)
+        guard n > 0, let pid = pid_t(String(decoding: buffer[0..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)),
+              pid > 0, pid != getpid(), kill(pid, 0) == 0 || errno == EPERM else { return nil }
+        return pid
     }
 
     public func release() {

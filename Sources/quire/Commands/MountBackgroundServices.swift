@@ -27,7 +27,7 @@ enum MountBackgroundServices {
                 // `quire sync` (or a joining device's first sync) runs for
                 // this device now: the mount takes over when it ends, rather
                 // than never syncing until it is mounted again.
-                context.log.problem("sync waits for process \(held.holder), which syncs this device now; it starts here once that one stops")
+                context.log.problem("sync waits for \(held.holderText), which syncs this device now; it starts here once that one stops")
                 let waiter = DaemonWaiter(slot: context.daemon, log: context.log, relayWait: RelayWaitRecord(home: context.home), start: start)
                 waiter.begin()
                 return { waiter.stop() }
