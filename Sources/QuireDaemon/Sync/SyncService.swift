@@ -141,7 +141,7 @@ public final class DeviceLock: @unchecked Sendable {
 
     private init(fd: Int32) { self.fd = fd }
 
-    /// How long a loser waits for the holder's pid (see `holder`).
+    /// How long one that finds the lock held waits for the holder's pid.
     static let holderWaitSeconds = 1.0
 
     public static func acquire(path: String) throws -> DeviceLock {

@@ -5,7 +5,8 @@ import QuireSync
 import QuireDaemon
 
 /// The sync part of `quire status`, read from the snapshot the running sync
-/// (daemon or mount) writes: in words, whether each sibling is in sync, and
+/// (daemon or mount) writes, and the record of a mount that waits for its
+/// relay (`RelayWait`): in words, whether each sibling is in sync, and
 /// everything that stops convergence.
 extension StatusReport {
     func addingSync(home: DeviceHome) -> StatusReport {
