@@ -14,6 +14,9 @@ extension SyncEngine {
         switch link.open(bytes, roster: roster) {
         case .failure(let drop):
             count(drop)
+            // Its device is told why (rate-limited), or it would go on
+            // believing its edits reach us.
+            if drop == .revoked { answerRevokedFrame(bytes, nowMs: clock.monotonicMilliseconds()) }
             if drop != .misaddressed && drop != .unexpected {
                 wedge.error(.siblings, "frames from siblings are refused (\(drop))", nowMs: clock.monotonicMilliseconds())
             }
@@ -88,6 +91,8 @@ extension SyncEngine {
                 handleKeyRequest(try KeyRequest.decode(message.payload), from: sender)
             case .keyResponse:
                 try handleKeyResponse(message.payload, from: sender)
+            case .revocationNotice:
+                try handleRevocationNotice(try RevocationNotice.decode(message.payload), from: sender, nowMs: nowMs)
             default:
                 count(.unknownSubKind)
             }
@@ -160,13 +165,12 @@ extension SyncEngine {
         roster = log.roster(verdicts: verdicts)
         keySchedule = BackupKeySchedule(log: log, roster: roster, verdicts: verdicts)
         rosterRoot = try currentDigest().digest.roots[.devices]
-        if let mine = roster[me.deviceID], mine.isRevoked, phase != .revoked {
+        if let revocation = ownRevocation, phase != .revoked {
+            // From here on nothing is sent or taken (`handleFrame`, `send`);
+            // the store is left whole: what was written here stays here.
             phase = .revoked
             pulls.stopAll()
-            note(mine.trust == .revoked
-                 ? "this device was revoked: it no longer syncs (join again with a new invite)"
-                 : "this device's admission counts for nothing (the device that admitted it was revoked first, or its invite admitted "
-                    + "another device too): it never syncs (join again with a new invite)")
+            note(revocation.words)
         }
         pickUpBackupKey()
         refreshBackupKeys(nowMs: clock.monotonicMilliseconds())
@@ -189,7 +193,12 @@ extension SyncEngine {
         }
         let userIDHash = me.userIDHash
         for gone in siblings.follow(current, channel: { SyncChannel.name(userIDHash: userIDHash, device: $0) }) {
-            if roster[gone]?.isRevoked == true { note("device \(name(of: gone)) was revoked: its frames are refused") }
+            if roster[gone]?.isRevoked == true {
+                note("device \(name(of: gone)) was revoked: its frames are refused")
+                // Told at once, while it may be listening; later, each of
+                // its refused frames asks again.
+                tellRevoked(gone, nowMs: clock.monotonicMilliseconds())
+            }
             for key in pulls.forget(gone) { startWaitedPull(key, nowMs: clock.monotonicMilliseconds()) }
         }
     }

@@ -31,7 +31,7 @@ extension SyncEngine {
                           wedgedSince: wedged.map { now.seconds - Int64((nowMs &- $0.sinceMs) / 1000) },
                           wedgedReason: wedged?.reason, catchUp: catchUpProgress(nowMs: nowMs), cloudWarnings: currentCloudWarnings,
                           admissionRefused: roster[me.deviceID]?.trust == .trusted ? nil : admissionRefusal,
-                          offloadWarnings: missingBodyWarnings)
+                          offloadWarnings: missingBodyWarnings, revocation: ownRevocation)
     }
 
     /// Anchors refused and backup keys missing, for the status (nil: nothing to say).

@@ -77,6 +77,8 @@ public final class SyncEngine: @unchecked Sendable {
     /// holder of the account id can send with any sender id): grouped and
     /// rate-limited, so made-up senders cannot flood the log.
     var refusalLog = LogThrottle()
+    /// When revoked devices were last told so (Roster/SyncEngine+RevocationNotice).
+    var revocationNotices = RevocationNoticeThrottle()
     /// Why a trusted sibling refused this device's enrolment (nil: none did,
     /// or it was admitted since).
     var admissionRefusal: String?

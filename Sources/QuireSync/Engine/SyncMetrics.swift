@@ -22,6 +22,8 @@ public struct SyncMetrics: Equatable, Sendable {
     /// larger than one response, streamed while the puller merges).
     public var rowsStreamed = 0
     public var sendErrors = 0
+    /// Notices sent to revoked devices whose frames were refused (`revoked_notice`).
+    public var revocationNoticesSent = 0
     /// From the first send that failed after one that went through, until
     /// the next that goes through (nil: the relay takes frames).
     public var relayUnreachableSince: Timestamp? = nil

@@ -64,6 +64,41 @@ public struct SyncStatus: Codable, Equatable, Sendable {
         }
     }
 
+    /// This device's own revocation, as its device log shows it once the
+    /// statement reached it (from a sibling's `revoked_notice`, a
+    /// reconcile, or the cloud folder's copies of the log).
+    public struct Revocation: Codable, Equatable, Sendable {
+        /// The device that revoked this one (hex id; nil: the account key).
+        public var by: String?
+        public var byName: String?
+        /// Unix seconds the revocation was signed at, by its signer's clock.
+        public var at: Int64?
+        /// Not revoked by name: the admission it rests on counts for nothing
+        /// (its admitter was revoked first, or its invite admitted another).
+        public var admissionVoid: Bool
+
+        public init(by: String?, byName: String?, at: Int64?, admissionVoid: Bool) {
+            self.by = by; self.byName = byName; self.at = at; self.admissionVoid = admissionVoid
+        }
+
+        /// What happened, what it means and what to do, in one line (the
+        /// log, `quire status`, the mount's `.quire/status`).
+        public var words: String {
+            let what: String
+            if admissionVoid {
+                what = "this device is NOT TRUSTED by the account: the admission it rests on counts for nothing (the device that "
+                    + "admitted it was revoked first, or its invite admitted another device too)"
+            } else {
+                let who = byName.map { "'\($0)'" } ?? by.map { "device \($0.prefix(12))" } ?? "the account key"
+                what = "this device was REVOKED by \(who)" + (at.map { " on \(DateStamp.format(Timestamp(seconds: $0)))" } ?? "")
+            }
+            return what + ": the other devices refuse its frames, so edits made here no longer reach them and theirs no longer "
+                + "reach it; everything it holds stays here. To sync again, on a device that remains run 'quire invite', then join "
+                + "with that invite in a new device directory ('quire --home NEW_DIR init --join INVITE'), and copy over what was "
+                + "written here since (this device's files still show it)"
+        }
+    }
+
     public enum Phase: String, Codable, Sendable {
         /// Just started: the store may still be landing; nothing infers deletions.
         case settling
@@ -113,6 +148,8 @@ public struct SyncStatus: Codable, Equatable, Sendable {
     public var admissionRefused: String? = nil
     /// Offloaded bodies a holder no longer holds (`SyncEngine.auditHolds`).
     public var offloadWarnings: [String]? = nil
+    /// This device's revocation (nil: it is trusted, or has not learned it).
+    public var revocation: Revocation? = nil
 
     public static func path(in home: DeviceHome) -> String { home.syncStatusPath }
 

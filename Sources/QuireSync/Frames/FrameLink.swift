@@ -86,6 +86,17 @@ struct FrameLink {
         FrameOpener.open(bytes, maxSize: maxFrameSize, me: me, roster: roster, replay: &replay)
     }
 
+    /// The revoked device that sealed a refused frame with its own key
+    /// (nil: none did; format 1, where the sender is named, is answered
+    /// only when its box opens with that sender's key).
+    func revokedSender(of bytes: [UInt8], roster: Roster) -> DeviceID? {
+        if OpaqueEnvelope.isOpaque(bytes) { return OpaqueEnvelope.revokedSender(bytes, me: me, roster: roster) }
+        guard case .success(let envelope) = Envelope.parse(bytes, maxSize: maxFrameSize), envelope.boxKind == .authenticated,
+              envelope.recipient == me.deviceID, let member = roster[envelope.claimedSender], member.isRevoked,
+              (try? Box.open(envelope.box, from: member.boxKey, to: me.box)) != nil else { return nil }
+        return member.deviceID
+    }
+
     /// Adds a chunk of an authenticated frame: the whole message once its
     /// last chunk arrived, and how many partial messages were given up to
     /// make room or for their age.

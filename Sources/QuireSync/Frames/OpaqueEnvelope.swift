@@ -86,4 +86,16 @@ public enum OpaqueEnvelope {
         }
         return .failure(.unknownSender)
     }
+
+    /// The revoked device whose key opens this frame's box (nil: none, or
+    /// not a format-2 frame). Asked only after `open` refused the frame as
+    /// a revoked device's, to answer it (`revoked_notice`): an
+    /// authenticated box opens only with its sender's key, so the answer
+    /// goes to the device that sent it, not to one a frame names.
+    static func revokedSender(_ bytes: [UInt8], me: FrameIdentity, roster: Roster) -> DeviceID? {
+        guard isOpaque(bytes), bytes.count > headerSize + Box.overhead + lengthSize else { return nil }
+        let box = bytes[headerSize...]
+        return roster.members.values.filter { $0.deviceID != me.deviceID && $0.isRevoked }.sorted { $0.deviceID < $1.deviceID }
+            .first { (try? Box.open(box, from: $0.boxKey, to: me.box)) != nil }?.deviceID
+    }
 }

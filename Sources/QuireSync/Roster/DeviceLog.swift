@@ -192,6 +192,40 @@ public struct DeviceLog: Sendable {
         }.map(\.id).sorted()
     }
 
+    /// The statements that show `device` is not trusted, for a notice to it
+    /// (`SyncEngine+RevocationNotice`): the revocations of it, or of a
+    /// device its admission rests on, that count; admits of other devices
+    /// under a grant it was admitted under; and, up every signer's chain,
+    /// the admits (and their grants) that make those statements count. The
+    /// device checks them against its own log, so nothing here needs to be
+    /// believed; and it learns nothing of the log beyond them (not the
+    /// devices admitted since, for one).
+    public func evidence(against device: DeviceID, verdicts given: [DeviceID: Verdict]? = nil) -> Set<DeviceID> {
+        let verdict = given ?? verdicts()
+        let admits = Dictionary(grouping: entries.values.filter { $0.statement.kind == .admit }, by: { $0.statement.subject })
+        var chain: Set<DeviceID> = [device]
+        var frontier = [device]
+        while let d = frontier.popLast() {
+            for a in admits[d] ?? [] where !a.statement.isAccountSigned && chain.insert(a.statement.signer).inserted {
+                frontier.append(a.statement.signer)
+            }
+        }
+        let grants = Set((admits[device] ?? []).compactMap(\.statement.grant))
+        var found = Set(entries.values.filter { e in
+            (e.statement.kind == .revoke && chain.contains(e.statement.subject) && verdict[e.id] != .void)
+                || (e.statement.kind == .admit && e.statement.subject != device && e.statement.grant.map(grants.contains) == true)
+        }.map(\.id))
+        var signers = Set<DeviceID>()
+        var pending = Array(found)
+        while let id = pending.popLast() {
+            guard let s = entries[id]?.statement else { continue }
+            if let g = s.grant, entries[g] != nil, found.insert(g).inserted { pending.append(g) }
+            guard !s.isAccountSigned, signers.insert(s.signer).inserted else { continue }
+            for a in admits[s.signer] ?? [] where verdict[a.id] == .counts && found.insert(a.id).inserted { pending.append(a.id) }
+        }
+        return found
+    }
+
     /// Grants that count, by id (for admitting an enrolment).
     public func countingGrant(_ id: DeviceID) -> DeviceStatement? {
         guard let e = entries[id], e.statement.kind == .grant, verdicts()[id] == .counts else { return nil }

@@ -1,6 +1,7 @@
 import Foundation
 import QuireCore
 import QuireStore
+import QuireSync
 
 enum DigestCommands {
     static let digest = Command(
@@ -151,7 +152,24 @@ struct StatusReport {
         }
         let pending = try store.pendingEdits()
         let devices = try store.counts(.devices).live
-        if devices <= 1 {
+        // Read from the log itself, so it is said even with no sync running:
+        // a revoked device's edits wait for nobody, whatever its outbox says.
+        let roster = try Roster.load(from: store, accountKey: identity.account.publicKey).roster
+        var revocation: [String: Any]?
+        if let mine = roster[identity.deviceID], mine.isRevoked {
+            let r = SyncStatus.Revocation(by: mine.revokedBy?.hex, byName: mine.revokedBy.flatMap { roster[$0]?.name },
+                                          at: mine.revokedAt?.seconds, admissionVoid: mine.trust != .revoked)
+            let unconfirmed = (try? store.unconfirmedWrites()) ?? 0
+            let writes = "\(unconfirmed) write\(unconfirmed == 1 ? "" : "s") made here reached no other device"
+            // The sync section below says the revocation when the running
+            // sync knows it; said here only when it does not (not running).
+            if SyncStatus.load(from: home)?.revocation == nil {
+                lines.append(r.words + (unconfirmed > 0 ? "; " + writes : ""))
+            } else if unconfirmed > 0 {
+                lines.append(writes + " (this device was revoked: below)")
+            }
+            revocation = ["by": r.by as Any, "byName": r.byName as Any, "at": r.at as Any, "admissionVoid": r.admissionVoid, "text": r.words]
+        } else if devices <= 1 {
             lines.append("this is the account's only device ('quire invite' adds another)")
         } else {
             lines.append(pending == 0 ? "nothing waits to be advertised" : "\(pending) local edits wait to be advertised to siblings")
@@ -193,7 +211,7 @@ struct StatusReport {
         let json: [String: Any] = ["device": identity.deviceID.hex, "name": prefs.deviceName, "role": role.rawValue,
                                    "home": home.path, "generation": prefs.generation, "namespaces": counts,
                                    "diskFree": free.map { Int($0) } as Any,
-                                   "outboxPending": pending, "merges": merges,
+                                   "outboxPending": pending, "merges": merges, "revoked": revocation as Any,
                                    "conflictedAttachments": conflicted.map { ["key": $0.key.hex, "name": $0.name] }, "account": Hex.encode(identity.userIDHash),
                                    "incarnation": String(actor.incarnation, radix: 16),
                                    // Writes no sibling has confirmed receiving (one a row and incarnation): this device's copy is the only one known.

@@ -66,13 +66,17 @@ enum SyncStatusSection {
             lines.append("RELAY UNREACHABLE since \(DateText.format(since, time: true)) (\(Ago.text(now - since))): edits made here, and on the "
                          + "other devices, wait until it answers; sync goes on by itself then")
         }
-        if s.phase == .revoked { lines.append("this device was REVOKED from the account: it no longer syncs") }
+        if let revocation = s.revocation {
+            lines.append(revocation.words)
+        } else if s.phase == .revoked {
+            lines.append("this device was REVOKED from the account: it no longer syncs")
+        }
         if let why = s.admissionRefused {
             lines.append(refusedText(why))
         }
         if s.siblings.isEmpty { lines.append("no sibling devices on the roster yet ('quire invite' adds one)") }
         for sib in s.siblings {
-            lines.append("  " + siblingText(sib, now: now))
+            lines.append("  " + (s.phase == .revoked ? revokedSiblingText(sib, now: now) : siblingText(sib, now: now)))
         }
         if alive, let catchUp = s.catchUp, catchUp.seconds >= 1 { lines.append(catchUp.words) }
         let stuck = s.unsyncableRows ?? []
@@ -101,7 +105,11 @@ enum SyncStatusSection {
                                    "wedged": s.wedgedReason.map { ["since": s.wedgedSince ?? 0, "reason": $0] as [String: Any] } as Any, "running": alive, "phase": s.phase.rawValue, "relay": s.relay, "pid": s.pid,
                                    "updatedAt": s.updatedAt, "silent": alive && silentFor >= Self.silentAfterSeconds, "rounds": s.rounds, "rowsApplied": s.rowsApplied,
                                    "dropped": s.dropped, "sendErrors": s.sendErrors, "relayUnreachableSince": s.relayUnreachableSince as Any,
-                                   "admissionRefused": s.admissionRefused as Any]
+                                   "admissionRefused": s.admissionRefused as Any,
+                                   "revocation": s.revocation.map { r -> [String: Any] in
+                                       ["by": r.by as Any, "byName": r.byName as Any, "at": r.at as Any, "admissionVoid": r.admissionVoid,
+                                        "text": r.words]
+                                   } as Any]
         if let relayWait { json["waitingForRelay"] = waitJSON(relayWait) }
         if alive, let c = s.catchUp {
             json["catchUp"] = ["rowsPulled": c.rowsPulled, "bytesPulled": c.bytesPulled, "seconds": c.seconds,
@@ -113,7 +121,7 @@ enum SyncStatusSection {
         }
         json["siblings"] = s.siblings.map { sib -> [String: Any] in
             var o: [String: Any] = ["device": sib.device, "name": sib.name, "inSync": sib.inSync, "divergent": sib.divergent,
-                                    "rounds": sib.rounds, "storms": sib.storms, "text": siblingText(sib, now: now)]
+                                    "rounds": sib.rounds, "storms": sib.storms, "text": s.phase == .revoked ? revokedSiblingText(sib, now: now) : siblingText(sib, now: now)]
             if let v = sib.lastSeen { o["lastSeen"] = v }
             if let v = sib.lastMatch { o["lastMatch"] = v }
             if let v = sib.stormBackoffUntil { o["stormBackoffUntil"] = v }
@@ -147,6 +155,13 @@ enum SyncStatusSection {
         case .revoked: return "revoked"
         case .stopped: return "stopped"
         }
+    }
+
+    /// A sibling as a revoked device sees it: whatever the digests said
+    /// last, it takes nothing from this device any more.
+    static func revokedSiblingText(_ sib: SyncStatus.Sibling, now: Int64) -> String {
+        "'\(sib.name)' (\(sib.device.prefix(12))) refuses this device's frames (revoked); "
+            + (sib.lastSeen.map { "last heard from \(Ago.text(now - $0))" } ?? "not heard from")
     }
 
     static func siblingText(_ sib: SyncStatus.Sibling, now: Int64) -> String {
