@@ -90,7 +90,7 @@ final class RevocationCloudEndToEndTests: CloudDrillTestCase {
         // Turned on, never told of its revocation by a sibling, it reads it
         // in the folder's copies of the device log.
         daemons.append(try SyncDaemon(home: home("phone"), relay: relay, env: drill))
-        XCTAssertTrue(eventually(15) { (try? self.statusText("phone"))?.contains("this device was REVOKED from the account") ?? false },
+        XCTAssertTrue(eventually(15) { (try? self.statusText("phone"))?.contains("this device was REVOKED by 'laptop'") ?? false },
                       (try? statusText("phone")) ?? "-")
         stopAll()
         XCTAssertFalse(try notes("phone").contains("After revocation"))

@@ -394,6 +394,9 @@ public final class SyncEngine: @unchecked Sendable {
         return siblings.all.filter { $0.lastSeenMs != nil }.map { ($0.member.name, $0.holdsBoth(mine)) }
     }
 
+    /// This device's revocation, once its log shows it (nil: trusted).
+    public var revocation: SyncStatus.Revocation? { lock.lock(); defer { lock.unlock() }; return ownRevocation }
+
     /// Why a sibling refused to admit this joining device, if one did.
     public var refusedAdmission: String? { lock.lock(); defer { lock.unlock() }; return admissionRefusal }
 

@@ -109,6 +109,9 @@ enum SyncCommands {
             let elapsed = Date().timeIntervalSince(started)
             let engine = service.engine
             progress.show(engine.catchUp())
+            // Told it was revoked: nothing will ever converge; say why now,
+            // not at the timeout.
+            if (untilConverged || once), let revoked = engine.revocation { outcome = (false, revoked.words); break }
             if untilConverged {
                 // At least 2 s: a device that joined while nobody listened
                 // re-introduces itself after 1 s, and an empty roster would
