@@ -59,6 +59,13 @@ final class RevokedDeviceToldEndToEndTests: SyncEndToEndBase {
         // Its roster shows it too, and it cannot revoke anyone now.
         XCTAssertTrue(try quireOK(["devices"], home: home("b")).stdout.contains("REVOKED by 'a'"))
         XCTAssertEqual(try quire(["devices", "revoke", "c"], home: home("b")).status, 1)
+        // A sync asked to converge says why it never will, at once.
+        stopAll()
+        let started = Date()
+        let sync = try quire(["sync", "--until-converged", "--timeout", "30"], home: home("b"))
+        XCTAssertEqual(sync.status, 1)
+        XCTAssertTrue((sync.stdout + sync.stderr).contains("this device was REVOKED by 'a'"), sync.stdout + sync.stderr)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 15)
     }
 
     /// Revoked while it runs and sends nothing: the revoking device tells

@@ -60,6 +60,21 @@ final class RevocationNoticeTests: XCTestCase {
         XCTAssertEqual(fleet.engines[2].status().phase, .revoked)
     }
 
+    /// The evidence is the revocation and what makes it count: the
+    /// revoker's admission, not the other devices' statements.
+    func testTheEvidenceIsTheRevocationAndItsSignersChainOnly() throws {
+        let fleet = try SimFleet(["a", "b", "c"], base: base)
+        let (a, b, c) = (fleet.devices[0], fleet.devices[1], fleet.devices[2])
+        try revoke(c, on: a)
+        let log = DeviceLog(rows: try a.store.rows(.devices, from: [], to: nil), accountKey: a.identity.account.publicKey)
+        let evidence = log.evidence(against: c.id)
+        let revocationID = log.entries.values.first { $0.statement.kind == .revoke && $0.statement.subject == c.id }!.id
+        let admitOf = { (d: TestDevice) in log.entries.values.first { $0.statement.kind == .admit && $0.statement.subject == d.id }!.id }
+        XCTAssertEqual(evidence, [revocationID, admitOf(a)])
+        XCTAssertFalse(evidence.contains(admitOf(b)))
+        XCTAssertTrue(log.evidence(against: b.id).isEmpty, "a trusted device has no evidence against it")
+    }
+
     /// The throttle alone: one notice per device per interval, and at most
     /// one look for a refused frame's sender per short interval.
     func testNoticesAreRateLimited() {
