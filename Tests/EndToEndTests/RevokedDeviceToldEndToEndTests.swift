@@ -49,6 +49,7 @@ final class RevokedDeviceToldEndToEndTests: SyncEndToEndBase {
         XCTAssertTrue(text.contains("quire invite") && text.contains("init --join"), text)
         XCTAssertFalse(text.contains("nothing waits to be advertised"), text)
         XCTAssertEqual(((try status("b"))["sync"] as? [String: Any])?["phase"] as? String, "revoked")
+        XCTAssertEqual(((try status("b"))["revoked"] as? [String: Any])?["by"] as? String, a, "read from the log, sync running or not")
         // B keeps everything it holds, and nothing of it reached the others.
         for n in ["Before", "Written on b after"] { XCTAssertTrue(try notes("b").contains(n), n) }
         for n in ["a", "c"] { XCTAssertFalse(try notes(n).contains("Written on b after"), n) }

@@ -168,7 +168,7 @@ struct StatusReport {
             } else if unconfirmed > 0 {
                 lines.append(writes + " (this device was revoked: below)")
             }
-            revocation = ["by": r.by as Any, "byName": r.byName as Any, "at": r.at as Any, "admissionVoid": r.admissionVoid, "text": r.words]
+            revocation = SyncStatusSection.revocationJSON(r)
         } else if devices <= 1 {
             lines.append("this is the account's only device ('quire invite' adds another)")
         } else {

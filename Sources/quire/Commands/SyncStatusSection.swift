@@ -106,10 +106,7 @@ enum SyncStatusSection {
                                    "updatedAt": s.updatedAt, "silent": alive && silentFor >= Self.silentAfterSeconds, "rounds": s.rounds, "rowsApplied": s.rowsApplied,
                                    "dropped": s.dropped, "sendErrors": s.sendErrors, "relayUnreachableSince": s.relayUnreachableSince as Any,
                                    "admissionRefused": s.admissionRefused as Any,
-                                   "revocation": s.revocation.map { r -> [String: Any] in
-                                       ["by": r.by as Any, "byName": r.byName as Any, "at": r.at as Any, "admissionVoid": r.admissionVoid,
-                                        "text": r.words]
-                                   } as Any]
+                                   "revocation": s.revocation.map(revocationJSON) as Any]
         if let relayWait { json["waitingForRelay"] = waitJSON(relayWait) }
         if alive, let c = s.catchUp {
             json["catchUp"] = ["rowsPulled": c.rowsPulled, "bytesPulled": c.bytesPulled, "seconds": c.seconds,
@@ -155,6 +152,11 @@ enum SyncStatusSection {
         case .revoked: return "revoked"
         case .stopped: return "stopped"
         }
+    }
+
+    /// This device's revocation for `--json` (here and at the top of `quire status`).
+    static func revocationJSON(_ r: SyncStatus.Revocation) -> [String: Any] {
+        ["by": r.by as Any, "byName": r.byName as Any, "at": r.at as Any, "admissionVoid": r.admissionVoid, "text": r.words]
     }
 
     /// A sibling as a revoked device sees it: whatever the digests said
