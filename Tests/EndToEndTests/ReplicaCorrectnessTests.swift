@@ -207,4 +207,44 @@ final class ReplicaCorrectnessTests: XCTestCase {
         try sync(["a", "b"])
         XCTAssertEqual(try quireOK(["get", "notebook", "Shared"], home: home("b")).stdout, "from a\n", "the fleet's copy came back")
     }
+
+    /// `quire repair --take-fleet` on a device holding a write no sibling
+    /// received names it and changes nothing; with --drop-unshared it names
+    /// it again, and the replica set aside reads with `--home FOLDER get|ls`
+    /// but can never sync, mount or write as the device.
+    func testRepairTakeFleetNamesUnsharedWritesAndSetsAsideAReadableReplica() throws {
+        try makeDevices(["a", "b"])
+        try quireOK(["put", "notebook", "Shared"], home: home("a"), stdin: Array("from a\n".utf8))
+        try sync(["a", "b"])
+        try quireOK(["put", "notebook", "Only B"], home: home("b"), stdin: Array("written while a was away\n".utf8))
+
+        let refused = try quire(["repair", "--take-fleet"], home: home("b"))
+        XCTAssertEqual(refused.status, 1, refused.stdout)
+        XCTAssertTrue(refused.stderr.contains("notebook 'Only B'") && refused.stderr.contains("--drop-unshared"), refused.stderr)
+        func asideFolders() throws -> [String] {
+            try FileManager.default.contentsOfDirectory(atPath: home("b")).filter { $0.hasPrefix("before-repair-") }
+        }
+        XCTAssertEqual(try asideFolders(), [], "a refusal moves nothing")
+        XCTAssertEqual(try quireOK(["get", "notebook", "Only B"], home: home("b")).stdout, "written while a was away\n")
+        XCTAssertEqual(try quire(["repair", "--leave", "--drop-unshared"], home: home("b")).status, 2)
+
+        let taken = try quireOK(["repair", "--take-fleet", "--drop-unshared"], home: home("b")).stdout
+        XCTAssertTrue(taken.contains("notebook 'Only B'"), taken)
+        let aside = home("b") + "/" + (try XCTUnwrap(try asideFolders().first))
+        XCTAssertTrue(taken.contains(aside), taken)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: aside + "/keys"), "no keys: it can never sign or open a frame")
+        XCTAssertEqual(try quireOK(["get", "notebook", "Only B"], home: aside).stdout, "written while a was away\n")
+        let listed = try quireOK(["ls", "notebook"], home: aside).stdout
+        XCTAssertTrue(listed.contains("Only B") && listed.contains("Shared"), listed)
+        for refusedUse in [["put", "notebook", "Later"], ["sync", "--once"], ["status"], ["repair", "--leave"]] {
+            let r = try quire(refusedUse, home: aside, stdin: Array("x\n".utf8))
+            XCTAssertEqual(r.status, 1, "\(refusedUse): \(r.stdout)")
+            XCTAssertTrue(r.stderr.contains("set aside") && r.stderr.contains("never syncs"), "\(refusedUse): \(r.stderr)")
+        }
+
+        try sync(["a", "b"])
+        XCTAssertEqual(try quireOK(["get", "notebook", "Shared"], home: home("b")).stdout, "from a\n", "the fleet's copy came back")
+        XCTAssertEqual(try quire(["get", "notebook", "Only B"], home: home("b")).status, 1, "dropped from the device, as asked")
+        XCTAssertEqual(try quireOK(["get", "notebook", "Only B"], home: aside).stdout, "written while a was away\n", "still in the folder")
+    }
 }

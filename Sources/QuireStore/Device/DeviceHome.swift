@@ -123,6 +123,7 @@ public struct DeviceHome: Sendable {
         }
         try checkPermissions()
         if !restoring { try refuseInterruptedRestore() }
+        try refuseSetAside()
         guard exists else { throw StoreError(.notFound, "\(path) is not a quire device directory (no prefs.json); run 'quire init'") }
         let (identity, legacySecret) = try Identity.load(from: keysPath)
         let store: ReplicaStore

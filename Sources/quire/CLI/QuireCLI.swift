@@ -19,6 +19,11 @@ struct Invocation: Sendable {
     func open() throws -> (Identity, ReplicaStore) {
         do { return try home.open() } catch { throw CommandFailure(error.description) }
     }
+
+    /// For commands that only read: also opens a replica `quire repair` set aside.
+    func openForReading() throws -> ReplicaStore {
+        do { return try home.openForReading() } catch { throw CommandFailure(error.description) }
+    }
 }
 
 enum QuireCLI {

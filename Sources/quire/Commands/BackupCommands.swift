@@ -187,17 +187,21 @@ enum BackupCommands {
         }
     }
 
-    /// "N writes made here that no other device received: ..." and where they stay.
-    static func describe(_ writes: [UnsharedWrite], keptIn aside: String) -> String {
+    /// "N writes made here that no other device received: ..." and where
+    /// they stay (`aside`; nil before anything was moved). `quire repair
+    /// --take-fleet` names them too, with its own `lacking` clause.
+    static func describe(_ writes: [UnsharedWrite], keptIn aside: String?, lacking: String = "newer than the backup") -> String {
         let shown = writes.prefix(10).map { write in
             let name = write.name.isEmpty ? write.key.hex.prefix(12) + "…" : "'" + write.name + "'"
             return "\(write.namespace) \(name)\(write.isDeletion ? " (a deletion)" : "")"
         }
         let more = writes.count > shown.count ? " and \(writes.count - shown.count) more" : ""
+        let listed = "\(writes.count) write\(writes.count == 1 ? "" : "s") made on this device that no other device received, "
+            + "\(lacking): \(shown.joined(separator: ", "))\(more)"
+        guard let aside else { return listed }
         let example = writes.first { !$0.isDeletion && !$0.name.isEmpty }
         let read = example.map { " (read one with 'quire --home \(aside) get \($0.namespace) \"\($0.name)\"', put it back with 'quire put')" } ?? ""
-        return "\(writes.count) write\(writes.count == 1 ? "" : "s") made on this device that no other device received, "
-            + "newer than the backup: \(shown.joined(separator: ", "))\(more). They stay in \(aside)/\(read)"
+        return listed + ". They stay in \(aside)/\(read)"
     }
 
     static func json(_ write: UnsharedWrite) -> [String: Any] {

@@ -17,9 +17,16 @@ enum RepairCommand {
           --take-fleet  take the fleet's copy. Right when this device's replica is damaged
                         but still opens, or holds what you want gone: the replica is set aside
                         (it is in the backup) and the next sync pulls everything from a
-                        sibling, which must be online. A replica that does not open at all
+                        sibling, which must be online. Writes made here that no other device
+                        received would be lost to the fleet: they are named, and nothing is
+                        done unless --drop-unshared is given too. The replica set aside stays
+                        readable ('quire --home <home>/before-repair-<time> ls|get'); it is
+                        not a device and never syncs. A replica that does not open at all
                         is put back from a backup ('quire restore'), or the device joins the
                         account anew (the error says how).
+          --drop-unshared
+                        with --take-fleet: take the fleet's copy even though this device holds
+                        writes no other device received (or cannot tell which it holds).
           --leave       change nothing. Right when the cause is outside quire (the relay
                         is down, the cloud folder is not mounted) and will pass.
         """
@@ -28,7 +35,7 @@ enum RepairCommand {
         name: "repair",
         summary: "back this device up, then bring a wedged device back",
         usage: """
-            usage: quire repair [--keep-mine | --take-fleet | --leave] [--backup-to FILE] [--json]
+            usage: quire repair [--keep-mine | --take-fleet [--drop-unshared] | --leave] [--backup-to FILE] [--json]
 
             First writes a backup of this device (to --backup-to, default
             <home>/repair-<time>.qbackup) and stops if it cannot. Without a choice,
@@ -36,11 +43,12 @@ enum RepairCommand {
             \(answers)
             Refused while this device is syncing or mounted.
             """,
-        valued: ["backup-to"], flags: ["keep-mine", "take-fleet", "leave", "json"]
+        valued: ["backup-to"], flags: ["keep-mine", "take-fleet", "drop-unshared", "leave", "json"]
     ) { args, inv in
         try args.expectPositional(0...0, "")
         let choices = ["keep-mine", "take-fleet", "leave"].filter { args.has($0) }
         guard choices.count <= 1 else { throw UsageError("choose one of --keep-mine, --take-fleet, --leave") }
+        if args.has("drop-unshared") && choices != ["take-fleet"] { throw UsageError("--drop-unshared goes with --take-fleet") }
         let home = inv.home
         let (identity, store) = try inv.open()
         let lock: DeviceLock
@@ -50,9 +58,23 @@ enum RepairCommand {
         defer { lock.release() }
         let stamp = DateText.format(SystemClock().now().seconds, time: true).replacingOccurrences(of: " ", with: "T").replacingOccurrences(of: ":", with: "")
         let backupPath = args.value("backup-to") ?? home.path + "/repair-\(stamp).qbackup"
+        let aside = home.path + "/before-repair-" + stamp
+        // Before the backup, so a refusal changes nothing: the writes only
+        // this device holds, which taking the fleet's copy drops.
+        var fleetCopy: FleetCopy? = nil
+        if choices == ["take-fleet"] {
+            fleetCopy = try FleetCopy.stage(home, identity: identity, store: store)
+            if !args.has("drop-unshared"), let refusal = fleetCopy?.refusal {
+                fleetCopy?.discard()
+                throw CommandFailure("nothing repaired: taking the fleet's copy would drop \(refusal). Keep them with --keep-mine "
+                                     + "(merges never lose a write), or sync this device with a sibling first; to drop them from "
+                                     + "this device anyway (they stay readable in \(home.path)/before-repair-<time>/), add --drop-unshared")
+            }
+        }
         do {
             try DeviceBackup.capture(home, store: store, identity: identity, at: SystemClock().now()).write(to: backupPath)
         } catch {
+            fleetCopy?.discard()
             throw CommandFailure("nothing repaired: the backup of this device could not be written to \(backupPath) (\(error))")
         }
         Output.line("backed up this device to \(backupPath)")
@@ -68,24 +90,99 @@ enum RepairCommand {
             try? FileManager.default.removeItem(atPath: home.syncStatePath)
             Output.line("kept this device's content; its sync state is cleared. Start 'quire sync' or mount it: it merges into the fleet")
         case "take-fleet":
-            let aside = home.path + "/before-repair-" + stamp
-            let roster = try store.rows(.devices, from: [], to: nil)
+            guard let fleetCopy else { return }
             let prefs = try home.prefs.load()
+            // Everything committed goes into the file that moves, so the
+            // folder set aside reads whole without this process's WAL.
+            try? store.compact()
+            let fm = FileManager.default
             do {
-                try FileManager.default.createDirectory(atPath: aside, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+                try fm.createDirectory(atPath: aside, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
                 for name in ["replica.sqlite", "replica.sqlite-wal", "replica.sqlite-shm", "sync-state.json"]
-                where FileManager.default.fileExists(atPath: home.path + "/" + name) {
-                    try FileManager.default.moveItem(atPath: home.path + "/" + name, toPath: aside + "/" + name)
+                where fm.fileExists(atPath: home.path + "/" + name) {
+                    try fm.moveItem(atPath: home.path + "/" + name, toPath: aside + "/" + name)
                 }
-            } catch { throw CommandFailure("nothing repaired: cannot set the replica aside in \(aside): \(error.localizedDescription)") }
-            let fresh = try ReplicaStore(path: home.databasePath, deviceID: identity.deviceID, create: true)
-            try fresh.apply(roster)
+                try DeviceHome(path: aside).markSetAside(device: identity.deviceID, reason: "'quire repair --take-fleet' on \(stamp)",
+                                                         prefsOf: home)
+            } catch {
+                fleetCopy.discard()
+                throw CommandFailure("nothing repaired: cannot set the replica aside in \(aside): \(error)")
+            }
+            do { try fleetCopy.install() } catch {
+                throw CommandFailure("the replica is set aside in \(aside), but the fleet's copy could not be put in its place (\(error)); "
+                                     + "move \(aside)/replica.sqlite back to \(home.databasePath) and run the repair again")
+            }
             // Behind every sibling now: it catches up from the anchor or a sibling's snapshot.
             try home.prefs.update { $0.generation = 0 }
-            Output.line("set this device's replica aside in \(aside) (generation \(prefs.generation) there); "
+            if !fleetCopy.unshared.isEmpty {
+                Output.line("set aside " + BackupCommands.describe(fleetCopy.unshared, keptIn: aside, lacking: "which the fleet's copy lacks"))
+                Output.line("warning: \(fleetCopy.unshared.count) write\(fleetCopy.unshared.count == 1 ? "" : "s") no other device received "
+                            + "\(fleetCopy.unshared.count == 1 ? "is" : "are") in \(aside)/ only, not on this device or any other")
+            } else if let unreadable = fleetCopy.unreadable {
+                Output.line("warning: could not tell which writes only this device held (\(unreadable)); "
+                            + "whatever it held is in \(aside)/ (read it with 'quire --home \(aside) ls|get')")
+            }
+            Output.line("set this device's replica aside in \(aside) (generation \(prefs.generation) there; read it with "
+                        + "'quire --home \(aside) ls|get', it never syncs); "
                         + "start 'quire sync' or mount it with a sibling online: it takes the fleet's copy")
         default:
             Output.line("changed nothing; the backup is at \(backupPath)")
         }
+    }
+}
+
+/// What `quire repair --take-fleet` puts in place of the replica: a new one
+/// holding only the roster (so the device still knows its siblings), made
+/// beside the replica before anything moves. Comparing the replica with it
+/// names the writes that taking it drops: those no sibling received, which
+/// `quire restore` names the same way.
+struct FleetCopy {
+    let path: String
+    let home: DeviceHome
+    let unshared: [UnsharedWrite]
+    /// Why the replica could not be compared (a damaged one may not read).
+    let unreadable: String?
+
+    static func stage(_ home: DeviceHome, identity: Identity, store: ReplicaStore) throws -> FleetCopy {
+        let path = home.path + "/replica-fleet-copy.sqlite"
+        let roster = try store.rows(.devices, from: [], to: nil)
+        remove(path)   // left by a repair that stopped half way
+        do { try makeReplica(at: path, deviceID: identity.deviceID, roster: roster) } catch {
+            remove(path)
+            throw CommandFailure("nothing repaired: cannot make a new replica at \(path): \(error)")
+        }
+        do {
+            let unshared = try ReplicaStore.unsharedWrites(in: home.databasePath, missingFrom: path)
+            return FleetCopy(path: path, home: home, unshared: unshared, unreadable: nil)
+        } catch {
+            return FleetCopy(path: path, home: home, unshared: [], unreadable: "\(error)")
+        }
+    }
+
+    /// In its own scope, so the store is closed (its WAL checkpointed and
+    /// gone) before the file is renamed into place.
+    private static func makeReplica(at path: String, deviceID: DeviceID, roster: [Row]) throws {
+        let fresh = try ReplicaStore(path: path, deviceID: deviceID, create: true)
+        try fresh.apply(roster)
+        try fresh.compact()
+    }
+
+    /// What a refusal names, or nil when nothing would be lost.
+    var refusal: String? {
+        if let unreadable { return "whatever writes only this device holds: which they are cannot be told (\(unreadable))" }
+        return unshared.isEmpty ? nil : BackupCommands.describe(unshared, keptIn: nil, lacking: "which the fleet's copy lacks")
+    }
+
+    /// Renames the new replica to the device's (keeping the file identity
+    /// recorded when it was made, so no incarnation is minted for it).
+    func install() throws {
+        try FileManager.default.moveItem(atPath: path, toPath: home.databasePath)
+        FleetCopy.remove(path, keepingDatabase: true)
+    }
+
+    func discard() { FleetCopy.remove(path) }
+
+    private static func remove(_ path: String, keepingDatabase: Bool = false) {
+        for suffix in keepingDatabase ? ["-wal", "-shm"] : ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
     }
 }

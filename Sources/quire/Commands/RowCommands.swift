@@ -203,7 +203,7 @@ enum RowCommands {
             """,
         valued: ["key"], flags: ["json"]
     ) { args, inv in
-        let (ns, store, key) = try existingRow(args, inv)
+        let (ns, store, key) = try existingRow(args, inv, readOnly: true)
         guard let row = try store.row(ns, key), let content = row.content else {
             throw CommandFailure("no live \(ns.name) row \(key.hex)")
         }
@@ -254,7 +254,7 @@ enum RowCommands {
     ) { args, inv in
         try args.expectPositional(1...1, "namespace")
         let ns = try namespace(args.positional[0])
-        let (_, store) = try inv.open()
+        let store = try inv.openForReading()
         let rows = try store.summaries(ns, includeTombstones: args.has("tombstones"))
         // Rows other than notes and days are read whole, once: plans and
         // contacts show their fields (a plan's VTODO, a card's FN and email,
@@ -327,12 +327,13 @@ enum RowCommands {
     }
 
     /// `<namespace> <name>` or `<namespace> --key HEX` naming a live row:
-    /// the shared addressing of get, rm and history.
-    static func existingRow(_ args: Arguments, _ inv: Invocation) throws -> (Namespace, ReplicaStore, RowKey) {
+    /// the shared addressing of get, rm and history (`readOnly`: a replica
+    /// `quire repair` set aside opens too).
+    static func existingRow(_ args: Arguments, _ inv: Invocation, readOnly: Bool = false) throws -> (Namespace, ReplicaStore, RowKey) {
         guard let nsName = args.positional.first else { throw UsageError("missing namespace") }
         let ns = try namespace(nsName)
         try args.expectPositional(args.value("key") == nil ? 2...2 : 1...2, "name")
-        let (_, store) = try inv.open()
+        let store = readOnly ? try inv.openForReading() : try inv.open().1
         let name = args.positional.count > 1 ? args.positional[1] : nil
         guard let key = try resolve(store, ns, name: name, key: args.value("key"), creating: false, forceNew: false) else {
             let near = (try? nearNames(store, ns, name ?? "")) ?? []
