@@ -18,8 +18,12 @@ enum BackupCommands {
             Captures this device directory while the device runs (a mount or
             'quire sync' need not stop): a consistent copy of the replica
             (SQLite's online backup), the prefs and the keys, in one file written
-            with mode 0600. It holds this device's private keys: keep it where
-            only you can read it. The cloud folder is never in it, and neither
+            with mode 0600. It is not encrypted: it holds every note in clear,
+            this device's private keys and the account's backup key. Keep it
+            where only you can read it; a FILE in this device's cloud folder
+            (which a file-sync service uploads) or in a quire mount (which syncs
+            it to every device) is refused, symlinks and relative paths
+            resolved. The cloud folder is never in it, and neither
             are logs, sync state or the scratch area. Put it back with
             'quire restore --from FILE'.
             """,
@@ -28,6 +32,7 @@ enum BackupCommands {
         try args.expectPositional(0...0, "")
         guard let target = args.value("to") else { throw UsageError("quire backup needs --to FILE") }
         let (identity, store) = try inv.open()
+        if let place = BackupTarget.sharedPlace(of: target, home: inv.home) { throw CommandFailure("backup not written: \(place)") }
         let taken = SystemClock().now()
         let archive: DeviceBackup
         do {

@@ -38,7 +38,8 @@ enum RepairCommand {
             usage: quire repair [--keep-mine | --take-fleet [--drop-unshared] | --leave] [--backup-to FILE] [--json]
 
             First writes a backup of this device (to --backup-to, default
-            <home>/repair-<time>.qbackup) and stops if it cannot. Without a choice,
+            <home>/repair-<time>.qbackup; never in the cloud folder or a quire
+            mount) and stops if it cannot. Without a choice,
             says what is wrong and prints these answers; with one, does it:
             \(answers)
             Refused while this device is syncing or mounted.
@@ -58,6 +59,7 @@ enum RepairCommand {
         defer { lock.release() }
         let stamp = DateText.format(SystemClock().now().seconds, time: true).replacingOccurrences(of: " ", with: "T").replacingOccurrences(of: ":", with: "")
         let backupPath = args.value("backup-to") ?? home.path + "/repair-\(stamp).qbackup"
+        if let place = BackupTarget.sharedPlace(of: backupPath, home: home) { throw CommandFailure("nothing repaired: \(place)") }
         let aside = home.path + "/before-repair-" + stamp
         // Before the backup, so a refusal changes nothing: the writes only
         // this device holds, which taking the fleet's copy drops.
