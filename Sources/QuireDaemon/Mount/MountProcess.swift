@@ -22,6 +22,8 @@ public enum MountProcess {
     /// Re-executes this command detached; returns the notes the child
     /// reported on its way to mounting, or throws why it failed.
     public static func startInBackground(mountpoint: String, home: DeviceHome) throws(DaemonError) -> [String] {
+        // An interrupted restore says how to finish it, not "no device".
+        do { try home.refuseInterruptedRestore() } catch { throw DaemonError("\(error)") }
         guard home.exists else { throw DaemonError("no quire device at \(home.path); run 'quire init' (or pass --home)") }
         var ends: [Int32] = [0, 0]
         guard pipe(&ends) == 0 else { throw DaemonError("cannot create a pipe: \(String(cString: strerror(errno)))") }

@@ -50,22 +50,33 @@ public struct DeviceHome: Sendable {
     /// until a sibling admits it.
     public var enrolmentPath: String { keysPath + "/enrolment" }
     public var prefs: PrefsFile { PrefsFile(path: prefsPath) }
-    /// Written by `quire restore` before it moves anything, removed when it
-    /// is done: the folder the device's files went to, and the backup file.
+    /// Written by `quire restore` once the new files are staged and
+    /// checked, before it moves anything; removed when it is done
+    /// (`RestoreMarker`, `DeviceRestore`).
     public var restoreMarkerPath: String { path + "/restore-in-progress" }
 
     /// A restore that did not finish (killed, a power cut): where the files
-    /// from before it are, and the backup it was putting back.
-    public var interruptedRestore: (aside: String, backup: String)? {
+    /// from before it go, the backup it was putting back, and the staging
+    /// folder holding the new files.
+    public var interruptedRestore: RestoreMarker? {
         guard let text = try? String(contentsOfFile: restoreMarkerPath, encoding: .utf8) else { return nil }
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        return (lines.first ?? "", lines.count > 1 ? lines[1] : "")
+        return RestoreMarker(decoding: text)
     }
 
-    /// Refuses to use or replace a device directory a restore left half done.
-    func refuseInterruptedRestore() throws(StoreError) {
+    /// Refuses to use or replace a device directory a restore left half
+    /// done, naming where the files from before it are now.
+    public func refuseInterruptedRestore() throws(StoreError) {
         guard let restore = interruptedRestore else { return }
-        throw StoreError(.conflict, "a restore into \(path) was interrupted (the files from before it are in \(restore.aside)/): "
+        let fm = FileManager.default
+        let moved = ((try? fm.contentsOfDirectory(atPath: restore.aside)) ?? []).filter { DeviceHome.deviceFiles.contains($0) }
+        let left = DeviceHome.deviceFiles.filter { fm.fileExists(atPath: path + "/" + $0) }
+        // Say where they are, not where they were to go: a kill may land
+        // before the folder was made, or half way through the moves.
+        let movingIn = restore.staging.map { staging in restore.staged.contains { !fm.fileExists(atPath: staging + "/" + $0) } } ?? true
+        let whereTheyAre = moved.isEmpty ? "the files from before it are still in \(path)/"
+            : left.isEmpty || movingIn ? "the files from before it are in \(restore.aside)/"
+            : "the files from before it are in \(restore.aside)/ and \(path)/"
+        throw StoreError(.conflict, "a restore into \(path) was interrupted (\(whereTheyAre)): "
                          + "run 'quire restore --from \(restore.backup.isEmpty ? "FILE" : restore.backup)' again to finish it; nothing is lost")
     }
 
@@ -124,6 +135,7 @@ public struct DeviceHome: Sendable {
         try checkPermissions()
         if !restoring { try refuseInterruptedRestore() }
         try refuseSetAside()
+        removeStaleScratch()
         guard exists else { throw StoreError(.notFound, "\(path) is not a quire device directory (no prefs.json); run 'quire init'") }
         let (identity, legacySecret) = try Identity.load(from: keysPath)
         let store: ReplicaStore

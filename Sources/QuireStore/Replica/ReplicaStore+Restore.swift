@@ -58,20 +58,47 @@ public struct UnsharedWrite: Equatable, Sendable {
 
 extension ReplicaStore {
     /// The writes no sibling confirmed receiving (`unshipped`) in the
-    /// replica at `current` whose rows the replica at `restored` does not
-    /// hold as they are: what putting `restored` in its place sets aside,
-    /// since no other device can bring them back. By namespace, then name.
-    public static func unsharedWrites(in current: String, missingFrom restored: String) throws(StoreError) -> [UnsharedWrite] {
+    /// replica at `current`, and those whose every recorded holder is in
+    /// `revoked` (a revoked device is never heard again: what only it
+    /// received is received by no device that counts), whose rows the
+    /// replica at `restored` does not hold as they are: what putting
+    /// `restored` in its place sets aside, since no other device can bring
+    /// them back. By namespace, then name.
+    ///
+    /// A holder is recorded for every sibling until this device takes part
+    /// in a barrier round, and after that only for one outside the round's
+    /// roster (Holders.swift); a write that a device of that roster, revoked
+    /// since, was the only one to confirm is not told apart then.
+    public static func unsharedWrites(in current: String, missingFrom restored: String,
+                                      revoked: Set<DeviceID> = []) throws(StoreError) -> [UnsharedWrite] {
         let old = try Connection(path: current, readOnly: true)
         let tables = try old.queryOne("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'unshipped'") { $0.int(0) } ?? 0
         guard tables > 0 else { return [] }
-        let candidates = try old.query("""
-            SELECT r.ns, r.key, r.name, r.tombstone, r.leaf, r.vv FROM rows r
-             WHERE EXISTS (SELECT 1 FROM unshipped u WHERE u.ns = r.ns AND u.key = r.key)
-             ORDER BY r.ns, r.name, r.key
-            """) { s in
+        let select = "SELECT r.ns, r.key, r.name, r.tombstone, r.leaf, r.vv FROM rows r"
+        func decode(_ s: Statement) -> (namespace: Namespace?, key: RowKey?, name: String, isDeletion: Bool, leaf: [UInt8]?, context: [UInt8]?) {
             (namespace: Namespace(rawValue: UInt8(s.int(0))), key: ID16(bytes: s.blob(1) ?? []), name: s.text(2) ?? "",
              isDeletion: s.int(3) != 0, leaf: s.blob(4), context: s.blob(5))
+        }
+        var candidates = try old.query(select + """
+             WHERE EXISTS (SELECT 1 FROM unshipped u WHERE u.ns = r.ns AND u.key = r.key)
+             ORDER BY r.ns, r.name, r.key
+            """, [], decode)
+        let holderTables = try old.queryOne("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('holders', 'meta')") { $0.int(0) } ?? 0
+        if !revoked.isEmpty, holderTables == 2,
+           let me = try old.queryOne("SELECT value FROM meta WHERE name = 'device'", [], { ID16(bytes: $0.blob(0) ?? []) }) ?? nil {
+            // The holders of each row's latest incarnation of this device's writes.
+            let held = try old.query("""
+                SELECT h.ns, h.key, h.holder FROM holders h
+                 WHERE h.author = ? AND h.incarnation = (SELECT max(incarnation) FROM holders g
+                                                          WHERE g.ns = h.ns AND g.key = h.key AND g.author = h.author)
+                   AND NOT EXISTS (SELECT 1 FROM unshipped u WHERE u.ns = h.ns AND u.key = h.key)
+                """, [.blob(me.bytes)]) { (ns: $0.int(0), key: $0.blob(1) ?? [], holder: $0.blob(2) ?? []) }
+            var holders: [[UInt8]: (ns: Int, key: [UInt8], all: [[UInt8]])] = [:]
+            for h in held { holders[[UInt8(truncatingIfNeeded: h.ns)] + h.key, default: (Int(h.ns), h.key, [])].all.append(h.holder) }
+            let revokedBytes = Set(revoked.map(\.bytes))
+            for (_, entry) in holders.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) where entry.all.allSatisfy({ revokedBytes.contains($0) }) {
+                candidates += try old.query(select + " WHERE r.ns = ? AND r.key = ?", [.int(Int64(entry.ns)), .blob(entry.key)], decode)
+            }
         }
         guard !candidates.isEmpty else { return [] }
         let new = try Connection(path: restored, readOnly: true)
@@ -88,6 +115,6 @@ extension ReplicaStore {
             let name = row.name.isEmpty ? held?.name ?? "" : row.name
             missing.append(UnsharedWrite(namespace: namespace, key: key, name: name, isDeletion: row.isDeletion))
         }
-        return missing
+        return missing.sorted { ($0.namespace.rawValue, $0.name, $0.key.hex) < ($1.namespace.rawValue, $1.name, $1.key.hex) }
     }
 }

@@ -3,6 +3,7 @@ import QuireCore
 import QuireStore
 import QuireSync
 import QuireDaemon
+import QuireRelay
 
 /// `quire backup` and `quire restore`: a device directory captured while
 /// the device runs, and put back. A restore mints a new incarnation before
@@ -51,24 +52,37 @@ enum BackupCommands {
         name: "restore",
         summary: "put a device directory back from a backup file",
         usage: """
-            usage: quire restore --from FILE [--dry-run] [--json]
+            usage: quire restore --from FILE [--dry-run] [--force] [--json]
 
             Puts the device directory (--home) back from a file written by
             'quire backup', and says what it does first. Refused while this
-            device is mounted or syncing. The replica, prefs and keys found in the
-            device directory are not deleted: they are moved to
-            <home>/before-restore-<time>/. Bodies this device holds for other
-            devices (a homebase) are kept: the backup may predate them, and the
-            devices that offloaded them have no other copy. The restored device mints a new
+            device is mounted or syncing. The backup's files are first written into
+            a staging folder inside the device directory and checked (the replica
+            opens, every note body matches its hash); until that is done nothing of
+            the device is touched, so a failure (a full disk, a damaged backup)
+            leaves it as it was. Then the replica, prefs and keys found in the
+            device directory are moved (not deleted) to <home>/before-restore-<time>/
+            and the staged ones put in their place, by renames. A restore that is
+            killed during that switch is finished by running it again. Bodies this
+            device holds for other devices (a homebase) are kept: the backup may
+            predate them, and the devices that offloaded them have no other copy.
+            This device's cloud folder and relay are kept, not the backup's: they
+            say where the device lives now (the fleet may have moved its cloud
+            folder since), and the output says so when the backup's differ.
+            The restored device mints a new
             incarnation before anything else, so its new writes can never be taken
             for ones it made before the backup; when it next syncs, whatever the
             other devices learned since the backup comes back to it. Writes made
-            here that the backup predates and no other device received cannot
-            come back that way: they are named (--dry-run names them too), and
-            stay readable in the moved-aside folder ('quire --home FOLDER get').
+            here that the backup predates and no other device received (or only
+            devices revoked since) cannot come back that way: they are named
+            (--dry-run names them too), and stay readable in the moved-aside
+            folder ('quire --home FOLDER get').
               --dry-run   only say what would be done
+              --force     restore a backup whose note bodies do not all match their
+                          hashes; those notes are restored as damaged (a good copy
+                          comes back only from a device that holds one)
             """,
-        valued: ["from"], flags: ["dry-run", "json"]
+        valued: ["from"], flags: ["dry-run", "json", "force"]
     ) { args, inv in
         try args.expectPositional(0...0, "")
         guard let source = args.value("from") else { throw UsageError("quire restore needs --from FILE") }
@@ -95,101 +109,190 @@ enum BackupCommands {
         if let mounted = liveMount(home) {
             throw CommandFailure("this device is mounted at \(mounted) (sync off); unmount it first ('quire unmount \(mounted)')")
         }
-        let stamp = DateText.format(SystemClock().now().seconds, time: true).replacingOccurrences(of: " ", with: "T").replacingOccurrences(of: ":", with: "")
-        var aside = home.path + "/before-restore-" + stamp
-        var attempt = 1
-        while fm.fileExists(atPath: aside) {   // a second restore within the same second
-            attempt += 1
-            aside = home.path + "/before-restore-" + stamp + "-\(attempt)"
-        }
-        // A restore killed half way is run again: the device as it was
-        // before is in the folder the first attempt moved it to.
+        home.removeStaleScratch()
         let interrupted = home.interruptedRestore
-        let before = interrupted?.aside ?? aside
+        let aside = interrupted?.aside ?? newAsideFolder(in: home)
+        // A restore killed during its switch is finished from the files it
+        // staged; one killed under an older quire (no staging folder) has
+        // its device files brought together in its folder, then staged anew.
+        // (A staging folder already gone means only the marker's removal was left.)
+        let resuming = interrupted.flatMap { $0.staging != nil ? $0 : nil }
+        if let interrupted, !args.has("dry-run") {
+            // The old files come together first, before anything opens them.
+            do {
+                if interrupted.staging == nil { try gatherLegacyAside(interrupted, home: home) }
+                else { try DeviceRestore.moveOldAside(interrupted, home: home) }
+            } catch { throw CommandFailure("restore not finished: \(error)") }
+        }
+        // Where the device's own files are now: still in place, or (once a
+        // switch began) in the before-restore folder.
+        let oldDirectory = interrupted == nil ? home.path : aside
         let existing = DeviceHome.deviceFiles.filter { fm.fileExists(atPath: home.path + "/" + $0) }
         var plan = ["restore device '\(archive.deviceName)' (\(archive.deviceID.hex.prefix(12))) from a backup taken "
                     + "\(DateText.format(archive.takenAt.seconds, time: true)) into \(home.path):"]
+        if interrupted != nil { plan.append("  finish the restore that was interrupted") }
         for f in archive.files { plan.append("  write \(f.path) (\(f.bytes.count) bytes)") }
-        if !existing.isEmpty {
-            plan.append("  move what is there now (\(existing.joined(separator: ", "))) to \(aside)/")
+        if interrupted != nil || !existing.isEmpty {
+            plan.append("  move what is there now to \(aside)/")
             plan.append("  keep the bodies held there for other devices")
         }
         plan.append("  then mint a new incarnation, so new writes never reuse a counter from before the backup")
+
+        // Stage and check everything new before anything is moved: a
+        // failure here leaves the device as it was.
+        let staged: DeviceRestore
+        var kept = RestoredPlace()
+        var damagedNotes: [String] = []
+        if let resuming, let path = resuming.staging {
+            staged = DeviceRestore(home: home, staging: path)
+        } else {
+            do { staged = try DeviceRestore.makeStaging(in: home) } catch {
+                throw CommandFailure(nothingChanged(error))
+            }
+            do {
+                let currentPrefs = try? PrefsFile(path: oldDirectory + "/prefs.json").load()
+                kept = try staged.write(archive, keepingPlaceOf: currentPrefs)
+                damagedNotes = try staged.damagedNotes(deviceID: archive.deviceID)
+            } catch {
+                staged.discard()
+                throw CommandFailure(nothingChanged(error))
+            }
+        }
+        // Exists only while this process runs: a kill leaves it for the next start to remove.
+        let ownsStaging = resuming == nil
+        if !damagedNotes.isEmpty {
+            let names = damagedNotes.prefix(10).map { "'\($0)'" }.joined(separator: ", ") + (damagedNotes.count > 10 ? " and \(damagedNotes.count - 10) more" : "")
+            if !args.has("force") {
+                staged.discard()
+                throw CommandFailure("nothing restored, nothing was changed: the backup \(source) is damaged: \(damagedNotes.count) note bod\(damagedNotes.count == 1 ? "y does" : "ies do") "
+                                     + "not match \(damagedNotes.count == 1 ? "its hash" : "their hashes") (\(names)); use another backup, or --force to restore it without "
+                                     + "\(damagedNotes.count == 1 ? "that body" : "those bodies") (a sibling or the homebase may still hold them)")
+            }
+            plan.append("  restore \(damagedNotes.count) damaged note bod\(damagedNotes.count == 1 ? "y" : "ies") (\(names)) as damaged: a good copy comes back only from a device that holds it")
+        }
+        if kept.cloudDiffers {
+            plan.append("  keep this device's cloud folder \(kept.cloud ?? "(none)") (the backup's is \(kept.backupCloud ?? "(none)")): it says where the device lives now")
+        }
+        if kept.relayDiffers {
+            plan.append("  keep this device's relay \(shownRelay(kept.relay)) (the backup's is \(shownRelay(kept.backupRelay))): it says where the device lives now")
+        }
         // Writes no other device received are in no copy but the one moved
         // aside: the user must hear of them before and after, by name.
-        let current = home.path + "/replica.sqlite"
+        let current = interrupted != nil && fm.fileExists(atPath: aside + "/replica.sqlite") ? aside + "/replica.sqlite" : home.databasePath
+        let restored = fm.fileExists(atPath: staged.stagedReplicaPath) ? staged.stagedReplicaPath : home.databasePath
         var unshared: [UnsharedWrite] = []
-        if interrupted == nil, fm.fileExists(atPath: current),
-           let replica = archive.files.first(where: { $0.path == "replica.sqlite" }) {
-            unshared = unsharedWrites(in: current, restoring: replica.bytes)
+        if fm.fileExists(atPath: current), current != restored {
+            unshared = (try? ReplicaStore.unsharedWrites(in: current, missingFrom: restored, revoked: revokedDevices(home, replica: current))) ?? []
             if !unshared.isEmpty { plan.append("  set aside " + describe(unshared, keptIn: aside)) }
         }
         if !args.has("json") { plan.forEach(Output.line) }
         if args.has("dry-run") {
+            if ownsStaging { staged.discard() }
             if args.has("json") { Output.json(["dryRun": true, "plan": plan, "unsharedSetAside": unshared.map(json)]) }
             return
         }
-        if interrupted == nil {
-            do { try AtomicFile.write(Array("\(aside)\n\(source)\n".utf8), to: home.restoreMarkerPath, mode: 0o600) } catch {
-                throw CommandFailure("nothing restored: cannot write \(home.restoreMarkerPath): \(error)")
-            }
-        }
-        if !existing.isEmpty {
+        var done: (actor: Actor, adopted: Int, damaged: Int)? = nil
+        if resuming == nil {
             do {
-                try fm.createDirectory(atPath: aside, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-                for name in existing { try fm.moveItem(atPath: home.path + "/" + name, toPath: aside + "/" + name) }
+                let replaced = current
+                done = try staged.finish(deviceID: archive.deviceID, replaced: fm.fileExists(atPath: replaced) ? replaced : nil,
+                                         reason: "restored from a backup taken \(DateText.format(archive.takenAt.seconds, time: true))")
             } catch {
-                if interrupted == nil, (try? fm.contentsOfDirectory(atPath: aside))?.isEmpty ?? true { try? fm.removeItem(atPath: home.restoreMarkerPath) }
-                throw CommandFailure("nothing restored: cannot move the current files to \(aside): \(error.localizedDescription)")
+                staged.discard()
+                throw CommandFailure(nothingChanged(error))
             }
         }
         do {
-            _ = mkdir(home.keysPath, 0o700)
-            _ = mkdir(home.scratchPath, 0o700)
-            for f in archive.files { try AtomicFile.write(f.bytes, to: home.path + "/" + f.path, mode: 0o600) }
-            let (_, store) = try home.open(restoring: true)
-            let replaced = before + "/replica.sqlite"
-            let done = try store.finishRestore(replaced: fm.fileExists(atPath: replaced) ? replaced : nil,
-                                               reason: "restored from a backup taken \(DateText.format(archive.takenAt.seconds, time: true))")
-            // Left behind, it makes the next command say to run the restore again, which finishes it.
-            _ = unlink(home.restoreMarkerPath)
-            let actor = done.actor
-            let generation = (try? home.prefs.load().generation) ?? 0
-            if args.has("json") {
-                Output.json(["restored": true, "device": archive.deviceID.hex, "takenAt": archive.takenAt.seconds,
-                             "incarnation": String(actor.incarnation, radix: 16), "generation": generation, "movedAside": interrupted != nil ? before : (existing.isEmpty ? "" : aside),
-                             "heldBodiesKept": done.adopted, "heldBodiesDamaged": done.damaged, "unsharedSetAside": unshared.map(json)])
-            } else {
-                if !unshared.isEmpty {
-                    Output.line("warning: \(unshared.count) write\(unshared.count == 1 ? "" : "s") no other device received \(unshared.count == 1 ? "was" : "were") "
-                                + "set aside (named above): \(unshared.count == 1 ? "it is" : "they are") in \(aside)/ only")
-                }
-                if done.adopted > 0 {
-                    Output.line("kept \(done.adopted) bod\(done.adopted == 1 ? "y" : "ies") this device holds for other devices (the backup predates \(done.adopted == 1 ? "it" : "them"))")
-                }
-                if done.damaged > 0 {
-                    Output.line("warning: \(done.damaged) held bod\(done.damaged == 1 ? "y" : "ies") in \(aside)/replica.sqlite did not match \(done.damaged == 1 ? "its hash" : "their hashes") and \(done.damaged == 1 ? "was" : "were") left there")
-                }
-                Output.line("restored; this device now writes as incarnation \(String(actor.incarnation, radix: 16).prefix(6)) at generation \(generation). "
-                            + "Start 'quire sync' or mount it: what the other devices learned since the backup comes back")
-            }
+            try DeviceRestore.switchIn(RestoreMarker(aside: aside, backup: source, staging: staged.staging), home: home)
         } catch {
-            throw CommandFailure("restore failed: \(error); what was there before is in \(before)/; run it again to finish it")
+            throw CommandFailure("restore not finished: \(error); what was there before is in \(home.interruptedRestore == nil ? home.path : aside)/; run it again to finish it")
+        }
+        let actor: Actor
+        do {
+            let (_, store) = try home.open()
+            actor = try store.actor()
+        } catch { throw CommandFailure("restored, but the device does not open: \(error)") }
+        let generation = (try? home.prefs.load().generation) ?? 0
+        let adopted = done?.adopted ?? 0, heldDamaged = done?.damaged ?? 0
+        let movedAside = fm.fileExists(atPath: aside) ? aside : ""
+        if args.has("json") {
+            Output.json(["restored": true, "device": archive.deviceID.hex, "takenAt": archive.takenAt.seconds,
+                         "incarnation": String(actor.incarnation, radix: 16), "generation": generation, "movedAside": movedAside,
+                         "heldBodiesKept": adopted, "heldBodiesDamaged": heldDamaged, "unsharedSetAside": unshared.map(json),
+                         "damagedNotes": damagedNotes, "cloud": kept.cloud ?? "", "backupCloud": kept.backupCloud ?? ""])
+        } else {
+            if !unshared.isEmpty {
+                Output.line("warning: \(unshared.count) write\(unshared.count == 1 ? "" : "s") no other device received \(unshared.count == 1 ? "was" : "were") "
+                            + "set aside (named above): \(unshared.count == 1 ? "it is" : "they are") in \(aside)/ only")
+            }
+            if !damagedNotes.isEmpty {
+                Output.line("warning: \(damagedNotes.count) note bod\(damagedNotes.count == 1 ? "y" : "ies") of the backup \(damagedNotes.count == 1 ? "was" : "were") damaged and restored as damaged (named above)")
+            }
+            if kept.cloudDiffers {
+                Output.line("kept this device's cloud folder \(kept.cloud ?? "(none)"), not the backup's \(kept.backupCloud ?? "(none)")")
+            }
+            if adopted > 0 {
+                Output.line("kept \(adopted) bod\(adopted == 1 ? "y" : "ies") this device holds for other devices (the backup predates \(adopted == 1 ? "it" : "them"))")
+            }
+            if heldDamaged > 0 {
+                Output.line("warning: \(heldDamaged) held bod\(heldDamaged == 1 ? "y" : "ies") in \(aside)/replica.sqlite did not match \(heldDamaged == 1 ? "its hash" : "their hashes") and \(heldDamaged == 1 ? "was" : "were") left there")
+            }
+            Output.line("restored; this device now writes as incarnation \(String(actor.incarnation, radix: 16).prefix(6)) at generation \(generation). "
+                        + "Start 'quire sync' or mount it: what the other devices learned since the backup comes back")
         }
     }
 
-    /// The writes of the replica at `current` that no sibling confirmed and
-    /// the backup's replica (`restoring`, its bytes) lacks. A replica that
-    /// cannot be read (the reason for many a restore) names none.
-    static func unsharedWrites(in current: String, restoring: [UInt8]) -> [UnsharedWrite] {
-        let copy = NSTemporaryDirectory() + "/quire-restore-check-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sqlite"
-        defer { for suffix in ["", "-wal", "-shm"] { _ = unlink(copy + suffix) } }
-        do {
-            try AtomicFile.write(restoring, to: copy, mode: 0o600)
-            return try ReplicaStore.unsharedWrites(in: current, missingFrom: copy)
-        } catch {
-            return []
+    /// A relay as `quire config` shows it: a Redis password never printed.
+    static func shownRelay(_ spec: String?) -> String {
+        guard let spec else { return "(none)" }
+        return (try? RelaySpec(parsing: spec))?.description ?? spec
+    }
+
+    /// A failure before the switch: the device is as it was, and the message says so once.
+    static func nothingChanged(_ error: any Error) -> String {
+        let text = "\(error)"
+        return "nothing restored: " + text + (text.contains("nothing was changed") ? "" : "; nothing was changed")
+    }
+
+    /// A new `before-restore-<time>` folder name (not made yet).
+    static func newAsideFolder(in home: DeviceHome) -> String {
+        let stamp = DateText.format(SystemClock().now().seconds, time: true).replacingOccurrences(of: " ", with: "T").replacingOccurrences(of: ":", with: "")
+        var aside = home.path + "/before-restore-" + stamp
+        var attempt = 1
+        while FileManager.default.fileExists(atPath: aside) {   // a second restore within the same second
+            attempt += 1
+            aside = home.path + "/before-restore-" + stamp + "-\(attempt)"
         }
+        return aside
+    }
+
+    /// A restore interrupted under an older quire moved the device's files
+    /// (replica, WAL, prefs, keys, in that order) into its folder, then wrote
+    /// the backup's in place. Until `keys` is in the folder no write began:
+    /// what is left in place is the device's own and joins the rest; after,
+    /// what is in place is a partial write of the backup's, removed (the
+    /// restore stages it anew). Then the marker names a staging folder.
+    static func gatherLegacyAside(_ marker: RestoreMarker, home: DeviceHome) throws {
+        let fm = FileManager.default
+        if !fm.fileExists(atPath: marker.aside) { try fm.createDirectory(atPath: marker.aside, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700]) }
+        let writesBegan = fm.fileExists(atPath: marker.aside + "/keys")
+        for name in DeviceHome.deviceFiles where fm.fileExists(atPath: home.path + "/" + name) {
+            if writesBegan || fm.fileExists(atPath: marker.aside + "/" + name) {
+                try fm.removeItem(atPath: home.path + "/" + name)
+            } else {
+                try fm.moveItem(atPath: home.path + "/" + name, toPath: marker.aside + "/" + name)
+            }
+        }
+    }
+
+    /// Devices this device's roster says are revoked: a write only they
+    /// received is received by no device that counts.
+    /// Read as the device's own files are (opened without minting).
+    static func revokedDevices(_ home: DeviceHome, replica: String) -> Set<DeviceID> {
+        let directory = DeviceHome(path: parentDirectory(of: replica))
+        guard let (identity, store) = try? directory.open(restoring: true),
+              let (roster, _) = try? Roster.load(from: store, accountKey: identity.account.publicKey) else { return [] }
+        return Set(roster.members.values.filter(\.isRevoked).map(\.deviceID))
     }
 
     /// "N writes made here that no other device received: ..." and where
@@ -204,7 +307,8 @@ enum BackupCommands {
         let listed = "\(writes.count) write\(writes.count == 1 ? "" : "s") made on this device that no other device received, "
             + "\(lacking): \(shown.joined(separator: ", "))\(more)"
         guard let aside else { return listed }
-        let example = writes.first { !$0.isDeletion && !$0.name.isEmpty }
+        // A device statement (a revocation) is not put back with 'quire put'.
+        let example = writes.first { !$0.isDeletion && !$0.name.isEmpty && $0.namespace != .devices }
         let read = example.map { " (read one with 'quire --home \(aside) get \($0.namespace) \"\($0.name)\"', put it back with 'quire put')" } ?? ""
         return listed + ". They stay in \(aside)/\(read)"
     }

@@ -35,6 +35,8 @@ enum ConfigCommand {
     ) { args, inv in
         try args.expectPositional(0...2, "")
         let home = inv.home
+        // An interrupted restore says how to finish it, not "no device".
+        do { try home.refuseInterruptedRestore() } catch { throw CommandFailure("\(error)") }
         guard home.exists else { throw CommandFailure("no quire device at \(home.path); run 'quire init' first") }
         switch args.positional.first {
         case nil:

@@ -231,6 +231,11 @@ enum RowCommands {
             for r in rows where r.place.folder == key { Output.line(NotebookPaths.oneLine(paths.path(of: r))) }
         case .note(let n):
             guard let body = n.body else {
+                // A body set aside because it failed its hash is not offloaded: say which.
+                if try store.damagedBodies().contains(where: { $0.key == key && $0.repairedAt == nil }) {
+                    throw CommandFailure("the body of '\(n.title)' is damaged (its bytes do not match its hash) and is not shown; "
+                                         + "a good copy comes back when a device that holds it syncs ('quire sync'), or from a backup")
+                }
                 throw CommandFailure("the body of '\(n.title)' is offloaded; run 'quire recall' to bring it back")
             }
             Output.raw(body)
