@@ -1,8 +1,11 @@
 import Foundation
 
-/// Per-device preferences, in the device directory: exactly what a device
-/// backup captures and a restore reverts (the generation rides it on purpose:
-/// a restore must revert it so the cloud anchor can tell "rolled back").
+/// Per-device preferences, in the device directory: what a device backup
+/// captures and a restore reverts (the generation rides it on purpose: a
+/// restore must revert it so the cloud anchor can tell "rolled back"), but
+/// for `cloud` and `relay`, which a restore keeps (`DeviceRestore.write`):
+/// they say where the device lives now, and the anchor that tells the
+/// rollback is in the current cloud folder.
 public struct Prefs: Codable, Equatable, Sendable {
     public enum Role: String, Codable, Sendable { case device, homebase }
 
