@@ -23,8 +23,12 @@ import QuireCore
 /// (What only a device revoked later held counts as the fleet's.)
 ///
 /// This device's own writes are recorded per row and incarnation with no
-/// upper counter: the holders of its latest write there. A new write on
-/// the row clears them (`noteUnshipped`): it waits for its own holders.
+/// upper counter: the holders of its latest write there, whoever they are
+/// (a roster member too: recovery counts that as the fleet's, as it would
+/// count no record, and a restore needs it to tell a write that only a
+/// device revoked since received). Only the siblings that confirm it while
+/// it is unconfirmed are recorded: the first, mostly. A new write on the
+/// row clears them (`noteUnshipped`): it waits for its own holders.
 /// A roster as `meta` keeps it: the device ids, sorted, end to end.
 enum StoredRoster {
     static func encode(_ roster: [DeviceID]) -> [UInt8] { roster.sorted().flatMap(\.bytes) }
@@ -88,10 +92,14 @@ extension WriteContext {
     /// for an outsider's first record.
     mutating func noteHeld(_ ns: Namespace, _ key: RowKey, actor: Actor, counter: UInt64, by device: DeviceID?,
                            heldBefore: () throws(StoreError) -> Bool) throws(StoreError) {
-        if try isFleet(device) {
-            guard try hasRecord(ns, key, actor) else { return }
-        } else if try heldBefore(), try !hasRecord(ns, key, actor) {
-            try upsertHolder(ns, key, actor: actor, counter: counter, holder: ReplicaStore.unknownHolder)
+        // This device's own writes: every confirming holder is kept, so a
+        // restore can tell a write only a device revoked since received.
+        if actor.device != store.deviceID {
+            if try isFleet(device) {
+                guard try hasRecord(ns, key, actor) else { return }
+            } else if try heldBefore(), try !hasRecord(ns, key, actor) {
+                try upsertHolder(ns, key, actor: actor, counter: counter, holder: ReplicaStore.unknownHolder)
+            }
         }
         try upsertHolder(ns, key, actor: actor, counter: counter, holder: device?.bytes ?? ReplicaStore.unknownHolder)
     }
@@ -107,14 +115,12 @@ extension WriteContext {
     /// first holder of each write still waiting for one. One statement: a
     /// first sync can confirm every row of a big notebook at once.
     mutating func noteAllConfirmed(_ ns: Namespace, by sibling: DeviceID) throws(StoreError) {
-        let fleet = try isFleet(sibling)
+        // Recorded for a sibling of the roster too (noteHeld says why).
         try db.run("""
             INSERT INTO holders(ns, key, author, incarnation, holder, counter)
             SELECT u.ns, u.key, ?, u.incarnation, ?, ? FROM unshipped u WHERE u.ns = ?
-            """ + (fleet ? " AND EXISTS (SELECT 1 FROM holders h WHERE h.ns = u.ns AND h.key = u.key AND h.author = ? AND h.incarnation = u.incarnation)" : "")
-            + " ON CONFLICT(ns, key, author, incarnation, holder) DO UPDATE SET counter = max(counter, excluded.counter)",
-            [.blob(store.deviceID.bytes), .blob(sibling.bytes), .int(Int64(Self.allWrites)), .int(Int64(ns.rawValue))]
-                + (fleet ? [.blob(store.deviceID.bytes)] : []))
+             ON CONFLICT(ns, key, author, incarnation, holder) DO UPDATE SET counter = max(counter, excluded.counter)
+            """, [.blob(store.deviceID.bytes), .blob(sibling.bytes), .int(Int64(Self.allWrites)), .int(Int64(ns.rawValue))])
     }
 
     /// A new write of this device on the row: the holders of its earlier

@@ -65,10 +65,11 @@ extension ReplicaStore {
     /// `restored` in its place sets aside, since no other device can bring
     /// them back. By namespace, then name.
     ///
-    /// A holder is recorded for every sibling until this device takes part
-    /// in a barrier round, and after that only for one outside the round's
-    /// roster (Holders.swift); a write that a device of that roster, revoked
-    /// since, was the only one to confirm is not told apart then.
+    /// The holders recorded for this device's own writes are the siblings
+    /// that confirmed them while they were unconfirmed (Holders.swift): the
+    /// first, mostly. A write first confirmed by a device revoked since and
+    /// received later by one that remains is named too: a warning too many,
+    /// never a write lost without a word.
     public static func unsharedWrites(in current: String, missingFrom restored: String,
                                       revoked: Set<DeviceID> = []) throws(StoreError) -> [UnsharedWrite] {
         let old = try Connection(path: current, readOnly: true)
