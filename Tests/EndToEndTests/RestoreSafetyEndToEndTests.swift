@@ -190,4 +190,34 @@ final class RestoreSafetyEndToEndTests: XCTestCase {
         XCTAssertEqual(Set(entries(NSTemporaryDirectory()).filter { $0.hasPrefix("quire-restore-check") }), tmpBefore, "nothing in /tmp")
         XCTAssertEqual(entries(a).filter { $0.hasPrefix(".backup-") || ($0.hasPrefix(".restore-") && $0 != ".restore-\(getpid())-3") }, [])
     }
+
+    /// Ctrl-C (SIGINT) during a backup or a restore leaves no scratch copy
+    /// of the replica behind, without waiting for a later start; a restore
+    /// interrupted after its marker is finished by running it again.
+    func testCtrlCDuringBackupOrRestoreLeavesNoScratchCopy() throws {
+        let a = home("a")
+        try quireOK(["init", "--name", "a"], home: a)
+        try quireOK(["debug", "burst", "--count", "3000", "--size", "4000"], home: a)
+        let backup = dir + "/a.qbackup"
+        try quireOK(["backup", "--to", backup], home: a)
+        var caught = (backup: 0, restore: 0)
+        for attempt in 0..<16 {
+            let delay = String(format: "%.3f", 0.02 + Double(attempt % 8) * 0.02)
+            let run = shell("timeout -s INT \(delay) '\(QuireBinary.path)' --home '\(a)' backup --to '\(dir)/b.qbackup' >/dev/null 2>&1; echo $?")
+            if run.output.trimmingCharacters(in: .whitespacesAndNewlines) != "0" { caught.backup += 1 }
+            XCTAssertEqual(entries(a).filter { $0.hasPrefix(".backup-") }, [], "after SIGINT at \(delay) s")
+        }
+        for attempt in 0..<16 {
+            let delay = String(format: "%.3f", 0.02 + Double(attempt % 8) * 0.03)
+            let run = shell("timeout -s INT \(delay) '\(QuireBinary.path)' --home '\(a)' restore --from '\(backup)' >/dev/null 2>&1; echo $?")
+            if run.output.trimmingCharacters(in: .whitespacesAndNewlines) != "0" { caught.restore += 1 }
+            if FileManager.default.fileExists(atPath: a + "/restore-in-progress") {
+                try quireOK(["restore", "--from", backup], home: a)
+            }
+            XCTAssertEqual(entries(a).filter { $0.hasPrefix(".restore-") }, [], "after SIGINT at \(delay) s")
+            try quireOK(["status"], home: a)
+        }
+        XCTAssertGreaterThan(caught.backup, 0, "no backup was interrupted")
+        XCTAssertGreaterThan(caught.restore, 0, "no restore was interrupted")
+    }
 }

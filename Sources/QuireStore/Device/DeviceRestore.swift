@@ -22,11 +22,14 @@ public struct DeviceRestore: Sendable {
     public var stagedReplicaPath: String { staging + "/replica.sqlite" }
     public var stagedPrefsPath: String { staging + "/prefs.json" }
 
-    /// Makes an empty staging folder (0700) in `home`.
-    public static func makeStaging(in home: DeviceHome) throws(StoreError) -> DeviceRestore {
-        let path = home.path + "/" + stagingPrefix + "\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        guard mkdir(path, 0o700) == 0 else { throw AtomicFile.posixError("cannot create the staging folder \(path)") }
-        return DeviceRestore(home: home, staging: path)
+    /// A new staging folder's name in `home` (made by `makeStaging`).
+    public static func newStaging(in home: DeviceHome) -> DeviceRestore {
+        DeviceRestore(home: home, staging: home.path + "/" + stagingPrefix + "\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+    }
+
+    /// Makes the staging folder, empty and 0700.
+    public func makeStaging() throws(StoreError) {
+        guard mkdir(staging, 0o700) == 0 else { throw AtomicFile.posixError("cannot create the staging folder \(staging)") }
     }
 
     public init(home: DeviceHome, staging: String) {
@@ -216,6 +219,15 @@ extension DeviceHome {
     /// Never the staging folder an interrupted restore's marker names: the
     /// rerun finishes the switch from it.
     public func removeStaleScratch() {
+        removeScratch { pid in pid != getpid() && kill(pid, 0) != 0 && errno != EPERM }
+    }
+
+    /// Removes the scratch copies `pid` made (a backup interrupted by a signal).
+    public func removeScratch(ofProcess pid: Int32) {
+        removeScratch { $0 == pid }
+    }
+
+    private func removeScratch(where isGone: (Int32) -> Bool) {
         let fm = FileManager.default
         let kept = interruptedRestore?.staging
         for name in (try? fm.contentsOfDirectory(atPath: path)) ?? [] {
@@ -224,8 +236,7 @@ extension DeviceHome {
             else if name.hasPrefix(DeviceRestore.stagingPrefix) { rest = name.dropFirst(DeviceRestore.stagingPrefix.count) }
             else { continue }
             let full = path + "/" + name
-            guard full != kept, let pid = Int32(rest.prefix { $0.isNumber }), pid > 0 else { continue }
-            if pid == getpid() || (kill(pid, 0) == 0 || errno == EPERM) { continue }
+            guard full != kept, let pid = Int32(rest.prefix { $0.isNumber }), pid > 0, isGone(pid) else { continue }
             try? fm.removeItem(atPath: full)
         }
     }

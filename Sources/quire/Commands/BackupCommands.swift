@@ -36,6 +36,10 @@ enum BackupCommands {
         if let place = BackupTarget.sharedPlace(of: target, home: inv.home) { throw CommandFailure("backup not written: \(place)") }
         let taken = SystemClock().now()
         let archive: DeviceBackup
+        // Ctrl-C mid-copy leaves no partial copy of the replica behind.
+        let home = inv.home
+        let interrupt = ScratchOnInterrupt { home.removeScratch(ofProcess: getpid()) }
+        defer { interrupt.release() }
         do {
             archive = try DeviceBackup.capture(inv.home, store: store, identity: identity, at: taken)
             try archive.write(to: target)
@@ -140,13 +144,16 @@ enum BackupCommands {
 
         // Stage and check everything new before anything is moved: a
         // failure here leaves the device as it was.
-        let staged: DeviceRestore
+        // Until the marker names it the staging folder is scratch: Ctrl-C
+        // removes it, and a kill leaves it for the next start to remove.
+        let ownsStaging = resuming == nil
+        let staged = resuming?.staging.map { DeviceRestore(home: home, staging: $0) } ?? DeviceRestore.newStaging(in: home)
+        let interrupt = ScratchOnInterrupt { if ownsStaging { staged.discard() } }
+        defer { interrupt.release() }
         var kept = RestoredPlace()
         var damagedNotes: [String] = []
-        if let resuming, let path = resuming.staging {
-            staged = DeviceRestore(home: home, staging: path)
-        } else {
-            do { staged = try DeviceRestore.makeStaging(in: home) } catch {
+        if ownsStaging {
+            do { try staged.makeStaging() } catch {
                 throw CommandFailure(nothingChanged(error))
             }
             do {
@@ -158,8 +165,6 @@ enum BackupCommands {
                 throw CommandFailure(nothingChanged(error))
             }
         }
-        // Exists only while this process runs: a kill leaves it for the next start to remove.
-        let ownsStaging = resuming == nil
         if !damagedNotes.isEmpty {
             let names = damagedNotes.prefix(10).map { "'\($0)'" }.joined(separator: ", ") + (damagedNotes.count > 10 ? " and \(damagedNotes.count - 10) more" : "")
             if !args.has("force") {
@@ -202,6 +207,7 @@ enum BackupCommands {
                 throw CommandFailure(nothingChanged(error))
             }
         }
+        interrupt.release()
         do {
             try DeviceRestore.switchIn(RestoreMarker(aside: aside, backup: source, staging: staged.staging), home: home)
         } catch {
