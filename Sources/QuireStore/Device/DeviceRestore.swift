@@ -100,9 +100,11 @@ public struct DeviceRestore: Sendable {
         return done
     }
 
-    /// Removes the staging folder and all in it.
-    public func discard() {
+    /// Removes the staging folder and all in it; whether it is gone.
+    @discardableResult
+    public func discard() -> Bool {
         try? FileManager.default.removeItem(atPath: staging)
+        return !FileManager.default.fileExists(atPath: staging)
     }
 
     /// The switch: records `marker` (so a kill from here on is finished by
@@ -222,12 +224,16 @@ extension DeviceHome {
         removeScratch { pid in pid != getpid() && kill(pid, 0) != 0 && errno != EPERM }
     }
 
-    /// Removes the scratch copies `pid` made (a backup interrupted by a signal).
-    public func removeScratch(ofProcess pid: Int32) {
+    /// Removes the scratch copies `pid` made (a backup interrupted by a
+    /// signal); whether none is left.
+    @discardableResult
+    public func removeScratch(ofProcess pid: Int32) -> Bool {
         removeScratch { $0 == pid }
     }
 
-    private func removeScratch(where isGone: (Int32) -> Bool) {
+    @discardableResult
+    private func removeScratch(where isGone: (Int32) -> Bool) -> Bool {
+        var isClean = true
         let fm = FileManager.default
         let kept = interruptedRestore?.staging
         for name in (try? fm.contentsOfDirectory(atPath: path)) ?? [] {
@@ -238,6 +244,8 @@ extension DeviceHome {
             let full = path + "/" + name
             guard full != kept, let pid = Int32(rest.prefix { $0.isNumber }), pid > 0, isGone(pid) else { continue }
             try? fm.removeItem(atPath: full)
+            if fm.fileExists(atPath: full) { isClean = false }
         }
+        return isClean
     }
 }

@@ -11,11 +11,12 @@ import Foundation
 /// the signal either removes it before that point or not at all.
 final class ScratchOnInterrupt: @unchecked Sendable {
     private let lock = NSLock()
-    private var remove: (@Sendable () -> Void)?
+    private var remove: (@Sendable () -> Bool)?
     private var sources: [any DispatchSourceSignal] = []
 
-    /// `remove` runs once if SIGINT or SIGTERM arrives before `release`.
-    init(_ remove: @escaping @Sendable () -> Void) {
+    /// `remove` runs if SIGINT or SIGTERM arrives before `release`; it
+    /// returns whether nothing is left.
+    init(_ remove: @escaping @Sendable () -> Bool) {
         self.remove = remove
         for sig in [SIGINT, SIGTERM] {
             signal(sig, SIG_IGN)
@@ -28,7 +29,15 @@ final class ScratchOnInterrupt: @unchecked Sendable {
 
     private func interrupted(_ sig: Int32) {
         lock.lock()   // held until the process dies: `release` cannot slip in
-        remove?()
+        // The command goes on meanwhile and may still add a file (SQLite's
+        // journal, the next staged file) while its folder is emptied: again
+        // until nothing is left, or a second has passed.
+        if let remove {
+            for _ in 0..<200 {
+                if remove() { break }
+                usleep(5_000)
+            }
+        }
         // Not raise() again: the signal is taken by dispatch (blocked for
         // every thread), so it would come back here and hang on the lock.
         // 128 + the signal is what a shell reports for a death by it.

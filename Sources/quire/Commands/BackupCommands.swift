@@ -148,7 +148,7 @@ enum BackupCommands {
         // removes it, and a kill leaves it for the next start to remove.
         let ownsStaging = resuming == nil
         let staged = resuming?.staging.map { DeviceRestore(home: home, staging: $0) } ?? DeviceRestore.newStaging(in: home)
-        let interrupt = ScratchOnInterrupt { if ownsStaging { staged.discard() } }
+        let interrupt = ScratchOnInterrupt { ownsStaging ? staged.discard() : true }
         defer { interrupt.release() }
         var kept = RestoredPlace()
         var damagedNotes: [String] = []
