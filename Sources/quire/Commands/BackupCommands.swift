@@ -26,7 +26,9 @@ enum BackupCommands {
             it to every device) is refused, symlinks and relative paths
             resolved. The cloud folder is never in it, and neither
             are logs, sync state or the scratch area. Put it back with
-            'quire restore --from FILE'.
+            'quire restore --from FILE'. Its working copy of the replica is made in
+            the device directory, never in /tmp; Ctrl-C removes it, and one left by
+            a process that was killed is removed at the next start.
             """,
         valued: ["to"], flags: ["json"]
     ) { args, inv in
@@ -135,6 +137,7 @@ enum BackupCommands {
         var plan = ["restore device '\(archive.deviceName)' (\(archive.deviceID.hex.prefix(12))) from a backup taken "
                     + "\(DateText.format(archive.takenAt.seconds, time: true)) into \(home.path):"]
         if interrupted != nil { plan.append("  finish the restore that was interrupted") }
+        plan.append("  stage the backup's files in a folder in the device directory and check them before anything is moved:")
         for f in archive.files { plan.append("  write \(f.path) (\(f.bytes.count) bytes)") }
         if interrupted != nil || !existing.isEmpty {
             plan.append("  move what is there now to \(aside)/")
