@@ -136,7 +136,13 @@ enum BackupCommands {
         let existing = DeviceHome.deviceFiles.filter { fm.fileExists(atPath: home.path + "/" + $0) }
         var plan = ["restore device '\(archive.deviceName)' (\(archive.deviceID.hex.prefix(12))) from a backup taken "
                     + "\(DateText.format(archive.takenAt.seconds, time: true)) into \(home.path):"]
-        if interrupted != nil { plan.append("  finish the restore that was interrupted") }
+        if let interrupted {
+            plan.append("  finish the restore that was interrupted")
+            // The switch finishes with what was staged, whatever --from names now.
+            if let resuming, resuming.backup != source, !resuming.backup.isEmpty, interrupted.staging != nil {
+                plan.append("  (it was putting back \(resuming.backup), and finishes with the files it staged from that backup, not \(source))")
+            }
+        }
         plan.append("  stage the backup's files in a folder in the device directory and check them before anything is moved:")
         for f in archive.files { plan.append("  write \(f.path) (\(f.bytes.count) bytes)") }
         if interrupted != nil || !existing.isEmpty {
