@@ -40,22 +40,39 @@ final class RestoreEndToEndTests: CloudDrillTestCase {
             XCTAssertEqual(plansCounts?["tombstones"] as? Int, 0, "tombstones collected on \(n)")
         }
 
-        // The tablet is put back from its old backup: the plan is live in it, generation 0.
-        try quireOK(["restore", "--from", backup], home: home("tablet"))
-        XCTAssertTrue(try plans("tablet").contains("Delete me"))
-        XCTAssertEqual(try generation("tablet"), 0)
-        // No sibling online: the start-up check against the anchor catches it.
-        let alone = try SyncDaemon(home: home("tablet"), relay: relay, env: drill)
-        XCTAssertTrue(eventually(15) { (try? self.generation("tablet")) == 1 }, alone.output)
-        alone.stop()
-        XCTAssertFalse(try plans("tablet").contains("Delete me"), "the collected plan is gone again")
+        // The tablet is put back from its old backup, the plan live in it at
+        // generation 0. The restore itself checks the anchor it can read, so
+        // no command ever shows (or lets anyone edit) the collected plan.
+        let restored = try quireOK(["restore", "--from", backup], home: home("tablet")).stdout
+        XCTAssertTrue(restored.contains("the cloud anchor is ahead of the backup"), restored)
+        XCTAssertTrue(restored.contains("at generation 1"), restored)
+        XCTAssertEqual(try generation("tablet"), 1)
+        XCTAssertFalse(try plans("tablet").contains("Delete me"), "the collected plan is gone before any command shows it")
         XCTAssertTrue(try plans("tablet").contains("Keep me"))
         XCTAssertTrue(try quireOK(["status"], home: home("tablet")).stdout.contains("recovered from the cloud anchor"))
+        // No sibling online: the sync's start-up check finds nothing more to do.
+        let alone = try SyncDaemon(home: home("tablet"), relay: relay, env: drill)
+        XCTAssertTrue(eventually(5) { ((try? quireOK(["status"], home: self.home("tablet")).stdout) ?? "").contains("sync: running") }, alone.output)
+        alone.stop()
+        XCTAssertEqual(try generation("tablet"), 1)
+        XCTAssertFalse(try plans("tablet").contains("Delete me"))
         // With everyone online, it never comes back anywhere.
         daemons = try ["phone", "tablet", "home"].map { try SyncDaemon(home: home($0), relay: relay, env: drill) }
         XCTAssertTrue(try waitForEqualDigests(["phone", "tablet", "home"].map(home), timeout: 30))
         daemons.forEach { $0.stop() }
         for n in ["phone", "tablet", "home"] { XCTAssertFalse(try plans(n).contains("Delete me"), "on \(n)") }
+
+        // Put back again while the cloud folder cannot be read: no line may
+        // claim a recovery this state has not had (the last runs' said one).
+        try FileManager.default.moveItem(atPath: cloud, toPath: cloud + "-away")
+        try quireOK(["restore", "--from", backup], home: home("tablet"))
+        XCTAssertEqual(try generation("tablet"), 0)
+        let unchecked = try quireOK(["status"], home: home("tablet")).stdout
+        XCTAssertFalse(unchecked.contains("recovered from the cloud anchor"), unchecked)
+        // The folder back: the next command catches up before it lists anything.
+        try FileManager.default.moveItem(atPath: cloud + "-away", toPath: cloud)
+        XCTAssertFalse(try plans("tablet").contains("Delete me"))
+        XCTAssertEqual(try generation("tablet"), 1)
 
         // Every device lost: the account is rebuilt from the cloud folder with the recovery code.
         let wrong = try quire(["init", "--from-cloud", cloud, "--name", "rebuilt"], home: home("rebuilt"),

@@ -123,13 +123,16 @@ final class RevocationCloudEndToEndTests: CloudDrillTestCase {
         // forgery is refused. The forged commit record hides which generation
         // the fleet committed, so it does not recover from the honest anchor
         // either until a sibling at generation 2 is heard.
-        try quireOK(["restore", "--from", tabletBackup], home: home("tablet"))
+        // The restore's own anchor check reads those copies before it returns.
+        let restored = try quireOK(["restore", "--from", tabletBackup], home: home("tablet")).stdout
         XCTAssertEqual(try generation("tablet"), 1)
-        XCTAssertEqual(try trust("tablet", of: "phone"), "trusted", "the backup predates the revocation")
+        XCTAssertEqual(try trust("tablet", of: "phone"), "revoked", "learned again from the folder's copies, though the backup predates it")
+        let log = (try? String(contentsOfFile: home("tablet") + "/quire.log", encoding: .utf8)) ?? ""
+        XCTAssertTrue(log.contains("anchor check: cloud folder: learned 1 roster statement from the copies of the device log"), log)
+        XCTAssertTrue(restored.contains("behind the fleet's anchor"), restored)
         try start(["tablet"])
         XCTAssertTrue(eventually(20) { (try? self.statusText("tablet"))?.contains("REFUSED an anchor above this device's generation 1") ?? false },
                       (try? statusText("tablet")) ?? "-")
-        XCTAssertTrue(output.contains("learned 1 roster statement from the copies of the device log"), output)
         XCTAssertEqual(try generation("tablet"), 1, "not recovered from the forgery")
         XCTAssertFalse(try notes("tablet").contains("Forged"))
         try start(["laptop"])

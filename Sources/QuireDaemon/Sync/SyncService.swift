@@ -44,35 +44,11 @@ public final class SyncService: @unchecked Sendable {
             } catch {
                 throw SyncServiceError("cannot open relay \(shown): \(error)")
             }
-            let generation = GenerationReader(prefs: home.prefs, initial: prefs.generation)
-            var deps = SyncEngine.Dependencies(
-                store: store, identity: identity, relay: relay, clock: SystemClock(), random: SystemRandom(),
-                generation: { generation.value() },
-                log: { line in log.write("sync: " + line); echo?(line) },
-                statusPath: SyncStatus.path(in: home), statePath: home.syncStatePath,
-                relayDescription: shown)
+            var deps = try dependencies(home: home, store: store, identity: identity, prefs: prefs, relay: relay, relayDescription: shown,
+                                        log: { line in log.write("sync: " + line); echo?(line) })
+            deps.statusPath = SyncStatus.path(in: home)
+            deps.statePath = home.syncStatePath
             deps.watchOtherProcesses = true
-            // A joining device sends its enrolment until a sibling admits it;
-            // then it keeps the backup key sealed to it and drops the enrolment.
-            deps.enrolment = FileManager.default.contents(atPath: home.enrolmentPath).map { Array($0) }
-            let keysPath = home.keysPath, enrolmentPath = home.enrolmentPath
-            deps.admitted = { key in
-                _ = try identity.withBackupKey(key, savingIn: keysPath)
-                unlink(enrolmentPath)
-            }
-            // Rotation keys: a damaged file is refused here with its name,
-            // never replaced by an empty set (the log and siblings can give
-            // the keys again once it is moved aside).
-            deps.rotationKeys = try BackupKeyRing.load(keysPath: keysPath)
-            deps.keepRotationKeys = { ring in try ring.save(keysPath: keysPath) }
-            deps.cloud = prefs.cloud.map { CloudFolder(path: $0, accountID: identity.userIDHash) }
-            let prefsFile = home.prefs
-            deps.isAnchorEnabled = { (try? prefsFile.load().backupEnabled) ?? false }
-            deps.setGeneration = { value in
-                try store.recordGeneration(value)
-                try prefsFile.setGeneration(value)
-                generation.set(value)
-            }
             var configuration = configuration
             // Drills and tests collect after a few tombstones, sooner.
             let env = ProcessInfo.processInfo.environment
@@ -91,6 +67,39 @@ public final class SyncService: @unchecked Sendable {
             lock.release()
             throw error
         }
+    }
+
+    /// What an engine of `home` is built from (the sync, and the anchor
+    /// check a command runs before it uses the replica). No status or
+    /// replay-state paths: only a running sync writes those.
+    static func dependencies(home: DeviceHome, store: ReplicaStore, identity: Identity, prefs: Prefs, relay: any Relay,
+                             relayDescription: String, log: @escaping @Sendable (String) -> Void) throws -> SyncEngine.Dependencies {
+        let generation = GenerationReader(prefs: home.prefs, initial: prefs.generation)
+        var deps = SyncEngine.Dependencies(
+            store: store, identity: identity, relay: relay, clock: SystemClock(), random: SystemRandom(),
+            generation: { generation.value() }, log: log, relayDescription: relayDescription)
+        // A joining device sends its enrolment until a sibling admits it;
+        // then it keeps the backup key sealed to it and drops the enrolment.
+        deps.enrolment = FileManager.default.contents(atPath: home.enrolmentPath).map { Array($0) }
+        let keysPath = home.keysPath, enrolmentPath = home.enrolmentPath
+        deps.admitted = { key in
+            _ = try identity.withBackupKey(key, savingIn: keysPath)
+            unlink(enrolmentPath)
+        }
+        // Rotation keys: a damaged file is refused here with its name,
+        // never replaced by an empty set (the log and siblings can give
+        // the keys again once it is moved aside).
+        deps.rotationKeys = try BackupKeyRing.load(keysPath: keysPath)
+        deps.keepRotationKeys = { ring in try ring.save(keysPath: keysPath) }
+        deps.cloud = prefs.cloud.map { CloudFolder(path: $0, accountID: identity.userIDHash) }
+        let prefsFile = home.prefs
+        deps.isAnchorEnabled = { (try? prefsFile.load().backupEnabled) ?? false }
+        deps.setGeneration = { value in
+            try store.recordGeneration(value)
+            try prefsFile.setGeneration(value)
+            generation.set(value)
+        }
+        return deps
     }
 
     private init(engine: SyncEngine, relay: any Relay, lock: DeviceLock, log: LogFile) {

@@ -24,10 +24,23 @@ public enum CloudIO {
     }
 
     /// The limit, in seconds: `QUIRE_CLOUD_TIMEOUT_SECONDS` (at least 1), else 60.
-    static let limitSeconds: Int = {
+    static let configuredLimitSeconds: Int = {
         if let text = ProcessInfo.processInfo.environment["QUIRE_CLOUD_TIMEOUT_SECONDS"], let n = Int(text) { return max(1, n) }
         return 60
     }()
+
+    /// The limit now: the configured one, or less inside `waitingAtMost`.
+    static var limitSeconds: Int { min(configuredLimitSeconds, gate.cap ?? .max) }
+
+    /// Runs `body` with every folder operation waited for at most
+    /// `seconds`: a command checking the anchor before it runs must not
+    /// sit for a minute on a folder that hangs (a running sync may).
+    public static func waitingAtMost<T>(seconds: Int, _ body: () throws -> T) rethrows -> T {
+        let before = gate.cap
+        gate.cap = max(1, seconds)
+        defer { gate.cap = before }
+        return try body()
+    }
 
     static let gate = Gate()
 
@@ -42,6 +55,12 @@ public enum CloudIO {
         private var busySince: UInt64?
         /// The same moment on the wall clock, for the status.
         private var startedAt: Timestamp?
+        private var capSeconds: Int?
+        /// A lower limit for the operations of one caller (`waitingAtMost`).
+        var cap: Int? {
+            get { lock.withLock { capSeconds } }
+            set { lock.withLock { capSeconds = newValue } }
+        }
 
         func started() {
             lock.withLock {

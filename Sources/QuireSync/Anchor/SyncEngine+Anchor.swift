@@ -28,6 +28,29 @@ extension SyncEngine {
         checkAnchor(trigger: "looked again while waiting")
     }
 
+    /// What the anchor check alone found (`checkAnchorBeforeUse`).
+    public struct AnchorCheckResult: Sendable {
+        /// What a recovery from the anchor did, in words (nil: none ran).
+        public var recovered: String?
+        /// Why this device is still behind the fleet, in words (nil: it is not).
+        public var behind: String?
+    }
+
+    /// The start-up anchor check with no relay attached: a command about to
+    /// read or edit the replica (after `quire restore`, or on a device put
+    /// back by hand) runs it first, so rows the fleet collected are gone
+    /// before anyone sees or edits them. An edit of such a row made before
+    /// the check would count as this device's unshared write at the next
+    /// recovery, and bring the note back on every device.
+    public func checkAnchorBeforeUse(trigger: String) -> AnchorCheckResult {
+        lock.lock()
+        defer { lock.unlock() }
+        do { try reloadRoster() } catch { report("anchor check", error) }
+        let before = barrier.lastOutcome
+        checkAnchor(trigger: trigger)
+        return AnchorCheckResult(recovered: barrier.lastOutcome != before ? barrier.lastOutcome : nil, behind: anchorState)
+    }
+
     /// Reads the anchor's generation and, if this device is behind it
     /// (rolled back), recovers from the anchor's snapshot: join it in,
     /// remove what the fleet collected, keep this device's unshared
@@ -128,9 +151,19 @@ extension SyncEngine {
             }
             let isCommitted = fleetGeneration >= target
             guard isCommitted, var snapshot = survey.newest?.snapshot else {
-                anchorState = nil
-                note("anchor: the fleet's anchor is at generation \(target), this device at \(local) (\(trigger)), but no device is known to have "
-                     + "committed that generation (a round abandoned after its upload?): not recovering from it")
+                // Most likely the round did commit and its record has not
+                // reached this folder (or was removed): this device holds
+                // rows the fleet may have collected, and says so until a
+                // sibling at that generation is heard (docs/anchor-format.md).
+                // A record at an older generation is the common harmless
+                // case (a round abandoned after its upload): no alarm then.
+                anchorState = ahead != nil || record != nil ? nil
+                    : "behind the fleet's anchor: the cloud folder holds an anchor at generation \(target), this device is at \(local), "
+                    + "and no device is known to have committed it (the folder holds no commit record), so it is not recovered from; "
+                    + "unless that round was abandoned after writing it, notes and rows the fleet deleted may still show here, and an "
+                    + "edit of one brings it back on every device. Waiting to hear from a device at generation \(target)"
+                noteOnce("anchor: the fleet's anchor is at generation \(target), this device at \(local) (\(trigger)), but no device is known to have "
+                         + "committed that generation (a round abandoned after its upload, or its commit record missing?): not recovering from it")
                 if let (id, sibling) = ahead { requestSnapshot(from: id, theirGeneration: sibling.generationGap!) }
                 return
             }

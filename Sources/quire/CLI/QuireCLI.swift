@@ -1,6 +1,7 @@
 import Foundation
 import QuireCore
 import QuireStore
+import QuireDaemon
 
 /// One subcommand: its help text is the single source of what it accepts.
 struct Command: Sendable {
@@ -16,8 +17,17 @@ struct Command: Sendable {
 struct Invocation: Sendable {
     let home: DeviceHome
 
+    /// Opens the device, after the anchor check when it is behind its
+    /// cloud folder's anchor (`AnchorCatchUp`): no command shows or edits
+    /// a row the fleet collected.
     func open() throws -> (Identity, ReplicaStore) {
-        do { return try home.open() } catch { throw CommandFailure(error.description) }
+        let opened: (Identity, ReplicaStore)
+        do { opened = try home.open() } catch { throw CommandFailure(error.description) }
+        if let record = AnchorCatchUp.run(home: home, store: opened.1, identity: opened.0), let words = record.recovered {
+            // On stderr: stdout stays what the command prints (scripts read it).
+            Output.error("this device was behind the cloud anchor (put back from a backup?); " + words)
+        }
+        return opened
     }
 
     /// For commands that only read: also opens a replica `quire repair` set aside.

@@ -75,6 +75,9 @@ enum BackupCommands {
             This device's cloud folder and relay are kept, not the backup's: they
             say where the device lives now (the fleet may have moved its cloud
             folder since), and the output says so when the backup's differ.
+            If the cloud folder's anchor is ahead of the backup, the rows the fleet
+            deleted and collected since are removed before it returns (as the sync
+            would at its start; writes no other device saw stay).
             The restored device mints a new
             incarnation before anything else, so its new writes can never be taken
             for ones it made before the backup; when it next syncs, whatever the
@@ -223,9 +226,12 @@ enum BackupCommands {
             throw CommandFailure("restore not finished: \(error); what was there before is in \(home.interruptedRestore == nil ? home.path : aside)/; run it again to finish it")
         }
         let actor: Actor
+        let anchor: AnchorCatchUp.Record?
         do {
-            let (_, store) = try home.open()
+            let (identity, store) = try home.open()
             actor = try store.actor()
+            // What the fleet collected since the backup goes before any command shows it.
+            anchor = AnchorCatchUp.run(home: home, store: store, identity: identity, holdingLock: true, trigger: "at the end of 'quire restore'")
         } catch { throw CommandFailure("restored, but the device does not open: \(error)") }
         let generation = (try? home.prefs.load().generation) ?? 0
         let adopted = done?.adopted ?? 0, heldDamaged = done?.damaged ?? 0
@@ -234,8 +240,11 @@ enum BackupCommands {
             Output.json(["restored": true, "device": archive.deviceID.hex, "takenAt": archive.takenAt.seconds,
                          "incarnation": String(actor.incarnation, radix: 16), "generation": generation, "movedAside": movedAside,
                          "heldBodiesKept": adopted, "heldBodiesDamaged": heldDamaged, "unsharedSetAside": unshared.map(json),
-                         "damagedNotes": damagedNotes, "cloud": kept.cloud ?? "", "backupCloud": kept.backupCloud ?? ""])
+                         "damagedNotes": damagedNotes, "cloud": kept.cloud ?? "", "backupCloud": kept.backupCloud ?? "",
+                         "anchorRecovered": anchor?.recovered as Any, "behindFleet": anchor?.behind as Any])
         } else {
+            if let words = anchor?.recovered { Output.line("the cloud anchor is ahead of the backup: " + words) }
+            if let words = anchor?.behind { Output.line("warning: " + words) }
             if !unshared.isEmpty {
                 Output.line("warning: \(unshared.count) write\(unshared.count == 1 ? "" : "s") no other device received \(unshared.count == 1 ? "was" : "were") "
                             + "set aside (named above): \(unshared.count == 1 ? "it is" : "they are") in \(aside)/ only")

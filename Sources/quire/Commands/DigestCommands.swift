@@ -2,6 +2,7 @@ import Foundation
 import QuireCore
 import QuireStore
 import QuireSync
+import QuireDaemon
 
 enum DigestCommands {
     static let digest = Command(
@@ -113,6 +114,16 @@ struct StatusReport {
         var counts: [String: Any] = [:]
         var lines = ["device '\(prefs.deviceName)' (\(identity.deviceID.hex.prefix(12))), role \(role.rawValue), in \(home.path)",
                      "account \(Hex.encode(identity.userIDHash).prefix(12)), generation \(prefs.generation)"]
+        // Behind the fleet's anchor: said at the top, whoever found it (the
+        // running sync, or the check a command ran before it opened the
+        // replica), since rows the fleet deleted may show meanwhile.
+        let syncSnapshot = SyncStatus.load(from: home)
+        let anchorCheck = AnchorCatchUp.current(home: home, generation: prefs.generation)
+        let syncSpeaks = syncSnapshot?.isProcessAlive == true
+        let behindFleet = syncSpeaks ? syncSnapshot?.anchor : anchorCheck?.behind
+        if let behindFleet { lines.append("STUCK: " + behindFleet) }
+        let recoveredNow = syncSpeaks && (syncSnapshot?.updatedAt ?? 0) > (anchorCheck?.at ?? 0) ? nil : anchorCheck?.recovered
+        if let recoveredNow { lines.append("anchor check: " + recoveredNow) }
         var held: [String] = []
         for ns in Namespace.allCases where ns != .devices {
             let c = try store.counts(ns)
@@ -210,6 +221,7 @@ struct StatusReport {
         }
         let json: [String: Any] = ["device": identity.deviceID.hex, "name": prefs.deviceName, "role": role.rawValue,
                                    "home": home.path, "generation": prefs.generation, "namespaces": counts,
+                                   "behindFleet": behindFleet as Any, "anchorRecovered": recoveredNow as Any,
                                    "diskFree": free.map { Int($0) } as Any,
                                    "outboxPending": pending, "merges": merges, "revoked": revocation as Any,
                                    "conflictedAttachments": conflicted.map { ["key": $0.key.hex, "name": $0.name] }, "account": Hex.encode(identity.userIDHash),

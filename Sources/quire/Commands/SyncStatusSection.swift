@@ -92,8 +92,21 @@ enum SyncStatusSection {
             lines.append("dropped frames: " + words.joined(separator: ", "))
         }
         if s.sendErrors > 0 { lines.append("\(s.sendErrors) frames could not be sent since sync started (the relay unreachable)") }
-        if let barrier = s.barrier { lines.append(barrier) }
-        if let anchor = s.anchor { lines.append("STUCK: " + anchor) }
+        // A stopped run's barrier and anchor words hold only while nothing
+        // moved this device's generation since (a restore, a recovery by
+        // the anchor check a command runs): a "recovered from the cloud
+        // anchor" line must not outlive the state it speaks of.
+        let generation = (try? home.prefs.load().generation) ?? s.generation
+        let checkedSince = (AnchorCatchUp.load(from: home)?.at ?? 0) > s.updatedAt
+        let stale = !alive && (s.generation != generation || checkedSince)
+        if stale, s.barrier != nil || s.anchor != nil {
+            lines.append("(what the last run said of the barrier and the anchor no longer holds: this device's generation "
+                         + (s.generation != generation ? "went from \(s.generation) to \(generation) since" : "was checked against the anchor since") + ")")
+        } else {
+            if let barrier = s.barrier { lines.append(barrier) }
+            // A running sync's wait is said at the top of `quire status`.
+            if !alive, let anchor = s.anchor { lines.append("STUCK: " + anchor) }
+        }
         for warning in s.cloudWarnings ?? [] { lines.append("cloud folder: " + warning) }
         for warning in s.offloadWarnings ?? [] { lines.append("OFFLOADED BODIES MISSING: " + warning) }
         if let since = s.wedgedSince, let reason = s.wedgedReason {
@@ -101,7 +114,7 @@ enum SyncStatusSection {
                          + "'quire repair' backs this device up first, then offers the ways back")
         }
         for event in s.events.suffix(3) { lines.append("  recent: \(event)") }
-        var json: [String: Any] = ["barrier": s.barrier as Any, "anchor": s.anchor as Any, "cloudWarnings": s.cloudWarnings ?? [], "offloadWarnings": s.offloadWarnings ?? [],
+        var json: [String: Any] = ["barrier": stale ? nil as String? as Any : s.barrier as Any, "anchor": stale ? nil as String? as Any : s.anchor as Any, "cloudWarnings": s.cloudWarnings ?? [], "offloadWarnings": s.offloadWarnings ?? [],
                                    "wedged": s.wedgedReason.map { ["since": s.wedgedSince ?? 0, "reason": $0] as [String: Any] } as Any, "running": alive, "phase": s.phase.rawValue, "relay": s.relay, "pid": s.pid,
                                    "updatedAt": s.updatedAt, "silent": alive && silentFor >= Self.silentAfterSeconds, "rounds": s.rounds, "rowsApplied": s.rowsApplied,
                                    "dropped": s.dropped, "sendErrors": s.sendErrors, "relayUnreachableSince": s.relayUnreachableSince as Any,
