@@ -90,4 +90,54 @@ final class RestoreEndToEndTests: CloudDrillTestCase {
         }
         XCTAssertEqual(try account("rebuilt"), try account("phone"), "a device of the same account")
     }
+
+    /// The anchor is there but its commit record is not (the sync service has
+    /// not brought it, or it was removed): a device put back from before the
+    /// barrier does not recover from an anchor no one vouches for, and says
+    /// plainly, at the top of its status and in --json, that it is behind the
+    /// fleet's anchor and may show what the fleet deleted; its sync says the
+    /// same while it waits for a device at that generation.
+    func testARestoredDeviceBehindAnAnchorWithNoCommitRecordSaysSo() throws {
+        try quireOK(["init", "--name", "phone", "--relay", relay, "--cloud", cloud, "--kdf", "interactive"], home: home("phone"))
+        try quireOK(["invite", "--out", dir + "/invite-tablet", "--kdf", "interactive"], home: home("phone"), env: env)
+        try quireOK(["init", "--join", dir + "/invite-tablet", "--name", "tablet", "--relay", relay, "--cloud", cloud], home: home("tablet"), env: env)
+        try quireOK(["put", "plans", "Keep me"], home: home("phone"))
+        try quireOK(["put", "plans", "Delete me"], home: home("phone"))
+        var daemons = try ["phone", "tablet"].map { try SyncDaemon(home: home($0), relay: relay, env: drill) }
+        XCTAssertTrue(try waitForEqualDigests(["phone", "tablet"].map(home), timeout: 30))
+        daemons.forEach { $0.stop() }
+        let backup = dir + "/tablet.qbackup"
+        try quireOK(["backup", "--to", backup], home: home("tablet"))
+        try quireOK(["rm", "plans", "Delete me"], home: home("phone"))
+        daemons = try ["phone", "tablet"].map { try SyncDaemon(home: home($0), relay: relay, env: drill) }
+        let collected = eventually(40) { (try? ["phone", "tablet"].allSatisfy { try self.generation($0) == 1 }) ?? false }
+        daemons.forEach { $0.stop() }
+        XCTAssertTrue(collected, daemons.map(\.output).joined(separator: "\n"))
+        let records = try FileManager.default.contentsOfDirectory(atPath: cloud).filter { $0.hasPrefix("quire-committed-") }
+        XCTAssertEqual(records.count, 1)
+        for r in records { try FileManager.default.removeItem(atPath: cloud + "/" + r) }
+
+        let restored = try quireOK(["restore", "--from", backup], home: home("tablet")).stdout
+        XCTAssertEqual(try generation("tablet"), 0, "no recovery from an anchor no one vouches for")
+        XCTAssertTrue(restored.contains("behind the fleet's anchor"), restored)
+        func says(_ what: String) throws {
+            let text = try quireOK(["status"], home: home("tablet")).stdout
+            let top = text.split(separator: "\n").prefix(4).joined(separator: "\n")
+            XCTAssertTrue(top.contains("STUCK: behind the fleet's anchor"), what + ": " + text)
+            XCTAssertTrue(top.contains("the fleet deleted may still show here"), what + ": " + text)
+            let json = try jsonObject(try quireOK(["status", "--json"], home: home("tablet")).stdout) as! [String: Any]
+            XCTAssertTrue((json["behindFleet"] as? String)?.contains("generation 1") ?? false, what + ": \(json["behindFleet"] ?? "none")")
+        }
+        try says("no sync running")
+        let alone = try SyncDaemon(home: home("tablet"), relay: relay, env: drill)
+        XCTAssertTrue(eventually(10) { ((try? quireOK(["status"], home: self.home("tablet")).stdout) ?? "").contains("sync: running") }, alone.output)
+        try says("its sync running alone")
+        // A device at generation 1 heard: it vouches for the anchor, and the plan goes.
+        let phone = try SyncDaemon(home: home("phone"), relay: relay, env: drill)
+        XCTAssertTrue(eventually(30) { (try? self.generation("tablet")) == 1 }, alone.output)
+        alone.stop(); phone.stop()
+        XCTAssertFalse(try quireOK(["ls", "plans"], home: home("tablet")).stdout.contains("Delete me"))
+        let after = try jsonObject(try quireOK(["status", "--json"], home: home("tablet")).stdout) as! [String: Any]
+        XCTAssertTrue(after["behindFleet"] is NSNull || after["behindFleet"] == nil, "\(after["behindFleet"] ?? "none")")
+    }
 }
