@@ -146,21 +146,32 @@ final class SyncLocalRelayEndToEndTests: SyncEndToEndBase {
         XCTAssertTrue(try quire(["sync", "--help"], home: home("a")).stdout.contains("--until-converged"))
     }
 
-    /// A sibling that stopped is said to be away once it has been silent
-    /// for three heartbeats, not "syncing" for as long as it stays gone.
-    func testASiblingThatStoppedIsSaidToBeAway() throws {
+    /// A sibling that stopped is said to be away, not reachable, once it
+    /// has been silent for two heartbeats, not "syncing" for as long as it
+    /// stays gone; and the deletions the barrier cannot collect without it
+    /// are said to wait for it (DESIGN rule 8).
+    func testASiblingThatStoppedIsSaidToBeAwayAndTheBarrierToWaitForIt() throws {
         try makeThreeDevices()
-        try startAll(["a", "b"])
+        let env = ["QUIRE_SIBLING_AWAY_AFTER_SECONDS": "5", "QUIRE_BARRIER_MIN_TOMBSTONES": "1"]
+        for n in ["a", "b"] { daemons.append(try SyncDaemon(home: home(n), relay: relay, env: env)) }
         XCTAssertTrue(try waitForEqualDigests([home("a"), home("b")], timeout: 30))
-        let env = ["QUIRE_SIBLING_AWAY_AFTER_SECONDS": "5"]
-        func line() -> String {
-            ((try? quire(["status"], home: home("a"), env: env).stdout) ?? "").split(separator: "\n").first { $0.contains("'b'") }.map(String.init) ?? ""
-        }
+        func status() -> String { (try? quire(["status"], home: home("a"), env: env).stdout) ?? "" }
+        func line() -> String { status().split(separator: "\n").first { $0.contains("'b'") && !$0.contains("recent:") }.map(String.init) ?? "" }
+        XCTAssertTrue(eventually(20) { line().contains("in sync") }, line())
+        try put(home("a"), ["notebook", "Deleted while b is away"], body: "x")
         XCTAssertTrue(eventually(20) { line().contains("in sync") }, line())
         daemons[1].stop()
-        try put(home("a"), ["notebook", "While b is away"], body: "x")
-        XCTAssertTrue(eventually(30) { line().contains("AWAY: not heard from for") }, line())
+        try quireOK(["rm", "notebook", "Deleted while b is away"], home: home("a"))
+        XCTAssertTrue(eventually(30) { line().contains("AWAY: not reachable since") }, line())
         XCTAssertFalse(line().contains("syncing"), line())
+        XCTAssertTrue(eventually(15) { status().contains("barrier: 1 deleted row is kept as a tombstone") }, status())
+        let waits = try XCTUnwrap(status().split(separator: "\n").first { $0.hasPrefix("barrier: 1 deleted row") })
+        XCTAssertTrue(waits.contains("'b' (away since") && waits.contains("not reachable"), String(waits))
+        let json = try jsonObject(try quireOK(["status", "--json"], home: home("a"), env: env).stdout) as! [String: Any]
+        let sync = try XCTUnwrap(json["sync"] as? [String: Any])
+        XCTAssertEqual(sync["barrierWaitsFor"] as? [String], ["b"], "c never joined the roster (admitted by no running device)")
+        let b = (sync["siblings"] as? [[String: Any]])?.first { $0["name"] as? String == "b" }
+        XCTAssertEqual(b?["away"] as? Bool, true)
     }
 }
 

@@ -56,6 +56,7 @@ public final class SyncService: @unchecked Sendable {
             if let ms = env["QUIRE_BARRIER_DEBOUNCE_MS"].flatMap(UInt64.init) { configuration.barrierDebounceMilliseconds = ms }
             if let ms = env["QUIRE_QUIET_WINDOW_MS"].flatMap(UInt64.init) { configuration.quietWindowMilliseconds = ms }
             if let ms = env["QUIRE_WEDGED_AFTER_MS"].flatMap(UInt64.init) { configuration.wedgedAfterMilliseconds = ms }
+            if let s = env["QUIRE_SIBLING_AWAY_AFTER_SECONDS"].flatMap(UInt64.init) { configuration.awayAfterMilliseconds = max(s, 5) * 1000 }
             let engine = SyncEngine(deps, configuration: configuration)
             do { try engine.start() } catch let error as RelayError where error.code == .unreachable {
                 relay.close()

@@ -16,6 +16,10 @@ public struct SyncConfiguration: Sendable {
     /// Re-advertise to every sibling this often (± 20 %), because the relay
     /// has no mailbox and may lose the one advertisement that mattered.
     public var heartbeatMilliseconds: UInt64 = 15_000
+    /// A sibling silent this long is away (stopped, asleep, offline), not
+    /// syncing: two heartbeats missed at their longest (+20 %), so one frame
+    /// the lossy relay dropped does not call it away.
+    public var awayAfterMilliseconds: UInt64 = 2 * 18_000
     /// A pull with no reply for this long is over (nothing differed, or lost).
     public var sessionTimeoutMilliseconds: UInt64 = 1_500
     public var stormMaxRounds = 8

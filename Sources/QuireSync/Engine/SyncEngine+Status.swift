@@ -20,7 +20,7 @@ extension SyncEngine {
         var dropped: [String: Int] = [:]
         for (reason, n) in metrics.dropped { dropped[reason.rawValue] = n }
         let wedged = wedge.wedged(nowMs: nowMs, after: configuration.wedgedAfterMilliseconds)
-        return SyncStatus(device: me.deviceID.hex, pid: getpid(), updatedAt: now.seconds, startedAt: startedAt.seconds,
+        var status = SyncStatus(device: me.deviceID.hex, pid: getpid(), updatedAt: now.seconds, startedAt: startedAt.seconds,
                           running: isAttached, phase: phase, relay: deps.relayDescription,
                           generation: (try? currentDigest().digest.generation) ?? deps.generation(),
                           siblings: siblingStatus, dropped: dropped, framesIn: metrics.framesIn, framesOut: metrics.framesOut,
@@ -32,6 +32,35 @@ extension SyncEngine {
                           wedgedReason: wedged?.reason, catchUp: catchUpProgress(nowMs: nowMs), cloudWarnings: currentCloudWarnings,
                           admissionRefused: roster[me.deviceID]?.trust == .trusted ? nil : admissionRefusal,
                           offloadWarnings: missingBodyWarnings, revocation: ownRevocation)
+        if let wait = barrierWait(now: now, nowMs: nowMs) {
+            status.barrierWaits = wait.words
+            status.barrierWaitsFor = wait.away
+        }
+        return status
+    }
+
+    /// Deletions this device keeps because a device of the roster is away
+    /// (DESIGN rule 8: a device that cannot converge says so): a barrier
+    /// needs every device's answer, so none can collect them until it
+    /// answers or is revoked.
+    func barrierWait(now: Timestamp, nowMs: UInt64) -> (words: String, away: [String])? {
+        guard phase != .revoked, isAttached else { return nil }
+        let limit = configuration.awayAfterMilliseconds
+        var away: [(name: String, words: String)] = []
+        for member in roster.siblings(of: me.deviceID).sorted(by: { $0.name < $1.name }) {
+            let sibling = siblings[member.deviceID]
+            guard nowMs &- (sibling?.lastSeenMs ?? startedMs) > limit else { continue }
+            let since = sibling?.lastSeen.map { "away since \(DateStamp.format($0))" } ?? "not heard from since sync started"
+            away.append((member.name, "'\(member.name)' (\(since))"))
+        }
+        // Only once someone is away: the count is a query of the replica.
+        guard !away.isEmpty, let backlog = try? store.tombstoneBacklog(), backlog.count > 0 else { return nil }
+        let n = backlog.count
+        let words = "barrier: " + (n == 1 ? "1 deleted row is kept as a tombstone" : "\(n) deleted rows are kept as tombstones")
+            + ": collecting \(n == 1 ? "it" : "them") needs an answer from every device, and " + away.map(\.words).joined(separator: ", ")
+            + (away.count == 1 ? " is" : " are") + " not reachable; \(n == 1 ? "it waits" : "they wait") until "
+            + (away.count == 1 ? "it answers" : "they answer") + " (a device that is lost: 'quire devices revoke NAME')"
+        return (words, away.map(\.name))
     }
 
     /// Anchors refused and backup keys missing, for the status (nil: nothing to say).

@@ -150,6 +150,11 @@ public struct SyncStatus: Codable, Equatable, Sendable {
     public var offloadWarnings: [String]? = nil
     /// This device's revocation (nil: it is trusted, or has not learned it).
     public var revocation: Revocation? = nil
+    /// Tombstones kept because a device of the roster is away, in words
+    /// (a barrier needs every device's answer).
+    public var barrierWaits: String? = nil
+    /// The names of the devices the barrier waits for.
+    public var barrierWaitsFor: [String]? = nil
 
     public static func path(in home: DeviceHome) -> String { home.syncStatusPath }
 

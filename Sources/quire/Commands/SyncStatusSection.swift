@@ -29,10 +29,11 @@ enum SyncStatusSection {
     static let silentAfterSeconds: Int64 = ProcessInfo.processInfo.environment["QUIRE_SYNC_SILENT_AFTER_SECONDS"]
         .flatMap(Int64.init).map { max($0, 11) } ?? 60
 
-    /// Seconds without a word from a sibling after which it is called away:
-    /// three heartbeats (QUIRE_SIBLING_AWAY_AFTER_SECONDS, 5 or more, for tests).
+    /// Seconds without a word from a sibling after which it is called away,
+    /// as the engine does (`SyncConfiguration.awayAfterMilliseconds`: two
+    /// heartbeats missed; QUIRE_SIBLING_AWAY_AFTER_SECONDS, 5 or more, for tests).
     static let awayAfterSeconds: Int64 = ProcessInfo.processInfo.environment["QUIRE_SIBLING_AWAY_AFTER_SECONDS"]
-        .flatMap(Int64.init).map { max($0, 5) } ?? Int64(3 * SyncConfiguration().heartbeatMilliseconds / 1000)
+        .flatMap(Int64.init).map { max($0, 5) } ?? Int64(SyncConfiguration().awayAfterMilliseconds / 1000)
 
     static func describe(home: DeviceHome, now: Int64) -> (json: [String: Any], lines: [String]) {
         let snapshot = SyncStatus.load(from: home)
@@ -104,6 +105,7 @@ enum SyncStatusSection {
                          + (s.generation != generation ? "went from \(s.generation) to \(generation) since" : "was checked against the anchor since") + ")")
         } else {
             if let barrier = s.barrier { lines.append(barrier) }
+            if let waits = s.barrierWaits { lines.append(waits) }
             // A running sync's wait is said at the top of `quire status`.
             if !alive, let anchor = s.anchor { lines.append("STUCK: " + anchor) }
         }
@@ -114,7 +116,8 @@ enum SyncStatusSection {
                          + "'quire repair' backs this device up first, then offers the ways back")
         }
         for event in s.events.suffix(3) { lines.append("  recent: \(event)") }
-        var json: [String: Any] = ["barrier": stale ? nil as String? as Any : s.barrier as Any, "anchor": stale ? nil as String? as Any : s.anchor as Any, "cloudWarnings": s.cloudWarnings ?? [], "offloadWarnings": s.offloadWarnings ?? [],
+        var json: [String: Any] = ["barrier": stale ? nil as String? as Any : s.barrier as Any,
+                                   "barrierWaits": stale ? nil as String? as Any : s.barrierWaits as Any, "barrierWaitsFor": s.barrierWaitsFor ?? [], "anchor": stale ? nil as String? as Any : s.anchor as Any, "cloudWarnings": s.cloudWarnings ?? [], "offloadWarnings": s.offloadWarnings ?? [],
                                    "wedged": s.wedgedReason.map { ["since": s.wedgedSince ?? 0, "reason": $0] as [String: Any] } as Any, "running": alive, "phase": s.phase.rawValue, "relay": s.relay, "pid": s.pid,
                                    "updatedAt": s.updatedAt, "silent": alive && silentFor >= Self.silentAfterSeconds, "rounds": s.rounds, "rowsApplied": s.rowsApplied,
                                    "dropped": s.dropped, "sendErrors": s.sendErrors, "relayUnreachableSince": s.relayUnreachableSince as Any,
@@ -133,6 +136,7 @@ enum SyncStatusSection {
             var o: [String: Any] = ["device": sib.device, "name": sib.name, "inSync": sib.inSync, "divergent": sib.divergent,
                                     "rounds": sib.rounds, "storms": sib.storms, "text": s.phase == .revoked ? revokedSiblingText(sib, now: now) : siblingText(sib, now: now)]
             if let v = sib.lastSeen { o["lastSeen"] = v }
+            o["away"] = sib.lastSeen.map { now - $0 > awayAfterSeconds } ?? false
             if let v = sib.lastMatch { o["lastMatch"] = v }
             if let v = sib.stormBackoffUntil { o["stormBackoffUntil"] = v }
             if let v = sib.incompatibleVersion { o["incompatibleVersion"] = v }
@@ -191,10 +195,11 @@ enum SyncStatusSection {
         if let until = sib.stormBackoffUntil, until > now {
             return "\(who) STORM: too many rounds without converging; backing off until \(until - now) s from now; still out of sync in \(sib.divergent.joined(separator: ", ")); \(seen)"
         }
-        // Silent for three heartbeats: gone (stopped, asleep, offline), not syncing.
+        // Silent for two heartbeats: gone (stopped, asleep, offline), not syncing.
         if let last = sib.lastSeen, now - last > awayAfterSeconds {
             let then = sib.inSync ? "in sync" : sib.divergent.isEmpty ? "out of sync" : "\(sib.divergent.joined(separator: ", ")) differed"
-            return "\(who) AWAY: not heard from for \(Ago.text(now - last).replacingOccurrences(of: " ago", with: "")); \(then) when last seen"
+            return "\(who) AWAY: not reachable since \(DateText.format(last, time: true)) (not heard from for "
+                + "\(Ago.text(now - last).replacingOccurrences(of: " ago", with: ""))); \(then) when last seen; deletions wait for it to be collected"
         }
         if sib.inSync { return "\(who) in sync; \(seen)" }
         if sib.lastSeen == nil { return "\(who) not heard from since sync started" }
