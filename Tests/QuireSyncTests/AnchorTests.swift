@@ -170,6 +170,24 @@ final class AnchorTests: XCTestCase {
         }
     }
 
+    /// A whole anchor of another account under this account's name (copied
+    /// in, a folder two accounts share) is never used, and is named as
+    /// another account's, not as cut short or damaged: it is neither.
+    func testAnotherAccountsWholeAnchorUnderThisNameIsNamedAsSuchNotAsDamaged() throws {
+        let folder = CloudFolder(path: dir, accountID: account)
+        try folder.write(try AnchorFile.seal(snapshot(3), accountID: account, keys: keys, at: Timestamp(seconds: 1)))
+        let otherAccount = [UInt8](repeating: 0xBD, count: 32)
+        let otherKeys = try AnchorKeys.original(SecretBytes(randomCount: 32), accountKey: SigningKeyPair().publicKey)
+        let theirs = try AnchorFile.seal(snapshot(7), accountID: otherAccount, keys: otherKeys, at: Timestamp(seconds: 2))
+        let path = folder.anchorPath.replacingOccurrences(of: ".qanchor", with: " (copied).qanchor")
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(theirs)))
+        let survey = try folder.survey(keys: keys)
+        XCTAssertEqual(survey.otherAccount, [path])
+        XCTAssertEqual(survey.unreadable, [], "whole, so not called cut short or damaged")
+        XCTAssertEqual(survey.newest?.snapshot.generation, 3, "never used")
+        XCTAssertEqual(try folder.candidates().map(\.header.generation), [3])
+    }
+
     /// Two anchors at one generation: the canonical file (each write
     /// replaces it, so it is the last one written, the committed round's)
     /// beats a copy beside it, even one whose writer's clock ran ahead.

@@ -46,10 +46,12 @@ public struct CloudFolder: Sendable {
     /// account, highest generation first (headers only: no key needed).
     public func candidates() throws(AnchorError) -> [Candidate] { try scan().candidates }
 
-    /// `candidates`, and the files named as this account's anchors whose
+    /// `candidates`, the files named as this account's anchors whose
     /// header does not read (empty, cut short, another format): a sync
-    /// service's placeholder or an interrupted download, worth saying.
-    func scan() throws(AnchorError) -> (candidates: [Candidate], unreadable: [String]) {
+    /// service's placeholder or an interrupted download, worth saying; and
+    /// those whose header is whole but names another account (a file
+    /// copied in, a folder two accounts share), which are not damaged.
+    func scan() throws(AnchorError) -> (candidates: [Candidate], unreadable: [String], otherAccount: [String]) {
         let names: [String]
         do { names = try CloudIO.list(path) } catch let error as CloudIO.NotAnswering {
             throw .unreadable("\(path): \(error)")
@@ -59,13 +61,19 @@ public struct CloudFolder: Sendable {
         let prefix = CloudFolder.filePrefix(accountID)
         var out: [Candidate] = []
         var unreadable: [String] = []
+        var otherAccount: [String] = []
         for name in names where name.hasPrefix(prefix) && !name.contains(".tmp-") {
-            guard let head = try CloudFolder.readHeader(path + "/" + name),
-                  let header = try? AnchorFile.header(of: head, accountID: accountID) else {
+            guard let head = try CloudFolder.readHeader(path + "/" + name) else {
                 unreadable.append(path + "/" + name)
                 continue
             }
-            out.append(Candidate(path: path + "/" + name, header: header))
+            do {
+                out.append(Candidate(path: path + "/" + name, header: try AnchorFile.header(of: head, accountID: accountID)))
+            } catch .otherAccount {
+                otherAccount.append(path + "/" + name)
+            } catch {
+                unreadable.append(path + "/" + name)
+            }
         }
         // At one generation, the canonical file first (and a revoking
         // device's copy of it sealed again, which stands for it): each write
@@ -85,7 +93,7 @@ public struct CloudFolder: Sendable {
             if $0.header.writtenAt != $1.header.writtenAt { return $0.header.writtenAt.seconds > $1.header.writtenAt.seconds }
             return $0.path < $1.path
         }
-        return (sorted, unreadable.sorted())
+        return (sorted, unreadable.sorted(), otherAccount.sorted())
     }
 
     /// The header bytes of a file (the fixed part, then the key block), or
@@ -128,6 +136,8 @@ public struct CloudFolder: Sendable {
         public var highestClaimed: UInt64?
         /// Files named as this account's anchors whose header does not read.
         public var unreadable: [String] = []
+        /// Files named as this account's anchors whose whole header names another account.
+        public var otherAccount: [String] = []
     }
 
     /// Reads the folder: the newest usable anchor, and what was refused above it.
@@ -136,6 +146,7 @@ public struct CloudFolder: Sendable {
         var unknown = Set<DeviceID>()
         let scanned = try scan()
         survey.unreadable = scanned.unreadable
+        survey.otherAccount = scanned.otherAccount
         for candidate in scanned.candidates {
             survey.highestClaimed = max(survey.highestClaimed ?? 0, candidate.header.generation)
             unknown.formUnion(keys.unknownRotations(in: candidate.header.keySet))

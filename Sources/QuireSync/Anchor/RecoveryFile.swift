@@ -90,12 +90,22 @@ public enum RecoveryFile {
         let key = try PasswordHash.deriveKey(passphrase: normalized(code), salt: try f.required(4, "salt").asBytes(), strength: strength)
         var opened: [UInt8]
         do { opened = try SecretBox.open(try f.required(7, "sealed").asBytes(), with: key) } catch {
-            throw AnchorError.doesNotOpen("the recovery code does not open \(path) (mistyped?)")
+            throw WrongRecoveryCode(path: path)
         }
         defer { secureZero(&opened) }
         let inner = try CBORReader.decode(opened).asFieldMap()
         let account = try SigningKeyPair(seed: SecretBytes(copying: try inner.required(1, "account").asBytes()))
         guard SHA256.hash(account.publicKey.bytes) == accountID else { throw AnchorError.otherAccount }
         return (account, SecretBytes(copying: try inner.required(2, "backup").asBytes()))
+    }
+}
+
+/// The recovery file opens only with the code `quire init` printed: a
+/// wrong code is a mistyped or other code, never an altered anchor.
+public struct WrongRecoveryCode: Error, CustomStringConvertible, Sendable {
+    public var path: String
+    public var description: String {
+        "the recovery code is wrong: it does not open \(path) (mistyped, or the code of another account?); use the code "
+            + "'quire init' printed when the account was made (six groups of five letters and digits); nothing was created"
     }
 }

@@ -116,6 +116,12 @@ extension SyncEngine {
                        + "or an interrupted download? It is not used; until the next barrier writes a new one, a device put back "
                        + "from a backup is guarded only by the anchors that remain" + (survey.newest == nil ? " (none here)" : ""))
         }
+        for file in survey.otherAccount {
+            out.append("the anchor file \(file) belongs to ANOTHER ACCOUNT (whole, but its header names another account id): it is "
+                       + "never used here. Was it copied in, or does another account share this cloud folder? Move it to that account's "
+                       + "folder; until the next barrier writes this account's anchor, a device put back from a backup is guarded only by "
+                       + "the anchors that remain" + (survey.newest == nil ? " (none here)" : ""))
+        }
         for refusal in survey.refused {
             switch refusal.error {
             case .staleKey(let why) where refusal.generation > local:
