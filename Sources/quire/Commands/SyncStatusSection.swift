@@ -116,8 +116,10 @@ enum SyncStatusSection {
                          + "'quire repair' backs this device up first, then offers the ways back")
         }
         for event in s.events.suffix(3) { lines.append("  recent: \(event)") }
-        var json: [String: Any] = ["barrier": stale ? nil as String? as Any : s.barrier as Any,
-                                   "barrierWaits": stale ? nil as String? as Any : s.barrierWaits as Any, "barrierWaitsFor": s.barrierWaitsFor ?? [], "anchor": stale ? nil as String? as Any : s.anchor as Any, "cloudWarnings": s.cloudWarnings ?? [], "offloadWarnings": s.offloadWarnings ?? [],
+        let current = stale ? nil : s
+        var json: [String: Any] = ["barrier": current?.barrier as Any, "barrierWaits": current?.barrierWaits as Any,
+                                   "barrierWaitsFor": current?.barrierWaitsFor ?? [], "anchor": current?.anchor as Any,
+                                   "cloudWarnings": s.cloudWarnings ?? [], "offloadWarnings": s.offloadWarnings ?? [],
                                    "wedged": s.wedgedReason.map { ["since": s.wedgedSince ?? 0, "reason": $0] as [String: Any] } as Any, "running": alive, "phase": s.phase.rawValue, "relay": s.relay, "pid": s.pid,
                                    "updatedAt": s.updatedAt, "silent": alive && silentFor >= Self.silentAfterSeconds, "rounds": s.rounds, "rowsApplied": s.rowsApplied,
                                    "dropped": s.dropped, "sendErrors": s.sendErrors, "relayUnreachableSince": s.relayUnreachableSince as Any,
@@ -199,7 +201,7 @@ enum SyncStatusSection {
         if let last = sib.lastSeen, now - last > awayAfterSeconds {
             let then = sib.inSync ? "in sync" : sib.divergent.isEmpty ? "out of sync" : "\(sib.divergent.joined(separator: ", ")) differed"
             return "\(who) AWAY: not reachable since \(DateText.format(last, time: true)) (not heard from for "
-                + "\(Ago.text(now - last).replacingOccurrences(of: " ago", with: ""))); \(then) when last seen; deletions wait for it to be collected"
+                + "\(Ago.text(now - last).replacingOccurrences(of: " ago", with: ""))); \(then) when last seen; no deletion can be collected until it answers"
         }
         if sib.inSync { return "\(who) in sync; \(seen)" }
         if sib.lastSeen == nil { return "\(who) not heard from since sync started" }
