@@ -92,13 +92,9 @@ final class RestoreEndToEndTests: CloudDrillTestCase {
         XCTAssertEqual(try account("rebuilt"), try account("phone"), "a device of the same account")
     }
 
-    /// The anchor is there but its commit record is not (the sync service has
-    /// not brought it, or it was removed): a device put back from before the
-    /// barrier does not recover from an anchor no one vouches for, and says
-    /// plainly, at the top of its status and in --json, that it is behind the
-    /// fleet's anchor and may show what the fleet deleted; its sync says the
-    /// same while it waits for a device at that generation.
-    func testARestoredDeviceBehindAnAnchorWithNoCommitRecordSaysSo() throws {
+    /// Phone and tablet with a cloud folder, a plan deleted and collected
+    /// (generation 1), and the tablet's backup from before the delete.
+    func twoDevicesWithACollectedPlan() throws -> String {
         try quireOK(["init", "--name", "phone", "--relay", relay, "--cloud", cloud, "--kdf", "interactive"], home: home("phone"))
         try quireOK(["invite", "--out", dir + "/invite-tablet", "--kdf", "interactive"], home: home("phone"), env: env)
         try quireOK(["init", "--join", dir + "/invite-tablet", "--name", "tablet", "--relay", relay, "--cloud", cloud], home: home("tablet"), env: env)
@@ -114,6 +110,45 @@ final class RestoreEndToEndTests: CloudDrillTestCase {
         let collected = eventually(40) { (try? ["phone", "tablet"].allSatisfy { try self.generation($0) == 1 }) ?? false }
         daemons.forEach { $0.stop() }
         XCTAssertTrue(collected, daemons.map(\.output).joined(separator: "\n"))
+        return backup
+    }
+
+    /// A recovery a sync run said ("recovered from the cloud anchor") is
+    /// not said again once the device is put back from before it: the
+    /// line must not outlive the state it speaks of.
+    func testARecoveryLineOfAnEarlierRunIsNotShownAfterTheDeviceIsPutBackAgain() throws {
+        let backup = try twoDevicesWithACollectedPlan()
+        // Put back while the folder is away, so only the running sync can
+        // recover, once a device at generation 1 is heard.
+        try FileManager.default.moveItem(atPath: cloud, toPath: cloud + "-away")
+        try quireOK(["restore", "--from", backup], home: home("tablet"))
+        let tablet = try SyncDaemon(home: home("tablet"), relay: relay, env: drill)
+        sleep(1)
+        try FileManager.default.moveItem(atPath: cloud + "-away", toPath: cloud)
+        let phone = try SyncDaemon(home: home("phone"), relay: relay, env: drill)
+        XCTAssertTrue(eventually(30) { (try? self.generation("tablet")) == 1 }, tablet.output)
+        XCTAssertTrue(eventually(10) { ((try? quireOK(["status"], home: self.home("tablet")).stdout) ?? "").contains("recovered from the cloud anchor") },
+                      tablet.output)
+        tablet.stop(); phone.stop()
+        // Put back again, the folder away: generation 0, nothing recovered.
+        try FileManager.default.moveItem(atPath: cloud, toPath: cloud + "-away")
+        try quireOK(["restore", "--from", backup], home: home("tablet"))
+        XCTAssertEqual(try generation("tablet"), 0)
+        let status = try quireOK(["status"], home: home("tablet")).stdout
+        XCTAssertFalse(status.contains("recovered from the cloud anchor"), status)
+        let sync = (try jsonObject(try quireOK(["status", "--json"], home: home("tablet")).stdout) as! [String: Any])["sync"] as? [String: Any]
+        XCTAssertTrue(sync?["barrier"] == nil || sync?["barrier"] is NSNull, "\(sync?["barrier"] ?? "none")")
+        try FileManager.default.moveItem(atPath: cloud + "-away", toPath: cloud)
+    }
+
+    /// The anchor is there but its commit record is not (the sync service has
+    /// not brought it, or it was removed): a device put back from before the
+    /// barrier does not recover from an anchor no one vouches for, and says
+    /// plainly, at the top of its status and in --json, that it is behind the
+    /// fleet's anchor and may show what the fleet deleted; its sync says the
+    /// same while it waits for a device at that generation.
+    func testARestoredDeviceBehindAnAnchorWithNoCommitRecordSaysSo() throws {
+        let backup = try twoDevicesWithACollectedPlan()
         let records = try FileManager.default.contentsOfDirectory(atPath: cloud).filter { $0.hasPrefix("quire-committed-") }
         XCTAssertEqual(records.count, 1)
         for r in records { try FileManager.default.removeItem(atPath: cloud + "/" + r) }

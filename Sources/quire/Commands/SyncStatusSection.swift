@@ -100,8 +100,8 @@ enum SyncStatusSection {
         let generation = (try? home.prefs.load().generation) ?? s.generation
         let checkedSince = (AnchorCatchUp.load(from: home)?.at ?? 0) > s.updatedAt
         let stale = !alive && (s.generation != generation || checkedSince)
-        if stale, s.barrier != nil || s.anchor != nil {
-            lines.append("(what the last run said of the barrier and the anchor no longer holds: this device's generation "
+        if stale {
+            lines.append("(what the last run said of the barrier, the anchor and its recent events no longer holds: this device's generation "
                          + (s.generation != generation ? "went from \(s.generation) to \(generation) since" : "was checked against the anchor since") + ")")
         } else {
             if let barrier = s.barrier { lines.append(barrier) }
@@ -115,7 +115,8 @@ enum SyncStatusSection {
             lines.append("WEDGED since \(DateText.format(since, time: true)): \(reason); nothing has succeeded since. "
                          + "'quire repair' backs this device up first, then offers the ways back")
         }
-        for event in s.events.suffix(3) { lines.append("  recent: \(event)") }
+        // A stale run's events speak of the state before (a recovery it made, say).
+        if !stale { for event in s.events.suffix(3) { lines.append("  recent: \(event)") } }
         let current = stale ? nil : s
         var json: [String: Any] = ["barrier": current?.barrier as Any, "barrierWaits": current?.barrierWaits as Any,
                                    "barrierWaitsFor": current?.barrierWaitsFor ?? [], "anchor": current?.anchor as Any,
