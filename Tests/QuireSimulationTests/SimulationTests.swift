@@ -187,7 +187,7 @@ final class SimulationTests: XCTestCase {
              + "which said nothing of its graveyard: another device's write made after the round agreed was taken for a collected one "
              + "(now they learn the revocation from the folder and recover from the anchor, whose graveyard says it names every round; "
              + "the snapshot's own claim is BarrierTests.testAWriteMadeAfterARoundAgreedSurvivesCatchingUpFromASiblingsSnapshot)"),
-            (543, ["--copy-back-as-new-files", "--revocations"], "caught up from 'cy''s snapshot",
+            (543, ["--copy-back-as-new-files", "--revocations"], "caught up from 'eli''s snapshot",
              "the list of what round 1 collected was lost on the way to the device whose snapshot the others caught up from, "
              + "so it claimed nothing and two writes of another device made after the round agreed were taken for collected ones "
              + "(now a follower without the list covers the round from its anchor)"),
