@@ -111,4 +111,23 @@ final class DeviceLockTests: XCTestCase {
         XCTAssertTrue(held.description.contains("another process, whose pid could not be read"), held.description)
         XCTAssertLessThan(Date().timeIntervalSince(started), 3)
     }
+
+    /// A command's anchor check holds the lock a moment only: a sync or a
+    /// mount starting meanwhile waits for it instead of failing with "sync
+    /// is already running" (`quire status` run beside a starting sync made
+    /// it fail); a brief holder itself waits for nobody.
+    func testAStartWaitsOutABriefHolderAndABriefHolderWaitsForNone() throws {
+        let briefWritesPid = #": > "$LOCK"; printf '%s brief\n' $$ > "$LOCK""#
+        let brief = try holdLock(pause: 0, then: briefWritesPid + "; sleep 1; exit 0")
+        let started = Date()
+        let lock = try DeviceLock.acquire(path: lockPath)
+        XCTAssertGreaterThan(Date().timeIntervalSince(started), 0.5, "taken while the brief holder still held it")
+        brief.waitUntilExit()
+        lock.release()
+
+        let steady = try holdLock(pause: 0, then: writesPid)
+        let asked = Date()
+        XCTAssertEqual(heldError { try DeviceLock.acquire(path: lockPath, brief: true) }?.holder, steady.processIdentifier)
+        XCTAssertLessThan(Date().timeIntervalSince(asked), 3)
+    }
 }

@@ -68,7 +68,8 @@ public enum AnchorCatchUp {
         var lock: DeviceLock?
         if !holdingLock {
             // A running sync (a mount, 'quire sync') does this itself.
-            guard let held = try? DeviceLock.acquire(path: home.syncLockPath) else { return nil }
+            // Brief: a sync or mount starting meanwhile waits for it, not fails.
+            guard let held = try? DeviceLock.acquire(path: home.syncLockPath, brief: true) else { return nil }
             lock = held
         }
         defer { lock?.release() }

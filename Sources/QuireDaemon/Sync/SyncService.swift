@@ -153,37 +153,51 @@ public final class DeviceLock: @unchecked Sendable {
 
     /// How long one that finds the lock held waits for the holder's pid.
     static let holderWaitSeconds = 1.0
+    /// How long one that finds the lock held by a brief holder (a command's
+    /// anchor check, `AnchorCatchUp`) waits for it to be done: a sync or a
+    /// mount started meanwhile must not fail because `quire status` ran.
+    static let briefHolderWaitSeconds = 15.0
 
-    public static func acquire(path: String) throws -> DeviceLock {
+    /// `brief`: held for a moment only (a command's anchor check), which
+    /// another that wants the lock waits out instead of failing.
+    public static func acquire(path: String, brief: Bool = false) throws -> DeviceLock {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw SyncServiceError("cannot open \(path): \(String(cString: strerror(errno)))") }
         // A holder writes its pid just after it takes the lock, so one that
         // won by microseconds (two mounts started at once) has written
         // nothing yet, or the file still names the holder before it: read
         // again until it names a live process, or the lock comes free.
-        let deadline = Date().addingTimeInterval(holderWaitSeconds)
+        let started = Date()
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            let holder = livePid(fd)
-            if holder != nil || Date() >= deadline {
+            let holder = liveHolder(fd)
+            let waited = Date().timeIntervalSince(started)
+            let waitsOn = holder.map { $0.isBrief && waited < briefHolderWaitSeconds } ?? (waited < holderWaitSeconds)
+            if !waitsOn {
                 close(fd)
-                throw DeviceLockHeld(holder: holder)
+                throw DeviceLockHeld(holder: holder?.pid)
             }
             usleep(10_000)
         }
         _ = ftruncate(fd, 0)
-        let pid = Array("\(getpid())\n".utf8)
+        let pid = Array("\(getpid())\(brief ? " " + briefMark : "")\n".utf8)
         _ = pwrite(fd, pid, pid.count, 0)
         return DeviceLock(fd: fd)
     }
 
+    /// Written after a brief holder's pid.
+    private static let briefMark = "brief"
+
     /// The pid the file names, if that process lives and is not this one
-    /// (which may have held the lock before, and holds it no more).
-    private static func livePid(_ fd: Int32) -> pid_t? {
+    /// (which may have held the lock before, and holds it no more), and
+    /// whether it holds the lock briefly.
+    private static func liveHolder(_ fd: Int32) -> (pid: pid_t, isBrief: Bool)? {
         var buffer = [UInt8](repeating: 0, count: 32)
         let n = pread(fd, &buffer, 31, 0)
-        guard n > 0, let pid = pid_t(String(decoding: buffer[0..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)),
+        guard n > 0 else { return nil }
+        let words = String(decoding: buffer[0..<n], as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" })
+        guard let first = words.first, let pid = pid_t(first),
               pid > 0, pid != getpid(), kill(pid, 0) == 0 || errno == EPERM else { return nil }
-        return pid
+        return (pid, words.dropFirst().first == Substring(briefMark))
     }
 
     public func release() {

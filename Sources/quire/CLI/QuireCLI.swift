@@ -30,8 +30,11 @@ struct Invocation: Sendable {
         return opened
     }
 
-    /// For commands that only read: also opens a replica `quire repair` set aside.
+    /// For commands that only read: also opens a replica `quire repair` set
+    /// aside. A device is opened as `open` does, after the anchor check: a
+    /// listing must not show a row the fleet collected either.
     func openForReading() throws -> ReplicaStore {
+        guard home.setAside != nil else { return try open().1 }
         do { return try home.openForReading() } catch { throw CommandFailure(error.description) }
     }
 }
