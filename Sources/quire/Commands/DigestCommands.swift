@@ -122,8 +122,10 @@ struct StatusReport {
         let syncSpeaks = syncSnapshot?.isProcessAlive == true
         let behindFleet = syncSpeaks ? syncSnapshot?.anchor : anchorCheck?.behind
         if let behindFleet { lines.append("STUCK: " + behindFleet) }
-        let recoveredNow = syncSpeaks && (syncSnapshot?.updatedAt ?? 0) > (anchorCheck?.at ?? 0) ? nil : anchorCheck?.recovered
-        if let recoveredNow { lines.append("anchor check: " + recoveredNow) }
+        // A recovery a command's check made stays said while the device is
+        // at the generation it reached (a sync running since has nothing
+        // of it to say; a later put-back moves the generation and hides it).
+        if let recovered = anchorCheck?.recovered { lines.append("anchor check: " + recovered) }
         var held: [String] = []
         for ns in Namespace.allCases where ns != .devices {
             let c = try store.counts(ns)
@@ -221,7 +223,7 @@ struct StatusReport {
         }
         let json: [String: Any] = ["device": identity.deviceID.hex, "name": prefs.deviceName, "role": role.rawValue,
                                    "home": home.path, "generation": prefs.generation, "namespaces": counts,
-                                   "behindFleet": behindFleet as Any, "anchorRecovered": recoveredNow as Any,
+                                   "behindFleet": behindFleet as Any, "anchorRecovered": anchorCheck?.recovered as Any,
                                    "diskFree": free.map { Int($0) } as Any,
                                    "outboxPending": pending, "merges": merges, "revoked": revocation as Any,
                                    "conflictedAttachments": conflicted.map { ["key": $0.key.hex, "name": $0.name] }, "account": Hex.encode(identity.userIDHash),
