@@ -25,6 +25,7 @@ public struct ParagraphTombstones: Sendable {
     public init(_ markers: Set<ParagraphHash>) {
         self.markers = markers
         var groups: [ParagraphHash.RankPrefix: [UInt32]] = [:]
+        groups.reserveCapacity(markers.count)
         for marker in markers {
             let key = marker.rankKey
             groups[key.prefix, default: []].append(key.last)

@@ -86,8 +86,8 @@ final class SnapshotReader: @unchecked Sendable {
         defer { lock.unlock() }
         if connection == nil { connection = try Connection(path: path, readOnly: true, vfs: vfs) }
         let db = connection!
-        try db.execute("BEGIN")
-        defer { try? db.execute("COMMIT") }
+        try db.run("BEGIN")
+        defer { try? db.run("COMMIT") }
         return try body(db)
     }
 }
