@@ -56,4 +56,40 @@ final class BackupTargetEndToEndTests: XCTestCase {
         XCTAssertFalse(notebook.contains { $0.contains("qbackup") }, "written into the mount: \(notebook)")
         try quireOK(["backup", "--to", device.directory + "/a.qbackup"], home: device.home)
     }
+
+    /// A backup is written only to a new name: a file already there (an
+    /// older backup, anything else) is refused with what it holds and left
+    /// byte for byte; --replace replaces a backup of this device only.
+    func testAnOccupiedTargetIsRefusedAndOnlyABackupOfThisDeviceIsReplacedOnRequest() throws {
+        let home = dir + "/a", other = dir + "/b"
+        try FileManager.default.createDirectory(atPath: dir + "/cloud", withIntermediateDirectories: true)
+        for (h, name) in [(home, "a"), (other, "b")] {
+            try quireOK(["init", "--name", name, "--relay", "local:\(dir)/relay", "--cloud", dir + "/cloud"], home: h)
+        }
+        let notes = dir + "/notes.txt", folder = dir + "/folder", old = dir + "/old.qbackup", theirs = dir + "/theirs.qbackup"
+        try Data("my only copy\n".utf8).write(to: URL(fileURLWithPath: notes))
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try quireOK(["backup", "--to", old], home: home)
+        try quireOK(["backup", "--to", theirs], home: other)
+        let before = try [notes, old, theirs].map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
+
+        for (args, words) in [(["backup", "--to", notes], "not a quire backup"), (["backup", "--to", notes, "--replace"], "not a quire backup"),
+                              (["backup", "--to", folder], "is a folder"), (["backup", "--to", old], "--replace"),
+                              (["backup", "--to", theirs, "--replace"], "another device"),
+                              (["repair", "--leave", "--backup-to", old], "--replace"),
+                              (["repair", "--leave", "--backup-to", notes, "--replace"], "not a quire backup")] {
+            let refused = try quire(args, home: home)
+            XCTAssertEqual(refused.status, 1, "\(args): \(refused.stdout)")
+            XCTAssertTrue(refused.stderr.contains(words), "\(args): \(refused.stderr)")
+        }
+        XCTAssertEqual(try [notes, old, theirs].map { try Data(contentsOf: URL(fileURLWithPath: $0)) }, before, "a refused target was changed")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder), [])
+
+        try quireOK(["put", "notebook", "later"], home: home, stdin: Array("written after the first backup\n".utf8))
+        let replaced = try quireOK(["backup", "--to", old, "--replace"], home: home).stdout
+        XCTAssertTrue(replaced.contains("backed up device 'a'"), replaced)
+        XCTAssertNotEqual(try Data(contentsOf: URL(fileURLWithPath: old)), before[1])
+        try quireOK(["repair", "--leave", "--backup-to", old, "--replace"], home: home)
+        XCTAssertFalse(try FileManager.default.contentsOfDirectory(atPath: dir).contains { $0.contains(".tmp-") })
+    }
 }

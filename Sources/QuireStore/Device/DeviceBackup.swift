@@ -100,8 +100,10 @@ public struct DeviceBackup: Sendable {
         }
     }
 
-    /// Writes the backup file atomically with mode 0600.
-    public func write(to path: String) throws(StoreError) {
-        try AtomicFile.write(encoded(), to: path, mode: 0o600)
+    /// Writes the backup file atomically with mode 0600: whole or not at
+    /// all, so a replaced backup stays intact until the new one is complete.
+    /// `replacing: false` never replaces a file already at `path`.
+    public func write(to path: String, replacing: Bool = true) throws(StoreError) {
+        try AtomicFile.write(encoded(), to: path, mode: 0o600, replacing: replacing)
     }
 }

@@ -88,7 +88,10 @@ extension PrefsFile {
 
 /// Durable whole-file writes, and reads that never block.
 public enum AtomicFile {
-    public static func write(_ bytes: [UInt8], to path: String, mode: mode_t) throws(StoreError) {
+    /// `replacing: false` never replaces a file already at `path` (nor one
+    /// made there meanwhile): the new file is linked in, which fails if the
+    /// name is taken, instead of renamed over it.
+    public static func write(_ bytes: [UInt8], to path: String, mode: mode_t, replacing: Bool = true) throws(StoreError) {
         let tmp = path + ".tmp-\(getpid())"
         // O_EXCL|O_NOFOLLOW: a temporary name planted beforehand (a symlink
         // to somewhere else, in a shared folder such as /tmp) is never
@@ -113,7 +116,16 @@ public enum AtomicFile {
         }
         if fsync(fd) != 0 { let e = posixError("cannot sync \(tmp)"); close(fd); unlink(tmp); throw e }
         close(fd)
-        if rename(tmp, path) != 0 { let e = posixError("cannot replace \(path)"); unlink(tmp); throw e }
+        if replacing {
+            if rename(tmp, path) != 0 { let e = posixError("cannot replace \(path)"); unlink(tmp); throw e }
+        } else {
+            if link(tmp, path) != 0 {
+                let e = errno == EEXIST ? StoreError(.conflict, "\(path) already exists; it was not replaced") : posixError("cannot create \(path)")
+                unlink(tmp)
+                throw e
+            }
+            unlink(tmp)
+        }
         let dir = parentDirectory(of: path)
         let dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if dfd >= 0 { fsync(dfd); close(dfd) }

@@ -14,7 +14,7 @@ enum BackupCommands {
         name: "backup",
         summary: "write a backup of this device directory to a file",
         usage: """
-            usage: quire backup --to FILE [--json]
+            usage: quire backup --to FILE [--replace] [--json]
 
             Captures this device directory while the device runs (a mount or
             'quire sync' need not stop): a consistent copy of the replica
@@ -24,18 +24,26 @@ enum BackupCommands {
             where only you can read it; a FILE in this device's cloud folder
             (which a file-sync service uploads) or in a quire mount (which syncs
             it to every device) is refused, symlinks and relative paths
-            resolved. The cloud folder is never in it, and neither
+            resolved. FILE must be a new name: a file already there is refused
+            with what it holds, and never replaced, except a backup of this
+            device with --replace (the new backup is written whole beside it
+            first and renamed over it, so an interrupted replace leaves the old
+            one intact). The cloud folder is never in it, and neither
             are logs, sync state or the scratch area. Put it back with
             'quire restore --from FILE'. Its working copy of the replica is made in
             the device directory, never in /tmp; Ctrl-C removes it, and one left by
             a process that was killed is removed at the next start.
             """,
-        valued: ["to"], flags: ["json"]
+        valued: ["to"], flags: ["json", "replace"]
     ) { args, inv in
         try args.expectPositional(0...0, "")
         guard let target = args.value("to") else { throw UsageError("quire backup needs --to FILE") }
         let (identity, store) = try inv.open()
         if let place = BackupTarget.sharedPlace(of: target, home: inv.home) { throw CommandFailure("backup not written: \(place)") }
+        let replacing = args.has("replace")
+        if let occupant = BackupTarget.occupant(of: target, device: identity.deviceID, replacing: replacing) {
+            throw CommandFailure("backup not written: \(occupant)")
+        }
         let taken = SystemClock().now()
         let archive: DeviceBackup
         // Ctrl-C mid-copy leaves no partial copy of the replica behind.
@@ -44,7 +52,7 @@ enum BackupCommands {
         defer { interrupt.release() }
         do {
             archive = try DeviceBackup.capture(inv.home, store: store, identity: identity, at: taken)
-            try archive.write(to: target)
+            try archive.write(to: target, replacing: replacing)
         } catch { throw CommandFailure("backup not written: \(error)") }
         let bytes = archive.files.reduce(0) { $0 + $1.bytes.count }
         if args.has("json") {

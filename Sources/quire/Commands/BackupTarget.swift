@@ -1,6 +1,7 @@
 import Foundation
 import QuireDaemon
 import QuireFuse
+import QuireCore
 import QuireStore
 
 /// Where a device backup (`quire backup --to`, `quire repair --backup-to`)
@@ -27,6 +28,39 @@ enum BackupTarget {
                 + "and \(warning). Write it outside the mounted folder, to a disk only you can read"
         }
         return nil
+    }
+
+    /// Why a backup of `device` must not be written at `target` because
+    /// something is there already, or nil when the name is free (or holds a
+    /// backup of this device and `replacing` is asked). A backup is one file,
+    /// written whole beside the old one and renamed over it, so a replace
+    /// that is interrupted leaves the older backup as it was; but nothing
+    /// that is not a backup of this device is ever replaced: it may be the
+    /// only copy of something else.
+    static func occupant(of target: String, device: DeviceID, replacing: Bool) -> String? {
+        var st = stat()
+        guard lstat(target, &st) == 0 else { return nil }
+        let newName = "name a new file (a name not taken yet)"
+        switch st.st_mode & S_IFMT {
+        case S_IFDIR:
+            return "\(target) is a folder; a backup is one file: name a new file in it (such as \(target.hasSuffix("/") ? target : target + "/")backup.qbackup)"
+        case S_IFLNK:
+            return "\(target) is a symlink, which is never replaced: \(newName)"
+        case S_IFREG: break
+        default:
+            return "\(target) already exists and is not a regular file; it is never replaced: \(newName)"
+        }
+        guard let bytes = try? AtomicFile.readRegular(target), let old = try? DeviceBackup(decoding: bytes, source: target) else {
+            return "\(target) already exists (\(st.st_size) bytes) and is not a quire backup; it is never replaced: \(newName)"
+        }
+        let taken = DateText.format(old.takenAt.seconds, time: true)
+        let what = "a quire backup of device '\(old.deviceName)' (\(old.deviceID.hex.prefix(12))) taken \(taken)"
+        guard old.deviceID == device else {
+            return "\(target) already holds \(what), another device; --replace replaces only a backup of this device: \(newName)"
+        }
+        if replacing { return nil }
+        return "\(target) already holds \(what); \(newName), or add --replace to replace that backup as a whole "
+            + "(it stays as it is until the new one is completely written)"
     }
 
     /// Whether `path` (absolute, its parent resolved) is in `folder` or below

@@ -35,16 +35,18 @@ enum RepairCommand {
         name: "repair",
         summary: "back this device up, then bring a wedged device back",
         usage: """
-            usage: quire repair [--keep-mine | --take-fleet [--drop-unshared] | --leave] [--backup-to FILE] [--json]
+            usage: quire repair [--keep-mine | --take-fleet [--drop-unshared] | --leave] [--backup-to FILE [--replace]] [--json]
 
             First writes a backup of this device (to --backup-to, default
             <home>/repair-<time>.qbackup; never in the cloud folder or a quire
-            mount) and stops if it cannot. Without a choice,
+            mount) and stops if it cannot. A --backup-to FILE that exists is
+            refused and never replaced, except a backup of this device with
+            --replace (written whole beside it, then renamed over it). Without a choice,
             says what is wrong and prints these answers; with one, does it:
             \(answers)
             Refused while this device is syncing or mounted.
             """,
-        valued: ["backup-to"], flags: ["keep-mine", "take-fleet", "drop-unshared", "leave", "json"]
+        valued: ["backup-to"], flags: ["keep-mine", "take-fleet", "drop-unshared", "leave", "json", "replace"]
     ) { args, inv in
         try args.expectPositional(0...0, "")
         let choices = ["keep-mine", "take-fleet", "leave"].filter { args.has($0) }
@@ -58,9 +60,14 @@ enum RepairCommand {
         }
         defer { lock.release() }
         let stamp = DateText.format(SystemClock().now().seconds, time: true).replacingOccurrences(of: " ", with: "T").replacingOccurrences(of: ":", with: "")
-        let backupPath = args.value("backup-to") ?? home.path + "/repair-\(stamp).qbackup"
+        if args.has("replace") && args.value("backup-to") == nil { throw UsageError("--replace goes with --backup-to FILE") }
+        let backupPath = args.value("backup-to") ?? freeName(home.path + "/repair-\(stamp)", suffix: ".qbackup")
         if let place = BackupTarget.sharedPlace(of: backupPath, home: home) { throw CommandFailure("nothing repaired: \(place)") }
-        let aside = home.path + "/before-repair-" + stamp
+        let replacing = args.has("replace")
+        if let occupant = BackupTarget.occupant(of: backupPath, device: identity.deviceID, replacing: replacing) {
+            throw CommandFailure("nothing repaired: \(occupant)")
+        }
+        let aside = freeName(home.path + "/before-repair-" + stamp, suffix: "")
         // Before the backup, so a refusal changes nothing: the writes only
         // this device holds, which taking the fleet's copy drops.
         var fleetCopy: FleetCopy? = nil
@@ -74,7 +81,7 @@ enum RepairCommand {
             }
         }
         do {
-            try DeviceBackup.capture(home, store: store, identity: identity, at: SystemClock().now()).write(to: backupPath)
+            try DeviceBackup.capture(home, store: store, identity: identity, at: SystemClock().now()).write(to: backupPath, replacing: replacing)
         } catch {
             fleetCopy?.discard()
             throw CommandFailure("nothing repaired: the backup of this device could not be written to \(backupPath) (\(error))")
@@ -130,6 +137,17 @@ enum RepairCommand {
         default:
             Output.line("changed nothing; the backup is at \(backupPath)")
         }
+    }
+
+    /// `base + suffix`, or with "-2", "-3"... when a repair in the same
+    /// second took it: a default name never refuses or replaces.
+    static func freeName(_ base: String, suffix: String) -> String {
+        var name = base + suffix, attempt = 1
+        while FileManager.default.fileExists(atPath: name) {
+            attempt += 1
+            name = base + "-\(attempt)" + suffix
+        }
+        return name
     }
 }
 
