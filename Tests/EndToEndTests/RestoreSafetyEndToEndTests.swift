@@ -220,4 +220,30 @@ final class RestoreSafetyEndToEndTests: XCTestCase {
         XCTAssertGreaterThan(caught.backup, 0, "no backup was interrupted")
         XCTAssertGreaterThan(caught.restore, 0, "no restore was interrupted")
     }
+
+    /// The folder a restore moves the device's old files into is set aside
+    /// as repair's is: it reads with `--home FOLDER get|ls`, never opens as
+    /// the device (a second live copy of its actor), and keeps no private
+    /// keys when the restored device holds the same ones.
+    func testTheFolderARestoreSetsAsideHoldsNoKeysAndNeverActsAsTheDevice() throws {
+        let a = home("a")
+        try quireOK(["init", "--name", "a"], home: a)
+        let backup = dir + "/a.qbackup"
+        try quireOK(["backup", "--to", backup], home: a)
+        try quireOK(["put", "notebook", "unshared"], home: a, stdin: Array("only copy of these words\n".utf8))
+        let restored = try quireOK(["restore", "--from", backup, "--json"], home: a).stdout
+        let object = try XCTUnwrap(try jsonObject(restored) as? [String: Any], restored)
+        let aside = try XCTUnwrap(object["movedAside"] as? String, restored)
+        XCTAssertEqual(object["oldKeysKept"] as? [String], [], restored)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: aside + "/keys"), "the restored device holds the same keys")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: aside + "/set-aside"))
+        XCTAssertEqual(try quireOK(["get", "notebook", "unshared"], home: aside).stdout, "only copy of these words\n")
+        XCTAssertTrue(try quireOK(["ls", "notebook"], home: aside).stdout.contains("unshared"))
+        for use in [["put", "notebook", "Later"], ["sync", "--once"], ["status"]] {
+            let r = try quire(use, home: aside, stdin: Array("x\n".utf8))
+            XCTAssertEqual(r.status, 1, "\(use): \(r.stdout)")
+            XCTAssertTrue(r.stderr.contains("set aside") && r.stderr.contains("never syncs"), "\(use): \(r.stderr)")
+        }
+        try quireOK(["ls", "notebook"], home: a)
+    }
 }

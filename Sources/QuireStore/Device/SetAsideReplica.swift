@@ -1,5 +1,6 @@
 import Foundation
 import QuireCore
+import QuireCrypto
 
 /// A replica `quire repair --take-fleet` moved out of the device. Writes no
 /// other device received may live in it only, so it must stay readable
@@ -30,6 +31,35 @@ extension DeviceHome {
             throw StoreError(.notFound, "no prefs at \(source.prefsPath)")
         }
         try AtomicFile.write(Array(prefs), to: prefsPath, mode: 0o600)
+    }
+
+    /// Makes a folder `quire restore` moved the device's old files into
+    /// (replica, its own prefs, keys) a set-aside replica like repair's: the
+    /// marker, so it never opens as the device again, then its keys removed
+    /// where the restored device holds every one of them (the same device
+    /// keys, a ring it holds in full). A key that differs is kept, folder and
+    /// all: it may be the only copy of one this device received after the
+    /// backup (a rotation's backup key, its admission). Returns the names of
+    /// the key files that differ (empty: no keys are left in the folder).
+    public func markRestoredAside(device: DeviceID, reason: String, restored: DeviceHome) throws(StoreError) -> [String] {
+        try AtomicFile.write(Array("\(device.hex)\n\(reason)\n".utf8), to: setAsideMarkerPath, mode: 0o600)
+        let fm = FileManager.default
+        guard let names = try? fm.contentsOfDirectory(atPath: keysPath) else { return [] }
+        let differing = names.sorted().filter { name in
+            let mine = fm.contents(atPath: keysPath + "/" + name), theirs = fm.contents(atPath: restored.keysPath + "/" + name)
+            if mine == theirs { return false }
+            guard name == BackupKeyRing.fileName, let old = try? BackupKeyRing.load(keysPath: keysPath),
+                  let new = try? BackupKeyRing.load(keysPath: restored.keysPath) else { return true }
+            return old.ids.contains { id in
+                guard let mine = old.keys[id], let theirs = new.keys[id] else { return true }
+                return !mine.isEqual(to: theirs)
+            }
+        }
+        guard differing.isEmpty else { return differing }
+        do { try fm.removeItem(atPath: keysPath) } catch {
+            throw StoreError(.permission, "cannot remove the old keys in \(keysPath): \(error.localizedDescription)")
+        }
+        return []
     }
 
     /// Every use of a device directory but reading refuses a set-aside one.

@@ -76,7 +76,10 @@ enum BackupCommands {
             the device is touched, so a failure (a full disk, a damaged backup)
             leaves it as it was. Then the replica, prefs and keys found in the
             device directory are moved (not deleted) to <home>/before-restore-<time>/
-            and the staged ones put in their place, by renames. A restore that is
+            and the staged ones put in their place, by renames. That folder is then
+            marked as set aside (readable with 'quire --home FOLDER ls|get', never a
+            device again) and holds no keys, unless one of its keys differs from the
+            backup's (it may be the only copy): the output says so. A restore that is
             killed during that switch is finished by running it again. Bodies this
             device holds for other devices (a homebase) are kept: the backup may
             predate them, and the devices that offloaded them have no other copy.
@@ -233,6 +236,16 @@ enum BackupCommands {
         } catch {
             throw CommandFailure("restore not finished: \(error); what was there before is in \(home.interruptedRestore == nil ? home.path : aside)/; run it again to finish it")
         }
+        // The old files are a copy of this device, not a device: marked so
+        // they never open as it again (two live copies of one actor would
+        // mint the same dots), readable as repair's set-aside replica is.
+        var oldKeysKept: [String] = []
+        if fm.fileExists(atPath: aside) {
+            do {
+                oldKeysKept = try DeviceHome(path: aside).markRestoredAside(device: archive.deviceID, reason: "'quire restore' from \(source)",
+                                                                             restored: home)
+            } catch { Output.error("warning: restored, but the folder set aside \(aside) could not be marked as one: \(error)") }
+        }
         let actor: Actor
         let anchor: AnchorCatchUp.Record?
         do {
@@ -249,7 +262,7 @@ enum BackupCommands {
                          "incarnation": String(actor.incarnation, radix: 16), "generation": generation, "movedAside": movedAside,
                          "heldBodiesKept": adopted, "heldBodiesDamaged": heldDamaged, "unsharedSetAside": unshared.map(json),
                          "damagedNotes": damagedNotes, "cloud": kept.cloud ?? "", "backupCloud": kept.backupCloud ?? "",
-                         "anchorRecovered": anchor?.recovered as Any, "behindFleet": anchor?.behind as Any])
+                         "oldKeysKept": oldKeysKept, "anchorRecovered": anchor?.recovered as Any, "behindFleet": anchor?.behind as Any])
         } else {
             if let words = anchor?.recovered { Output.line("the cloud anchor is ahead of the backup: " + words) }
             if let words = anchor?.behind { Output.line("warning: " + words) }
@@ -259,6 +272,11 @@ enum BackupCommands {
             }
             if !damagedNotes.isEmpty {
                 Output.line("warning: \(damagedNotes.count) note bod\(damagedNotes.count == 1 ? "y" : "ies") of the backup \(damagedNotes.count == 1 ? "was" : "were") damaged and restored as damaged (named above)")
+            }
+            if !oldKeysKept.isEmpty {
+                Output.line("warning: \(aside)/keys still holds this device's old private keys: \(oldKeysKept.joined(separator: ", ")) "
+                            + "differ\(oldKeysKept.count == 1 ? "s" : "") from the backup's, so \(oldKeysKept.count == 1 ? "it" : "they") may be the only copy "
+                            + "of a key this device received after the backup was taken (a backup key a revocation sent); keep the folder where only you can read it")
             }
             if kept.cloudDiffers {
                 Output.line("kept this device's cloud folder \(kept.cloud ?? "(none)"), not the backup's \(kept.backupCloud ?? "(none)")")
