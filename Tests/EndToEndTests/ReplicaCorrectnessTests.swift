@@ -247,4 +247,35 @@ final class ReplicaCorrectnessTests: XCTestCase {
         XCTAssertEqual(try quire(["get", "notebook", "Only B"], home: home("b")).status, 1, "dropped from the device, as asked")
         XCTAssertEqual(try quireOK(["get", "notebook", "Only B"], home: aside).stdout, "written while a was away\n", "still in the folder")
     }
+
+    /// Plain `quire repair` names the writes only this device holds, in the
+    /// words --take-fleet uses, before the user picks an answer; `--json`
+    /// says the same to a script (and what was done), for every answer.
+    func testPlainRepairNamesUnsharedWritesAndJSONSaysWhatWasFoundAndDone() throws {
+        try makeDevices(["a", "b"])
+        try quireOK(["put", "notebook", "Shared"], home: home("a"), stdin: Array("from a\n".utf8))
+        try sync(["a", "b"])
+        try quireOK(["put", "notebook", "Only B"], home: home("b"), stdin: Array("written while a was away\n".utf8))
+
+        let offer = try quireOK(["repair", "--backup-to", dir + "/b1.qbackup"], home: home("b")).stdout
+        XCTAssertTrue(offer.contains("made on this device that no other device received") && offer.contains("notebook 'Only B'"), offer)
+        XCTAssertFalse(offer.contains("notebook 'Shared'"), offer)
+        XCTAssertTrue(offer.contains("--take-fleet") && offer.contains("--keep-mine"), offer)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: home("b") + "/replica-fleet-copy.sqlite"), "nothing is left staged")
+
+        let plain = try quireOK(["repair", "--json", "--backup-to", dir + "/b2.qbackup"], home: home("b")).stdout
+        let found = try XCTUnwrap(try jsonObject(plain) as? [String: Any], plain)
+        XCTAssertEqual(found["backup"] as? String, dir + "/b2.qbackup")
+        XCTAssertEqual(found["choice"] as? String, "none")
+        let unshared = try XCTUnwrap(found["unshared"] as? [[String: Any]], plain)
+        XCTAssertEqual(unshared.map { $0["name"] as? String }, ["Only B"], plain)
+
+        let left = try XCTUnwrap(try jsonObject(try quireOK(["repair", "--leave", "--json"], home: home("b")).stdout) as? [String: Any])
+        XCTAssertEqual(left["choice"] as? String, "leave")
+        let taken = try quireOK(["repair", "--take-fleet", "--drop-unshared", "--json"], home: home("b")).stdout
+        let object = try XCTUnwrap(try jsonObject(taken) as? [String: Any], taken)
+        let aside = try XCTUnwrap(object["setAside"] as? String, taken)
+        XCTAssertEqual((object["unshared"] as? [[String: Any]])?.map { $0["name"] as? String }, ["Only B"], taken)
+        XCTAssertEqual(try quireOK(["get", "notebook", "Only B"], home: aside).stdout, "written while a was away\n")
+    }
 }

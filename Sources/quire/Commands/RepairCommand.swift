@@ -42,9 +42,12 @@ enum RepairCommand {
             mount) and stops if it cannot. A --backup-to FILE that exists is
             refused and never replaced, except a backup of this device with
             --replace (written whole beside it, then renamed over it). Without a choice,
-            says what is wrong and prints these answers; with one, does it:
+            says what is wrong, names the writes only this device holds (which
+            --take-fleet would drop) and prints these answers; with one, does it:
             \(answers)
-            Refused while this device is syncing or mounted.
+            Refused while this device is syncing or mounted. With --json, prints
+            what it found and did as one JSON object (backup, problem, choice,
+            done, unshared writes; setAside for --take-fleet).
             """,
         valued: ["backup-to"], flags: ["keep-mine", "take-fleet", "drop-unshared", "leave", "json", "replace"]
     ) { args, inv in
@@ -69,11 +72,12 @@ enum RepairCommand {
         }
         let aside = freeName(home.path + "/before-repair-" + stamp, suffix: "")
         // Before the backup, so a refusal changes nothing: the writes only
-        // this device holds, which taking the fleet's copy drops.
+        // this device holds, which taking the fleet's copy drops. Without a
+        // choice too: the user weighs the answers knowing what --take-fleet drops.
         var fleetCopy: FleetCopy? = nil
-        if choices == ["take-fleet"] {
+        if choices == ["take-fleet"] || choices.isEmpty {
             fleetCopy = try FleetCopy.stage(home, identity: identity, store: store)
-            if !args.has("drop-unshared"), let refusal = fleetCopy?.refusal {
+            if choices == ["take-fleet"], !args.has("drop-unshared"), let refusal = fleetCopy?.refusal {
                 fleetCopy?.discard()
                 throw CommandFailure("nothing repaired: taking the fleet's copy would drop \(refusal). Keep them with --keep-mine "
                                      + "(merges never lose a write), or sync this device with a sibling first; to drop them from "
@@ -86,18 +90,32 @@ enum RepairCommand {
             fleetCopy?.discard()
             throw CommandFailure("nothing repaired: the backup of this device could not be written to \(backupPath) (\(error))")
         }
-        Output.line("backed up this device to \(backupPath)")
+        let isJSON = args.has("json")
+        let say: (String) -> Void = { if !isJSON { Output.line($0) } }
+        say("backed up this device to \(backupPath)")
         let status = SyncStatus.load(from: home)
         let problem = status?.wedgedReason ?? status?.anchor
+        var result: [String: Any] = ["backup": backupPath, "problem": problem as Any, "choice": choices.first ?? "none"]
         guard let choice = choices.first else {
-            Output.line(problem.map { "what is wrong: \($0)" } ?? "this device does not say it is wedged; repair is rarely needed")
-            Output.line("choose one:\n" + answers)
+            say(problem.map { "what is wrong: \($0)" } ?? "this device does not say it is wedged; repair is rarely needed")
+            if let fleetCopy {
+                fleetCopy.discard()
+                if let refusal = fleetCopy.refusal {
+                    say("this device holds " + refusal + ": --take-fleet would drop them from this device (only with --drop-unshared); --keep-mine keeps them")
+                }
+                result["unshared"] = fleetCopy.unshared.map(BackupCommands.json)
+                result["unsharedUnreadable"] = fleetCopy.unreadable as Any
+            }
+            say("choose one:\n" + answers)
+            result["done"] = "nothing"
+            if isJSON { Output.json(result) }
             return
         }
         switch choice {
         case "keep-mine":
             try? FileManager.default.removeItem(atPath: home.syncStatePath)
-            Output.line("kept this device's content; its sync state is cleared. Start 'quire sync' or mount it: it merges into the fleet")
+            say("kept this device's content; its sync state is cleared. Start 'quire sync' or mount it: it merges into the fleet")
+            result["done"] = "kept this device's content; cleared its sync state"
         case "take-fleet":
             guard let fleetCopy else { return }
             let prefs = try home.prefs.load()
@@ -124,19 +142,26 @@ enum RepairCommand {
             // Behind every sibling now: it catches up from the anchor or a sibling's snapshot.
             try home.prefs.update { $0.generation = 0 }
             if !fleetCopy.unshared.isEmpty {
-                Output.line("set aside " + BackupCommands.describe(fleetCopy.unshared, keptIn: aside, lacking: "which the fleet's copy lacks"))
-                Output.line("warning: \(fleetCopy.unshared.count) write\(fleetCopy.unshared.count == 1 ? "" : "s") no other device received "
-                            + "\(fleetCopy.unshared.count == 1 ? "is" : "are") in \(aside)/ only, not on this device or any other")
+                say("set aside " + BackupCommands.describe(fleetCopy.unshared, keptIn: aside, lacking: "which the fleet's copy lacks"))
+                say("warning: \(fleetCopy.unshared.count) write\(fleetCopy.unshared.count == 1 ? "" : "s") no other device received "
+                    + "\(fleetCopy.unshared.count == 1 ? "is" : "are") in \(aside)/ only, not on this device or any other")
             } else if let unreadable = fleetCopy.unreadable {
-                Output.line("warning: could not tell which writes only this device held (\(unreadable)); "
-                            + "whatever it held is in \(aside)/ (read it with 'quire --home \(aside) ls|get')")
+                say("warning: could not tell which writes only this device held (\(unreadable)); "
+                    + "whatever it held is in \(aside)/ (read it with 'quire --home \(aside) ls|get')")
             }
-            Output.line("set this device's replica aside in \(aside) (generation \(prefs.generation) there; read it with "
-                        + "'quire --home \(aside) ls|get', it never syncs); "
-                        + "start 'quire sync' or mount it with a sibling online: it takes the fleet's copy")
+            say("set this device's replica aside in \(aside) (generation \(prefs.generation) there; read it with "
+                + "'quire --home \(aside) ls|get', it never syncs); "
+                + "start 'quire sync' or mount it with a sibling online: it takes the fleet's copy")
+            result["done"] = "set this device's replica aside; the next sync takes the fleet's copy"
+            result["setAside"] = aside
+            result["setAsideGeneration"] = prefs.generation
+            result["unshared"] = fleetCopy.unshared.map(BackupCommands.json)
+            result["unsharedUnreadable"] = fleetCopy.unreadable as Any
         default:
-            Output.line("changed nothing; the backup is at \(backupPath)")
+            say("changed nothing; the backup is at \(backupPath)")
+            result["done"] = "nothing"
         }
+        if isJSON { Output.json(result) }
     }
 
     /// `base + suffix`, or with "-2", "-3"... when a repair in the same
