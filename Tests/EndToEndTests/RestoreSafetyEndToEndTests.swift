@@ -246,4 +246,43 @@ final class RestoreSafetyEndToEndTests: XCTestCase {
         }
         try quireOK(["ls", "notebook"], home: a)
     }
+
+    /// An interrupted restore rerun with another --from is refused, naming
+    /// both backups, and changes nothing; the first --from finishes it.
+    func testARerunWithAnotherBackupIsRefusedAndChangesNothing() throws {
+        let a = home("a")
+        try quireOK(["init", "--name", "a"], home: a)
+        try quireOK(["put", "notebook", "first"], home: a, stdin: Array("in the first backup\n".utf8))
+        let first = dir + "/first.qbackup", second = dir + "/second.qbackup"
+        try quireOK(["backup", "--to", first], home: a)
+        try quireOK(["put", "notebook", "second"], home: a, stdin: Array("in the second backup\n".utf8))
+        try quireOK(["backup", "--to", second], home: a)
+        let dry = try quireOK(["restore", "--from", first, "--dry-run"], home: a).stdout
+        let writes = dry.split(separator: "\n").filter { $0.hasPrefix("  write ") }.count
+        let killed = shell("strace -f -o /dev/null -e trace=rename -e inject=rename:signal=SIGKILL:when=\(writes + 3) "
+                           + "'\(QuireBinary.path)' --home '\(a)' restore --from '\(first)' >/dev/null 2>&1")
+        try XCTSkipIf(killed.status == 127, "no strace here")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: a + "/restore-in-progress"), "the restore was killed during its switch")
+        func snapshot() -> [String: Data] {
+            var files: [String: Data] = [:]
+            // sync.lock holds the pid of the last command that held the lock, nothing of the device.
+            for path in (FileManager.default.subpaths(atPath: a) ?? []) where path != "sync.lock" {
+                files[path] = FileManager.default.contents(atPath: a + "/" + path)
+            }
+            return files
+        }
+        let before = snapshot()
+        for args in [["restore", "--from", second], ["restore", "--from", second, "--dry-run"]] {
+            let refused = try quire(args, home: a)
+            XCTAssertEqual(refused.status, 1, refused.stdout)
+            XCTAssertTrue(refused.stderr.contains(first) && refused.stderr.contains(second) && refused.stderr.contains("nothing was changed"), refused.stderr)
+            XCTAssertTrue(refused.stderr.contains("'quire restore --from \(first)'"), refused.stderr)
+        }
+        XCTAssertEqual(snapshot(), before, "a refused rerun changed the device directory")
+        try quireOK(["restore", "--from", first], home: a)
+        XCTAssertEqual(try quireOK(["get", "notebook", "first"], home: a).stdout, "in the first backup\n")
+        XCTAssertEqual(try quire(["get", "notebook", "second"], home: a).status, 1, "the first backup was put back")
+        try quireOK(["restore", "--from", second], home: a)
+        XCTAssertEqual(try quireOK(["get", "notebook", "second"], home: a).stdout, "in the second backup\n")
+    }
 }

@@ -137,6 +137,15 @@ enum BackupCommands {
         // its device files brought together in its folder, then staged anew.
         // (A staging folder already gone means only the marker's removal was left.)
         let resuming = interrupted.flatMap { $0.staging != nil ? $0 : nil }
+        // The switch finishes with what it staged, which is the first backup's:
+        // finishing it under another --from would put back what the user did
+        // not ask for and say it was this one. Refused before anything moves.
+        if let resuming, !resuming.backup.isEmpty, !isSameFile(resuming.backup, source) {
+            throw CommandFailure("nothing restored, nothing was changed: a restore from \(resuming.backup) was interrupted, and it finishes "
+                                 + "with the files it staged from that backup, not from \(source). Finish it first with "
+                                 + "'quire restore --from \(resuming.backup)' (its staged files are checked already); then, to put back "
+                                 + "\(source) instead, run 'quire restore --from \(source)'")
+        }
         if let interrupted, !args.has("dry-run") {
             // The old files come together first, before anything opens them.
             do {
@@ -152,10 +161,6 @@ enum BackupCommands {
                     + "\(DateText.format(archive.takenAt.seconds, time: true)) into \(home.path):"]
         if let interrupted {
             plan.append("  finish the restore that was interrupted")
-            // The switch finishes with what was staged, whatever --from names now.
-            if let resuming, resuming.backup != source, !resuming.backup.isEmpty, interrupted.staging != nil {
-                plan.append("  (it was putting back \(resuming.backup), and finishes with the files it staged from that backup, not \(source))")
-            }
         }
         plan.append("  stage the backup's files in a folder in the device directory and check them before anything is moved:")
         for f in archive.files { plan.append("  write \(f.path) (\(f.bytes.count) bytes)") }
@@ -290,6 +295,14 @@ enum BackupCommands {
             Output.line("restored; this device now writes as incarnation \(String(actor.incarnation, radix: 16).prefix(6)) at generation \(generation). "
                         + "Start 'quire sync' or mount it: what the other devices learned since the backup comes back")
         }
+    }
+
+    /// Whether two paths name one backup file: the same words, the same
+    /// absolute path, or the same file (device and inode).
+    static func isSameFile(_ a: String, _ b: String) -> Bool {
+        if a == b || MountProcess.absolutePath(a) == MountProcess.absolutePath(b) { return true }
+        var sa = stat(), sb = stat()
+        return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino
     }
 
     /// A relay as `quire config` shows it: a Redis password never printed.
