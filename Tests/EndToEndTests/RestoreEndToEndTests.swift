@@ -176,4 +176,31 @@ final class RestoreEndToEndTests: CloudDrillTestCase {
         let after = try jsonObject(try quireOK(["status", "--json"], home: home("tablet")).stdout) as! [String: Any]
         XCTAssertTrue(after["behindFleet"] is NSNull || after["behindFleet"] == nil, "\(after["behindFleet"] ?? "none")")
     }
+
+    /// An anchor this device cannot recover from (here: no commit record) is
+    /// checked in full once: the next commands remember that check while the
+    /// anchor files are unchanged (the record is not rewritten) and still say
+    /// the device is behind; a changed anchor is checked again.
+    func testACheckThatLeftTheDeviceBehindIsNotRunAgainUntilTheAnchorChanges() throws {
+        let backup = try twoDevicesWithACollectedPlan()
+        for r in try FileManager.default.contentsOfDirectory(atPath: cloud) where r.hasPrefix("quire-committed-") {
+            try FileManager.default.removeItem(atPath: cloud + "/" + r)
+        }
+        try quireOK(["restore", "--from", backup], home: home("tablet"))
+        let record = home("tablet") + "/anchor-check.json"
+        func inode() throws -> Int { try XCTUnwrap((try FileManager.default.attributesOfItem(atPath: record)[.systemFileNumber] as? NSNumber)?.intValue) }
+        let first = try inode()
+        for args in [["ls", "plans"], ["status"], ["ls", "notebook"]] {
+            let out = try quireOK(args, home: home("tablet")).stdout
+            if args == ["status"] { XCTAssertTrue(out.contains("behind the fleet's anchor"), out) }
+            XCTAssertEqual(try inode(), first, "\(args): the full check ran again on an unchanged anchor")
+        }
+        let json = try jsonObject(try quireOK(["status", "--json"], home: home("tablet")).stdout) as! [String: Any]
+        XCTAssertTrue((json["behindFleet"] as? String)?.contains("generation 1") ?? false, "\(json["behindFleet"] ?? "none")")
+        // The anchor rewritten (here: its time): checked again.
+        let anchor = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: cloud).first { $0.hasPrefix("quire-anchor-") }, "no anchor")
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: 5)], ofItemAtPath: cloud + "/" + anchor)
+        try quireOK(["ls", "plans"], home: home("tablet"))
+        XCTAssertNotEqual(try inode(), first, "a changed anchor is checked again")
+    }
 }

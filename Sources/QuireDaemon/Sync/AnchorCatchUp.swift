@@ -28,6 +28,11 @@ public enum AnchorCatchUp {
         public var recovered: String?
         /// Why this device is still behind the fleet, in words.
         public var behind: String?
+        /// The anchor files as this check saw them (`headerState`): while
+        /// they and the device are unchanged, a check that left the device
+        /// behind would find the same, so the next command does not run it
+        /// again (nil in records of an older quire: checked again).
+        public var anchorHeaders: String?
     }
 
     public static func recordPath(in home: DeviceHome) -> String { home.path + "/anchor-check.json" }
@@ -59,11 +64,20 @@ public enum AnchorCatchUp {
         // A replica put back alone is behind its prefs: the lower one counts.
         let local = min(prefs.generation, ((try? store.replicaGeneration()) ?? nil) ?? prefs.generation)
         let folder = CloudFolder(path: cloudPath, accountID: identity.userIDHash)
-        let highest = ((try? folder.candidates()) ?? []).map(\.header.generation).max() ?? 0
+        let candidates = (try? folder.candidates()) ?? []
+        let highest = candidates.map(\.header.generation).max() ?? 0
         guard highest > local else {
             // No longer behind: a wait said before is over.
             if load(from: home)?.behind != nil { unlink(recordPath(in: home)) }
             return nil
+        }
+        // An anchor this device could not recover from (forged, no commit
+        // record) stays so until a file of it changes: the full check, up to
+        // a second each, is not run again; the device still says it is behind.
+        let headers = headerState(candidates)
+        if let last = load(from: home), last.behind != nil, last.anchorHeaders == headers,
+           last.fromGeneration == prefs.generation, last.toGeneration == prefs.generation {
+            return last
         }
         var lock: DeviceLock?
         if !holdingLock {
@@ -89,13 +103,24 @@ public enum AnchorCatchUp {
             let result = SyncEngine(deps).checkAnchorBeforeUse(trigger: trigger)
             let after = (try? home.prefs.load().generation) ?? settled.generation
             let record = Record(at: SystemClock().now().seconds, fromGeneration: settled.generation, toGeneration: after,
-                                recovered: result.recovered, behind: result.behind)
+                                recovered: result.recovered, behind: result.behind, anchorHeaders: headers)
             try AtomicFile.write(Array(try JSONEncoder().encode(record)), to: recordPath(in: home), mode: 0o600)
             return record
         } catch {
             log.write("anchor check: could not run: \(error)")
             return nil
         }
+    }
+
+    /// The anchor files of `candidates` as they are: name, header, size and
+    /// modification time, so a rewritten anchor counts as changed even under
+    /// the same header.
+    static func headerState(_ candidates: [CloudFolder.Candidate]) -> String {
+        candidates.sorted { $0.path < $1.path }.map { candidate in
+            var st = stat()
+            let file = stat(candidate.path, &st) == 0 ? "\(st.st_size)@\(st.st_mtim.tv_sec).\(st.st_mtim.tv_nsec)" : "gone"
+            return "\(candidate.path)|\(Hex.encode(candidate.header.encoded()))|\(file)"
+        }.joined(separator: "\n")
     }
 
     /// The record, if it still speaks of this device as it is (a later
