@@ -203,7 +203,7 @@ final class RestoreSafetyEndToEndTests: XCTestCase {
         var caught = (backup: 0, restore: 0)
         for attempt in 0..<16 {
             let delay = String(format: "%.3f", 0.02 + Double(attempt % 8) * 0.02)
-            let run = shell("timeout -s INT \(delay) '\(QuireBinary.path)' --home '\(a)' backup --to '\(dir)/b.qbackup' >/dev/null 2>&1; echo $?")
+            let run = shell("timeout -s INT \(delay) '\(QuireBinary.path)' --home '\(a)' backup --to '\(dir)/b.qbackup' --replace >/dev/null 2>&1; echo $?")
             if run.output.trimmingCharacters(in: .whitespacesAndNewlines) != "0" { caught.backup += 1 }
             XCTAssertEqual(entries(a).filter { $0.hasPrefix(".backup-") }, [], "after SIGINT at \(delay) s")
         }
