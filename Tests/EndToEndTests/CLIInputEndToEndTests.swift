@@ -48,6 +48,19 @@ final class CLIInputEndToEndTests: XCTestCase {
         XCTAssertEqual(try quire(["ls", "notebook"], home: home("a")).stdout.split(separator: "\n").count, 1)
     }
 
+    /// `quire put contacts NAME --file` reads a card as the mount does: one
+    /// with no VERSION line is refused in one line, and nothing is written.
+    func testPutRefusesACardWithoutAVersion() throws {
+        try quireOK(["init", "--name", "a"], home: home("a"))
+        let file = dir + "/nover.vcf"
+        try "BEGIN:VCARD\nFN:NoVer\nEMAIL:n@x\nEND:VCARD\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let refused = try quire(["put", "contacts", "NoVer", "--file", file], home: home("a"))
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertEqual(refused.stderr, "quire: contacts/NoVer not written: \(file) has no VERSION line; quire reads vCard 4.0 and 3.0 "
+                       + "(add VERSION:4.0 or VERSION:3.0 after BEGIN:VCARD)\n")
+        XCTAssertEqual(try quire(["get", "contacts", "NoVer"], home: home("a")).status, 1, "nothing was written")
+    }
+
     /// Rows by the names the mount shows them under: a day's file, a
     /// setting's, a folder as ls prints it, a title in another Unicode
     /// form; ls sizes every row as its file; rm refuses a folder that

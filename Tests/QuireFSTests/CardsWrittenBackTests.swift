@@ -77,4 +77,23 @@ final class CardsWrittenBackTests: XCTestCase {
         try mount.close(file)
         XCTAssertEqual(try mount.stored(.contacts, "e1"), text)
     }
+
+    /// A card with no VERSION line is refused at close() as a card of
+    /// another version is (which one was meant is not guessed): the text
+    /// is kept beside it as `.rejected`, the stored card is left as it was.
+    func testACardWithoutAVersionIsRefusedAndKeptBesideIt() throws {
+        let mount = try DirectMount()
+        let stored = card(["BEGIN:VCARD", "VERSION:4.0", "UID:nover-1", "FN:NoVer", "END:VCARD"])
+        try mount.writeFile("contacts/nover.vcf", stored)
+        let unversioned = "BEGIN:VCARD\nFN:NoVer\nEMAIL:n@x\nEND:VCARD\n"
+        XCTAssertThrowsError(try mount.writeFile("contacts/nover.vcf", unversioned)) { XCTAssertEqual($0 as? FuseError, .invalid) }
+        XCTAssertEqual(try mount.stored(.contacts, "nover"), stored)
+        XCTAssertEqual(try mount.text("contacts/nover.vcf.rejected"), unversioned)
+        XCTAssertTrue(mount.fileSystem.log.recentProblems.contains { $0.contains("contacts/nover.vcf") && $0.contains("has no VERSION line") },
+                      "\(mount.fileSystem.log.recentProblems)")
+        // A new file holding such a card is refused too, and nothing is stored.
+        XCTAssertThrowsError(try mount.writeFile("contacts/fresh.vcf", unversioned)) { XCTAssertEqual($0 as? FuseError, .invalid) }
+        XCTAssertNil(try mount.stored(.contacts, "fresh"))
+        XCTAssertEqual(try mount.text("contacts/fresh.vcf.rejected"), unversioned)
+    }
 }

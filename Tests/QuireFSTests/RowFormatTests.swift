@@ -106,6 +106,8 @@ final class RowFormatTests: XCTestCase {
             ("BEGIN:VCARD\nFN:Cut\n", "does not end with END:VCARD"),
             ("BEGIN:VCARD\ngarbage\nEND:VCARD\n", "line 2 is not a property"),
             ("BEGIN:VCARD\nVERSION:2.1\nEND:VCARD\n", "version 2.1"),
+            ("BEGIN:VCARD\nFN:NoVer\nEMAIL:n@x\nEND:VCARD\n", "has no VERSION line"),
+            ("BEGIN:VCARD\nFN:Inner\nBEGIN:X-PART\nVERSION:4.0\nEND:X-PART\nEND:VCARD\n", "has no VERSION line"),
             ("BEGIN:VCARD\nFN:A\nEND:VCARD\nBEGIN:VCARD\nFN:B\nEND:VCARD\n", "one a vCard per file"),
             ("BEGIN:VCARD\nBEGIN:VCARD\nEND:VCARD\nEND:VCARD\n", "nested"),
             ("BEGIN:VCARD\nEND:VCALENDAR\n", "END:VCARD belongs"),

@@ -10,7 +10,9 @@ import QuireCore
 /// becomes a card with just a name (the file's title), as `touch` makes.
 /// What is refused (close() fails with the reason, the row keeps what it
 /// had): text that is not UTF-8 or not content lines, a file that is not
-/// one BEGIN:VCARD ... END:VCARD, a vCard version other than 3.0 or 4.0.
+/// one BEGIN:VCARD ... END:VCARD, a vCard version other than 3.0 or 4.0,
+/// and a card with no VERSION line: both versions require one, and
+/// guessing which was meant would change how every other line is read.
 enum VCard {
     static func parse(_ bytes: [UInt8], title: String, key: RowKey?, previous: Contact?) throws(FormatError) -> Contact {
         let zero = Timestamp(seconds: 0)
@@ -19,20 +21,21 @@ enum VCard {
             bytes = Contact(name: title, uid: CardFile.uid(previous: previous?.uid, key: key), updatedAt: zero).bytes
         }
         let checked = try CardFile.check(bytes, outer: "VCARD", kind: "a vCard")
-        var hasUID = false
+        var hasUID = false, hasVersion = false
         for place in checked.lines {
             guard let line = place.line, place.path == Contact.path else { continue }
             if line.name == "VERSION", line.value != "4.0", line.value != "3.0" {
                 throw FormatError(.invalid, "is vCard version \(line.value); quire reads 4.0 and 3.0")
             }
+            if line.name == "VERSION" { hasVersion = true }
             if line.name == "UID" { hasUID = true }
+        }
+        guard hasVersion else {
+            throw FormatError(.invalid, "has no VERSION line; quire reads vCard 4.0 and 3.0 (add VERSION:4.0 or VERSION:3.0 after BEGIN:VCARD)")
         }
         if !hasUID {
             let uid = CardFile.uid(previous: previous?.uid, key: key)
-            let hasVersion = checked.lines.contains { $0.path == Contact.path && $0.line?.name == "VERSION" }
-            bytes = CardFile.inserting("UID:" + uid, into: checked) { path, line in
-                hasVersion ? path == Contact.path && line.name == "VERSION" : line.name == "BEGIN"
-            }
+            bytes = CardFile.inserting("UID:" + uid, into: checked) { path, line in path == Contact.path && line.name == "VERSION" }
         }
         let card = previous.map { $0.card.edited(to: bytes) } ?? CardText(fresh: bytes)
         return Contact(title: title, card: card, updatedAt: previous?.updatedAt ?? zero)
