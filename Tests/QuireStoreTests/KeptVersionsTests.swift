@@ -204,30 +204,47 @@ final class KeptVersionsTests: XCTestCase {
         XCTAssertEqual(try s.keptVersions().map { try text(s, $0.id) }, ["day 2\n", "day 3\n"])
     }
 
+    /// The size limit is a limit: within the prune interval, the write
+    /// that keeps a text over it drops the oldest at once (a few at a
+    /// time), so what is kept never stands over it, not even for a while.
     func testTheOldestGoFirstWhenTheSizeLimitIsReached() throws {
         let clock = ManualClock()
         let s = try makeStore(temporaryDirectory(), clock: clock)
         s.keptLimits = KeptLimits(days: 30, mebibytes: 1)
         let random = SeededRandom(seed: 7)
         let row = try s.put(attachment("scan.bin", random.bytes(300_000)))
-        for _ in 0..<6 {
+        for edit in 0..<6 {
             clock.advance(1)
             try s.put(attachment("scan.bin", random.bytes(300_000)), key: row.key)
+            XCTAssertLessThanOrEqual(try s.keptUsage().versionsBytes, 1 << 20, "after edit \(edit + 1)")
         }
-        // Within the interval, the write path still prunes once an eighth of
-        // the limit was kept since: the oldest go as the edits come (the
-        // text just kept may stand over the limit until the next write).
-        XCTAssertEqual(try s.keptVersions().map(\.id), [3, 4, 5, 6])
-        let pruned = try s.pruneKept()
         let kept = try s.keptVersions()
-        XCTAssertEqual(pruned.overSize, 1)
         XCTAssertEqual(kept.count, 3, "three of 300,000 incompressible bytes fit in 1 MiB")
         XCTAssertEqual(kept.map(\.id), [4, 5, 6], "the oldest were dropped")
-        XCTAssertLessThanOrEqual(try s.keptUsage().versionsBytes, 1 << 20)
+        XCTAssertEqual(try s.pruneKept().overSize, 0, "nothing was left over the limit for quire trash prune")
         // Limits of zero keep nothing at all.
         s.keptLimits = KeptLimits(days: 0)
         try s.put(attachment("scan.bin", random.bytes(10)), key: row.key)
         XCTAssertEqual(try s.keptVersions(), [])
+    }
+
+    /// A burst of small edits within the interval stays under the limit too,
+    /// and the write path drops in batches rather than at every edit.
+    func testABurstOfEditsStaysUnderTheSizeLimitAndPrunesInBatches() throws {
+        let clock = ManualClock()
+        let s = try makeStore(temporaryDirectory(), clock: clock)
+        s.keptLimits = KeptLimits(days: 30, mebibytes: 1)
+        let random = SeededRandom(seed: 11)
+        let row = try s.put(attachment("log.bin", random.bytes(20_000)))
+        var counts: [Int] = []
+        for _ in 0..<120 {
+            try s.put(attachment("log.bin", random.bytes(20_000)), key: row.key)
+            XCTAssertLessThanOrEqual(try s.keptUsage().versionsBytes, 1 << 20)
+            counts.append(try s.keptVersions().count)
+        }
+        let drops = zip(counts, counts.dropFirst()).filter { $0.1 <= $0.0 }.count
+        XCTAssertLessThan(drops, 20, "dropped in batches: \(counts)")
+        XCTAssertGreaterThan(counts.last ?? 0, (1 << 20) * 15 / 16 / 20_000 - 2, "room below the limit is still used: \(counts)")
     }
 
     /// A prune that fails (here a trigger stands in for a full disk) drops

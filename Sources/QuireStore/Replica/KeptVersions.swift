@@ -112,6 +112,8 @@ public struct KeptPruning: Equatable, Sendable {
     public var expired = 0
     public var overSize = 0
     public var freedBytes: Int64 = 0
+    /// What the kept texts hold after the prune.
+    public var keptBytes: Int64 = 0
 }
 
 /// The limits this store applies and when it last pruned: per process,
@@ -120,15 +122,19 @@ final class KeptPolicy: @unchecked Sendable {
     private let lock = NSLock()
     private var _limits = KeptLimits()
     private var _lastPrune: Int64?
-    private var _keptSincePrune: Int64 = 0
+    /// What the kept texts hold, as the last prune found it plus at most
+    /// what was kept since (nil before the first prune): the size limit is
+    /// checked against it at every text kept, without summing the table.
+    private var _keptBytes: Int64?
     private var _problem: String?
-    /// A prune runs in the write path at most this often (and at the first
-    /// write after opening): it is a range delete, but need not run per edit.
+    /// The age limit is applied in the write path at most this often (and
+    /// at the first write after opening): it is a range delete, but need
+    /// not run per edit. The size limit is applied as soon as it is passed.
     static let pruneInterval: Int64 = 300
 
     var limits: KeptLimits {
         get { lock.lock(); defer { lock.unlock() }; return _limits }
-        set { lock.lock(); _limits = newValue; _lastPrune = nil; lock.unlock() }
+        set { lock.lock(); _limits = newValue; _lastPrune = nil; _keptBytes = nil; lock.unlock() }
     }
 
     var problem: String? {
@@ -136,19 +142,27 @@ final class KeptPolicy: @unchecked Sendable {
         set { lock.lock(); _problem = newValue; lock.unlock() }
     }
 
-    /// Whether a prune is due at `now` (the interval passed, or an eighth
-    /// of the size limit was kept since the last: a big sync import must not
-    /// overshoot the limit for minutes); if so, it counts as done now.
+    /// Whether a prune is due at `now` (the interval passed, or what is
+    /// kept may be over the size limit: the limit is a limit, never a
+    /// target overshot for minutes); if so, it counts as done now.
     func claimPrune(at now: Int64) -> Bool {
         lock.lock(); defer { lock.unlock() }
-        if let last = _lastPrune, now >= last, now - last < Self.pruneInterval, _keptSincePrune <= _limits.bytes / 8 { return false }
+        if let last = _lastPrune, now >= last, now - last < Self.pruneInterval, let kept = _keptBytes, kept <= _limits.bytes { return false }
         _lastPrune = now
-        _keptSincePrune = 0
         return true
     }
 
     func noteKept(bytes: Int) {
-        lock.lock(); _keptSincePrune += Int64(bytes); lock.unlock()
+        lock.lock(); _keptBytes = _keptBytes.map { $0 + Int64(bytes) }; lock.unlock()
+    }
+
+    func notePruneFailed() {
+        lock.lock(); _keptBytes = 0; lock.unlock()
+    }
+
+    /// What a prune that succeeded left.
+    func notePruned(leaving bytes: Int64) {
+        lock.lock(); _keptBytes = bytes; lock.unlock()
     }
 }
 
@@ -203,6 +217,7 @@ extension ReplicaStore {
     @discardableResult
     public func pruneKept() throws(StoreError) -> KeptPruning {
         let result = try write { ctx in try KeptTable.prune(ctx.db, limits: keptLimits, now: ctx.now.seconds) }
+        keptPolicy.notePruned(leaving: result.keptBytes)
         keptPolicy.problem = nil
         return result
     }
@@ -287,7 +302,11 @@ enum KeptTable {
         return body
     }
 
-    static func prune(_ db: Connection, limits: KeptLimits, now: Int64) throws(StoreError) -> KeptPruning {
+    /// Drops what is older than `limits.days`, then, when the rest is over
+    /// `limits.bytes`, the oldest until it is at most `target` (the write
+    /// path leaves some room below the limit, so the texts kept next do
+    /// not each need a drop).
+    static func prune(_ db: Connection, limits: KeptLimits, now: Int64, target: Int64? = nil) throws(StoreError) -> KeptPruning {
         var result = KeptPruning()
         // Off: nothing is kept, so nothing stays either.
         let cutoff = limits.isOff ? Int64.max : now - Int64(limits.days) * 86_400
@@ -299,17 +318,20 @@ enum KeptTable {
             result.freedBytes += bytes
         }
         var total = try db.queryOne("SELECT coalesce(sum(stored), 0) FROM kept") { $0.int(0) } ?? 0
+        result.keptBytes = total
         guard total > limits.bytes else { return result }
+        let fit = min(target ?? limits.bytes, limits.bytes)
         // Oldest first (ids grow with time, whatever the clock does).
         var last: Int64?
         for (id, stored) in try db.query("SELECT id, stored FROM kept ORDER BY id", [], { ($0.int(0), $0.int(1)) }) {
-            guard total > limits.bytes else { break }
+            guard total > fit else { break }
             total -= stored
             result.overSize += 1
             result.freedBytes += stored
             last = id
         }
         if let last { try db.run("DELETE FROM kept WHERE id <= ?", [.int(last)]) }
+        result.keptBytes = total
         return result
     }
 }

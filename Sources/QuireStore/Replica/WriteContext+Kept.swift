@@ -19,6 +19,13 @@ extension WriteContext {
     func keepReplacedText(by row: Row, exists: Bool, madeHere: Bool) throws(StoreError) {
         let limits = store.keptPolicy.limits
         pruneKeptIfDue(limits)
+        try keepText(replacedBy: row, exists: exists, madeHere: madeHere, limits: limits)
+        // What was just kept may take the trash over its size limit: it is
+        // brought back under it in this write, not at the next prune.
+        pruneKeptIfDue(limits)
+    }
+
+    private func keepText(replacedBy row: Row, exists: Bool, madeHere: Bool, limits: KeptLimits) throws(StoreError) {
         guard exists, keepsReplacedText, row.namespace == .notebook, !limits.isOff,
               let record = try RowRecord.load(db, .notebook, row.key, withBody: false), !record.isTombstone else { return }
         let stored = try record.row(path: store.path)
@@ -94,17 +101,20 @@ extension WriteContext {
         return (reversed.reversed(), current == nil)
     }
 
-    /// The write path's prune: at most every few minutes, under a savepoint,
-    /// so a prune that fails (a full disk) leaves the edit it rides on whole
-    /// and is said in `quire status` until one succeeds.
+    /// The write path's prune: for age at most every few minutes, for size
+    /// whenever what is kept passed the limit (down to a sixteenth below it,
+    /// so that a burst of edits prunes in batches, not at every edit); under
+    /// a savepoint, so a prune that fails (a full disk) leaves the edit it
+    /// rides on whole and is said in `quire status` until one succeeds.
     func pruneKeptIfDue(_ limits: KeptLimits) {
         let policy = store.keptPolicy
         guard policy.claimPrune(at: now.seconds) else { return }
         do throws(StoreError) {
             try db.execute("SAVEPOINT kept_prune")
             do throws(StoreError) {
-                _ = try KeptTable.prune(db, limits: limits, now: now.seconds)
+                let pruned = try KeptTable.prune(db, limits: limits, now: now.seconds, target: limits.bytes - limits.bytes / 16)
                 try db.execute("RELEASE kept_prune")
+                policy.notePruned(leaving: pruned.keptBytes)
                 policy.problem = nil
             } catch {
                 try? db.execute("ROLLBACK TO kept_prune")
@@ -112,6 +122,8 @@ extension WriteContext {
                 throw error
             }
         } catch {
+            // Tried again at the interval, not at every write to a full disk.
+            policy.notePruneFailed()
             policy.problem = "dropping old trash and versions failed (\(error.message)); nothing was dropped, it is tried again in a few minutes"
         }
     }

@@ -22,7 +22,8 @@ enum TrashCommands {
             brings one back.
               --json   the same as JSON
               prune    drop now what is older or larger than the limits allow
-                       (done by itself at most every few minutes of writing)
+                       (writes do it by themselves: the size limit as soon as
+                       a kept text passes it, the age limit every few minutes)
             Limits: 'quire config trash-days N' (default 30) and
             'quire config trash-size MIB' (default 512).
             """,
