@@ -156,12 +156,13 @@ final class NameFormTests: XCTestCase {
 
     /// A name with a key marker no row has (a copy of a folder holding
     /// twins, `cp -r` or `rsync` of `W.md` and `W%~df4d7e73.md`) names no
-    /// file: created, it is a new note of that title, never the title's
+    /// file: created (beside the title's note, with a mark that sorts
+    /// after its key), it is a new note of that title, never the title's
     /// existing note written over.
     func testANameWithAnUnknownKeyMarkerNeverWritesOverTheTitlesNote() throws {
         let mount = try DirectMount { try $0.putNote("y", "yy\n") }
-        XCTAssertFalse(mount.exists("notebook/y%~deadbeef.md"))
-        try mount.writeFile("notebook/y%~deadbeef.md", "new\n")
+        XCTAssertFalse(mount.exists("notebook/y%~fffffffe.md"))
+        try mount.writeFile("notebook/y%~fffffffe.md", "new\n")
         XCTAssertEqual(try mount.text("notebook/y.md").map { $0.hasPrefix("yy") || $0.hasPrefix("new") }, true)
         let texts = try mount.store.summaries(.notebook).filter { $0.name == "y" }
             .map { String(decoding: try XCTUnwrap(mount.store.row(.notebook, $0.key)?.content.flatMap(RowFormat.render)), as: UTF8.self) }

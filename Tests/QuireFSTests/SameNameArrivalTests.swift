@@ -385,29 +385,48 @@ final class SameNameArrivalTests: XCTestCase {
     }
 
     /// A backup of two notes that shared a title (`Ideas.md` and its twin
-    /// `Ideas%~1a2b3c4d.md`) copied back into an empty folder, twin first
-    /// (as `cp`, `tar` and `rsync` go, `%` sorting before `.`): each file
-    /// is its own note with its own text, written directly or through a
-    /// temp file renamed over the name.
-    func testABackupOfTwinsCopiedBackKeepsBothTexts() throws {
+    /// `Ideas%~1a2b3c4d.md`) copied back into a quire folder: a name with a
+    /// mark no file has is made only beside a first file of its title
+    /// whose key sorts before the mark, where every device gives it that
+    /// name; anywhere else every device would list it as `Ideas.md` (and
+    /// this one too, once its claim ended), so it is refused at once with
+    /// a line that says what to name it. (`cp` and `rsync` go twin first,
+    /// `%` sorting before `.`: that copy of the twin fails, and says why.)
+    func testACopiedNameWithAMarkKeepsItOnEveryDeviceOrIsRefused() throws {
         let mount = try DirectMount()
-        try mount.writeFile("notebook/Ideas%~1a2b3c4d.md", "the twin\n")
-        XCTAssertEqual(try mount.list("notebook"), ["Ideas%~1a2b3c4d.md"], "it keeps the name it was made under")
-        try mount.writeFile("notebook/Ideas.md", "the first\n")
+        XCTAssertThrowsError(try mount.writeFile("notebook/Ideas%~1a2b3c4d.md", "the twin\n")) { XCTAssertEqual($0 as? FuseError, .invalid) }
+        XCTAssertTrue(mount.fileSystem.log.recentProblems.contains { $0.contains("Ideas%~1a2b3c4d.md refused") && $0.contains("'Ideas%25~1a2b3c4d.md'") },
+                      "\(mount.fileSystem.log.recentProblems)")
+        XCTAssertThrowsError(try mount.writeFile("plans/Foo%~12345678.ics", "")) { XCTAssertEqual($0 as? FuseError, .invalid) }
+        // rsync's way: a temp file renamed to the name.
         try mount.writeFile("notebook/.Plan%~0badcafe.md.X1y2Z3", "plan twin\n")
-        try mount.rename("notebook/.Plan%~0badcafe.md.X1y2Z3", "notebook/Plan%~0badcafe.md")
-        try mount.writeFile("notebook/.Plan.md.Q9w8E7", "plan first\n")
-        try mount.rename("notebook/.Plan.md.Q9w8E7", "notebook/Plan.md")
-        XCTAssertEqual(try mount.list("notebook"), ["Ideas%~1a2b3c4d.md", "Ideas.md", "Plan%~0badcafe.md", "Plan.md"])
-        XCTAssertEqual(try mount.text("notebook/Ideas%~1a2b3c4d.md"), "the twin\n")
-        XCTAssertEqual(try mount.text("notebook/Ideas.md"), "the first\n")
-        XCTAssertEqual(try mount.text("notebook/Plan%~0badcafe.md"), "plan twin\n")
-        XCTAssertEqual(try mount.text("notebook/Plan.md"), "plan first\n")
-        // Once the claims end, the names are the ones every device gives:
-        // both texts stay, each under a name of its title.
+        XCTAssertThrowsError(try mount.rename("notebook/.Plan%~0badcafe.md.X1y2Z3", "notebook/Plan%~0badcafe.md")) {
+            XCTAssertEqual($0 as? FuseError, .invalid)
+        }
+        XCTAssertEqual(try mount.text("notebook/.Plan%~0badcafe.md.X1y2Z3"), "plan twin\n", "the text is where it was")
+        try mount.unlink("notebook/.Plan%~0badcafe.md.X1y2Z3")
+        XCTAssertEqual(try mount.list("notebook"), [])
+        XCTAssertEqual(try mount.list("plans"), [])
+        XCTAssertEqual(try mount.liveTitles(.notebook), [])
+        // The name of a title that holds the mark's text is made, and kept.
+        try mount.writeFile("plans/Foo%25~12345678.ics", "")
+        XCTAssertEqual(try mount.liveTitles(.plans), ["Foo%~12345678"])
+
+        // Beside its first file: a mark that sorts after the first's key
+        // is every device's name for the twin; one before it is refused.
+        try mount.writeFile("notebook/Ideas.md", "the first\n")
+        XCTAssertThrowsError(try mount.writeFile("notebook/Ideas%~00000000.md", "before\n")) { XCTAssertEqual($0 as? FuseError, .invalid) }
+        try mount.writeFile("notebook/.Ideas%~ffffffff.md.Q9w8E7", "the twin\n")
+        try mount.rename("notebook/.Ideas%~ffffffff.md.Q9w8E7", "notebook/Ideas%~ffffffff.md")
+        try mount.writeFile("plans/Ship.ics", "")
+        try mount.writeFile("plans/Ship%~ffffffff.ics", "")
         mount.fileSystem.locked { mount.fileSystem.endClaims(at: Date(timeIntervalSinceNow: ChangeFeed.claimGrace + 1)) }
-        let names = try mount.list("notebook")
-        XCTAssertEqual(names.count, 4, "\(names)")
-        XCTAssertEqual(Set(try names.map { try XCTUnwrap(mount.text("notebook/" + $0)) }), ["the twin\n", "the first\n", "plan twin\n", "plan first\n"])
+        XCTAssertEqual(try mount.list("notebook"), ["Ideas%~ffffffff.md", "Ideas.md"])
+        XCTAssertEqual(try mount.text("notebook/Ideas%~ffffffff.md"), "the twin\n")
+        XCTAssertEqual(try mount.text("notebook/Ideas.md"), "the first\n")
+        XCTAssertEqual(try mount.list("plans"), ["Foo%25~12345678.ics", "Ship%~ffffffff.ics", "Ship.ics"])
+        // What every device lists: names made from the rows alone, no claim.
+        var listing = NamespaceListing(namespace: .plans, summaries: try mount.store.summaries(.plans))
+        XCTAssertEqual(listing.sortedNames(in: nil).map(\.text), ["Foo%25~12345678.ics", "Ship%~ffffffff.ics", "Ship.ics"])
     }
 }

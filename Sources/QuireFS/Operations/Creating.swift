@@ -120,6 +120,7 @@ extension QuireFileSystem {
                     shown = removal.text ?? (try? store.deletedText(ref.key)).flatMap { $0 } ?? []
                 } else {
                     let fresh = try newRowKey(named: name, in: namespace)
+                    try refuseUnkeptMarker(name, key: fresh.key, title: title, kind: kind, in: folder)
                     ref = RowRef(namespace: namespace, key: fresh.key)
                     keepsMarker = fresh.keepsMarker
                 }
@@ -162,5 +163,30 @@ extension QuireFileSystem {
             if let key = RowKey(bytes: bytes), try listing(namespace).rows[key] == nil { return (key, true) }
         }
         return (RowKey(bytes: bytes)!, false)
+    }
+
+    /// A new row named with a key marker keeps that name on every device
+    /// only beside a file of its title whose key sorts before its own
+    /// (every device gives the plain name to the smallest key). Anywhere
+    /// else every device, and this one once its claim ends, would list it
+    /// without the marker, and the name its program chose would change
+    /// under it (a mirror's next `rsync --delete` or open by name fails):
+    /// refused, so the program is told at once.
+    func refuseUnkeptMarker(_ name: CanonicalName, key: RowKey, title: String, kind: NoteKind, in folder: Folder) throws(FuseError) {
+        guard let namespace = folder.namespace, let marker = FileNames.markerKeyPrefix(of: name.text, in: namespace),
+              marker.utf8.count == 8 else { return }
+        let firsts = try listing(namespace).keys(titled: title, kind: kind, in: folder.folderKey).filter { $0 < key }
+        guard firsts.isEmpty else { return }
+        let zero = Timestamp(seconds: 0)
+        let plain = FileNames.nameParts(namespace: namespace, kind: kind, title: title, updatedAt: zero)
+        var instead = "name it '\(plain.stem + plain.ext)'"
+        if kind == .note {
+            // A note's title may hold the text itself, escaped (`%25~`).
+            let literal = FileNames.nameParts(namespace: namespace, kind: kind, title: title + FileNames.marker + marker, updatedAt: zero)
+            instead += ", or '\(literal.stem + literal.ext)' to keep '\(FileNames.marker)\(marker)' in its title"
+        }
+        throw refuse(.invalid, "\(folderPath(folder))/\(name) refused: '\(FileNames.marker)\(marker)' is the mark the mount gives a "
+                     + "second file titled '\(title)', and no first file of that title is here, so every device would list it as "
+                     + "'\(plain.stem + plain.ext)': \(instead)")
     }
 }

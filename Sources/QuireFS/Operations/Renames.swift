@@ -153,6 +153,12 @@ extension QuireFileSystem {
             movedAway = moved
         }
         let fresh = try request.to.namespace.map { namespace throws(FuseError) in try newRowKey(named: request.newName, in: namespace) }
+        // A temp file (rsync's, an editor's) renamed to a marked name is a
+        // new row made under it, as a created one is.
+        if let fresh, target == .none, sourceRow == nil, let namespace = request.to.namespace,
+           case .row(let title, let kind) = FileNames.meaning(of: request.newName, in: namespace) {
+            try refuseUnkeptMarker(request.newName, key: fresh.key, title: title, kind: kind, in: request.to)
+        }
         var facts = RenameFacts(source: source, target: target, sourceInode: inode(of: source), targetInode: inode(of: target),
                                 freshKey: fresh?.key ?? RowKey.random(using: SystemRandom()))
         facts.freshKeyKeepsMarker = fresh?.keepsMarker ?? false
