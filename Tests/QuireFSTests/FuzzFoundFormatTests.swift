@@ -35,7 +35,7 @@ final class FuzzFoundFormatTests: XCTestCase {
         let read = try VCard.parse(contact.bytes, title: "x", key: nil, previous: nil)
         XCTAssertTrue(read.name.unicodeScalars.elementsEqual(contact.name.unicodeScalars))
         XCTAssertTrue(read.phones[0].unicodeScalars.elementsEqual(contact.phones[0].unicodeScalars))
-        let n = try VCard.parse(Array("BEGIN:VCARD\r\nN:Love\\;\u{301}lace;Ada\r\nEND:VCARD\r\n".utf8), title: "x", key: nil, previous: nil)
+        let n = try VCard.parse(Array("BEGIN:VCARD\r\nVERSION:4.0\r\nN:Love\\;\u{301}lace;Ada\r\nEND:VCARD\r\n".utf8), title: "x", key: nil, previous: nil)
         XCTAssertEqual(n.name, "Ada Love;\u{301}lace")
     }
 
@@ -75,7 +75,7 @@ final class FuzzFoundFormatTests: XCTestCase {
     func testACardNameOfOnlyCarriageReturnsIsNoName() throws {
         // fuzz vcard: "N:\r" gave the name "\r", which rendered as an empty
         // FN and read back as the file's title. A CR is dropped on reading too.
-        let card = Array("BEGIN:VCARD\r\nN:\r\r\nNOTE:a\rb\r\nEND:VCARD\r\n".utf8)
+        let card = Array("BEGIN:VCARD\r\nVERSION:4.0\r\nN:\r\r\nNOTE:a\rb\r\nEND:VCARD\r\n".utf8)
         let contact = try VCard.parse(card, title: "Lady", key: nil, previous: nil)
         XCTAssertEqual(contact.name, "Lady")
         XCTAssertEqual(contact.note, "ab")
