@@ -56,7 +56,7 @@ let package = Package(
         .testTarget(name: "QuireStoreTests", dependencies: ["QuireStore", "QuireCore"]),
         .testTarget(name: "QuireRelayTests", dependencies: ["QuireTestSupport", "QuireRelay", "QuireCrypto"]),
         .testTarget(name: "QuireSyncTests", dependencies: ["QuireTestSupport", "QuireSync", "QuireStore", "QuireCore", "QuireCrypto", "QuireRelay"]),
-        .testTarget(name: "QuireFuseTests", dependencies: ["QuireFuse"]),
+        .testTarget(name: "QuireFuseTests", dependencies: ["QuireFuse", "QuireStore"]),
         .testTarget(name: "QuireDaemonTests", dependencies: ["QuireDaemon", "QuireSync", "QuireCore"]),
         .testTarget(name: "QuireFSTests", dependencies: ["QuireTestSupport", "QuireFS", "QuireStore", "QuireCore"]),
         .testTarget(name: "QuireSimulationTests", dependencies: ["QuireSimulation", "QuireSync", "QuireStore", "QuireCore", "QuireCrypto"]),

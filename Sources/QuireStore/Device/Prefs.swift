@@ -118,12 +118,20 @@ public enum AtomicFile {
         close(fd)
         if replacing {
             if rename(tmp, path) != 0 { let e = posixError("cannot replace \(path)"); unlink(tmp); throw e }
-        } else {
-            if link(tmp, path) != 0 {
-                let e = errno == EEXIST ? StoreError(.conflict, "\(path) already exists; it was not replaced") : posixError("cannot create \(path)")
+        } else if link(tmp, path) != 0 {
+            let code = errno
+            // A disk with no hard links (FAT and exFAT sticks, some network
+            // folders): checked, then renamed; only a file made in between
+            // could still be replaced.
+            let noLinks = code == EPERM || code == ENOTSUP || code == EOPNOTSUPP || code == ENOSYS || code == EMLINK
+            var st = stat()
+            if code == EEXIST || (noLinks && lstat(path, &st) == 0) {
                 unlink(tmp)
-                throw e
+                throw StoreError(.conflict, "\(path) already exists; it was not replaced")
             }
+            if !noLinks { errno = code; let e = posixError("cannot create \(path)"); unlink(tmp); throw e }
+            if rename(tmp, path) != 0 { let e = posixError("cannot create \(path)"); unlink(tmp); throw e }
+        } else {
             unlink(tmp)
         }
         let dir = parentDirectory(of: path)
