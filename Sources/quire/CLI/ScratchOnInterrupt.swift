@@ -30,12 +30,15 @@ final class ScratchOnInterrupt: @unchecked Sendable {
     private func interrupted(_ sig: Int32) {
         lock.lock()   // held until the process dies: `release` cannot slip in
         // The command goes on meanwhile and may still add a file (SQLite's
-        // journal, the next staged file) while its folder is emptied: again
-        // until nothing is left, or a second has passed.
+        // journal, the next staged file, the staging folder itself) while
+        // its folder is emptied: again until nothing was left three times
+        // in a row (the command, still running, would have made its next
+        // one), or two seconds have passed.
         if let remove {
-            for _ in 0..<200 {
-                if remove() { break }
-                usleep(5_000)
+            var clean = 0
+            for _ in 0..<400 where clean < 3 {
+                clean = remove() ? clean + 1 : 0
+                if clean < 3 { usleep(5_000) }
             }
         }
         // Not raise() again: the signal is taken by dispatch (blocked for
