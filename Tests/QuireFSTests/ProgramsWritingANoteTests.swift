@@ -100,6 +100,56 @@ final class ProgramsWritingANoteTests: XCTestCase {
         }
     }
 
+    /// `printf … > note.md` as `request`'s program: a truncating open, the text, close.
+    private static func writeWhole(_ mount: DirectMount, _ path: String, _ text: String, as request: FuseRequest) throws {
+        let inode = try mount.lookup(path).attributes.inode
+        let flags = FuseOpenFlags(rawValue: O_WRONLY | O_TRUNC)
+        let reply = try mount.fileSystem.open(inode, flags: flags, request: request)
+        _ = try mount.fileSystem.write(inode, handle: reply.handle, offset: 0, data: Array(text.utf8), flags: flags, request: request)
+        try mount.fileSystem.flush(inode, handle: reply.handle, request: request)
+        try mount.fileSystem.release(inode, handle: reply.handle, flags: flags, request: request)
+    }
+
+    /// A shell writes a note with `>`, another program here replaces it
+    /// whole (vim saving, `git checkout` removing the file and making it
+    /// again), and the same shell (one process: `echo` is a builtin) writes
+    /// it with `>` again: the note is what the shell wrote last. The other
+    /// program's text had been kept as a paragraph the shell was never
+    /// shown, so `echo new > note.md` left `final\n\nnew` on every device.
+    /// A sibling's paragraph that lands after the replacement still stays.
+    func testAShellsWholeWriteAfterAnotherProgramReplacedTheNoteReplacesIt() throws {
+        let mount = try DirectMount { try $0.putNote("S", "start\n") }
+        let editor = try startOtherProgram()
+        defer { editor.process.terminate() }
+        try mount.writeFile("notebook/S.md", "draft\n")
+        try Self.writeWhole(mount, "notebook/S.md", "final version\n", as: editor.request)
+        try mount.writeFile("notebook/S.md", "brand new\n")
+        XCTAssertEqual(try mount.stored(.notebook, "S"), "brand new\n")
+
+        // git checkout: unlink, then the file made again with O_EXCL.
+        let folder = try mount.folderInode("notebook")
+        try mount.fileSystem.unlink(parent: folder, name: "S.md", request: editor.request)
+        let flags = FuseOpenFlags(rawValue: O_WRONLY | O_CREAT | O_EXCL)
+        let made = try mount.fileSystem.create(parent: folder, name: "S.md", mode: 0o100644, flags: flags, request: editor.request)
+        let inode = made.entry.attributes.inode
+        _ = try mount.fileSystem.write(inode, handle: made.open.handle, offset: 0, data: Array("committed\n".utf8), flags: flags, request: editor.request)
+        try mount.fileSystem.flush(inode, handle: made.open.handle, request: editor.request)
+        try mount.fileSystem.release(inode, handle: made.open.handle, flags: flags, request: editor.request)
+        XCTAssertEqual(try mount.stored(.notebook, "S"), "committed\n")
+        try mount.writeFile("notebook/S.md", "edit 2\n")
+        XCTAssertEqual(try mount.stored(.notebook, "S"), "edit 2\n")
+
+        // The editor replaces it again, then a sibling's paragraph lands: the shell never saw it, and it stays.
+        try Self.writeWhole(mount, "notebook/S.md", "the editor's\n", as: editor.request)
+        let key = try XCTUnwrap(mount.store.summaries(.notebook).first { $0.name == "S" }?.key)
+        _ = try mount.store.saveProse(.note(Note(title: "S", body: Array("the editor's\n\ntheirs\n".utf8), createdAt: Timestamp(seconds: 1_700_000_000),
+                                                 updatedAt: Timestamp(seconds: 1_700_000_100))), key: key)
+        mount.feed()
+        try mount.writeFile("notebook/S.md", "mine\n")
+        let text = try XCTUnwrap(mount.stored(.notebook, "S"))
+        XCTAssertTrue(text.contains("theirs") && text.contains("mine") && !text.contains("the editor's"), text)
+    }
+
     /// `printf … > note.md` in a shell: the redirection opens the note
     /// truncating, copies the descriptor to 1 and closes the first one (a
     /// flush of an empty file) before any text is written. That close saves

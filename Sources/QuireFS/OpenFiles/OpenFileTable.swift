@@ -37,6 +37,10 @@ struct WorkingCopy {
     /// never committed (`commit`).
     enum RefusedWrite { case tooLarge, noRoom }
     var refusedWrite: RefusedWrite? = nil
+    /// Emptied since the copy was clean (a truncating open, a file made or
+    /// made again, a truncate to 0): its save is the row's whole text, not
+    /// writes onto the stored one.
+    var isWrittenWhole = false
 
     /// Called before each change of the text: the first since the copy was
     /// clean keeps that text as `cleanText`, and the copy is dirty.
@@ -44,8 +48,16 @@ struct WorkingCopy {
         if !isDirty {
             cleanText = content
             refusedWrite = nil
+            isWrittenWhole = false
         }
         isDirty = true
+    }
+
+    /// Empties the text, to be written whole (see `isWrittenWhole`).
+    mutating func empty() {
+        willChange()
+        content = []
+        isWrittenWhole = true
     }
 
     /// What a file opened on this copy now, not replacing it whole, writes onto.

@@ -61,8 +61,17 @@ struct ShownBaselines {
 
     /// `process` was shown `text` (it read it, or wrote it), and so was the
     /// device; `version`: the stored version that is exactly this text, if one is.
-    mutating func record(_ ref: RowRef, _ text: [UInt8], process: Int32?, version: Int64?) {
+    /// `replacesOthers`: `process` wrote the text whole (a shell's `>`, git
+    /// checking a file out, an editor's save). What other programs here
+    /// were shown of the row is then no baseline of theirs: the person at
+    /// this device replaced it, and a later `echo new > note.md` from a
+    /// shell that wrote the note long ago must not keep that text as a
+    /// sibling's paragraph it was never shown. Their saves count against
+    /// the device's, as on any filesystem. (Appends, which add to the text,
+    /// leave them: an editor's save keeps a logger's line.)
+    mutating func record(_ ref: RowRef, _ text: [UInt8], process: Int32?, version: Int64?, replacesOthers: Bool = false) {
         guard Self.keeps(ref) else { return }
+        if replacesOthers { processes.removeAll(ref, except: process) }
         guard Self.keepsText(text) else {
             // The version alone: the stored text is the baseline while it is that one.
             device[ref] = nil
@@ -112,6 +121,11 @@ struct ProcessTexts {
         texts[ref] = nil
         count += texts.count
         if texts.count > 0 { byProcess[process] = texts } else { lastShown[process] = nil }
+    }
+
+    /// Drops every process's text of `ref` but `kept`'s.
+    mutating func removeAll(_ ref: RowRef, except kept: Int32?) {
+        for process in byProcess.keys where process != kept && byProcess[process]?[ref] != nil { remove(ref, process: process) }
     }
 
     mutating func set(_ ref: RowRef, _ text: [UInt8], process: Int32) {

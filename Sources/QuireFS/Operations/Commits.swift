@@ -140,7 +140,8 @@ extension QuireFileSystem {
         // (an editor keeps its own text and saves it again): a sibling's
         // paragraph merged into this version is no deletion of its next save.
         let rendered = edit.row.content.flatMap(RowFormat.render)
-        lastShown.record(ref, copy.content, process: process, version: rendered == copy.content ? edit.seq : nil)
+        lastShown.record(ref, copy.content, process: process, version: rendered == copy.content ? edit.seq : nil,
+                         replacesOthers: copy.isWrittenWhole)
         copy.isDirty = false
         copy.isNew = false
         copy.setModificationTime = nil

@@ -133,11 +133,12 @@ extension QuireFileSystem {
             names.addPending(name, in: folder, ref)
             kernelCache.invalidate(names.claim(ref, at: Date(), keepingMarker: keepsMarker))
             copy.willChange()
+            // A row made (or made again after a remove) here: its text is whole.
+            copy.isWrittenWhole = true
         } else {
             copy = try workingCopy(ref)
             shown = wholeReplacementBaseline(ref, copy, process: process)
-            copy.willChange()
-            copy.content = []
+            copy.empty()
         }
         copy.modifiedAt = .now
         openFiles.keep(copy, for: ref)

@@ -76,8 +76,7 @@ extension QuireFileSystem {
         var copy = try workingCopy(ref)
         let shown = shownBaseline(ref, copy, replacesWhole: flags.isTruncating && flags.isWritable, process: process)
         if flags.isTruncating && flags.isWritable && !copy.content.isEmpty {
-            copy.willChange()
-            copy.content = []
+            copy.empty()
             copy.modifiedAt = .now
         }
         openFiles.keep(copy, for: ref)
@@ -384,7 +383,7 @@ extension QuireFileSystem {
             throw refuse(.noSpace, "\(rowPath(ref)) was not resized: the disk holding this device is full (ENOSPC); "
                          + "the stored text is left as it was", kind: "disk full")
         }
-        copy.willChange()
+        if size == 0 { copy.empty() } else { copy.willChange() }
         if size < copy.content.count {
             copy.content.removeSubrange(size...)
         } else {

@@ -338,7 +338,7 @@ extension QuireFileSystem {
         recordWrite(targetRef, edit, removed: source)
         // Shown to the writer: its own bytes (see `commit`).
         let rendered = edit.row.content.flatMap(RowFormat.render)
-        lastShown.record(targetRef, bytes, process: process, version: rendered == bytes ? edit.seq : nil)
+        lastShown.record(targetRef, bytes, process: process, version: rendered == bytes ? edit.seq : nil, replacesOthers: true)
         return rendered ?? bytes
     }
 
