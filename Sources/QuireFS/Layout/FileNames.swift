@@ -69,6 +69,12 @@ enum FileNames {
         return out
     }
 
+    /// The first control character of `title` (U+0000 to U+001F, U+007F),
+    /// which a row's name shows escaped (`%0A`).
+    static func controlCharacter(in title: String) -> Unicode.Scalar? {
+        title.unicodeScalars.first { $0.value < 0x20 || $0.value == 0x7F }
+    }
+
     /// Only what `escape` writes is read back as an escape, so a name typed
     /// with other `%XX` in it (`What%20is%20FUSE.md`, as web clippers and
     /// URL-minded tools name files) is its own title and lists under the

@@ -66,6 +66,7 @@ extension QuireFileSystem {
             if isIgnored(name, in: folder), try resolve(name, in: folder) == .none {
                 return try createScratch(folder, name, mode: mode, flags: flags)
             }
+            if try resolve(name, in: folder) == .none { try refuseEscapedName(name, title: title, kind: kind, in: folder) }
             // A temp file's name (not a row this mount is bringing back): local for a moment.
             if try startsProvisional(name, in: folder), try resolve(name, in: folder) == .none,
                names.detachedRow(titled: title, in: folder) == nil, !recentlyRemoved.holds(name, in: folder, at: Date()) {
@@ -164,6 +165,25 @@ extension QuireFileSystem {
             if let key = RowKey(bytes: bytes), try listing(namespace).rows[key] == nil { return (key, true) }
         }
         return (RowKey(bytes: bytes)!, false)
+    }
+
+    /// A new note, plan or card is listed under its title escaped, on
+    /// every device; a name that does not escape back to itself (one with
+    /// a control character, `new\nline.md`, or `%~` that is no key mark,
+    /// `a%~b.md`) would not be listed under the name its program made: a
+    /// mirror's next `rsync --delete` removed it and made it again, a
+    /// tombstone and a new row each run. Refused, so the program is told.
+    /// (Names with a key mark: `refuseUnkeptMarker`. Attachments and
+    /// folders are listed as they are named.)
+    func refuseEscapedName(_ name: CanonicalName, title: String, kind: NoteKind, in folder: Folder) throws(FuseError) {
+        guard kind == .note, let namespace = folder.namespace, FileNames.markerKeyPrefix(of: name.text, in: namespace) == nil else { return }
+        let parts = FileNames.nameParts(namespace: namespace, kind: kind, title: title, updatedAt: Timestamp(seconds: 0))
+        let listed = parts.stem + parts.ext
+        guard listed != name.text else { return }
+        let why = FileNames.controlCharacter(in: title).map { "it holds a control character (\(String(format: "U+%04X", $0.value))), which names show escaped" }
+            ?? "names show it escaped"
+        throw refuse(.invalid, "\(folderPath(folder))/\(listed) refused (EINVAL): every device would list the file as '\(listed)', not under "
+                     + "the name given (\(why)); name it so")
     }
 
     /// A new row named with a key marker keeps that name on every device

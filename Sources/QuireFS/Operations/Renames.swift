@@ -159,6 +159,11 @@ extension QuireFileSystem {
            case .row(let title, let kind) = FileNames.meaning(of: request.newName, in: namespace) {
             try refuseUnkeptMarker(request.newName, key: fresh.key, title: title, kind: kind, in: request.to)
         }
+        // A file renamed to a name its row would not be listed under.
+        if target == .none, !(sourceRow.map(names.isFolder) ?? false), let namespace = request.to.namespace,
+           case .row(let title, let kind) = FileNames.meaning(of: request.newName, in: namespace), !isIgnored(request.newName, in: request.to) {
+            try refuseEscapedName(request.newName, title: title, kind: kind, in: request.to)
+        }
         var facts = RenameFacts(source: source, target: target, sourceInode: inode(of: source), targetInode: inode(of: target),
                                 freshKey: fresh?.key ?? RowKey.random(using: SystemRandom()))
         facts.freshKeyKeepsMarker = fresh?.keepsMarker ?? false
