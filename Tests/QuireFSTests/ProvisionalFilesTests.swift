@@ -28,13 +28,16 @@ final class ProvisionalFilesTests: XCTestCase {
         XCTAssertEqual(FileNames.tempName("Plan.md.tmp2596996162"), .besideItsStem("Plan.md"), "Go's os.CreateTemp(dir, \"Plan.md.tmp*\")")
         XCTAssertEqual(FileNames.tempName("Plan.md.tmp7"), .besideItsStem("Plan.md"))
         XCTAssertEqual(FileNames.tempName("app.json.xvnl45h_"), .besideItsStem("app.json"), "Python's tempfile.mkstemp(prefix=\"app.json.\")")
+        XCTAssertEqual(FileNames.tempName("p.md.oAZTXlX"), .besideItsStem("p.md"), "GNU patch's output")
+        XCTAssertEqual(FileNames.tempName("p.md.rej.r1b2c3d"), .besideItsStem("p.md.rej"), "GNU patch's rejects")
         XCTAssertEqual(FileNames.tempName("lu3245f8z3ke.tmp"), .always, "LibreOffice")
         XCTAssertEqual(FileNames.tempName("index.lock"), .always, "git")
         XCTAssertEqual(FileNames.tempName("tmp_obj_Ab12Cd"), .always, "git")
         XCTAssertEqual(FileNames.tempName("index.stash.2885"), .always, "git stash")
         for name in ["library.db-journal", "library.db-wal", "library.db-shm"] { XCTAssertEqual(FileNames.tempName(name), .always, "SQLite") }
         for name in ["Plan.md", "photo.jpeg", "Plan.md.aB3dE", "Plan.md.aB3dE9x", "Plan.md.12345678901", "Plan.md.aB-dE9", ".aB3dE9",
-                     "Plan.md.", "README", "Cargo.lockfile", "lock", "Plan.md.tmp12345678901", "Plan.md.tmpx", "Plan.md.tmp1a", "Plan.md.xvnl45H_", "Plan.md.xvnl45h-"] {
+                     "Plan.md.", "README", "Cargo.lockfile", "lock", "Plan.md.tmp12345678901", "Plan.md.tmpx", "Plan.md.tmp1a", "Plan.md.xvnl45H_", "Plan.md.xvnl45h-",
+                     "notes.md.outline", "x.md.oAZTX-X", "x.md.pAZTXlX"] {
             XCTAssertNil(FileNames.tempName(name), name)
         }
     }
@@ -70,6 +73,11 @@ final class ProvisionalFilesTests: XCTestCase {
         XCTAssertEqual(try mount.liveTitles(.notebook), ["Plan"], "not a row while it waits")
         try mount.rename("notebook/Plan.md.tmp2596996162", "notebook/Plan.md")
         XCTAssertEqual(try mount.stored(.notebook, "Plan"), "fourth\n")
+        // GNU patch: its output beside the note, renamed over it.
+        try mount.writeFile("notebook/Plan.md.oAZTXlX", "patched\n")
+        XCTAssertEqual(try mount.liveTitles(.notebook), ["Plan"], "not a row while it waits")
+        try mount.rename("notebook/Plan.md.oAZTXlX", "notebook/Plan.md")
+        XCTAssertEqual(try mount.stored(.notebook, "Plan"), "patched\n")
         try mount.writeFile("notebook/Plan.md.3841176093", "third\n")
         try mount.rename("notebook/Plan.md.3841176093", "notebook/Plan.md")
         try mount.writeFile("notebook/Fresh.md.Zz09Aa", "new\n")

@@ -203,8 +203,9 @@ enum FileNames {
         /// `g_file_set_contents` and Qt's `QSaveFile`), `x.xxxxxxxx` (eight
         /// lower-case letters, digits or `_`, one a digit or `_`: Python's
         /// `tempfile.mkstemp(prefix="x.")`, what atomic-write helpers use), `x.NNNNNNN` (six
-        /// to ten digits: npm's write-file-atomic) and `x.tmpN` (one to ten
-        /// digits: Go's `os.CreateTemp(dir, "x.tmp*")`): a temp file's when
+        /// to ten digits: npm's write-file-atomic), `x.tmpN` (one to ten
+        /// digits: Go's `os.CreateTemp(dir, "x.tmp*")`) and `x.oXXXXXX`
+        /// (GNU patch's output, `r` for its rejects): a temp file's when
         /// the stem `x` has an extension of its own (`Plan.md.aB3dE9`) or
         /// names a file beside it.
         case besideItsStem(String)
@@ -229,8 +230,14 @@ enum FileNames {
         // A digit or `_` among them tells it from a word (`Cargo.lockfile`, `x.markdown`).
         let pythonTemp = suffix.count == 8 && suffix.allSatisfy(isPythonTempCharacter)
             && suffix.contains { isDigit($0) || $0 == UInt8(ascii: "_") }
+        // GNU patch's output (`o`) or rejects (`r`) and mkstemp's six, one a
+        // digit or a capital (`Plan.md.oAZTXlX`): as a row, every patch
+        // applied showed it to siblings and left a tombstone.
+        let random = suffix.dropFirst()
+        let gnuPatchTemp = suffix.count == 7 && (suffix.first == UInt8(ascii: "o") || suffix.first == UInt8(ascii: "r"))
+            && random.allSatisfy(isAlphanumeric) && random.contains { isDigit($0) || ($0 >= 0x41 && $0 <= 0x5A) }
         if (suffix.count == 6 && suffix.allSatisfy(isAlphanumeric)) || ((6...10).contains(suffix.count) && suffix.allSatisfy(isDigit))
-            || goTemp || pythonTemp {
+            || goTemp || pythonTemp || gnuPatchTemp {
             return .besideItsStem(String(decoding: bytes[..<dot], as: UTF8.self))
         }
         return nil
