@@ -51,12 +51,13 @@ final class FileNamesTests: XCTestCase {
 
     func testJunkAndLocalOnlyNames() {
         for junk in [".x.md.swp", "x.swx", "x.md~", "4913", "5036", "#x.md#", ".#x.md", "._x.md", ".DS_Store", ".goutputstream-AB",
-                     "x.md___jb_tmp___", "x.md___jb_old___", "x.png___jb_bak___", "workspace.json.tmp", "Plan.md.tmp", "XXALtBW0", "XX0a9Zzz", "ziu1TLDu", "sedAbc123", "tmp00042", "tmpk2j_x9qa"] {
+                     "x.md___jb_tmp___", "x.md___jb_old___", "x.png___jb_bak___", "workspace.json.tmp", "Plan.md.tmp", "XXALtBW0", "XX0a9Zzz", "ziu1TLDu", "sedAbc123", "tmp00042", "tmpk2j_x9qa",
+                     "d2utmpujfUiM", "u2dtmp0aB9cd"] {
             XCTAssertEqual(FileNames.meaning(of: junk, in: .notebook), .junk, junk)
         }
         XCTAssertEqual(FileNames.meaning(of: "todo.txt", in: .notebook), .row(title: "todo.txt", kind: .file))
         // mkstemp's names with no digit or capital are files that wait (`ProvisionalFiles`): words fit them, and must sync.
-        for name in ["sedentary", "XXabcdef", "zillions", "tmp_notes", "tmpfiles", "tmpqzxkvwjb"] {
+        for name in ["sedentary", "XXabcdef", "zillions", "tmp_notes", "tmpfiles", "tmpqzxkvwjb", "d2utmpabcdef"] {
             XCTAssertEqual(FileNames.meaning(of: name, in: .notebook), .row(title: name, kind: .file), name)
             XCTAssertEqual(FileNames.tempName(name), .always, name)
         }

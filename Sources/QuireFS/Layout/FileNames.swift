@@ -145,7 +145,8 @@ enum FileNames {
     /// Editor and desktop junk that lives in the local scratch area: every
     /// hidden file (vim `.x.swp`/`.x.swx`, emacs `.#x`, macOS `._x` and
     /// `.DS_Store`, gedit `.goutputstream-*`), backups ending in `~`, emacs
-    /// autosaves `#x#`, `*.swp`/`*.swx`, sed -i's `sedXXXXXX`, perl -i's `XXXXXXXX`, zip's `ziXXXXXX`, Python's
+    /// autosaves `#x#`, `*.swp`/`*.swx`, sed -i's `sedXXXXXX`, perl -i's `XXXXXXXX`, zip's `ziXXXXXX`,
+    /// dos2unix's `d2utmpXXXXXX` (unix2dos's `u2dtmpXXXXXX`), Python's
     /// `tmpXXXXXXXX`, vim's write probe `4913` (and the numbers it tries
     /// after it: 4913 + 123·k), the "safe write" of JetBrains IDEs
     /// (`x___jb_tmp___` renamed over `x` once `x` became `x___jb_old___`:
@@ -170,7 +171,8 @@ enum FileNames {
 
     /// The random part of a temp file's name renamed over its target
     /// right after: sed -i's (`sed` and six letters or digits), perl -i's
-    /// (`XX` and six), zip's (`zi` and six), and Python tempfile's and
+    /// (`XX` and six), zip's (`zi` and six), dos2unix's and unix2dos's
+    /// (`d2utmp`, `u2dtmp` and six), and Python tempfile's and
     /// scripts' (`tmp` and five to eight of a-z, 0-9, `_`). With a digit or
     /// a capital in it, the name is editor junk; words fit these names
     /// too (`sedentary`, `tmp_notes`, `zillions`), and such a file waits as
@@ -181,6 +183,7 @@ enum FileNames {
         }
         func starts(_ prefix: String) -> Bool { bytes.starts(with: prefix.utf8) }
         if bytes.count == 9, starts("sed"), bytes.dropFirst(3).allSatisfy(isASCIIAlphanumeric) { return bytes.dropFirst(3) }
+        if bytes.count == 12, starts("d2utmp") || starts("u2dtmp"), bytes.dropFirst(6).allSatisfy(isASCIIAlphanumeric) { return bytes.dropFirst(6) }
         if bytes.count == 8, starts("XX") || starts("zi"), bytes.dropFirst(2).allSatisfy(isASCIIAlphanumeric) { return bytes.dropFirst(2) }
         if (8...11).contains(bytes.count), starts("tmp"),
            bytes.dropFirst(3).allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == UInt8(ascii: "_") }) {
