@@ -107,4 +107,45 @@ final class RemovedAndCreatedAgainTests: XCTestCase {
         removed.record(.init(ref: ref, text: nil, at: start), name: CanonicalName("A.md"), in: .namespace(.notebook))
         XCTAssertNil(removed.take(CanonicalName("A.md"), in: .namespace(.notebook), at: start + RecentlyRemoved.window + 1), "too late")
     }
+
+    /// Python's `fileinput(inplace=True)` and `perl -i.bak`: the note
+    /// renamed to `NAME.md.bak`, a new `NAME.md` written, the backup then
+    /// removed (fileinput) or kept (perl). The note keeps its key and
+    /// history, and no tombstone is made: it had become an attachment
+    /// `NAME.md.bak`, deleted a moment later, and the new text a second
+    /// row, so a sibling's edit made meanwhile brought the old note back
+    /// beside it. A backup kept is a file of its own once its wait ends;
+    /// a note renamed to `NAME.md.bak` for good keeps its key under it.
+    func testANoteEditedThroughABakBackupKeepsItsRow() throws {
+        var key: RowKey?, kept: RowKey?, moved: RowKey?
+        let mount = try DirectMount { store in
+            key = try store.putNote("fi", "one\n\ntwo\n").key
+            kept = try store.putNote("pl", "perl\n").key
+            moved = try store.putNote("old", "archived\n").key
+        }
+        try mount.rename("notebook/fi.md", "notebook/fi.md.bak")
+        try mount.writeFile("notebook/fi.md", "one\n\nTWO\n")
+        XCTAssertEqual(try mount.text("notebook/fi.md.bak"), "one\n\ntwo\n")
+        try mount.unlink("notebook/fi.md.bak")
+        XCTAssertEqual(try mount.stored(.notebook, "fi"), "one\n\nTWO\n")
+        XCTAssertEqual(try mount.store.summaries(.notebook).first { $0.name == "fi" }?.key, try XCTUnwrap(key))
+
+        try mount.rename("notebook/pl.md", "notebook/pl.md.bak")
+        try mount.writeFile("notebook/pl.md", "perl edited\n")
+        try mount.rename("notebook/old.md", "notebook/old.md.bak")
+        mount.fileSystem.locked {
+            mount.fileSystem.promoteProvisionalFiles(at: Date(timeIntervalSinceNow: ProvisionalFiles.grace + 1))
+            for ref in mount.fileSystem.names.expiredDetached(at: Date(timeIntervalSinceNow: ChangeFeed.detachGrace + 1),
+                                                              grace: ChangeFeed.detachGrace) {
+                mount.fileSystem.finishDetach(ref)
+            }
+        }
+        let rows = try mount.store.summaries(.notebook, includeTombstones: true)
+        XCTAssertEqual(rows.filter(\.isTombstone).map(\.name), [], "\(rows)")
+        XCTAssertEqual(rows.first { $0.name == "pl" }?.key, try XCTUnwrap(kept))
+        XCTAssertEqual(try mount.stored(.notebook, "pl.md.bak"), "perl\n", "the backup kept syncs as a file of its own")
+        XCTAssertEqual(rows.first { $0.name == "old.md.bak" }?.key, try XCTUnwrap(moved), "renamed for good: the same row")
+        XCTAssertEqual(try mount.text("notebook/old.md.bak"), "archived\n")
+        XCTAssertEqual(Set(try mount.list("notebook")), ["fi.md", "pl.md", "pl.md.bak", "old.md.bak"])
+    }
 }

@@ -208,7 +208,7 @@ enum FileNames {
         /// `tempfile.mkstemp(prefix="x.")`, what atomic-write helpers use), `x.NNNNNNN` (six
         /// to ten digits: npm's write-file-atomic), `x.tmpN` (one to ten
         /// digits: Go's `os.CreateTemp(dir, "x.tmp*")`) and `x.oXXXXXX`
-        /// (GNU patch's output, `r` for its rejects): a temp file's when
+        /// (GNU patch's output, `r` for its rejects) and `x.bak`: a temp file's when
         /// the stem `x` has an extension of its own (`Plan.md.aB3dE9`) or
         /// names a file beside it.
         case besideItsStem(String)
@@ -239,8 +239,11 @@ enum FileNames {
         let random = suffix.dropFirst()
         let gnuPatchTemp = suffix.count == 7 && (suffix.first == UInt8(ascii: "o") || suffix.first == UInt8(ascii: "r"))
             && random.allSatisfy(isAlphanumeric) && random.contains { isDigit($0) || ($0 >= 0x41 && $0 <= 0x5A) }
+        // `x.bak`: the backup Python's `fileinput` and `perl -i.bak` rename
+        // a note to before writing it anew (`RenameFacts.isBackupStep`).
+        let backup = suffix.elementsEqual("bak".utf8)
         if (suffix.count == 6 && suffix.allSatisfy(isAlphanumeric)) || ((6...10).contains(suffix.count) && suffix.allSatisfy(isDigit))
-            || goTemp || pythonTemp || gnuPatchTemp {
+            || goTemp || pythonTemp || gnuPatchTemp || backup {
             return .besideItsStem(String(decoding: bytes[..<dot], as: UTF8.self))
         }
         return nil

@@ -18,6 +18,10 @@ struct DetachedRow {
     /// The folder its name was in.
     var folder: Folder
     var since: Date
+    /// The `NAME.bak` it was renamed to, a scratch copy meanwhile (see
+    /// `RenameFacts.isBackupStep`): it becomes the row's file if the name
+    /// does not come back, a file of its own if it does and the copy stays.
+    var backup: ScratchPlace? = nil
 }
 
 /// Which name shows which row, and which inode number stands for what.

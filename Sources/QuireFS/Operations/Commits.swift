@@ -271,8 +271,30 @@ extension QuireFileSystem {
     }
 
     /// Deletes a detached row whose name did not come back.
+    /// A detached row whose name came back: the row again. Its `.bak`
+    /// copy, if the program keeps it, waits as a temp file does, then
+    /// syncs as a file of its own.
+    func reclaimDetached(_ ref: RowRef) {
+        guard let backup = names.reattach(ref)?.backup, scratch.status(backup.folder, backup.name) != nil else { return }
+        provisional.add(backup, at: Date())
+        wakeFeed?()
+    }
+
     func finishDetach(_ ref: RowRef) {
-        guard names.reattach(ref) != nil else { return }
+        guard let detached = names.reattach(ref) else { return }
+        if let backup = detached.backup, scratch.status(backup.folder, backup.name) != nil,
+           case .row(let title, let kind) = FileNames.meaning(of: backup.name, in: .notebook) {
+            // `mv NAME.md NAME.md.bak`, the name not written again: the
+            // rename it was, the row (key, history) under the backup's name.
+            let inode = names.inodes.inode(forScratch: backup.folder, backup.name)
+            do {
+                try apply(RenamePlanner.newRow(from: backup, ref: ref, title: title, kind: kind, inode: inode))
+                kernelCache.invalidateInodes([inode])
+                return
+            } catch {
+                log.problem("\(folderPath(backup.folder))/\(backup.name) stays on this device: the note renamed to it could not take it (\(error))")
+            }
+        }
         do {
             // Always a tombstone: a sibling may have pulled the row already,
             // and only a tombstone keeps it from coming back from there.

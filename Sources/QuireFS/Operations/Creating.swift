@@ -107,7 +107,7 @@ extension QuireFileSystem {
         var shown: [UInt8] = []
         var keepsMarker = false
         if let detachedRef = names.detachedRow(titled: title, in: folder) {
-            names.reattach(detachedRef)
+            reclaimDetached(detachedRef)
             ref = detachedRef
             isNew = false
         } else {

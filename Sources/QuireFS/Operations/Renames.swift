@@ -170,6 +170,11 @@ extension QuireFileSystem {
         facts.movedAway = movedAway
         for case .row(let ref) in [source, target] where openFiles.copy(ref)?.isNew == true { facts.newRows.insert(ref) }
         facts.targetIgnored = target == .none && isIgnored(request.newName, in: request.to)
+        if case .row(let ref) = source, target == .none, !facts.targetIgnored, !facts.newRows.contains(ref), !names.isFolder(ref),
+           ref.namespace == .notebook, request.from == request.to, request.flags.isEmpty,
+           request.newName.text == request.name.text + ".bak", request.name.text.hasSuffix(".md") {
+            facts.isBackupStep = true
+        }
         if case .row(let ref) = source {
             let listed = try listing(ref.namespace).rows[ref.key]?.title
             facts.sourceTitle = openFiles.copy(ref)?.title ?? listed ?? ""
@@ -206,7 +211,7 @@ extension QuireFileSystem {
             case .scratch(let place): bytes[source] = try scratch.contents(place.folder, place.name)
             }
         }
-        if let ref = plan.reclaim { names.reattach(ref) }
+        if let ref = plan.reclaim { reclaimDetached(ref) }
         // A row whose stored text is not the bytes the kernel saw written
         // (a sibling's paragraphs merged in): its inodes, the one the kernel
         // moved to its name included, hold a stale size and pages.
@@ -269,8 +274,8 @@ extension QuireFileSystem {
                 copy.isNew = false
             }
             kernelCache.invalidate(names.unlist(ref))
-        case .detach(let ref, let title, let name, let folder):
-            names.detach(ref, DetachedRow(title: title, name: name, folder: folder, since: Date()))
+        case .detach(let ref, let title, let name, let folder, let backup):
+            names.detach(ref, DetachedRow(title: title, name: name, folder: folder, since: Date(), backup: backup))
             wakeFeed?()
         }
     }

@@ -32,6 +32,10 @@ struct RenameFacts {
     /// A detached row titled like the new name, which a file renamed onto
     /// that name takes back (an editor's backup step undone).
     var reclaimable: RowRef?
+    /// A note renamed to its name plus `.bak` (Python's `fileinput` and
+    /// `perl -i.bak` edit so: the backup, then a new file of the name,
+    /// then the backup removed): an editor's backup step, as `NAME~` is.
+    var isBackupStep = false
     /// A notebook row removed a moment ago under the new name and still
     /// deleted (`RecentlyRemoved`): a file renamed onto that name writes it
     /// again, as a file created under it does (zip, and programs that remove
@@ -113,7 +117,7 @@ struct RenamePlan: Equatable {
         /// The source of a save by rename is gone: not pending, not listed,
         /// and its copy has nothing left to commit.
         case settleReplacedSource(RowRef)
-        case detach(RowRef, title: String, name: CanonicalName, folder: Folder)
+        case detach(RowRef, title: String, name: CanonicalName, folder: Folder, backup: ScratchPlace? = nil)
     }
 
     /// A detached row the rename takes back, before the store change: if
@@ -192,7 +196,7 @@ enum RenamePlanner {
         guard let namespace = request.to.namespace else { throw RenameRefusal(.notPermitted) }
         switch facts.source {
         case .row(let ref):
-            if let target { return try rowToRowName(ref, title: target.title, kind: target.kind, request, facts) }
+            if let target, !facts.isBackupStep { return try rowToRowName(ref, title: target.title, kind: target.kind, request, facts) }
             return try rowToScratch(ref, request, facts)
         case .scratch(let folder, let name):
             return try scratchToRow(ScratchPlace(folder: folder, name: name), namespace: namespace, title: target!.title,
@@ -304,7 +308,8 @@ enum RenamePlanner {
         if facts.newRows.contains(ref) {
             plan.tables = [.forgetPending(ref), .markClean(ref)]
         } else {
-            plan.tables = [.detach(ref, title: facts.sourceTitle, name: request.name, folder: request.from)]
+            plan.tables = [.detach(ref, title: facts.sourceTitle, name: request.name, folder: request.from,
+                                   backup: facts.isBackupStep ? place : nil)]
         }
         // Files still open go with the file to its new name: their writes
         // went to the row, which then came back as a row nobody named or
