@@ -150,6 +150,40 @@ final class ProgramsWritingANoteTests: XCTestCase {
         XCTAssertTrue(text.contains("theirs") && text.contains("mine") && !text.contains("the editor's"), text)
     }
 
+    /// `cat note.md` as `request`'s program: it is shown the whole text.
+    private static func readWhole(_ mount: DirectMount, _ path: String, as request: FuseRequest) throws -> String {
+        let inode = try mount.lookup(path).attributes.inode
+        let flags = FuseOpenFlags(rawValue: O_RDONLY)
+        let reply = try mount.fileSystem.open(inode, flags: flags, request: request)
+        let bytes = try mount.fileSystem.read(inode, handle: reply.handle, offset: 0, size: 1 << 20, request: request)
+        try mount.fileSystem.release(inode, handle: reply.handle, flags: flags, request: request)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// What a program here typed into a text it wrote whole counts as shown
+    /// to the other programs here, and nothing more: an editor that read
+    /// the note before a sibling's paragraph landed, saving after a shell
+    /// here rewrote the note (with that paragraph, which the shell read),
+    /// deletes the shell's line it left out, as on any filesystem, and
+    /// keeps the sibling's paragraph it was never shown (no word lost).
+    func testAnEditorsSaveAfterAnotherProgramsWholeWriteKeepsTheSiblingsParagraphItWasNeverShown() throws {
+        let mount = try DirectMount { try $0.putNote("T", "base\n") }
+        let editor = try startOtherProgram()
+        defer { editor.process.terminate() }
+        XCTAssertEqual(try Self.readWhole(mount, "notebook/T.md", as: editor.request), "base\n")
+        let key = try XCTUnwrap(mount.store.summaries(.notebook).first { $0.name == "T" }?.key)
+        _ = try mount.store.saveProse(.note(Note(title: "T", body: Array("base\n\ntheirs\n".utf8), createdAt: Timestamp(seconds: 1_700_000_000),
+                                                 updatedAt: Timestamp(seconds: 1_700_000_100))), key: key)
+        mount.feed()
+        XCTAssertEqual(try mount.text("notebook/T.md"), "base\n\ntheirs\n")
+        try mount.writeFile("notebook/T.md", "base\n\ntheirs\n\nshell line\n")
+        try Self.writeWhole(mount, "notebook/T.md", "base\n\neditor line\n", as: editor.request)
+        let text = try XCTUnwrap(mount.stored(.notebook, "T"))
+        XCTAssertTrue(text.contains("theirs"), "the sibling's paragraph the editor was never shown is kept: \(text)")
+        XCTAssertTrue(text.contains("editor line") && text.contains("base"), text)
+        XCTAssertFalse(text.contains("shell line"), "the editor's save counts against what the shell here wrote: \(text)")
+    }
+
     /// `printf … > note.md` in a shell: the redirection opens the note
     /// truncating, copies the descriptor to 1 and closes the first one (a
     /// flush of an empty file) before any text is written. That close saves

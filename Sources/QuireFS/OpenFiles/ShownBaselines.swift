@@ -59,19 +59,41 @@ struct ShownBaselines {
         return device[ref]
     }
 
+    /// How a save wrote its text.
+    enum Writing {
+        /// Onto the text it had (appends, writes at an offset).
+        case onto
+        /// Whole (a shell's `>`, git checking a file out, an editor's save,
+        /// a save by rename) over `shown`, what the writer was shown
+        /// (nil: unknown).
+        case whole(over: [UInt8]?)
+    }
+
     /// `process` was shown `text` (it read it, or wrote it), and so was the
     /// device; `version`: the stored version that is exactly this text, if one is.
-    /// `replacesOthers`: `process` wrote the text whole (a shell's `>`, git
-    /// checking a file out, an editor's save). What other programs here
-    /// were shown of the row is then no baseline of theirs: the person at
-    /// this device replaced it, and a later `echo new > note.md` from a
-    /// shell that wrote the note long ago must not keep that text as a
-    /// sibling's paragraph it was never shown. Their saves count against
-    /// the device's, as on any filesystem. (Appends, which add to the text,
-    /// leave them: an editor's save keeps a logger's line.)
-    mutating func record(_ ref: RowRef, _ text: [UInt8], process: Int32?, version: Int64?, replacesOthers: Bool = false) {
+    ///
+    /// A text written whole by a program here counts as shown to the other
+    /// programs here too, as far as that program typed it (its paragraphs
+    /// that were not in what it was shown): the person at this device wrote
+    /// them, and a later `echo new > note.md` from a shell that wrote the
+    /// note long ago must not keep them as if a sibling's paragraphs it was
+    /// never shown. A sibling's paragraph stays unshown to them, so it is
+    /// still kept at their saves (no word lost). Cards, rebased field by
+    /// field from a whole baseline, drop the other programs' baselines.
+    mutating func record(_ ref: RowRef, _ text: [UInt8], process: Int32?, version: Int64?, writing: Writing = .onto) {
         guard Self.keeps(ref) else { return }
-        if replacesOthers { processes.removeAll(ref, except: process) }
+        if case .whole(let shown) = writing {
+            if ref.namespace == .notebook || ref.namespace == .saga {
+                var typed: String? = nil
+                processes.modifyAll(ref, except: process) { other in
+                    if typed == nil { typed = Self.typed(text, over: shown ?? []) }
+                    guard let typed, !typed.isEmpty else { return other }
+                    return Array(Paragraphs.union(String(decoding: other, as: UTF8.self), typed).utf8)
+                }
+            } else {
+                processes.removeAll(ref, except: process)
+            }
+        }
         guard Self.keepsText(text) else {
             // The version alone: the stored text is the baseline while it is that one.
             device[ref] = nil
@@ -82,6 +104,12 @@ struct ShownBaselines {
         device[ref] = text
         if let process { processes.set(ref, text, process: process) }
         versions[ref] = version ?? -1
+    }
+
+    /// The paragraphs of `text` that are not in `shown`, as a text.
+    private static func typed(_ text: [UInt8], over shown: [UInt8]) -> String {
+        let before = Paragraphs.hashes(of: String(decoding: shown, as: UTF8.self))
+        return Paragraphs.join(Paragraphs.split(String(decoding: text, as: UTF8.self)).filter { !before.contains(Paragraphs.paragraphHash($0)) })
     }
 
     /// Prose, and the cards programs read and write back whole (`CardRebase`).
@@ -121,6 +149,15 @@ struct ProcessTexts {
         texts[ref] = nil
         count += texts.count
         if texts.count > 0 { byProcess[process] = texts } else { lastShown[process] = nil }
+    }
+
+    /// Changes every process's text of `ref` but `kept`'s.
+    mutating func modifyAll(_ ref: RowRef, except kept: Int32?, _ change: ([UInt8]) -> [UInt8]) {
+        for process in byProcess.keys where process != kept {
+            guard let text = byProcess[process]?[ref] else { continue }
+            let changed = change(text)
+            if changed != text { byProcess[process]?[ref] = changed }
+        }
     }
 
     /// Drops every process's text of `ref` but `kept`'s.

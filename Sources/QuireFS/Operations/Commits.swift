@@ -141,7 +141,7 @@ extension QuireFileSystem {
         // paragraph merged into this version is no deletion of its next save.
         let rendered = edit.row.content.flatMap(RowFormat.render)
         lastShown.record(ref, copy.content, process: process, version: rendered == copy.content ? edit.seq : nil,
-                         replacesOthers: copy.isWrittenWhole)
+                         writing: copy.isWrittenWhole ? .whole(over: baseline ?? previous.flatMap(RowFormat.render)) : .onto)
         copy.isDirty = false
         copy.isNew = false
         copy.setModificationTime = nil

@@ -348,7 +348,7 @@ extension QuireFileSystem {
         recordWrite(targetRef, edit, removed: source)
         // Shown to the writer: its own bytes (see `commit`).
         let rendered = edit.row.content.flatMap(RowFormat.render)
-        lastShown.record(targetRef, bytes, process: process, version: rendered == bytes ? edit.seq : nil, replacesOthers: true)
+        lastShown.record(targetRef, bytes, process: process, version: rendered == bytes ? edit.seq : nil, writing: .whole(over: shown))
         return rendered ?? bytes
     }
 
