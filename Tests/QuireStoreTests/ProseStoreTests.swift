@@ -216,6 +216,37 @@ final class ProseStoreTests: XCTestCase {
         XCTAssertEqual(try s.shadow(.notebook, keys[2]).map { String(decoding: $0, as: UTF8.self) }, restored)
     }
 
+    /// `echo … >> log.md` on this device after it and a sibling appended
+    /// to the log at once: the save saw nothing land underneath, and had
+    /// kept its bytes exactly, so the two versions of the paragraph were
+    /// never joined and every round copied them again (mount/README.md
+    /// promises the next save joins them).
+    func testAnAppendAfterTwoDevicesAppendedAtOnceJoinsTheVersions() throws {
+        let s = try makeStore(temporaryDirectory())
+        let r = try s.saveProse(noteContent("# log\n"))
+        let original = try XCTUnwrap(try s.row(.notebook, r.key))
+        _ = try s.saveProse(noteContent("# log\nline 1 A\n"), key: r.key, shown: Array("# log\n".utf8))
+        var siblings: [Row] = []
+        for (device, line) in [(deviceB, "line 1 B")] {
+            guard case .note(var n)? = original.content else { return XCTFail() }
+            n.body = Array("# log\n\(line)\n".utf8)
+            n.contentHash = Note.bodyDigest(n.body!)
+            n.deletedParagraphs = [ParagraphHash(paragraph: "# log").bytes]
+            siblings.append(original.edited(by: Actor(device: device, incarnation: 1), to: .note(n)))
+        }
+        try confirmHeld(s)
+        try s.apply(siblings)
+        let stored = body(try s.row(.notebook, r.key))
+        XCTAssertEqual(stored.components(separatedBy: "# log").count - 1, 2, stored)
+        let version = try XCTUnwrap(try s.changeNumber(.notebook, r.key))
+        let saved = try s.putFromMount(noteContent(stored + "line 2 A\n"), key: r.key, shownVersion: version).row
+        let lines = body(saved).split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.count, 4, body(saved))
+        XCTAssertEqual(Set(lines), ["# log", "line 1 A", "line 1 B", "line 2 A"], body(saved))
+        XCTAssertEqual(lines.first, "# log")
+        XCTAssertEqual(lines.last, "line 2 A")
+    }
+
     func testAWipedRecordRestoresItself() throws {
         let s = try makeStore(temporaryDirectory())
         let r = try s.saveProse(.saga(SagaEntry(date: "2026-05-05", text: Array("morning run\n\nevening rain\n".utf8), updatedAt: Timestamp(seconds: 0))))

@@ -188,6 +188,16 @@ public enum ProseMerge {
         return finish(order, tombstones: tombstones, spelling: spelling, a: parsedEdit, b: parsedRecord, reporting: false).version
     }
 
+    /// Whether `applyEdit` would join, in this save, versions of one
+    /// paragraph that devices appended lines to at once (`SplitAppends`).
+    /// A save whose record did not move keeps the writer's bytes exactly
+    /// otherwise, and so skipped the join: a log appended to with `>>`
+    /// kept every round's copies.
+    public static func joinsSplitAppends(shown: String, edited: String, onto record: ProseVersion) -> Bool {
+        SplitAppends.join(shown: shown, record: record.text, edited: edited,
+                          tombstones: ParagraphTombstones(record.deletedParagraphs)) != edited
+    }
+
     /// Restores, from this device's shadow (the text it last wrote or
     /// accepted, never synced), the paragraphs an incoming version dropped
     /// without a tombstone: a clobber, not a deletion. A wiped (empty)

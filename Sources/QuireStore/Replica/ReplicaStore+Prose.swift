@@ -143,14 +143,16 @@ extension WriteContext {
                 let carried = ParagraphTombstones(Set((record.deleted + edit.deleted).compactMap { ParagraphHash(bytes: $0) }))
                 var text = edit.text
                 let markers: Set<ParagraphHash>
-                if baseline == record.text {
+                let recordVersion = ProseVersion(text: recordText, deletedParagraphs: carried.markers)
+                if baseline == record.text,
+                   !ProseMerge.joinsSplitAppends(shown: shownText, edited: editedText, onto: recordVersion) {
                     // Nothing landed underneath: keep the user's bytes exactly.
                     let change = ProseMerge.changes(shown: shownText, edited: editedText)
                     markers = carried.afterEdit(deleted: change.deleted, typed: change.typed)
                 } else {
-                    // The record moved while the file was open: fold it in.
-                    let merged = ProseMerge.applyEdit(shown: shownText, edited: editedText,
-                                                      onto: ProseVersion(text: recordText, deletedParagraphs: carried.markers))
+                    // The record moved while the file was open, or the save
+                    // joins a paragraph appended to on devices at once: fold it in.
+                    let merged = ProseMerge.applyEdit(shown: shownText, edited: editedText, onto: recordVersion)
                     text = Array(merged.text.utf8)
                     markers = merged.deletedParagraphs
                 }
