@@ -247,6 +247,31 @@ final class ProseStoreTests: XCTestCase {
         XCTAssertEqual(lines.last, "line 2 A")
     }
 
+    /// The same after three devices appended at once: all three versions
+    /// join, not the first two only.
+    func testAnAppendAfterThreeDevicesAppendedAtOnceJoinsTheVersions() throws {
+        let s = try makeStore(temporaryDirectory())
+        let r = try s.saveProse(noteContent("# log\n"))
+        let original = try XCTUnwrap(try s.row(.notebook, r.key))
+        _ = try s.saveProse(noteContent("# log\nline 1 A\n"), key: r.key, shown: Array("# log\n".utf8))
+        var siblings: [Row] = []
+        for (device, line) in [(deviceB, "line 1 B"), (DeviceID(bytes: [UInt8](repeating: 0xC3, count: 16))!, "line 1 C")] {
+            guard case .note(var n)? = original.content else { return XCTFail() }
+            n.body = Array("# log\n\(line)\n".utf8)
+            n.contentHash = Note.bodyDigest(n.body!)
+            n.deletedParagraphs = [ParagraphHash(paragraph: "# log").bytes]
+            siblings.append(original.edited(by: Actor(device: device, incarnation: 1), to: .note(n)))
+        }
+        try confirmHeld(s)
+        try s.apply(siblings)
+        let stored = body(try s.row(.notebook, r.key))
+        let version = try XCTUnwrap(try s.changeNumber(.notebook, r.key))
+        let saved = try s.putFromMount(noteContent(stored + "line 2 A\n"), key: r.key, shownVersion: version).row
+        let lines = body(saved).split(separator: "\n").map(String.init)
+        XCTAssertEqual(Set(lines), ["# log", "line 1 A", "line 1 B", "line 1 C", "line 2 A"], body(saved))
+        XCTAssertEqual(lines.count, 5, body(saved))
+    }
+
     func testAWipedRecordRestoresItself() throws {
         let s = try makeStore(temporaryDirectory())
         let r = try s.saveProse(.saga(SagaEntry(date: "2026-05-05", text: Array("morning run\n\nevening rain\n".utf8), updatedAt: Timestamp(seconds: 0))))

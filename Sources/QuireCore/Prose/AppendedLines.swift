@@ -75,16 +75,22 @@ enum SplitAppends {
             let these = lines(text)
             return appendedTo.contains { these.count > $0.count && these.starts(with: $0) }
         }
+        // A join of two known paragraphs is known too, so a third version
+        // (three devices appended at once) joins it in turn; judged by its
+        // text, it matched nothing, stayed beside it and was copied again
+        // every round.
+        var known = texts.map(wasKnown)
         var joined = false
         var i = 0
         while i + 1 < texts.count {
             let first = lines(texts[i]), second = lines(texts[i + 1])
             let shared = zip(first, second).prefix { $0 == $1 }.count
-            guard shared > 0, first != second, wasKnown(texts[i]), wasKnown(texts[i + 1]),
+            guard shared > 0, first != second, known[i], known[i + 1],
                   (1...shared).reversed().contains(where: { tombstones.isDeleted(ParagraphHash(paragraph: first[..<$0].joined(separator: "\n"))) })
             else { i += 1; continue }
             texts[i] = (first + second[shared...]).joined(separator: "\n")
             texts.remove(at: i + 1)
+            known.remove(at: i + 1)
             joined = true
         }
         return joined ? Paragraphs.join(texts) : edited

@@ -121,6 +121,35 @@ final class ProseMergeKnownCasesTests: XCTestCase {
         XCTAssertEqual(kept.text, alike + "\nmore\n")
     }
 
+    /// The same log appended to on three devices at once: the merge keeps
+    /// three versions of the paragraph, and the next local append must join
+    /// all three, not the first two only (the third, left beside the join,
+    /// was copied again every round: 113 lines for 25 after 8 rounds).
+    func testALogAppendedToOnThreeDevicesAtOnceDoesNotGrowCopies() {
+        func append(_ version: ProseVersion, _ line: String) -> ProseVersion {
+            ProseMerge.applyEdit(shown: version.text, edited: String(version.text.dropLast()) + "\n" + line + "\n", onto: version)
+        }
+        var devices = Array(repeating: ProseVersion(text: "# log\n"), count: 3)
+        for round in 1...6 {
+            for d in devices.indices { devices[d] = append(devices[d], "\(d)-\(round)") }
+            let merged = ProseMerge.merge(ProseMerge.merge(devices[0], devices[1]), devices[2])
+            XCTAssertEqual(merged, ProseMerge.merge(devices[2], ProseMerge.merge(devices[1], devices[0])))
+            devices = [merged, merged, merged]
+        }
+        let lines = devices[0].text.split(separator: "\n").filter { !$0.isEmpty }
+        // One round's copies at most: the last merge's three versions.
+        XCTAssertLessThanOrEqual(lines.filter { $0 == "# log" }.count, 3, devices[0].text)
+        XCTAssertLessThanOrEqual(lines.count, 3 * 19, devices[0].text)
+        for round in 1...6 { for d in 0..<3 { XCTAssertTrue(lines.contains("\(d)-\(round)"), devices[0].text) } }
+        let tidy = append(devices[1], "1-7")
+        XCTAssertEqual(tidy.paragraphs.count, 1, tidy.text)
+        let tidyLines = tidy.text.split(separator: "\n").map(String.init)
+        XCTAssertEqual(tidyLines.count, 20, tidy.text)
+        XCTAssertEqual(Set(tidyLines).count, 20, tidy.text)
+        XCTAssertEqual(tidyLines.first, "# log")
+        XCTAssertEqual(tidyLines.last, "1-7")
+    }
+
     func testAppendedSentenceRevisionDoesNotComeBackBesideItsOriginal() {
         let start = ProseVersion(text: base)
         let longer = evening + " Dreamt of the sea."
