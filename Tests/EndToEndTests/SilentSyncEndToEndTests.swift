@@ -38,6 +38,30 @@ final class SilentSyncEndToEndTests: XCTestCase {
         XCTAssertTrue(daemon.isRunning)
     }
 
+    /// `quire sync --verbose` with its log on the disk that fills (here
+    /// beside the device directory): the next event it prints cannot be
+    /// written, and that had trapped (SIGILL) and stopped sync.
+    func testASyncWhoseLogIsOnADiskThatFillsKeepsRunning() throws {
+        guard getuid() == 0 else { throw XCTSkip("mounting a small tmpfs needs root") }
+        let dir = makeShortDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let small = dir + "/small"
+        try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
+        XCTAssertEqual(shell("mount -t tmpfs -o size=3m tmpfs \(small)").status, 0)
+        defer { shell("umount -l \(small)") }
+        let home = small + "/home", relay = "local:\(dir)/relay"
+        try quireOK(["init", "--name", "small", "--relay", relay], home: home)
+        let daemon = try SyncDaemon(home: home, relay: relay)
+        defer { daemon.stop() }
+        XCTAssertTrue(eventually(20) { (try? quire(["status"], home: home).stdout)?.contains("sync: running") == true })
+        shell("dd if=/dev/zero of=\(small)/filler bs=64k 2>/dev/null; true")
+        // Its next snapshot fails, and the event saying so is printed.
+        Thread.sleep(forTimeInterval: 12)
+        XCTAssertTrue(daemon.isRunning, "sync stopped when its log could not be written")
+        shell("rm -f \(small)/filler")
+        XCTAssertTrue(eventually(20) { (try? quire(["status"], home: home).stdout)?.contains("sync: running (process \(daemon.pid))") == true })
+    }
+
     /// The same hang with a short limit on the folder's operations
     /// (`CloudIO`): the engine gives up on the folder instead of waiting
     /// for it, so notes still travel over the relay both ways while the

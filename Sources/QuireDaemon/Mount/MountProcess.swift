@@ -168,7 +168,7 @@ public final class Notifier: @unchecked Sendable {
     }
 
     /// Where a foreground mount prints what a daemon sends up the pipe.
-    public var printer: @Sendable (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+    public var printer: @Sendable (String) -> Void = { try? FileHandle.standardError.write(contentsOf: Data(($0 + "\n").utf8)) }
 
     public func note(_ text: String) {
         if descriptor == nil { printer(text) } else { write("note: " + text) }

@@ -228,7 +228,7 @@ extension DeviceHome {
         }
         tighten(path, depth: 0)
         if !changed.isEmpty {
-            FileHandle.standardError.write(Data(("quire: other users could read files of the device directory; made owner-only: "
+            try? FileHandle.standardError.write(contentsOf: Data(("quire: other users could read files of the device directory; made owner-only: "
                                                  + changed.prefix(8).joined(separator: ", ") + (changed.count > 8 ? ", …" : "") + "\n").utf8))
         }
     }

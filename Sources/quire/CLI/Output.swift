@@ -9,8 +9,12 @@ enum Output {
         FileHandle.standardOutput.write(Data(bytes))
     }
 
+    /// `write(contentsOf:)` throws where `write(_:)` traps: a line that
+    /// cannot be written (stderr kept on a disk that filled) must not kill
+    /// a running sync. Output on stdout still traps: a command that could
+    /// not print what it was asked for must not exit 0.
     static func error(_ text: String) {
-        FileHandle.standardError.write(Data(("quire: " + text + "\n").utf8))
+        try? FileHandle.standardError.write(contentsOf: Data(("quire: " + text + "\n").utf8))
     }
 
     /// Pretty JSON with sorted keys, so scripts and tests get stable output.

@@ -58,7 +58,7 @@ enum InviteCommand {
         let passphrase: String
         if args.has("passphrase-words") {
             passphrase = Passphrase.makeWords()
-            FileHandle.standardError.write(Data("passphrase: \(passphrase)\n".utf8))
+            try? FileHandle.standardError.write(contentsOf: Data("passphrase: \(passphrase)\n".utf8))
         } else {
             passphrase = try Passphrase.read(file: args.value("passphrase-file"), confirm: true)
         }

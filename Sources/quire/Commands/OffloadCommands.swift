@@ -264,12 +264,12 @@ final class ProgressBar {
         let width = 30
         let filled = width * done / total
         let line = "\r\(verb) [\(String(repeating: "#", count: filled))\(String(repeating: "-", count: width - filled))] \(done)/\(total) notes, \(ByteText.text(bytes))"
-        FileHandle.standardError.write(Data(line.utf8))
+        try? FileHandle.standardError.write(contentsOf: Data(line.utf8))
     }
 
     func finish() {
         guard isEnabled, total > 0 else { return }
-        FileHandle.standardError.write(Data(("\r" + String(repeating: " ", count: 78) + "\r").utf8))
+        try? FileHandle.standardError.write(contentsOf: Data(("\r" + String(repeating: " ", count: 78) + "\r").utf8))
     }
 }
 

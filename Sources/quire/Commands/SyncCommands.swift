@@ -184,17 +184,17 @@ final class ProgressLine {
                                     "seconds": (c.seconds * 10).rounded() / 10, "bytesPerSecond": Int(c.bytesPerSecond)]
             if let r = c.rowsRemaining { o["rowsRemaining"] = r }
             if let data = try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys]) {
-                FileHandle.standardError.write(data + Data("\n".utf8))
+                try? FileHandle.standardError.write(contentsOf: data + Data("\n".utf8))
             }
         } else {
-            FileHandle.standardError.write(Data(("\r\u{1B}[K" + c.words).utf8))
+            try? FileHandle.standardError.write(contentsOf: Data(("\r\u{1B}[K" + c.words).utf8))
             drawn = true
         }
     }
 
     /// Ends a line drawn in place.
     func finish() {
-        if drawn { FileHandle.standardError.write(Data("\n".utf8)) }
+        if drawn { try? FileHandle.standardError.write(contentsOf: Data("\n".utf8)) }
         drawn = false
     }
 }
