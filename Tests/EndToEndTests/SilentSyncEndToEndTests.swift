@@ -62,6 +62,34 @@ final class SilentSyncEndToEndTests: XCTestCase {
         XCTAssertTrue(eventually(20) { (try? quire(["status"], home: home).stdout)?.contains("sync: running (process \(daemon.pid))") == true })
     }
 
+    /// The device's disk fills while its sync runs: the engine cannot
+    /// replace its snapshot, and `quire status` says so (and that what
+    /// follows is from then) instead of showing the old snapshot, siblings
+    /// "in sync" as they were, as current for a minute.
+    func testASyncThatCannotWriteItsStatusOnAFullDiskSaysSo() throws {
+        guard getuid() == 0 else { throw XCTSkip("mounting a small tmpfs needs root") }
+        let dir = makeShortDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let small = dir + "/small"
+        try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
+        XCTAssertEqual(shell("mount -t tmpfs -o size=3m tmpfs \(small)").status, 0)
+        defer { shell("umount -l \(small)") }
+        let home = small + "/home", relay = "local:\(dir)/relay"
+        try quireOK(["init", "--name", "small", "--relay", relay], home: home)
+        func status() -> String { (try? quire(["status"], home: home).stdout) ?? "" }
+        let daemon = try SyncDaemon(home: home, relay: relay)
+        defer { daemon.stop() }
+        XCTAssertTrue(eventually(20) { status().contains("sync: running (process \(daemon.pid))") }, status())
+        shell("dd if=/dev/zero of=\(small)/filler bs=64k 2>/dev/null; true")
+        XCTAssertTrue(eventually(40) { status().contains("but the disk is FULL: it could not write what it knows since") }, status())
+        XCTAssertTrue(status().contains("what follows is from then"), status())
+        let json = try XCTUnwrap(try jsonObject(try quireOK(["status", "--json"], home: home).stdout) as? [String: Any])
+        XCTAssertEqual((json["sync"] as? [String: Any])?["unwrittenOnFullDisk"] as? Bool, true)
+        shell("rm -f \(small)/filler")
+        XCTAssertTrue(eventually(30) { status().contains("sync: running (process \(daemon.pid))") }, status())
+        XCTAssertTrue(daemon.isRunning)
+    }
+
     /// The same hang with a short limit on the folder's operations
     /// (`CloudIO`): the engine gives up on the folder instead of waiting
     /// for it, so notes still travel over the relay both ways while the

@@ -35,6 +35,15 @@ enum SyncStatusSection {
     static let awayAfterSeconds: Int64 = ProcessInfo.processInfo.environment["QUIRE_SIBLING_AWAY_AFTER_SECONDS"]
         .flatMap(Int64.init).map { max($0, 5) } ?? Int64(SyncConfiguration().awayAfterMilliseconds / 1000)
 
+    /// Seconds after which a running engine's snapshot (rewritten every
+    /// 10 s) is called unwritten when the disk is full.
+    static let unwrittenAfterSeconds: Int64 = 15
+
+    static func isDiskFull(_ home: DeviceHome) -> Bool {
+        let disk = try? FileManager.default.attributesOfFileSystem(forPath: home.path)
+        return ((disk?[.systemFreeSize] as? NSNumber)?.int64Value).map { $0 < StatusReport.fullDisk } ?? false
+    }
+
     static func describe(home: DeviceHome, now: Int64) -> (json: [String: Any], lines: [String]) {
         let snapshot = SyncStatus.load(from: home)
         // A mount waiting for its relay runs no engine, so only its record
@@ -53,7 +62,13 @@ enum SyncStatusSection {
         // mount that does not answer, a disk that hangs) or killed without
         // its process going away.
         let silentFor = now - s.updatedAt
-        if alive, silentFor >= Self.silentAfterSeconds {
+        // On a full disk the engine runs but cannot replace its snapshot: an
+        // older one would show siblings "in sync" as they were then, as now.
+        let unwritten = alive && silentFor >= Self.unwrittenAfterSeconds && isDiskFull(home)
+        if unwritten {
+            lines.append("sync: running (process \(s.pid)) on \(s.relay), but the disk is FULL: it could not write what it knows since "
+                         + "\(DateText.format(s.updatedAt, time: true)) (\(Ago.text(silentFor))); what follows is from then")
+        } else if alive, silentFor >= Self.silentAfterSeconds {
             lines.append("sync: process \(s.pid) runs but has said NOTHING since \(DateText.format(s.updatedAt, time: true)) (\(Ago.text(silentFor))): "
                          + "it may be blocked on a folder or disk "
                          + "that does not answer (a cloud folder on a network mount?); what follows is from then. If it stays so, stop it "
@@ -122,7 +137,7 @@ enum SyncStatusSection {
                                    "barrierWaitsFor": current?.barrierWaitsFor ?? [], "anchor": current?.anchor as Any,
                                    "cloudWarnings": s.cloudWarnings ?? [], "offloadWarnings": s.offloadWarnings ?? [],
                                    "wedged": s.wedgedReason.map { ["since": s.wedgedSince ?? 0, "reason": $0] as [String: Any] } as Any, "running": alive, "phase": s.phase.rawValue, "relay": s.relay, "pid": s.pid,
-                                   "updatedAt": s.updatedAt, "silent": alive && silentFor >= Self.silentAfterSeconds, "rounds": s.rounds, "rowsApplied": s.rowsApplied,
+                                   "updatedAt": s.updatedAt, "silent": alive && silentFor >= Self.silentAfterSeconds, "unwrittenOnFullDisk": unwritten, "rounds": s.rounds, "rowsApplied": s.rowsApplied,
                                    "dropped": s.dropped, "sendErrors": s.sendErrors, "relayUnreachableSince": s.relayUnreachableSince as Any,
                                    "admissionRefused": s.admissionRefused as Any,
                                    "revocation": s.revocation.map(revocationJSON) as Any]
