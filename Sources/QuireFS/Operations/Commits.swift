@@ -270,7 +270,6 @@ extension QuireFileSystem {
         }
     }
 
-    /// Deletes a detached row whose name did not come back.
     /// A detached row whose name came back: the row again. Its `.bak`
     /// copy, if the program keeps it, waits as a temp file does, then
     /// syncs as a file of its own.
@@ -280,6 +279,7 @@ extension QuireFileSystem {
         wakeFeed?()
     }
 
+    /// Deletes a detached row whose name did not come back.
     func finishDetach(_ ref: RowRef) {
         guard let detached = names.reattach(ref) else { return }
         if let backup = detached.backup, scratch.status(backup.folder, backup.name) != nil,
