@@ -63,12 +63,13 @@ extension QuireFileSystem {
             // Listed in .quire/status; not logged: every sed -i makes one.
             return try createScratch(folder, name, mode: mode, flags: flags)
         case .row(let title, let kind):
-            if isIgnored(name, in: folder), try resolve(name, in: folder) == .none {
+            let isFree = try resolve(name, in: folder) == .none
+            if isFree, isIgnored(name, in: folder) {
                 return try createScratch(folder, name, mode: mode, flags: flags)
             }
-            if try resolve(name, in: folder) == .none { try refuseEscapedName(name, title: title, kind: kind, in: folder) }
+            if isFree { try refuseEscapedName(name, title: title, kind: kind, in: folder) }
             // A temp file's name (not a row this mount is bringing back): local for a moment.
-            if try startsProvisional(name, in: folder), try resolve(name, in: folder) == .none,
+            if isFree, try startsProvisional(name, in: folder),
                names.detachedRow(titled: title, in: folder) == nil, !recentlyRemoved.holds(name, in: folder, at: Date()) {
                 let reply = try createScratch(folder, name, mode: mode, flags: flags)
                 // The feed looks again by the earliest deadline it was told
